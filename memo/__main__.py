@@ -1,0 +1,5 @@
+import sys
+
+from memo.cli import main
+
+sys.exit(main())

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Create memo's two virtual environments from nothing; a second run reuses them.
+#   .venv/        memo, Keras 3 (TensorFlow, JAX, torch backends), tf2onnx, ONNX Runtime, onnx2torch...
+#   .venv-mxnet/  MXNet 1.9.1, which needs numpy 1.23.5 and so cannot share .venv
+# Each environment is rebuilt only when its requirements change (a hash stamp inside it).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON="${PYTHON:-python3.11}"
+command -v "$PYTHON" >/dev/null 2>&1 || PYTHON=python3
+"$PYTHON" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' \
+  || { echo "setup: memo needs Python 3.11 (found $("$PYTHON" --version 2>&1))" >&2; exit 2; }
+
+stamp_of() { cat "$@" | sha256sum | cut -c1-16; }
+
+make_env() {  # make_env DIR STAMP INSTALL-ARGS...
+  local dir="$1" stamp="$2"; shift 2
+  if [[ -f "$dir/.memo-stamp" && "$(cat "$dir/.memo-stamp")" == "$stamp" ]]; then
+    echo "setup: $dir is up to date"; return
+  fi
+  echo "setup: installing $dir (first run takes several minutes)"
+  [[ -x "$dir/bin/python" ]] || "$PYTHON" -m venv "$dir"
+  "$dir/bin/python" -m pip install --quiet --upgrade pip setuptools wheel
+  "$dir/bin/python" -m pip install --quiet "$@"
+  echo "$stamp" > "$dir/.memo-stamp"
+}
+
+make_env .venv "$(stamp_of pyproject.toml)" -e ".[test]"
+make_env .venv-mxnet "$(stamp_of requirements-mxnet.txt)" -r requirements-mxnet.txt
+echo "setup: done (.venv, .venv-mxnet)"
