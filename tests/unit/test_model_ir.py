@@ -1,0 +1,143 @@
+"""The model IR: JSON round trips, Keras config round trips, validation, and the Keras bridge."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from memo.errors import InvalidModelError, ModelLoadError
+from memo.model import Layer, ModelIR
+
+
+def _residual_ir() -> ModelIR:
+    return ModelIR(
+        layers=[
+            Layer("x", "InputLayer", {"batch_shape": [None, 8, 8, 3], "dtype": "float32"}),
+            Layer("conv", "Conv2D", {"filters": 3, "kernel_size": [3, 3], "padding": "same"}, ["x"]),
+            Layer("add", "Add", {}, ["x", "conv"], call_style="list"),
+            Layer("flat", "Flatten", {}, ["add"]),
+            Layer("dense", "Dense", {"units": 4}, ["flat"]),
+            Layer("unused", "ReLU", {}, ["conv"]),
+        ],
+        outputs=["dense"],
+        name="residual",
+    )
+
+
+def test_json_round_trip_is_canonical() -> None:
+    ir = _residual_ir()
+    again = ModelIR.loads(ir.dumps())
+    assert again.dumps() == ir.dumps()
+    assert [layer.call_style for layer in again] == ["single", "single", "list", "single", "single", "single"]
+
+
+def test_keras_config_round_trip_keeps_graph() -> None:
+    ir = _residual_ir()
+    again = ModelIR.from_keras_config(ir.to_keras_config())
+    assert again.dumps() == ir.dumps()
+
+
+def test_edges_consumers_and_prune() -> None:
+    ir = _residual_ir()
+    assert ("x", "add") in ir.edges() and ("conv", "add") in ir.edges()
+    assert ir.consumers()["conv"] == ["add", "unused"]
+    ir.prune()
+    assert "unused" not in ir.by_name()
+    assert ir.fresh_name("conv") == "conv_1" and ir.fresh_name("new") == "new"
+
+
+@pytest.mark.parametrize(
+    "mutate, message",
+    [
+        (lambda ir: ir.layers.append(Layer("conv", "ReLU", {}, ["x"])), "duplicate"),
+        (lambda ir: ir.layers[1].inputs.__setitem__(0, "nowhere"), "not defined"),
+        (lambda ir: ir.outputs.append("ghost"), "output"),
+        (lambda ir: setattr(ir.layers[2], "call_style", "weird"), "call style"),
+    ],
+)
+def test_validate_rejects_broken_graphs(mutate, message: str) -> None:
+    ir = _residual_ir()
+    mutate(ir)
+    with pytest.raises(InvalidModelError, match=message):
+        ir.validate()
+
+
+def test_toposort_orders_and_detects_cycles() -> None:
+    ir = _residual_ir()
+    ir.layers.reverse()
+    ir.toposort()
+    names = [layer.name for layer in ir]
+    assert names.index("x") < names.index("conv") < names.index("add") < names.index("dense")
+    ir.get("conv").inputs = ["add"]
+    with pytest.raises(InvalidModelError, match="cycle"):
+        ir.toposort()
+
+
+def test_build_infers_shapes_and_names_the_bad_layer() -> None:
+    from memo.model import keras_bridge as kb
+
+    ir = _residual_ir()
+    shapes = kb.infer_shapes(ir)
+    assert shapes["add"] == (None, 8, 8, 3)
+    assert shapes["dense"] == (None, 4)
+    ir.get("conv").config["padding"] = "valid"  # 6x6 output can no longer be added to the 8x8 input
+    with pytest.raises(InvalidModelError, match="'add'"):
+        kb.infer_shapes(ir)
+
+
+def test_weights_and_inputs_are_deterministic(tmp_path: Path) -> None:
+    from memo.model import keras_bridge as kb
+
+    ir = _residual_ir()
+    first = kb.generate_weights(kb.build_keras_model(ir), seed=7)
+    second = kb.generate_weights(kb.build_keras_model(ir), seed=7)
+    other = kb.generate_weights(kb.build_keras_model(ir), seed=8)
+    assert all(np.array_equal(a, b) for a, b in zip(first["conv"], second["conv"]))
+    assert not np.array_equal(first["conv"][0], other["conv"][0])
+    assert np.any(first["conv"][1] != 0), "biases are randomized so they are not an identity"
+    inputs = kb.make_inputs(ir, seed=3)
+    assert inputs["x"].shape == (2, 8, 8, 3) and np.array_equal(inputs["x"], kb.make_inputs(ir, seed=3)["x"])
+
+
+def test_save_and_load_keras_artifact_keeps_weights(tmp_path: Path) -> None:
+    from memo.model import keras_bridge as kb
+
+    ir = _residual_ir().prune()
+    path = tmp_path / "m.keras"
+    kb.save_keras_artifact(ir, path, seed=5)
+    loaded = kb.load_model_file(path)
+    assert [(l.name, l.class_name, l.inputs) for l in loaded.ir] == [(l.name, l.class_name, l.inputs) for l in ir]
+    assert loaded.ir.get("conv").config["padding"] == "same"  # Keras adds defaults; declared values survive
+    expected = kb.generate_weights(kb.build_keras_model(ir), seed=5)
+    assert np.allclose(loaded.weights["dense"][0], expected["dense"][0])
+
+
+def test_load_refuses_lambda_and_bad_files(tmp_path: Path) -> None:
+    from memo.model import keras_bridge as kb
+
+    config = _residual_ir().prune().to_keras_config()
+    config["layers"][3]["class_name"] = "Lambda"
+    lam = tmp_path / "lambda.json"
+    lam.write_text(json.dumps({"class_name": "Functional", "config": config}))
+    with pytest.raises(ModelLoadError, match="Lambda"):
+        kb.load_model_file(lam)
+    bad = tmp_path / "bad.keras"
+    bad.write_bytes(b"not a zip")
+    with pytest.raises(ModelLoadError, match="not a valid .keras"):
+        kb.load_model_file(bad)
+    with pytest.raises(ModelLoadError, match="no such file"):
+        kb.load_model_file(tmp_path / "missing.h5")
+    with pytest.raises(ModelLoadError, match="unknown model format"):
+        kb.load_model_file(lam.with_suffix(".txt").touch() or lam.with_suffix(".txt"))
+
+
+def test_sequential_config_is_read() -> None:
+    config = {"name": "seq", "layers": [
+        {"class_name": "InputLayer", "config": {"batch_shape": [None, 5], "dtype": "float32", "name": "in"}},
+        {"class_name": "Dense", "config": {"units": 3, "name": "d1"}},
+        {"class_name": "ReLU", "config": {"name": "r"}},
+    ]}
+    ir = ModelIR.from_keras_config(config)
+    assert [layer.inputs for layer in ir] == [[], ["in"], ["d1"]] and ir.outputs == ["r"]
