@@ -1,0 +1,73 @@
+"""MXNet 1.9 through its ONNX importer, in its own virtual environment (numpy 1.23, onnx 1.14).
+
+Consumes the opset-11, static-shape conversion (every initializer also listed as a graph input):
+MXNet's importer needs both (opset 13+ gives Squeeze/Unsqueeze axes as inputs, which it rejects).
+Imports only stdlib, numpy, onnx and mxnet.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from memo.backends.spec import BackendSpec
+from memo.backends.versions import distribution_versions
+
+DISTRIBUTIONS = ("mxnet", "onnx", "numpy")
+MXNET_PYTHON = os.environ.get("MEMO_MXNET_PYTHON",
+                              str(Path(__file__).resolve().parents[2] / ".venv-mxnet" / "bin" / "python"))
+
+
+def _setup() -> dict[str, str]:
+    import mxnet  # noqa: F401, PLC0415
+
+    return distribution_versions(DISTRIBUTIONS)
+
+
+def _convert(path: Path) -> tuple[Any, Any, Any, list[str]]:
+    import onnx  # noqa: PLC0415
+    from mxnet.contrib import onnx as onnx_mxnet  # noqa: PLC0415
+
+    graph = onnx.load(str(path)).graph
+    initializers = {init.name for init in graph.initializer}
+    data_names = [arg.name for arg in graph.input if arg.name not in initializers]
+    symbol, arg_params, aux_params = onnx_mxnet.import_model(str(path))
+    return symbol, arg_params, aux_params, data_names
+
+
+class _Bound:
+    """An MXNet module bound lazily to the input shapes of the first call."""
+
+    def __init__(self, symbol: Any, arg_params: Any, aux_params: Any, data_names: list[str]) -> None:
+        self.parts = (symbol, arg_params, aux_params)
+        self.data_names = data_names
+        self.module: Any = None
+        self.shapes: list[tuple[int, ...]] = []
+
+    def forward(self, arrays: list[Any]) -> list[Any]:
+        import mxnet as mx  # noqa: PLC0415
+
+        shapes = [tuple(array.shape) for array in arrays]
+        if self.module is None or shapes != self.shapes:
+            symbol, arg_params, aux_params = self.parts
+            module = mx.mod.Module(symbol=symbol, data_names=self.data_names, label_names=None, context=mx.cpu())
+            module.bind(for_training=False, data_shapes=list(zip(self.data_names, shapes)))
+            module.set_params(arg_params, aux_params, allow_missing=True, allow_extra=True)
+            self.module, self.shapes = module, shapes
+        self.module.forward(mx.io.DataBatch([mx.nd.array(array, dtype=array.dtype) for array in arrays]),
+                            is_train=False)
+        return [out.asnumpy() for out in self.module.get_outputs()]
+
+
+def _load(converted: tuple[Any, Any, Any, list[str]]) -> _Bound:
+    return _Bound(*converted)
+
+
+def _run(bound: _Bound, inputs: dict[str, Any]) -> list[Any]:
+    return bound.forward(list(inputs.values()))
+
+
+SPEC = BackendSpec(name="mxnet", consumes="onnx-opset11", convert=_convert, load=_load, run=_run, setup=_setup,
+                   distributions=DISTRIBUTIONS, python=MXNET_PYTHON,
+                   unsupported_patterns=(r"no conversion function registered", r"not (yet )?supported",
+                                         r"not implemented", r"unsupported"))

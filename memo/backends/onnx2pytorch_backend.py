@@ -1,0 +1,30 @@
+"""onnx2pytorch: converts the ONNX model into a ``torch.nn.Module``, run by PyTorch."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from memo.backends.spec import BackendSpec
+from memo.backends.torch_common import eval_module, run_module, setup_torch
+from memo.backends.versions import distribution_versions
+
+DISTRIBUTIONS = ("onnx2pytorch", "torch", "onnx")
+
+
+def _setup() -> dict[str, str]:
+    import onnx2pytorch  # noqa: F401, PLC0415
+
+    setup_torch()
+    return distribution_versions(DISTRIBUTIONS)
+
+
+def _convert(path: Path) -> Any:
+    import onnx  # noqa: PLC0415
+    import onnx2pytorch  # noqa: PLC0415
+
+    # experimental=True: without it onnx2pytorch refuses batch sizes other than 1.
+    return onnx2pytorch.ConvertModel(onnx.load(str(path)), experimental=True)
+
+
+SPEC = BackendSpec(name="onnx2pytorch", consumes="onnx", convert=_convert, load=eval_module, run=run_module,
+                   setup=_setup, distributions=DISTRIBUTIONS)

@@ -1,0 +1,34 @@
+"""ONNX Runtime (CPU execution provider) on tf2onnx's default-opset conversion."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from memo.backends.spec import BackendSpec
+from memo.backends.versions import distribution_versions
+
+DISTRIBUTIONS = ("onnxruntime", "onnx")
+
+
+def _setup() -> dict[str, str]:
+    import onnxruntime  # noqa: F401, PLC0415
+
+    return distribution_versions(DISTRIBUTIONS)
+
+
+def _load(path: Path) -> Any:
+    import onnxruntime  # noqa: PLC0415
+
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = 1
+    options.inter_op_num_threads = 1
+    return onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+
+
+def _run(session: Any, inputs: dict[str, Any]) -> list[Any]:
+    feed = {arg.name: array for arg, array in zip(session.get_inputs(), inputs.values())}
+    return session.run(None, feed)
+
+
+SPEC = BackendSpec(name="onnxruntime", consumes="onnx", load=_load, run=_run, setup=_setup,
+                   distributions=DISTRIBUTIONS)

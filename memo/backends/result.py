@@ -1,0 +1,109 @@
+"""What one differential execution produced, per backend and per stage. Stdlib only; JSON round-trip.
+
+Statuses of a stage:
+  ok          the stage finished
+  error       the library raised an exception
+  unsupported the library declined on purpose (NotImplementedError, "not supported", an op tf2onnx left
+              unconverted): a known gap, kept apart from bugs
+  crash       the worker process died (signal or exit code recorded, with the tail of its stderr)
+  hang        the stage ran past the per-model timeout; the worker was killed
+  skipped     the stage did not run (its input artifact is missing because a converter failed, or the
+              backend is not installed)
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+STATUSES = ("ok", "error", "unsupported", "crash", "hang", "skipped")
+FAILURES = ("error", "unsupported", "crash", "hang")
+STAGES = ("start", "convert", "load", "execute")
+
+
+@dataclass
+class StageResult:
+    stage: str
+    status: str
+    seconds: float = 0.0
+    exc_type: str | None = None
+    message: str = ""
+    traceback: str = ""
+    signal: int | None = None
+    exit_code: int | None = None
+    stderr_tail: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "StageResult":
+        return cls(**data)
+
+
+@dataclass
+class BackendResult:
+    """One backend (role "backend") or converter (role "converter") on one model.
+
+    ``outputs_path`` is the ``.npz`` of the outputs (keys ``out_0``, ``out_1``... in model-output order)
+    for a backend, or the converted file for a converter.
+    """
+
+    name: str
+    consumes: str
+    role: str = "backend"
+    stages: list[StageResult] = field(default_factory=list)
+    outputs_path: str | None = None
+    versions: dict[str, str] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    @property
+    def failure(self) -> StageResult | None:
+        """The first stage that did not finish, if any."""
+        return next((stage for stage in self.stages if stage.status != "ok"), None)
+
+    @property
+    def status(self) -> str:
+        failure = self.failure
+        return failure.status if failure else ("ok" if self.stages else "skipped")
+
+    @property
+    def stage_reached(self) -> str:
+        failure = self.failure
+        if failure:
+            return failure.stage
+        return self.stages[-1].stage if self.stages else "-"
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["stages"] = [stage.to_json() for stage in self.stages]
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "BackendResult":
+        fields = dict(data)
+        fields["stages"] = [StageResult.from_json(stage) for stage in data.get("stages", [])]
+        return cls(**fields)
+
+
+@dataclass
+class ExecutionResult:
+    """Every backend and converter on one artifact; ``reference`` names the backend others are judged by."""
+
+    artifact_dir: str
+    reference: str
+    output_names: list[str] = field(default_factory=list)
+    backends: dict[str, BackendResult] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    def results(self, role: str | None = None) -> list[BackendResult]:
+        return [result for result in self.backends.values() if role is None or result.role == role]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"artifact_dir": self.artifact_dir, "reference": self.reference, "output_names": self.output_names,
+                "seconds": self.seconds, "backends": {name: result.to_json() for name, result in self.backends.items()}}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "ExecutionResult":
+        return cls(artifact_dir=data["artifact_dir"], reference=data["reference"],
+                   output_names=list(data.get("output_names", [])), seconds=data.get("seconds", 0.0),
+                   backends={name: BackendResult.from_json(item) for name, item in data["backends"].items()})

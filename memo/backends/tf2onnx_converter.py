@@ -1,0 +1,95 @@
+"""tf2onnx: converts the Keras model (on TensorFlow) to ONNX, once per model, for the ONNX backends.
+
+Two conversions, each its own converter entry sharing one worker process (and one loaded model):
+``tf2onnx`` at tf2onnx's default opset with a dynamic batch dimension, and ``tf2onnx-opset11`` at
+opset 11 with static shapes and every initializer also listed as a graph input (what MXNet imports).
+
+tf2onnx does not always raise when it cannot convert an op: it logs an error and leaves the TensorFlow
+node in the output graph. Such nodes (and logged errors) are returned as problems, which the worker
+reports as "unsupported" against tf2onnx.
+"""
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from memo.backends.keras_common import keras_spec
+from memo.backends.spec import ConverterSpec
+from memo.backends.versions import distribution_versions
+
+DISTRIBUTIONS = ("tf2onnx", "onnx", "tensorflow-cpu", "keras")
+STANDARD_DOMAINS = ("", "ai.onnx", "ai.onnx.ml")
+_KERAS_TF = keras_spec("tensorflow", ("tensorflow-cpu",))
+
+
+def _setup() -> dict[str, str]:
+    import tf2onnx  # noqa: F401, PLC0415
+
+    _KERAS_TF.setup()  # type: ignore[misc]
+    return distribution_versions(DISTRIBUTIONS)
+
+
+class _ErrorLog(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(level=logging.ERROR)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
+def unconverted_nodes(model: Any) -> list[str]:
+    """Nodes whose op is not an ONNX op of the model's opsets: what tf2onnx left unconverted."""
+    import onnx  # noqa: PLC0415
+
+    opsets = {entry.domain: entry.version for entry in model.opset_import}
+    problems = []
+    for node in model.graph.node:
+        domain = node.domain or ""
+        known = domain in STANDARD_DOMAINS and onnx.defs.has(node.op_type, domain)
+        if not known:
+            problems.append(f"node {node.name!r} has op {domain + '::' if domain else ''}{node.op_type}, "
+                            f"not an ONNX op (opset {opsets.get(domain, '?')})")
+    return problems
+
+
+def _export(model: Any, inputs: dict[str, Any], out_path: Path, *, opset: int | None, static: bool,
+            initializers_as_inputs: bool) -> list[str]:
+    import onnx  # noqa: PLC0415
+    import tensorflow as tf  # noqa: PLC0415
+    import tf2onnx  # noqa: PLC0415
+
+    signature = [tf.TensorSpec(array.shape if static else (None, *array.shape[1:]), tf.as_dtype(array.dtype),
+                               name=name) for name, array in inputs.items()]
+    function = tf.function(lambda *args: model(list(args), training=False))
+    errors = _ErrorLog()
+    logger = logging.getLogger("tf2onnx")
+    logger.addHandler(errors)
+    try:
+        proto, _ = tf2onnx.convert.from_function(function, input_signature=signature, opset=opset)
+    finally:
+        logger.removeHandler(errors)
+    if initializers_as_inputs:
+        listed = {arg.name for arg in proto.graph.input}
+        for init in proto.graph.initializer:
+            if init.name not in listed:
+                proto.graph.input.append(onnx.helper.make_tensor_value_info(init.name, init.data_type, init.dims))
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    onnx.save(proto, str(out_path))
+    return unconverted_nodes(proto) + [f"tf2onnx logged: {message}" for message in errors.messages]
+
+
+def _export_default(model: Any, inputs: dict[str, Any], out_path: Path) -> list[str]:
+    return _export(model, inputs, out_path, opset=None, static=False, initializers_as_inputs=False)
+
+
+def _export_opset11(model: Any, inputs: dict[str, Any], out_path: Path) -> list[str]:
+    return _export(model, inputs, out_path, opset=11, static=True, initializers_as_inputs=True)
+
+
+_COMMON = dict(consumes="keras", load=_KERAS_TF.load, setup=_setup, distributions=DISTRIBUTIONS,
+               env=dict(_KERAS_TF.env), group="tf2onnx")
+SPEC = ConverterSpec(name="tf2onnx", produces="onnx", export=_export_default, **_COMMON)  # type: ignore[arg-type]
+SPEC_OPSET11 = ConverterSpec(name="tf2onnx-opset11", produces="onnx-opset11", export=_export_opset11,
+                             **_COMMON)  # type: ignore[arg-type]

@@ -1,0 +1,73 @@
+"""A campaign's settings, stored in its database so that ``--resume`` continues with the same ones."""
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memo.errors import UsageError
+
+CAMPAIGNS_DIR = Path("campaigns")
+MUTANTS_DIR = Path("mutants")
+REPORTS_DIR = Path("reports")
+
+
+@dataclass
+class Budget:
+    """When to stop: after ``seconds`` of fuzzing or ``iterations`` mutants, whichever comes first."""
+
+    seconds: float | None = None
+    iterations: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.seconds is None and self.iterations is None:
+            raise UsageError("give a budget: --hours, --minutes or --iterations")
+        if (self.seconds is not None and self.seconds <= 0) or (self.iterations is not None and self.iterations <= 0):
+            raise UsageError("the budget must be positive")
+
+    def exhausted(self, elapsed: float, iterations: int) -> bool:
+        return ((self.seconds is not None and elapsed >= self.seconds)
+                or (self.iterations is not None and iterations >= self.iterations))
+
+    def remaining(self, elapsed: float) -> float | None:
+        return None if self.seconds is None else max(0.0, self.seconds - elapsed)
+
+
+@dataclass
+class CampaignConfig:
+    name: str
+    seed: int = 0
+    budget: Budget = field(default_factory=lambda: Budget(iterations=100))
+    backends: list[str] | None = None          # None: every default backend
+    plugins: list[str] = field(default_factory=list)
+    seeds_dir: str = "seeds"
+    search: str = "mh"
+    operators: list[str] | None = None          # None: MEMO's seven operators plus memo's own
+    execute_all: bool = False
+    jobs: int = 1
+    timeout_s: float = 60.0
+    safe_mode: bool = True
+    reduce_seeds: bool = True
+    triage_budget_s: float = 120.0
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "CampaignConfig":
+        data = dict(data)
+        data["budget"] = Budget(**data["budget"])
+        return cls(**data)
+
+
+def default_name(seed: int) -> str:
+    return time.strftime("%Y%m%d-%H%M%S") + f"-s{seed}"
+
+
+def campaign_dir(name_or_path: str) -> Path:
+    """A campaign named ``name`` lives in ``campaigns/name``; a path is taken as it is."""
+    path = Path(name_or_path)
+    if path.is_dir() or path.is_absolute() or len(path.parts) > 1:
+        return path
+    return CAMPAIGNS_DIR / name_or_path

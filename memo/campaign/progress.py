@@ -1,0 +1,136 @@
+"""How a running campaign shows itself: a live rich panel, nothing (``--quiet``), or JSON lines (``--json``).
+
+Every reporter receives the same events: ``start``, ``progress`` (a snapshot dict), ``finding`` and
+``end``. The registry picks one by name, so adding a reporter means adding one class.
+"""
+from __future__ import annotations
+
+import json
+import sys
+import time
+from typing import Any, Callable, TextIO
+
+
+class Reporter:
+    """Base reporter: ignores everything."""
+
+    def start(self, info: dict[str, Any]) -> None: ...
+
+    def progress(self, snapshot: dict[str, Any]) -> None: ...
+
+    def finding(self, finding: dict[str, Any]) -> None: ...
+
+    def end(self, summary: dict[str, Any]) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class QuietReporter(Reporter):
+    """Prints only the final summary line."""
+
+    def __init__(self, stream: TextIO | None = None) -> None:
+        self.stream = stream or sys.stdout
+
+    def end(self, summary: dict[str, Any]) -> None:
+        print(summary_line(summary), file=self.stream, flush=True)
+
+
+class JsonLinesReporter(Reporter):
+    """One JSON object per line and per event, for CI."""
+
+    def __init__(self, stream: TextIO | None = None) -> None:
+        self.stream = stream or sys.stdout
+
+    def _emit(self, event: str, payload: dict[str, Any]) -> None:
+        self.stream.write(json.dumps({"event": event, "time": round(time.time(), 3), **payload}, default=str) + "\n")
+        self.stream.flush()
+
+    def start(self, info: dict[str, Any]) -> None:
+        self._emit("start", info)
+
+    def progress(self, snapshot: dict[str, Any]) -> None:
+        self._emit("progress", snapshot)
+
+    def finding(self, finding: dict[str, Any]) -> None:
+        self._emit("finding", finding)
+
+    def end(self, summary: dict[str, Any]) -> None:
+        self._emit("end", summary)
+
+
+class LiveReporter(Reporter):
+    """A rich panel redrawn a few times a second: time, throughput, coverage with denominators, findings."""
+
+    def __init__(self) -> None:
+        from rich.console import Console  # noqa: PLC0415
+        from rich.live import Live  # noqa: PLC0415
+
+        self.console = Console(stderr=False)
+        self.live = Live(console=self.console, refresh_per_second=4, transient=False)
+        self.recent: list[str] = []
+        self.started = False
+
+    def start(self, info: dict[str, Any]) -> None:
+        self.console.print(f"[bold]memo fuzz[/bold] campaign [cyan]{info['name']}[/cyan]: "
+                           f"{len(info.get('seeds', []))} seeds, {len(info.get('backends', []))} backends, "
+                           f"search {info.get('search')}, seed {info.get('seed')}")
+        self.live.start()
+        self.started = True
+
+    def progress(self, snapshot: dict[str, Any]) -> None:
+        self.live.update(self._render(snapshot))
+
+    def finding(self, finding: dict[str, Any]) -> None:
+        self.recent.append(f"#{finding['mutant_id']} {finding['kind']} {finding['backend']} "
+                           f"{finding.get('stage') or ''}: {finding['message'][:80]}")
+        self.recent = self.recent[-5:]
+
+    def end(self, summary: dict[str, Any]) -> None:
+        self.close()
+        self.console.print(summary_line(summary))
+
+    def close(self) -> None:
+        if self.started:
+            self.live.stop()
+            self.started = False
+
+    def _render(self, snap: dict[str, Any]) -> Any:
+        from rich.table import Table  # noqa: PLC0415
+        from rich.text import Text  # noqa: PLC0415
+        from rich.console import Group  # noqa: PLC0415
+
+        table = Table(show_header=False, box=None, padding=(0, 1))
+        remaining = snap.get("remaining_s")
+        table.add_row("time", f"{_clock(snap['elapsed_s'])} elapsed"
+                      + (f", {_clock(remaining)} left" if remaining is not None else ""))
+        table.add_row("mutants", f"{snap['generated']} generated ({snap['generated_per_s']:.1f}/s), "
+                      f"{snap['valid']} valid, {snap['diverse']} diverse, "
+                      f"{snap['executed']} executed ({snap['executed_per_s']:.2f}/s)")
+        for name, (covered, total) in snap["coverage"].items():
+            share = 100.0 * covered / total if total else 0.0
+            table.add_row(f"cov {name}", f"{covered} / {total} ({share:.1f} %)")
+        findings = snap.get("findings", {})
+        table.add_row("findings", ", ".join(f"{k}: {v}" for k, v in sorted(findings.items())) or "none yet")
+        recent = Text("\n".join(self.recent), style="dim") if self.recent else Text("")
+        return Group(table, recent)
+
+
+def _clock(seconds: float | None) -> str:
+    seconds = int(seconds or 0)
+    return f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
+
+
+def summary_line(summary: dict[str, Any]) -> str:
+    cov = ", ".join(f"{name} {c}/{t}" for name, (c, t) in summary.get("coverage", {}).items())
+    findings = ", ".join(f"{k} {v}" for k, v in sorted(summary.get("findings", {}).items())) or "no findings"
+    report = f"; report: {summary['report']}" if summary.get("report") else ""
+    return (f"memo: campaign {summary['name']} {summary.get('stopped_because', 'ended')}: "
+            f"{summary['generated']} mutants, {summary['executed']} executed in {_clock(summary['elapsed_s'])}; "
+            f"coverage {cov}; {findings}{report}")
+
+
+REPORTERS: dict[str, Callable[[], Reporter]] = {
+    "live": LiveReporter,
+    "quiet": QuietReporter,
+    "json": JsonLinesReporter,
+}

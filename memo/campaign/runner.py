@@ -1,0 +1,400 @@
+"""The coverage-guided campaign: MEMO's Algorithm 2 with execution, oracle, storage and resume.
+
+One iteration: select a seed <slot, operator> (search strategy), mutate the slot's model, measure its
+coverage delta (Eq. 1), feed the delta back to the strategy, replace the slot's model when the mutant
+is diverse (UpdateSeeds), store the mutant together with the new campaign state (one transaction),
+and, for a diverse mutant (or every valid one with ``--execute-all``), run it on every backend and
+store the verdicts. Execution never influences generation, so the same ``--seed`` gives the same
+mutants whatever the libraries do, and a resumed campaign continues the very same sequence.
+"""
+from __future__ import annotations
+
+import queue
+import random
+import shutil
+import signal
+import threading
+import time
+import traceback
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from memo.campaign.config import MUTANTS_DIR, REPORTS_DIR, CampaignConfig
+from memo.campaign.progress import Reporter
+from memo.errors import InvalidModelError, MemoError, UsageError
+from memo.model.ir import ModelIR
+from memo.store import CampaignStore, MutantRecord, VerdictRecord
+
+PROGRESS_EVERY_S = 0.5
+HISTORY_EVERY_S = 10.0
+NON_FINDINGS = frozenset({"invalid"})
+
+
+@dataclass
+class PoolEntry:
+    """The model currently held by a slot of the seed pool, and where it came from."""
+
+    ir: ModelIR
+    ident: str   # "seed:<name>" or "m<iteration>"
+    seed: str    # the seed this lineage started from
+
+
+@dataclass
+class Execution:
+    mutant_id: int
+    ident: str
+    artifact_dir: Path
+    future: Future[Any]
+
+
+class StopFlag:
+    """Set by SIGINT/SIGTERM; the loop checks it between steps and stops cleanly within seconds."""
+
+    def __init__(self) -> None:
+        self.reason: str | None = None
+        self._previous: dict[int, Any] = {}
+
+    def install(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            self._previous[sig] = signal.signal(sig, self._handle)
+
+    def restore(self) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+        self._previous.clear()
+
+    def _handle(self, signum: int, _frame: Any) -> None:
+        if self.reason is not None:  # a second Ctrl-C: stop waiting for executions too
+            raise KeyboardInterrupt
+        self.reason = "interrupted" if signum == signal.SIGINT else "terminated"
+
+    def __bool__(self) -> bool:
+        return self.reason is not None
+
+
+class Campaign:
+    """A campaign bound to its store; :meth:`run` fuzzes until the budget or a signal stops it."""
+
+    def __init__(self, directory: Path, config: CampaignConfig, reporter: Reporter, *, resume: bool = False,
+                 executor_factory: Callable[[], Any] | None = None) -> None:
+        self.directory = Path(directory)
+        self.config = config
+        self.reporter = reporter
+        self.store = CampaignStore(self.directory, create=not resume)
+        self.artifacts_root = MUTANTS_DIR / config.name
+        self.executor_factory = executor_factory or self._default_executor
+        self.stop = StopFlag()
+        self.pool: dict[str, PoolEntry] = {}
+        self.iteration = 0
+        self.elapsed_before = 0.0
+        self.counters = {"generated": 0, "valid": 0, "diverse": 0, "executed": 0, "internal_errors": 0}
+        self.findings: dict[str, int] = {}
+        if resume:
+            self._restore()
+        else:
+            self._initialize()
+
+    # ------------------------------------------------------------------ set-up
+    def _initialize(self) -> None:
+        from memo.coverage import CoverageTracker, model_coverage  # noqa: PLC0415
+        from memo.mutation import EXTRA_OPERATORS, MEMO_OPERATORS, OPERATORS  # noqa: PLC0415
+        from memo.search import make_strategy  # noqa: PLC0415
+
+        operators = self.config.operators or [*MEMO_OPERATORS, *EXTRA_OPERATORS]
+        unknown = [op for op in operators if op not in OPERATORS]
+        if unknown:
+            raise UsageError(f"unknown mutation operator(s) {', '.join(unknown)} (choose from {', '.join(OPERATORS)})")
+        self.config.operators = list(operators)
+        self.tracker = CoverageTracker()
+        for name, ir in self._load_seeds():
+            self.pool[name] = PoolEntry(ir=ir, ident=f"seed:{name}", seed=name)
+            self.tracker.add(model_coverage(ir))
+        self.strategy = make_strategy(self.config.search, list(self.pool), self.config.operators)
+        self.store.set_meta("config", self.config.to_json())
+        self.store.set_meta("campaign_name", self.config.name)
+        self.store.set_meta("started", time.time())
+        self.store.set_meta("seeds", {name: entry.ir.dumps() for name, entry in self.pool.items()})
+        self.pending_seed_runs = list(self.pool)
+
+    def _load_seeds(self) -> list[tuple[str, ModelIR]]:
+        from memo.seeds import discover_seeds, reduced_seed  # noqa: PLC0415
+
+        seeds = discover_seeds(Path(self.config.seeds_dir), safe_mode=self.config.safe_mode)
+        if not seeds:
+            raise UsageError(f"no usable seed models in {self.config.seeds_dir}")
+        return [(seed.name, reduced_seed(seed) if self.config.reduce_seeds else seed.ir) for seed in seeds]
+
+    def _restore(self) -> None:
+        from memo.coverage import CoverageTracker  # noqa: PLC0415
+        from memo.search import restore_strategy  # noqa: PLC0415
+
+        saved = self.store.load_state()
+        if saved is None:
+            raise UsageError(f"campaign {self.directory} has no saved state to resume")
+        self.iteration, data = saved
+        self.iteration += 1
+        self.strategy = restore_strategy(data["search"])
+        self.tracker = CoverageTracker.from_json(data["coverage"])
+        self.pool = {slot: PoolEntry(ModelIR.loads(entry["ir"]), entry["ident"], entry["seed"])
+                     for slot, entry in data["pool"].items()}
+        self.elapsed_before = float(data.get("elapsed", 0.0))
+        self.counters.update(data.get("counters", {}))
+        self.findings = dict(data.get("findings", {}))
+        self.pending_seed_runs = list(data.get("pending_seed_runs", []))
+
+    def _state(self) -> dict[str, Any]:
+        return {"search": self.strategy.to_json(), "coverage": self.tracker.to_json(),
+                "pool": {slot: {"ir": e.ir.dumps(), "ident": e.ident, "seed": e.seed} for slot, e in self.pool.items()},
+                "elapsed": self._elapsed(), "counters": self.counters, "findings": self.findings,
+                "pending_seed_runs": self.pending_seed_runs}
+
+    def _default_executor(self) -> Any:
+        from memo.backends.executor import DifferentialExecutor  # noqa: PLC0415
+
+        return DifferentialExecutor(backends=self.config.backends, plugins=[Path(p) for p in self.config.plugins],
+                                    timeout_s=self.config.timeout_s)
+
+    # ------------------------------------------------------------------ the loop
+    def _elapsed(self) -> float:
+        return self.elapsed_before + (time.monotonic() - self.started)
+
+    def run(self) -> dict[str, Any]:
+        self.started = time.monotonic()
+        self.stop.install()
+        executors: queue.Queue[Any] = queue.Queue()
+        in_flight: list[Execution] = []
+        created: list[Any] = []
+        pool = ThreadPoolExecutor(max_workers=max(1, self.config.jobs), thread_name_prefix="memo-exec")
+        stopped_because = "budget spent"
+        try:
+            for _ in range(max(1, self.config.jobs)):
+                executor = self.executor_factory()
+                created.append(executor)
+                executors.put(executor)
+            self._record_versions(created[0])
+            self.reporter.start({"name": self.config.name, "seeds": list(self.pool), "seed": self.config.seed,
+                                 "backends": list(getattr(created[0], "backend_names", self.config.backends or [])),
+                                 "search": self.config.search, "directory": str(self.directory)})
+            self._resubmit_unexecuted(pool, executors, in_flight)
+            last_progress = last_history = 0.0
+            while True:
+                if self.stop:
+                    stopped_because = self.stop.reason or "stopped"
+                    break
+                if self.config.budget.exhausted(self._elapsed(), self.counters["generated"]):
+                    break
+                self._collect(in_flight, block=len(in_flight) >= 2 * max(1, self.config.jobs))
+                if self.pending_seed_runs:
+                    self._run_seed(self.pending_seed_runs[0], pool, executors, in_flight)
+                else:
+                    self._step(pool, executors, in_flight)
+                now = time.monotonic()
+                if now - last_progress >= PROGRESS_EVERY_S:
+                    self.reporter.progress(self.snapshot())
+                    last_progress = now
+                if now - last_history >= HISTORY_EVERY_S:
+                    self._history_point()
+                    last_history = now
+            if not self.stop:  # a stopped campaign leaves in-flight mutants to be re-run on resume
+                self._drain(in_flight)
+        except KeyboardInterrupt:
+            stopped_because = "interrupted"
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)
+            for executor in created:
+                _close_quietly(executor)
+            self.stop.restore()
+        self._history_point()
+        summary = self.snapshot()
+        summary.update({"name": self.config.name, "stopped_because": stopped_because,
+                        "directory": str(self.directory)})
+        summary["report"] = self._finish()
+        self.reporter.end(summary)
+        self.store.close()
+        return summary
+
+    def _step(self, pool: ThreadPoolExecutor, executors: "queue.Queue[Any]", in_flight: list[Execution]) -> None:
+        from memo.coverage import model_coverage  # noqa: PLC0415
+        from memo.mutation import MutationFailed, mutate  # noqa: PLC0415
+
+        iteration = self.iteration
+        rng = random.Random(f"{self.config.seed}/{iteration}")
+        key = self.strategy.select(rng)
+        slot, operator = key
+        parent = self.pool[slot]
+        began = time.perf_counter()
+        record = MutantRecord(iteration=iteration, slot=slot, operator=operator, parent=parent.ident,
+                              seed=parent.seed, lineage={}, ir_json=None, valid=False)
+        mutant = None
+        try:
+            mutant = mutate(parent.ir, operator, rng, self.tracker, parent=parent.ident)
+        except (MutationFailed, InvalidModelError) as exc:
+            record.error = f"{type(exc).__name__}: {exc}"
+        except Exception as exc:  # a defect in an operator must not end a night-long campaign
+            self.counters["internal_errors"] += 1
+            record.error = f"internal {type(exc).__name__}: {exc}\n{traceback.format_exc(limit=6)}"
+        new_items = 0
+        if mutant is not None:
+            delta = self.tracker.add(model_coverage(mutant.ir, getattr(mutant, "shapes", None)))
+            new_items = delta.size() if delta.is_new() else 0
+            record.valid, record.ir_json, record.lineage = True, mutant.ir.dumps(), {"changes": mutant.changes}
+            record.diverse = delta.is_new()
+            record.delta = _delta_json(delta)
+            self.counters["valid"] += 1
+            if record.diverse:
+                self.counters["diverse"] += 1
+                self.pool[slot] = PoolEntry(ir=mutant.ir, ident=f"m{iteration}", seed=parent.seed)
+        self.strategy.feedback(key, new_items)
+        record.gen_seconds = time.perf_counter() - began
+        self.counters["generated"] += 1
+        self.iteration += 1
+        with self.store.transaction():
+            mutant_id = self.store.add_mutant(record)
+            self.store.save_state(iteration, self._state())
+        if mutant is not None and (record.diverse or self.config.execute_all):
+            self._submit(mutant_id, f"m{iteration}", mutant.ir, pool, executors, in_flight)
+
+    def _run_seed(self, name: str, pool: ThreadPoolExecutor, executors: "queue.Queue[Any]",
+                  in_flight: list[Execution]) -> None:
+        """Execute a (reduced) seed itself once, before mutating: seeds are test inputs too."""
+        entry = self.pool[name]
+        record = MutantRecord(iteration=-1 - list(self.pool).index(name), slot=name, operator="seed",
+                              parent=entry.ident, seed=name, lineage={"changes": []}, ir_json=entry.ir.dumps(),
+                              valid=True)
+        self.pending_seed_runs.pop(0)
+        with self.store.transaction():
+            mutant_id = self.store.add_mutant(record)
+            self.store.save_state(self.iteration - 1, self._state())
+        self._submit(mutant_id, f"seed-{name}", entry.ir, pool, executors, in_flight)
+
+    # ------------------------------------------------------------------ execution
+    def _submit(self, mutant_id: int, ident: str, ir: ModelIR, pool: ThreadPoolExecutor,
+                executors: "queue.Queue[Any]", in_flight: list[Execution]) -> None:
+        directory = self.artifacts_root / str(mutant_id)
+        seed = self.config.seed
+
+        def work() -> tuple[Any, float]:
+            from memo.artifact import prepare_artifact  # noqa: PLC0415
+
+            executor = executors.get()
+            began = time.perf_counter()
+            try:
+                artifact = prepare_artifact(ir, directory, seed=seed)
+                return executor.run(artifact), time.perf_counter() - began
+            finally:
+                executors.put(executor)
+
+        in_flight.append(Execution(mutant_id, ident, directory, pool.submit(work)))
+
+    def _resubmit_unexecuted(self, pool: ThreadPoolExecutor, executors: "queue.Queue[Any]",
+                             in_flight: list[Execution]) -> None:
+        """After a crash or kill of memo itself, run the stored mutants whose execution never finished."""
+        condition = "diverse = 1" if not self.config.execute_all else "valid = 1"
+        rows = self.store.rows(f"SELECT id, iteration, operator, ir FROM mutants WHERE ({condition} OR operator = 'seed')"
+                               " AND ir IS NOT NULL AND id NOT IN (SELECT mutant_id FROM executions) ORDER BY id")
+        for row in rows:
+            ident = f"m{row['iteration']}" if row["operator"] != "seed" else f"seed-{row['iteration']}"
+            self._submit(row["id"], ident, ModelIR.loads(row["ir"]), pool, executors, in_flight)
+
+    def _collect(self, in_flight: list[Execution], block: bool) -> None:
+        """Store finished executions in order; with ``block``, wait for the oldest (checking for a stop)."""
+        while in_flight:
+            head = in_flight[0].future
+            if not head.done():
+                if not block or self.stop:
+                    return
+                try:
+                    head.exception(timeout=0.25)
+                except TimeoutError:
+                    pass
+                continue
+            self._store_execution(in_flight.pop(0))
+            block = False
+
+    def _drain(self, in_flight: list[Execution]) -> None:
+        while in_flight:
+            self._store_execution(in_flight.pop(0))
+
+    def _store_execution(self, execution: Execution) -> None:
+        from memo.oracle import judge  # noqa: PLC0415
+
+        try:
+            result, seconds = execution.future.result()
+        except Exception as exc:  # preparing the artifact failed: a defect of memo, recorded, not fatal
+            self.counters["internal_errors"] += 1
+            with self.store.transaction():
+                self.store.add_execution(execution.mutant_id, {"error": f"{type(exc).__name__}: {exc}",
+                                                               "traceback": traceback.format_exc()}, 0.0, None)
+            return
+        verdicts = judge(result)
+        findings = [v for v in verdicts if v.kind not in NON_FINDINGS]
+        keep = bool(findings)
+        with self.store.transaction():
+            self.store.add_execution(execution.mutant_id, result.to_json(), seconds,
+                                     str(execution.artifact_dir) if keep else None)
+            for verdict in verdicts:
+                self.store.add_verdict(VerdictRecord(execution.mutant_id, verdict.kind, verdict.backend, verdict.stage,
+                                                     verdict.message, dict(verdict.metrics)))
+        self.counters["executed"] += 1
+        for verdict in findings:
+            label = f"{verdict.kind}:{verdict.backend}"
+            self.findings[label] = self.findings.get(label, 0) + 1
+            self.reporter.finding({"mutant_id": execution.mutant_id, "kind": verdict.kind, "backend": verdict.backend,
+                                   "stage": verdict.stage, "message": verdict.message})
+        if not keep:
+            shutil.rmtree(execution.artifact_dir, ignore_errors=True)
+
+    def _record_versions(self, executor: Any) -> None:
+        versions = getattr(executor, "versions", None)
+        if callable(versions):
+            try:
+                self.store.set_meta("versions", versions())
+            except Exception as exc:  # versions are informative; never fatal
+                self.store.set_meta("versions", {"error": str(exc)})
+
+    # ------------------------------------------------------------------ reporting
+    def snapshot(self) -> dict[str, Any]:
+        elapsed = self._elapsed()
+        active = max(1e-9, time.monotonic() - self.started)
+        return {"elapsed_s": round(elapsed, 1), "remaining_s": self.config.budget.remaining(elapsed),
+                **self.counters, "iteration": self.iteration,
+                "generated_per_s": self.counters["generated"] / max(1e-9, elapsed),
+                "executed_per_s": self.counters["executed"] / active,
+                "coverage": self.tracker.counts(), "findings": dict(self.findings)}
+
+    def _history_point(self) -> None:
+        self.store.add_coverage_point(self._elapsed(), self.iteration, self.counters["generated"],
+                                      self.counters["executed"], self.tracker.counts())
+
+    def _finish(self) -> str | None:
+        """Triage the findings and write the HTML report; a failure here never loses the campaign's data."""
+        try:
+            from memo.report import write_report  # noqa: PLC0415
+            from memo.triage import triage_campaign  # noqa: PLC0415
+        except ImportError:
+            return None
+        try:
+            triage_campaign(self.store, time_budget_s=self.config.triage_budget_s)
+            REPORTS_DIR.mkdir(parents=True, exist_ok=True)
+            return str(write_report(self.directory, REPORTS_DIR / f"{self.config.name}.html"))
+        except MemoError as exc:
+            self.reporter.finding({"mutant_id": "-", "kind": "report-error", "backend": "memo", "message": str(exc)})
+            return None
+
+
+def _delta_json(delta: Any) -> dict[str, Any]:
+    to_json = getattr(delta, "to_json", None)
+    if callable(to_json):
+        return to_json()
+    return {name: sorted(map(str, value)) for name, value in vars(delta).items() if value}
+
+
+def _close_quietly(executor: Any) -> None:
+    try:
+        executor.close()
+    except Exception:  # closing workers after a crash may fail; nothing to save there
+        pass

@@ -1,0 +1,86 @@
+"""``memo fuzz``: run (or resume) a coverage-guided campaign and end with the HTML report."""
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from memo.errors import UsageError
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("fuzz", help="run a coverage-guided fuzzing campaign",
+                              description="Mutate the seed models guided by layer coverage, run every diverse "
+                                          "mutant on every backend, store findings, and write the report.")
+    budget = p.add_argument_group("budget (the first reached ends the campaign)")
+    budget.add_argument("--hours", type=float)
+    budget.add_argument("--minutes", type=float)
+    budget.add_argument("--iterations", type=int, help="number of mutants to generate")
+    p.add_argument("--seed", type=int, default=0, help="random seed: the same seed gives the same mutants")
+    p.add_argument("--backends", help="comma-separated backends (default: all default backends)")
+    p.add_argument("--backend-plugin", action="append", default=[], metavar="PATH", help="load a backend plugin")
+    p.add_argument("--seeds-dir", default="seeds", help="directory of seed models (default: seeds)")
+    p.add_argument("--out", help="campaign directory (default: campaigns/NAME)")
+    p.add_argument("--name", help="campaign name (default: date-time and seed)")
+    p.add_argument("--jobs", type=int, default=1, help="parallel execution pipelines (default 1; each runs "
+                   "every backend in its own warm workers)")
+    p.add_argument("--search", default="mh", help="seed selection: mh (default), random, mcts")
+    p.add_argument("--ops", help="comma-separated mutation operators (default: all)")
+    p.add_argument("--execute-all", action="store_true", help="also execute mutants that add no coverage")
+    p.add_argument("--timeout", type=float, default=60.0, help="seconds a backend may spend on one model")
+    p.add_argument("--no-reduce", action="store_true", help="mutate the original seeds, not the reduced ones")
+    p.add_argument("--unsafe", action="store_true", help="allow seed files whose layers carry code (Lambda)")
+    p.add_argument("--resume", metavar="CAMPAIGN", help="continue a stopped campaign (name or directory)")
+    view = p.add_mutually_exclusive_group()
+    view.add_argument("--quiet", action="store_true", help="print only the final summary")
+    view.add_argument("--json", action="store_true", help="print one JSON line per event")
+    p.set_defaults(func=run)
+
+
+def _budget_seconds(args: argparse.Namespace) -> float | None:
+    parts = [args.hours * 3600 if args.hours else None, args.minutes * 60 if args.minutes else None]
+    given = [part for part in parts if part is not None]
+    return min(given) if given else None
+
+
+def run(args: argparse.Namespace) -> int:
+    from memo.campaign import Budget, Campaign, CampaignConfig, campaign_dir, default_name  # noqa: PLC0415
+    from memo.campaign.progress import REPORTERS  # noqa: PLC0415
+    from memo.store import CampaignStore  # noqa: PLC0415
+
+    reporter = REPORTERS["json" if args.json else "quiet" if args.quiet else "live"]()
+    for plugin in args.backend_plugin:
+        if not Path(plugin).is_file():
+            raise UsageError(f"backend plugin {plugin}: no such file")
+    if args.jobs < 1:
+        raise UsageError("--jobs must be at least 1")
+    if args.resume:
+        directory = campaign_dir(args.resume)
+        with CampaignStore(directory) as store:
+            saved = store.get_meta("config")
+        if saved is None:
+            raise UsageError(f"{directory} holds no campaign configuration")
+        config = CampaignConfig.from_json(saved)
+        seconds = _budget_seconds(args)
+        if seconds is not None or args.iterations:
+            # a new budget on resume counts from the campaign's start, like the original one
+            config.budget = Budget(seconds=seconds, iterations=args.iterations)
+        campaign = Campaign(directory, config, reporter, resume=True)
+    else:
+        name = args.name or default_name(args.seed)
+        config = CampaignConfig(
+            name=name, seed=args.seed, budget=Budget(seconds=_budget_seconds(args), iterations=args.iterations),
+            backends=[b.strip() for b in args.backends.split(",") if b.strip()] if args.backends else None,
+            plugins=[os.path.abspath(p) for p in args.backend_plugin], seeds_dir=args.seeds_dir,
+            search=args.search, operators=[o.strip() for o in args.ops.split(",")] if args.ops else None,
+            execute_all=args.execute_all, jobs=args.jobs, timeout_s=args.timeout, safe_mode=not args.unsafe,
+            reduce_seeds=not args.no_reduce)
+        directory = Path(args.out) if args.out else campaign_dir(name)
+        if (directory / "campaign.sqlite").exists():
+            raise UsageError(f"campaign {directory} exists already; use --resume {directory} or another --name")
+        campaign = Campaign(directory, config, reporter)
+    try:
+        summary = campaign.run()
+    finally:
+        reporter.close()
+    return 130 if summary.get("stopped_because") == "interrupted" else 0

@@ -1,0 +1,56 @@
+"""Helpers every family uses: building an entry with sensible defaults, rank maps, and shape access."""
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+from memo.layers.spec import Draw, Impossible, LayerSpec, ParamSpace, Sampler, Shape
+
+FLOAT_DTYPES = frozenset({"float32", "float16", "float64"})
+UNKNOWN_DIM = 16  # how large a dimension of unknown size (None) is assumed to be when drawing settings
+
+
+def same_rank(rank: int) -> frozenset[int]:
+    return frozenset({rank})
+
+
+def to_rank(*ranks: int) -> Callable[[int], frozenset[int]]:
+    return lambda _rank: frozenset(ranks)
+
+
+def entry(name: str, family: str, ranks: Sequence[int], params: Sequence[ParamSpace], sampler: Sampler, *,
+          rank_map: Callable[[int], frozenset[int]] = same_rank, dtypes: frozenset[str] = FLOAT_DTYPES,
+          arity: tuple[int, int] = (1, 1), call_style: str = "single", **extra: Any) -> LayerSpec:
+    return LayerSpec(name=name, family=family, input_ranks=frozenset(ranks), dtypes=dtypes, arity=arity,
+                     call_style=call_style, params=tuple(params), sampler=sampler, rank_map=rank_map, **extra)
+
+
+def size(dim: int | None) -> int:
+    """A dimension's size for drawing settings (unknown sizes count as UNKNOWN_DIM)."""
+    return UNKNOWN_DIM if dim is None else int(dim)
+
+
+def spatial(shape: Shape, lead: int = 1) -> list[int]:
+    """Sizes of the axes between the first ``lead`` axes and the channel axis (channels_last)."""
+    return [size(d) for d in shape[lead:-1]]
+
+
+def channels(shape: Shape) -> int:
+    """The last axis, which must be known for layers that create weights over it."""
+    if shape[-1] is None:
+        raise Impossible("the channel axis has unknown size")
+    return int(shape[-1])
+
+
+def only(shapes: Sequence[Shape]) -> Shape:
+    return shapes[0]
+
+
+def divisors(n: int) -> list[int]:
+    return [k for k in range(1, n + 1) if n % k == 0]
+
+
+def draw_modes(draw: Draw, names: Sequence[str], config: dict[str, Any]) -> dict[str, Any]:
+    """Draw each mode parameter of ``names`` (no shape constraint) into ``config``."""
+    for name in names:
+        config[name] = draw.choice(name)
+    return config

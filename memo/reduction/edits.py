@@ -1,0 +1,87 @@
+"""Edits the reducer tries: remove some nodes and feed their consumers from an earlier tensor.
+
+An :class:`Edit` is pure data; :func:`apply_edit` turns it into a new :class:`ModelIR` (sharing the
+untouched :class:`Layer` objects with the old one, so trying an edit on a 800-layer model is cheap)
+and prunes what no output needs any more (the other branches of a bypassed merge, for instance).
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Iterable
+
+from memo.errors import InvalidModelError
+from memo.model.ir import ModelIR
+
+
+@dataclass(frozen=True)
+class Edit:
+    """Remove ``remove``; every use of ``old`` becomes a use of ``new`` (``rewire``); drop merge inputs."""
+
+    kind: str
+    remove: frozenset[str] = frozenset()
+    rewire: tuple[tuple[str, str], ...] = ()
+    drop_inputs: tuple[tuple[str, int], ...] = ()
+
+    def names(self) -> set[str]:
+        return set(self.remove) | {n for pair in self.rewire for n in pair} | {n for n, _ in self.drop_inputs}
+
+
+def combine(edits: Iterable[Edit], kind: str) -> Edit:
+    edits = list(edits)
+    return Edit(kind, frozenset().union(*(e.remove for e in edits)),
+                tuple(pair for e in edits for pair in e.rewire),
+                tuple(item for e in edits for item in e.drop_inputs))
+
+
+def remove_span(entry: str, nodes: Iterable[str], kind: str) -> Edit:
+    """Remove a single-entry single-exit subgraph; its last node's consumers read ``entry`` instead."""
+    nodes = tuple(nodes)
+    return Edit(kind, frozenset(nodes), ((nodes[-1], entry),))
+
+
+def _resolver(rewire: tuple[tuple[str, str], ...]):
+    mapping = dict(rewire)
+
+    def resolve(name: str) -> str:
+        seen = set()
+        while name in mapping and name not in seen:
+            seen.add(name)
+            name = mapping[name]
+        return name
+
+    return resolve
+
+
+def apply_edit(ir: ModelIR, edit: Edit) -> ModelIR | None:
+    """The model after ``edit``, pruned; ``None`` when the edit does not fit this model any more."""
+    layers = ir.by_name()
+    if not edit.names() <= layers.keys():
+        return None
+    resolve = _resolver(edit.rewire)
+    dropped: dict[str, set[int]] = {}
+    for name, index in edit.drop_inputs:
+        dropped.setdefault(name, set()).add(index)
+    new_layers = []
+    for layer in ir.layers:
+        if layer.name in edit.remove:
+            continue
+        inputs = [resolve(src) for i, src in enumerate(layer.inputs) if i not in dropped.get(layer.name, ())]
+        if inputs != layer.inputs:
+            if any(src in edit.remove for src in inputs) or (not layer.is_input and not inputs):
+                return None
+            if layer.call_style == "list" and len(inputs) < 2:
+                return None  # a merge of one tensor builds in Keras but is not a model anyone writes
+            if layer.call_style == "single" and len(inputs) != 1:
+                return None
+            layer = dataclasses.replace(layer, inputs=inputs)
+        new_layers.append(layer)
+    outputs = [resolve(name) for name in ir.outputs]
+    if any(name in edit.remove or layers[name].is_input for name in outputs):
+        return None
+    candidate = ModelIR(layers=new_layers, outputs=outputs, name=ir.name).prune()
+    try:
+        candidate.validate()
+    except InvalidModelError:
+        return None
+    return candidate
