@@ -26,4 +26,13 @@ make_env() {  # make_env DIR STAMP INSTALL-ARGS...
 
 make_env .venv "$(stamp_of pyproject.toml)" -e ".[test]"
 make_env .venv-mxnet "$(stamp_of requirements-mxnet.txt)" -r requirements-mxnet.txt
+# Headless Chromium (Debian's) drives the HTML report's browser test.
+if ! command -v chromium >/dev/null 2>&1; then
+  if command -v apt-get >/dev/null 2>&1 && [[ "$(id -u)" == 0 ]]; then
+    echo "setup: installing Debian's chromium for the report's browser test"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+  else
+    echo "setup: warning: chromium is not installed (needs root and apt-get); the browser test will be skipped" >&2
+  fi
+fi
 echo "setup: done (.venv, .venv-mxnet)"

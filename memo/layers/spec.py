@@ -16,6 +16,8 @@ from typing import Any, Callable, Hashable, Mapping, Sequence
 
 Shape = tuple[int | None, ...]  # batch dimension first (None)
 
+RARE = 0.05  # chance that a fresh draw picks an open-ended bucket (keeps generated models small)
+
 MODE = "mode"
 SHAPE = "shape"
 
@@ -115,6 +117,8 @@ class LayerSpec:
     output_dtype: str | None = None  # None: the layer computes in its float dtype policy
     module: str = "keras.layers"
     same_shapes: bool = False  # several inputs must have equal shapes (merge layers)
+    input_maker: Callable[[random.Random, "LayerSpec"], list[Shape]] | None = field(
+        default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_by_name", {p.name: p for p in self.params})
@@ -152,6 +156,14 @@ class LayerSpec:
         return frozenset(out)
 
     # --------------------------------------------------------------- shapes
+    def random_inputs(self, rng: random.Random) -> list[Shape]:
+        """Random input shapes this layer accepts (small sizes): for tests and for building new subgraphs."""
+        if self.input_maker is not None:
+            return self.input_maker(rng, self)
+        rank = rng.choice(sorted(self.input_ranks))
+        shape = random_shape(rng, rank)
+        return [shape] * self.arity[0]
+
     def accepts(self, input_shapes: Sequence[Shape]) -> bool:
         """True when some setting of this layer is valid for inputs of these shapes."""
         if not self._structurally_ok(input_shapes):
@@ -176,16 +188,20 @@ class LayerSpec:
                    input_shapes: Sequence[Shape]) -> dict | None:
         """``config`` with ``param`` set to a concrete value of canonical class ``value``.
 
-        Other settings keep their current values where these stay valid. None when ``value`` is not declared,
-        or when no valid configuration has it for these shapes.
+        Other settings keep their current values where these stay valid (if none of the kept combinations
+        allows ``value``, the others are drawn afresh). None when ``value`` is not declared, or when no valid
+        configuration has it for these shapes.
         """
         space = self.param(param)
         if value not in space.values:
             return None
-        out = self._run(Draw(rng, self, fixed={param: value}, keep=config), input_shapes)
-        if out is None or space.canonical(out.get(param)) != value:
-            return None
-        return out
+        # First keep everything that stays valid; if an earlier-drawn kept setting rules the value out (odd
+        # filters forbid "glu"), draw the other settings afresh around the forced value.
+        for keep in (config, None):
+            out = self._run(Draw(rng, self, fixed={param: value}, keep=keep), input_shapes)
+            if out is not None and space.canonical(out.get(param)) == value:
+                return out
+        return None
 
     def _run(self, draw: "Draw", input_shapes: Sequence[Shape]) -> dict | None:
         if not self._structurally_ok(input_shapes):
@@ -207,6 +223,12 @@ class LayerSpec:
         return out
 
 
+def random_shape(rng: random.Random, rank: int, low: int = 1, high: int = 10) -> Shape:
+    """(None, d1, ..., channels): spatial sizes in [low, high], channels in [1, 8]."""
+    return (None, *[rng.randint(low, high) for _ in range(rank - 2)], rng.randint(1, 8))[:rank] if rank > 1 \
+        else (None,)
+
+
 class Draw:
     """The random choices of one sampler run.
 
@@ -224,20 +246,29 @@ class Draw:
 
     # ------------------------------------------------------------ mode parameters
     def choice(self, name: str, allowed: Sequence[Hashable] | None = None) -> Any:
-        """A concrete value of mode parameter ``name`` whose declared value is in ``allowed`` (default: all)."""
+        """A concrete config value of mode parameter ``name`` whose declared value is in ``allowed``
+        (default: all); a kept value is returned as it was written."""
+        value, kept = self._mode(name, allowed)
+        return kept if kept is not None else self.spec.param(name).concrete(value)
+
+    def value(self, name: str, allowed: Sequence[Hashable] | None = None) -> Hashable:
+        """Like :meth:`choice`, but the declared value itself (a wrapper's inner class name, say)."""
+        return self._mode(name, allowed)[0]
+
+    def _mode(self, name: str, allowed: Sequence[Hashable] | None) -> tuple[Hashable, Any]:
         space = self.spec.param(name)
         values = list(space.values if allowed is None else [v for v in space.values if v in allowed])
         if name in self.fixed:
             if self.fixed[name] not in values:
                 raise Impossible(f"{name}={self.fixed[name]!r} is not valid here")
-            return space.concrete(self.fixed[name])
+            return self.fixed[name], None
         if name in self.keep:
             current = space.canonical(self.keep[name])
             if current is not None and current in values:
-                return self.keep[name]
+                return current, self.keep[name]
         if not values:
             raise Impossible(f"no valid value for {name}")
-        return space.concrete(self.rng.choice(values))
+        return self.rng.choice(values), None
 
     def flag(self, name: str) -> bool:
         return bool(self.choice(name))
@@ -253,6 +284,12 @@ class Draw:
             raise Impossible(f"no valid value for {name} in [{lo}, {hi}]")
         return buckets
 
+    def _bucket_choice(self, name: str, buckets: list[Bucket]) -> Bucket:
+        """Uniform over buckets, except that a fresh draw rarely takes an open-ended (large) bucket."""
+        if name not in self.fixed and len(buckets) > 1 and buckets[-1].hi is None and self.rng.random() > RARE:
+            buckets = buckets[:-1]
+        return self.rng.choice(buckets)
+
     def integer(self, name: str, lo: int, hi: int, cap: int = 64) -> int:
         """An integer in ``[lo, hi]`` for shape parameter ``name``: a bucket first (uniformly), then a value.
 
@@ -266,7 +303,7 @@ class Draw:
             current = current[0] if isinstance(current, (list, tuple)) and len(current) == 1 else current
             if isinstance(current, int) and not isinstance(current, bool) and lo <= current <= hi:
                 return current
-        bucket = self.rng.choice(buckets)
+        bucket = self._bucket_choice(name, buckets)
         low = max(lo, int(bucket.lo))
         high = hi if bucket.hi is None else min(hi, int(bucket.hi))
         high = min(high, max(low, cap), low + cap)
@@ -321,7 +358,7 @@ class Draw:
             if (isinstance(current, (list, tuple)) and len(current) == len(highs)
                     and all(isinstance(c, int) and lo <= c <= h for c, h in zip(current, highs))):
                 return tuple(current)
-        bucket = self.rng.choice(buckets)
+        bucket = self._bucket_choice(name, buckets)
         b_lo = max(lo, int(bucket.lo))
         b_hi = max(highs) if bucket.hi is None else int(bucket.hi)
         lead_choices = [i for i, h in enumerate(highs) if h >= b_lo]

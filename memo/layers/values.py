@@ -138,8 +138,14 @@ def activation(name: str = "activation") -> ParamSpace:
     return mode(name, ACTIVATIONS, normalize=activation_name)
 
 
+# Keras 3.15 cannot deserialize the bare string "constant" inside a layer config (Constant.from_config
+# reads a "value" key the string form lacks), so that initializer is written as a serialized object.
+_INITIALIZER_CONFIG = {"constant": {"module": "keras.initializers", "class_name": "Constant",
+                                    "config": {"value": 0.5}, "registered_name": None}}
+
+
 def initializer(name: str, names: Sequence[str] = INITIALIZERS) -> ParamSpace:
-    return mode(name, names, normalize=object_name)
+    return mode(name, names, [_INITIALIZER_CONFIG.get(n, n) for n in names], normalize=object_name)
 
 
 def regularizer(name: str) -> ParamSpace:

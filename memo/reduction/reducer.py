@@ -13,8 +13,9 @@ Greedy, in phases (a registry, :data:`PHASES`), repeated until a whole round rem
    one branch) or lose one branch.
 3. ``any-span``: any run of segments, repeated or not, largest first.
 
-Every edit is accepted only if the coverage key is unchanged and the incremental shape propagation
-(:mod:`.specs`) succeeds; a removal whose entry and exit specs are equal needs no Keras call at all.
+Every edit is accepted only if the coverage key is unchanged, the incremental shape propagation
+(:mod:`.specs`) succeeds (a removal whose entry and exit specs are equal needs no Keras call at all),
+and the model's weight count does not grow.
 At the end the reduced model is built once more, in full, and its coverage compared again.
 """
 from __future__ import annotations
@@ -52,6 +53,8 @@ def default_coverage_fn() -> CoverageFn:
 class ReductionStats:
     original_layers: int
     reduced_layers: int
+    original_weights: int = 0
+    reduced_weights: int = 0
     attempts: int = 0
     accepted: int = 0
     rebuilt_layers: int = 0
@@ -120,7 +123,9 @@ class _Reducer:
         self.target = coverage_key(coverage_fn(ir))
         self.ir = ir.copy().prune()
         self.table: SpecTable = full_specs(self.ir)
-        self.stats = ReductionStats(original_layers=len(ir), reduced_layers=len(ir))
+        self.weight_limit = self.table.total_weights()
+        self.stats = ReductionStats(original_layers=len(ir), reduced_layers=len(ir),
+                                    original_weights=self.weight_limit)
         self.deadline = None if budget_s is None else time.monotonic() + budget_s
 
     def out_of_time(self) -> bool:
@@ -136,8 +141,11 @@ class _Reducer:
         result = propagate(candidate, self.table)
         if result is None:
             return False
-        self.table, rebuilt = result
+        table, rebuilt = result
         self.stats.rebuilt_layers += rebuilt
+        if table.total_weights() > self.weight_limit:
+            return False  # e.g. dropping a pooling layer before Flatten -> Dense: fewer layers, more weights
+        self.table = table
         self.stats.accepted += 1
         self.stats.removed_by_phase[phase] = self.stats.removed_by_phase.get(phase, 0) + len(self.ir) - len(candidate)
         self.ir = candidate
@@ -175,11 +183,12 @@ def reduce_model(ir: ModelIR, coverage_fn: CoverageFn | None = None, *,
     started = time.monotonic()
     reducer = _Reducer(ir, coverage_fn, budget_s)
     reduced = reducer.run().copy()
-    full_specs(reduced)  # the incremental checks are exact, but the result is verified by a real build too
+    final = full_specs(reduced)  # the incremental checks are exact, but the result is verified by a real build too
     if coverage_key(coverage_fn(reduced)) != reducer.target:
         raise InvalidModelError(f"reduction of {ir.name!r} changed its coverage (internal error)")
     kept = {layer.name for layer in reduced.layers}
     stats = reducer.stats
     stats.reduced_layers = len(reduced)
+    stats.reduced_weights = final.total_weights()
     stats.seconds = time.monotonic() - started
     return ReductionResult(reduced, [layer.name for layer in ir.layers if layer.name not in kept], stats)

@@ -34,7 +34,10 @@ _NOT_THE_LIBRARY = frozenset({"numpy"})
 # Masks applied in order: each (pattern, replacement).
 _MASKS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"0x[0-9a-fA-F]+"), "0xADDR"),
-    (re.compile(r"(?:[A-Za-z]:)?(?:/[\w.+@-]+){2,}/?"), "PATH"),
+    (re.compile(r"\[\d{1,2}:\d{2}:\d{2}(?:\.\d+)?\]"), "[TIME]"),
+    (re.compile(r"(?<![\w/])(?:[A-Za-z]:|\.{1,2})?(?:/[\w.+@-]+){2,}/?"), "PATH"),
+    # graph node / tensor names: conv1d_3_1/Pad, model/dense/BiasAdd:0
+    (re.compile(r"\b[A-Za-z_][\w.-]*(?:/[\w.-]+)+(?::\d+)?"), "NAME"),
     (re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"), "UUID"),
     # quoted tensor / node names: anything quoted that holds a slash, a colon-index or a trailing number
     (re.compile(r"(['\"`])[^'\"`\s]*(?:[/:]|_\d+\b|\d+\1)[^'\"`\s]*\1"), r"\1NAME\1"),
@@ -47,7 +50,8 @@ _MASKS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"(?<![\w.])[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?(?![\w.])"), "N"),
     (re.compile(r"\bnan\b|\binf\b", re.IGNORECASE), "N"),
 )
-_FRAME = re.compile(r'^\s*File "(?P<path>[^"]+)", line \d+, in (?P<func>\S+)', re.MULTILINE)
+# Python tracebacks ("File "p", line 3, in f") and faulthandler dumps ("File "p", line 3 in f").
+_FRAME = re.compile(r'^\s*File "(?P<path>[^"]+)", line \d+,? in (?P<func>\S+)', re.MULTILINE)
 
 
 def normalize_message(message: str | None, limit: int = MESSAGE_LIMIT) -> str:
@@ -74,55 +78,50 @@ def library_modules(backend: str) -> tuple[str, ...]:
 def library_frames(traceback_text: str | None, modules: Iterable[str], top: int = TOP_FRAMES) -> list[str]:
     """The ``top`` innermost traceback frames inside one of ``modules``, as ``package/relative/path.py:function``.
 
-    Line numbers are dropped (they change between patch releases without changing the bug).
+    Line numbers are dropped (they change between patch releases without changing the bug). Python
+    tracebacks list the innermost frame last, faulthandler dumps ("most recent call first") first.
     """
     wanted = tuple(modules)
+    text = traceback_text or ""
     frames: list[str] = []
-    for match in _FRAME.finditer(traceback_text or ""):
+    for match in _FRAME.finditer(text):
         path = match.group("path").replace("\\", "/")
         parts = path.split("/")
         for i, part in enumerate(parts[:-1]):
             if part in wanted:
                 frames.append("/".join(parts[i:]) + ":" + match.group("func"))
                 break
-    return frames[::-1][:top]
+    innermost_first = "most recent call first" in text
+    return (frames if innermost_first else frames[::-1])[:top]
 
 
-def _backend_record(result: dict[str, Any] | None, backend: str) -> dict[str, Any]:
-    """The per-backend entry of an ExecutionResult JSON (tolerates the shapes the executor may use)."""
-    if not result:
-        return {}
-    backends = result.get("backends") or {}
-    if isinstance(backends, list):
-        backends = {entry.get("name") or entry.get("backend"): entry for entry in backends}
-    return backends.get(backend) or {}
-
-
-def _stage_record(entry: dict[str, Any], stage: str | None) -> dict[str, Any]:
-    stages = entry.get("stages") or {}
-    if isinstance(stages, list):
-        stages = {s.get("stage") or s.get("name"): s for s in stages}
-    if stage and stage in stages:
-        return stages[stage]
-    failed = [s for s in stages.values() if isinstance(s, dict) and s.get("status") not in (None, "ok")]
-    return failed[0] if failed else entry
+def _stage_record(result: dict[str, Any] | None, backend: str, stage: str | None) -> dict[str, Any]:
+    """The failing stage of ``backend`` in an ``ExecutionResult.to_json()`` document (``{}`` if absent)."""
+    entry = ((result or {}).get("backends") or {}).get(backend) or {}
+    stages = [s for s in entry.get("stages", []) if isinstance(s, dict)]
+    named = [s for s in stages if s.get("stage") == stage]
+    failed = [s for s in stages if s.get("status") not in (None, "ok")]
+    return (named or failed or [{}])[0]
 
 
 def failure_details(verdict: dict[str, Any], result: dict[str, Any] | None) -> dict[str, str]:
-    """Exception type, message and traceback of a verdict, from its metrics or the execution result."""
-    metrics = _metrics(verdict)
-    stage = _stage_record(_backend_record(result, verdict.get("backend", "")), verdict.get("stage"))
-    def pick(*keys: str) -> str:
-        for source in (metrics, stage):
-            for key in keys:
-                value = source.get(key)
-                if value:
-                    return str(value)
-        return ""
-    return {"exception": pick("exception", "exception_type", "error_type"),
-            "message": pick("error", "exception_message", "message") or str(verdict.get("message") or ""),
-            "traceback": pick("traceback"),
-            "stderr": pick("stderr_tail", "stderr")}
+    """Exception type, message, traceback and stderr tail of a verdict's failing stage.
+
+    A worker killed by a signal has no exception: its type is ``signal N`` (or ``exit N``) and its
+    message the last line of its stderr, where native crashes print their cause.
+    """
+    stage = _stage_record(result, str(verdict.get("backend", "")), verdict.get("stage"))
+    exception = str(stage.get("exc_type") or "")
+    message = str(stage.get("message") or "")
+    stderr = str(stage.get("stderr_tail") or "")
+    if not exception and stage.get("signal"):
+        exception = f"signal {stage['signal']}"
+    elif not exception and stage.get("exit_code") not in (None, 0):
+        exception = f"exit {stage['exit_code']}"
+    if not message and stderr.strip():
+        message = stderr.strip().splitlines()[-1]
+    return {"exception": exception, "message": message or str(verdict.get("message") or ""),
+            "traceback": str(stage.get("traceback") or ""), "stderr": stderr}
 
 
 def _metrics(verdict: dict[str, Any]) -> dict[str, Any]:
@@ -162,7 +161,8 @@ def signature_parts(verdict: dict[str, Any], result: dict[str, Any] | None, ir: 
     parts: dict[str, Any] = {"kind": kind, "library": backend}
     if kind in NUMERIC_KINDS:
         name = divergent_layer or _metrics(verdict).get("first_divergent_layer")
-        parts["reference"] = reference_of(verdict) if kind == "inconsistency" else ""
+        parts["reference"] = (reference_of(verdict) or str((result or {}).get("reference") or "")
+                              if kind == "inconsistency" else "")
         parts["layer"] = divergent_class(ir, name)
         return parts
     details = failure_details(verdict, result)
@@ -172,7 +172,7 @@ def signature_parts(verdict: dict[str, Any], result: dict[str, Any] | None, ir: 
         return parts
     parts["exception"] = details["exception"]
     parts["message"] = normalize_message(details["message"])
-    parts["frames"] = library_frames(details["traceback"], library_modules(backend))
+    parts["frames"] = library_frames(details["traceback"] or details["stderr"], library_modules(backend))
     return parts
 
 

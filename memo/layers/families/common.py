@@ -54,3 +54,20 @@ def draw_modes(draw: Draw, names: Sequence[str], config: dict[str, Any]) -> dict
     for name in names:
         config[name] = draw.choice(name)
     return config
+
+
+def inner_class(raw: Any) -> Any:
+    """The class name of a wrapped layer's serialized config (TimeDistributed, Bidirectional, ...).
+
+    The declared values of a wrapper's ``layer`` parameter are class names; a sampler turns the chosen name
+    into a full serialized config valid for the input shapes.
+    """
+    return raw.get("class_name") if isinstance(raw, dict) else raw
+
+
+def draw_inner(draw: Draw, inner: LayerSpec, shapes: Sequence[Shape]) -> dict[str, Any]:
+    """A serialized config of the wrapped layer ``inner`` valid for ``shapes`` (keeping the old one if it fits)."""
+    kept = draw.keep.get("layer")
+    keep = kept.get("config") if isinstance(kept, dict) and kept.get("class_name") == inner.name else None
+    config = inner.sampler(Draw(draw.rng, inner, keep=keep), shapes)
+    return {"module": inner.module, "class_name": inner.name, "config": config, "registered_name": None}

@@ -83,6 +83,9 @@ def draw_window(d: Draw, sizes: list[int], padding: str, *, dilation: bool, tran
 
 
 def conv_sampler(variant: ConvVariant, dims: int):
+    drawn_first = {"data_format", "padding", "activation"}
+    free_modes = [p.name for p in conv_params(variant, dims) if p.kind == "mode" and p.name not in drawn_first]
+
     def sample(d: Draw, shapes) -> dict:
         shape = only(shapes)
         chans = channels(shape)
@@ -100,8 +103,7 @@ def conv_sampler(variant: ConvVariant, dims: int):
             config["filters"] = d.pick("filters", [step * k for k in range(1, 80 // step + 2)])
             out_channels = config["filters"]
         config["activation"] = d.choice("activation", v.activations_for(out_channels))
-        names = [p.name for p in conv_params(variant, dims) if p.kind == "mode" and p.name not in config]
-        return draw_modes(d, names, config)
+        return draw_modes(d, free_modes, config)
 
     return sample
 

@@ -1,0 +1,70 @@
+"""The artifact of one model: everything every backend needs, written once, in one directory.
+
+::
+
+    DIR/model.keras        the model with its weights (read by the Keras backends and by tf2onnx)
+    DIR/inputs.npz         the input arrays, keyed by model-input name
+    DIR/model.ir.json      memo's IR of the model (input and output names, for reports and reduction)
+    DIR/onnx/model.onnx            tf2onnx's conversion (written by the tf2onnx converter worker)
+    DIR/onnx/model.opset11.onnx    the opset-11 conversion MXNet imports
+    DIR/outputs/BACKEND.npz        each backend's outputs (out_0, out_1... in model-output order)
+
+All backends therefore run the same weights on the same inputs. The orchestrator builds the model on
+Keras's numpy backend, so writing an artifact loads no library under test.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from memo.model.ir import ModelIR
+from memo.model.keras_bridge import Weights, make_inputs, save_keras_artifact
+
+ARTIFACT_FILES = {"keras": "model.keras", "onnx": "onnx/model.onnx", "onnx-opset11": "onnx/model.opset11.onnx"}
+
+
+@dataclass
+class Artifact:
+    directory: Path
+    keras_path: Path
+    inputs_path: Path
+    ir_path: Path
+
+    def path_for(self, kind: str) -> Path:
+        """The file of an artifact kind ("keras", "onnx", "onnx-opset11"), whether written yet or not."""
+        return self.keras_path if kind == "keras" else self.directory / ARTIFACT_FILES[kind]
+
+    def outputs_path(self, backend: str) -> Path:
+        return self.directory / "outputs" / f"{backend}.npz"
+
+    def read_ir(self) -> ModelIR:
+        return ModelIR.loads(self.ir_path.read_text())
+
+    def input_names(self) -> list[str]:
+        return [layer.name for layer in self.read_ir().input_layers]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"directory": str(self.directory), "keras_path": str(self.keras_path),
+                "inputs_path": str(self.inputs_path), "ir_path": str(self.ir_path)}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "Artifact":
+        return cls(**{key: Path(data[key]) for key in ("directory", "keras_path", "inputs_path", "ir_path")})
+
+
+def prepare_artifact(ir: ModelIR, directory: Path, *, seed: int, weights: Weights | None = None) -> Artifact:
+    """Write the ``.keras`` model (given weights, generated deterministically from ``seed`` where absent),
+    the inputs drawn from ``seed`` and the IR into ``directory``. Raises InvalidModelError if Keras
+    rejects the model."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    artifact = Artifact(directory=directory, keras_path=directory / ARTIFACT_FILES["keras"],
+                        inputs_path=directory / "inputs.npz", ir_path=directory / "model.ir.json")
+    save_keras_artifact(ir, artifact.keras_path, seed=seed, weights=weights)
+    np.savez(artifact.inputs_path, **make_inputs(ir, seed))
+    artifact.ir_path.write_text(json.dumps(ir.to_json(), indent=1, sort_keys=True))
+    return artifact

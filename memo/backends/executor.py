@@ -1,0 +1,204 @@
+"""Differential execution of one artifact on every selected backend, with warm, supervised workers.
+
+Scheduling per model: the Keras backends start at once; the tf2onnx worker converts the model (default
+opset first, then opset 11) and each ONNX backend starts as soon as the conversion it consumes exists.
+Every backend has its own worker process (TensorFlow and torch never share one), so they run side by
+side; workers stay alive between models, and are restarted after a crash or hang.
+"""
+from __future__ import annotations
+
+import tempfile
+import threading
+import time
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+from memo.artifact import Artifact
+from memo.backends import BACKENDS, DEFAULT_BACKENDS, PRODUCERS, REFERENCE, load_spec
+from memo.backends.plugins import PluginInfo, read_plugin
+from memo.backends.result import BackendResult, ExecutionResult, StageResult
+from memo.backends.supervisor import WorkerCommand, WorkerProcess
+from memo.backends.versions import versions_in
+from memo.errors import UsageError
+
+
+@dataclass
+class Member:
+    """A backend or converter as the executor schedules it."""
+
+    name: str
+    consumes: str
+    command: WorkerCommand
+    role: str = "backend"
+    produces: str | None = None
+    distributions: Sequence[str] = ()
+    unavailable: str | None = None  # why it cannot run here (missing package or interpreter)
+    versions: dict[str, str] = field(default_factory=dict)
+    group: str = field(default="")
+
+
+def registered_member(name: str) -> Member:
+    spec = load_spec(name)
+    produces = getattr(spec, "produces", None)
+    member = Member(name=name, consumes=spec.consumes, role="converter" if produces else "backend",
+                    produces=produces, distributions=tuple(spec.distributions), group=spec.worker_group,
+                    command=WorkerCommand(group=spec.worker_group, args=[], python=spec.python, env=dict(spec.env)))
+    member.versions, member.unavailable = versions_in(spec.python, tuple(spec.distributions))
+    return member
+
+
+def plugin_member(info: PluginInfo) -> Member:
+    return Member(name=info.name, consumes=info.consumes, group=f"plugin-{info.name}",
+                  command=WorkerCommand(group=f"plugin-{info.name}", args=["--plugin", str(info.path)],
+                                        python=info.python, env=info.env))
+
+
+class DifferentialExecutor:
+    """Runs artifacts on backends; a context manager whose warm workers serve many ``run`` calls."""
+
+    def __init__(self, backends: Sequence[str] | None = None, plugins: Sequence[Path] = (), timeout_s: float = 60.0,
+                 max_models_per_worker: int = 200, max_rss_mb: int = 3000) -> None:
+        names = list(DEFAULT_BACKENDS if backends is None else backends)
+        unknown = [name for name in names if name not in BACKENDS]
+        if unknown:
+            raise UsageError(f"unknown backend {unknown[0]!r} (known: {', '.join(BACKENDS)})")
+        self.members: dict[str, Member] = {name: registered_member(name) for name in names}
+        for info in map(read_plugin, plugins):
+            if info.name in self.members or info.name in BACKENDS:
+                raise UsageError(f"backend plugin {info.path}: name {info.name!r} is already taken")
+            self.members[info.name] = plugin_member(info)
+        if not self.members:
+            raise UsageError("no backend selected")
+        for kind in sorted({m.consumes for m in self.members.values()} - {"keras"}):
+            converter = registered_member(PRODUCERS[kind])
+            self.members[converter.name] = converter
+        self.reference = REFERENCE if REFERENCE in self.members else next(iter(self.members))
+        self.timeout_s = timeout_s
+        self._log_dir = Path(tempfile.mkdtemp(prefix="memo-workers-"))
+        self._workers: dict[str, WorkerProcess] = {}
+        self._locks: dict[str, threading.Lock] = {}
+        for member in self.members.values():
+            if member.group not in self._workers:
+                self._workers[member.group] = WorkerProcess(
+                    WorkerCommand(group=member.group, args=[], python=member.command.python,
+                                  env=dict(member.command.env)),
+                    self._log_dir, startup_timeout_s=max(180.0, timeout_s), max_models=max_models_per_worker,
+                    max_rss_mb=max_rss_mb)
+                self._locks[member.group] = threading.Lock()
+            args = member.command.args or ["--spec", member.name]
+            self._workers[member.group].command.args.extend(args)
+        self._pool = ThreadPoolExecutor(max_workers=max(2, len(self._workers)), thread_name_prefix="memo-backend")
+
+    @property
+    def backend_names(self) -> list[str]:
+        """The backends (registered and plugins) this executor runs, without the converters."""
+        return [m.name for m in self.members.values() if m.role == "backend"]
+
+    def versions(self) -> dict[str, dict[str, str]]:
+        """``{backend or converter: {distribution: version}}``, from the workers once started, else metadata."""
+        out = {}
+        for member in self.members.values():
+            started = self._workers[member.group].versions.get(member.name)
+            out[member.name] = dict(started or member.versions)
+        return out
+
+    @property
+    def log_dir(self) -> Path:
+        """Where each worker's stderr is written (one file per worker start)."""
+        return self._log_dir
+
+    def __enter__(self) -> "DifferentialExecutor":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True)
+        for worker in self._workers.values():
+            worker.stop()
+
+    # ------------------------------------------------------------------ one model
+    def run(self, artifact: Artifact) -> ExecutionResult:
+        """Run ``artifact`` on every backend. Never raises for anything a library does."""
+        started = time.perf_counter()
+        ir = artifact.read_ir()
+        input_names = [layer.name for layer in ir.input_layers]
+        result = ExecutionResult(artifact_dir=str(artifact.directory), reference=self.reference,
+                                 output_names=list(ir.outputs))
+        futures: list[Future[None]] = []
+        futures_lock = threading.Lock()
+
+        def submit(member: Member, model_path: Path) -> None:
+            future = self._pool.submit(self._run_member, member, artifact, model_path, input_names, result)
+            with futures_lock:
+                futures.append(future)
+
+        def convert_all(converters: list[Member]) -> None:
+            for converter in converters:
+                produced = self._run_member(converter, artifact, artifact.keras_path, input_names, result)
+                for member in self._consumers(converter.produces):
+                    if produced is not None:
+                        submit(member, produced)
+                    else:
+                        result.backends[member.name] = self._skipped(member, converter, result)
+
+        converters = [m for m in self.members.values() if m.role == "converter"]
+        if converters:
+            future = self._pool.submit(convert_all, converters)
+            with futures_lock:
+                futures.append(future)
+        for member in self._consumers("keras"):
+            submit(member, artifact.keras_path)
+        while True:
+            with futures_lock:
+                pending = [f for f in futures if not f.done()]
+            if not pending:
+                break
+            wait(pending)
+        for future in futures:
+            future.result()  # re-raise a bug in memo itself, never a library failure
+        order = list(self.members)
+        result.backends = {name: result.backends[name] for name in order if name in result.backends}
+        result.seconds = time.perf_counter() - started
+        return result
+
+    def _consumers(self, kind: str | None) -> list[Member]:
+        return [m for m in self.members.values() if m.role == "backend" and m.consumes == kind]
+
+    def _skipped(self, member: Member, converter: Member, result: ExecutionResult) -> BackendResult:
+        status = result.backends[converter.name].status
+        return BackendResult(name=member.name, consumes=member.consumes, stages=[StageResult(
+            stage="convert", status="skipped", message=f"no {member.consumes} file: {converter.name} {status}")])
+
+    def _run_member(self, member: Member, artifact: Artifact, model_path: Path, input_names: list[str],
+                    result: ExecutionResult) -> Path | None:
+        """Run one backend or converter; returns the file it wrote (outputs or converted model) if it succeeded."""
+        backend_result = BackendResult(name=member.name, consumes=member.consumes, role=member.role)
+        if member.unavailable:
+            backend_result.stages = [StageResult(stage="start", status="skipped",
+                                                 message=f"unavailable: {member.unavailable}")]
+            backend_result.versions = dict(member.versions)
+            result.backends[member.name] = backend_result
+            return None
+        out = artifact.path_for(member.produces) if member.produces else artifact.outputs_path(member.name)
+        out.unlink(missing_ok=True)
+        request = {"op": "export" if member.role == "converter" else "run", "backend": member.name,
+                   "model": str(model_path), "inputs": str(artifact.inputs_path), "input_names": input_names,
+                   "out": str(out), "nodes": []}
+        worker = self._workers[member.group]
+        started = time.perf_counter()
+        with self._locks[member.group]:
+            reply = worker.request(request, self.timeout_s)
+        backend_result.seconds = time.perf_counter() - started
+        backend_result.stages = reply.stages
+        backend_result.versions = worker.versions.get(member.name) or dict(member.versions)
+        ok = backend_result.status == "ok"
+        if member.role == "backend":
+            backend_result.outputs_path = reply.outputs if ok else None
+        else:
+            backend_result.outputs_path = str(out) if ok and out.exists() else None
+        result.backends[member.name] = backend_result
+        return Path(backend_result.outputs_path) if backend_result.outputs_path else None

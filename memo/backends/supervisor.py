@@ -1,0 +1,248 @@
+"""The supervisor side of one worker process: start it, send a request, survive whatever happens to it.
+
+A worker that dies (segfault, abort, kill, a non-zero exit) or stays silent past the deadline is a
+finding about its library, never a failure of memo: the request's last announced stage gets status
+"crash" (with the signal or exit code and the tail of the worker's stderr) or "hang" (after the worker
+is killed), and the next request starts a fresh worker. Workers are also recycled after a number of
+models or above a resident-memory limit, so memory stays bounded over a long campaign.
+"""
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import signal
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from memo.backends.result import StageResult
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+STDERR_TAIL_CHARS = 4000
+# One thread per library: workers run side by side on few cores, and oversubscribed thread pools
+# slow every library down. Override with MEMO_WORKER_THREADS.
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "TF_NUM_INTRAOP_THREADS",
+                    "TF_NUM_INTEROP_THREADS")
+
+
+@dataclass
+class Reply:
+    """What came back for one request: the worker's stage records, or how it died."""
+
+    stages: list[StageResult] = field(default_factory=list)
+    outputs: str | None = None
+
+
+@dataclass
+class WorkerCommand:
+    """How to start a worker: interpreter, worker arguments, extra environment."""
+
+    group: str
+    args: list[str]
+    python: str | None = None
+    env: dict[str, str] = field(default_factory=dict)
+
+
+class WorkerProcess:
+    def __init__(self, command: WorkerCommand, log_dir: Path, *, startup_timeout_s: float = 180.0,
+                 max_models: int = 200, max_rss_mb: int = 3000) -> None:
+        self.command = command
+        self.log_dir = log_dir
+        self.startup_timeout_s = startup_timeout_s
+        self.max_models = max_models
+        self.max_rss_mb = max_rss_mb
+        self.process: subprocess.Popen[bytes] | None = None
+        self.versions: dict[str, dict[str, str]] = {}
+        self.models_served = 0
+        self.starts = 0
+        self.next_id = 0
+        self._buffer = b""
+        self._stderr_path: Path | None = None
+        self.start_failure: StageResult | None = None  # set when the library cannot even be imported
+
+    # ------------------------------------------------------------------ life cycle
+    @property
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def environment(self) -> dict[str, str]:
+        env = dict(os.environ)
+        env.pop("KERAS_BACKEND", None)  # the orchestrator's numpy default must not reach a worker
+        threads = env.get("MEMO_WORKER_THREADS", "1")
+        env.update({name: threads for name in THREAD_VARIABLES})
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")]))
+        env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+        env.update(self.command.env)
+        return env
+
+    def start(self) -> StageResult | None:
+        """Start the worker and wait until its library is imported; a StageResult describes a failure."""
+        self.stop()
+        self.starts += 1
+        self.models_served = 0
+        self._buffer = b""
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        self._stderr_path = self.log_dir / f"{self.command.group}.{self.starts}.stderr"
+        python = self.command.python or _current_python()
+        started = time.perf_counter()
+        with open(self._stderr_path, "wb") as stderr:
+            self.process = subprocess.Popen([python, "-m", "memo.backends.worker", *self.command.args],
+                                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr,
+                                            env=self.environment(), cwd=str(REPO_ROOT), start_new_session=True)
+        event = self._next_event(time.monotonic() + self.startup_timeout_s)
+        seconds = time.perf_counter() - started
+        if event is not None and event.get("event") == "ready":
+            self.versions = event.get("versions", {})
+            self.start_failure = None
+            return None
+        if event is not None and event.get("event") == "failed":
+            failure = StageResult(stage="start", status="error", seconds=seconds, exc_type=event.get("exc_type"),
+                                  message=event.get("message", ""), traceback=event.get("traceback", ""))
+        else:
+            failure = self._death("start", seconds, timed_out=event is None)
+        self.kill()
+        self.start_failure = failure
+        return failure
+
+    def stop(self) -> None:
+        """Ask the worker to exit; kill it if it does not within two seconds."""
+        if not self.alive:
+            self.process = None
+            return
+        assert self.process is not None and self.process.stdin is not None
+        try:
+            self.process.stdin.write(b'{"op": "exit"}\n')
+            self.process.stdin.flush()
+            self.process.wait(timeout=2)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+        self.kill()
+
+    def kill(self) -> None:
+        if self.process is None:
+            return
+        if self.process.poll() is None:
+            try:
+                os.killpg(self.process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.process.wait()
+        for stream in (self.process.stdin, self.process.stdout):
+            if stream:
+                stream.close()
+        self.process = None
+
+    def recycle_if_needed(self) -> None:
+        if not self.alive or self.process is None:
+            return
+        try:
+            rss_mb = psutil.Process(self.process.pid).memory_info().rss / 2**20
+        except psutil.Error:
+            rss_mb = 0.0
+        if self.models_served >= self.max_models or rss_mb > self.max_rss_mb:
+            self.stop()
+
+    # ------------------------------------------------------------------ requests
+    def request(self, payload: dict[str, Any], timeout_s: float) -> Reply:
+        """Send one request; never raises for anything the library does."""
+        if not self.alive:
+            failure = self.start()
+            if failure is not None:
+                return Reply(stages=[failure])
+        assert self.process is not None and self.process.stdin is not None
+        self.next_id += 1
+        payload = {**payload, "id": self.next_id}
+        stage, stage_started = "load", time.perf_counter()
+        deadline = time.monotonic() + timeout_s
+        try:
+            self.process.stdin.write((json.dumps(payload) + "\n").encode())
+            self.process.stdin.flush()
+        except OSError:
+            return self._fail(stage, stage_started, timed_out=False)
+        while True:
+            event = self._next_event(deadline)
+            if event is None or event["event"] == "eof":
+                return self._fail(stage, stage_started, timed_out=event is None)
+            if event.get("id") != self.next_id:
+                continue
+            if event["event"] == "stage":
+                stage, stage_started = event["stage"], time.perf_counter()
+            elif event["event"] == "done":
+                self.models_served += 1
+                self.recycle_if_needed()
+                return Reply(stages=[StageResult.from_json(record) for record in event["stages"]],
+                             outputs=event.get("outputs"))
+
+    def _fail(self, stage: str, stage_started: float, *, timed_out: bool) -> Reply:
+        seconds = time.perf_counter() - stage_started
+        record = self._death(stage, seconds, timed_out=timed_out)
+        self.kill()
+        return Reply(stages=[record])
+
+    def _death(self, stage: str, seconds: float, *, timed_out: bool) -> StageResult:
+        """Describe why the worker stopped answering: a hang (we kill it) or its own death."""
+        if timed_out:
+            self.kill()
+            return StageResult(stage=stage, status="hang", seconds=seconds, exc_type="Timeout",
+                               message="no answer within the timeout; worker killed",
+                               stderr_tail=self.stderr_tail())
+        assert self.process is not None
+        try:
+            code = self.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            code = None
+        signal_number = -code if code is not None and code < 0 else None
+        exit_code = code if code is not None and code >= 0 else None
+        what = (f"killed by signal {signal_number} ({_signal_name(signal_number)})" if signal_number
+                else f"exited with code {exit_code}")
+        return StageResult(stage=stage, status="crash", seconds=seconds, exc_type="WorkerDied",
+                           message=f"worker process {what}", signal=signal_number, exit_code=exit_code,
+                           stderr_tail=self.stderr_tail())
+
+    def stderr_tail(self) -> str:
+        if self._stderr_path is None or not self._stderr_path.exists():
+            return ""
+        with open(self._stderr_path, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            size = handle.tell()
+            handle.seek(max(0, size - STDERR_TAIL_CHARS))
+            return handle.read().decode("utf-8", "replace")
+
+    def _next_event(self, deadline: float) -> dict[str, Any] | None:
+        """The next JSON event from the worker; ``{"event": "eof"}`` when it died, None at the deadline."""
+        assert self.process is not None and self.process.stdout is not None
+        fd = self.process.stdout.fileno()
+        with selectors.DefaultSelector() as selector:
+            selector.register(fd, selectors.EVENT_READ)
+            while b"\n" not in self._buffer:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or not selector.select(timeout=remaining):
+                    return None
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    return {"event": "eof"}
+                self._buffer += chunk
+        line, self._buffer = self._buffer.split(b"\n", 1)
+        try:
+            return json.loads(line)
+        except json.JSONDecodeError:
+            return {"event": "noise"}
+
+
+def _current_python() -> str:
+    import sys  # noqa: PLC0415
+
+    return sys.executable
+
+
+def _signal_name(number: int | None) -> str:
+    try:
+        return signal.Signals(number).name if number else "?"
+    except ValueError:
+        return "?"

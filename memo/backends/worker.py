@@ -1,0 +1,173 @@
+"""A long-lived worker process for one library: ``python -m memo.backends.worker --spec NAME | --plugin PATH``.
+
+Protocol (JSON lines; stdin carries requests, the process's original stdout carries events; everything a
+library prints goes to stderr, which the supervisor writes to a file):
+
+  -> {"event": "ready", "versions": {spec: {distribution: version}}}           once, after the imports
+  -> {"event": "failed", "stage": "start", ...}                                 the library would not import
+  <- {"id": 1, "op": "run", "backend": NAME, "model": PATH, "inputs": NPZ, "input_names": [...],
+      "out": NPZ, "nodes": []}                                  (op "export" for a converter; "exit" to stop)
+  -> {"event": "stage", "id": 1, "stage": "load"}                               before each stage starts
+  -> {"event": "done", "id": 1, "stages": [StageResult...], "outputs": PATH | null}
+
+Announcing each stage before starting it lets the supervisor name the stage in which the process died.
+Arrays travel through ``.npz`` files, never through the pipe. ``nodes`` (intermediate outputs to also
+return) is reserved for layer localization and ignored for now.
+
+Imports stdlib and numpy only, so it runs in the MXNet environment as well.
+"""
+from __future__ import annotations
+
+import argparse
+import faulthandler
+import importlib.util
+import json
+import os
+import re
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any, Callable, TextIO
+
+import numpy as np
+
+from memo.backends import load_spec
+from memo.backends.spec import AnySpec, BackendSpec, ConverterSpec
+
+
+def load_plugin(path: Path) -> BackendSpec:
+    """Import a plugin file and return its ``BACKEND`` (done in the worker only: it may import anything)."""
+    module_spec = importlib.util.spec_from_file_location(f"memo_plugin_{path.stem}", path)
+    if module_spec is None or module_spec.loader is None:
+        raise ImportError(f"cannot import plugin {path}")
+    module = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(module)
+    spec = getattr(module, "BACKEND", None)
+    if not isinstance(spec, BackendSpec):
+        raise TypeError(f"plugin {path} defines no BACKEND = BackendSpec(...)")
+    return spec
+
+
+def classify(exc: BaseException, patterns: Any) -> str:
+    """"unsupported" for a deliberate refusal (NotImplementedError or a known message), else "error"."""
+    if isinstance(exc, NotImplementedError):
+        return "unsupported"
+    text = f"{type(exc).__name__}: {exc}"
+    return "unsupported" if any(re.search(p, text, re.IGNORECASE) for p in patterns) else "error"
+
+
+class Worker:
+    def __init__(self, specs: dict[str, AnySpec], channel: TextIO) -> None:
+        self.specs = specs
+        self.channel = channel
+        self.cache: tuple[Any, Any] | None = None  # (key, handle) of the last model a converter loaded
+
+    def emit(self, event: dict[str, Any]) -> None:
+        self.channel.write(json.dumps(event) + "\n")
+        self.channel.flush()
+
+    def stage(self, request_id: int, name: str, spec: AnySpec, records: list[dict[str, Any]],
+              action: Callable[[], Any]) -> tuple[bool, Any]:
+        self.emit({"event": "stage", "id": request_id, "stage": name})
+        start = time.perf_counter()
+        record: dict[str, Any] = {"stage": name, "status": "ok"}
+        value = None
+        try:
+            value = action()
+        except Exception as exc:  # noqa: BLE001  (every library failure is a result, never a worker failure)
+            record.update(status=classify(exc, spec.unsupported_patterns), exc_type=type(exc).__name__,
+                          message=str(exc)[:4000], traceback=traceback.format_exc()[-8000:])
+        record["seconds"] = time.perf_counter() - start
+        records.append(record)
+        return record["status"] == "ok", value
+
+    def handle(self, request: dict[str, Any]) -> None:
+        spec = self.specs[request["backend"]]
+        request_id = request["id"]
+        records: list[dict[str, Any]] = []
+        model_path = Path(request["model"])
+        ok, inputs = True, _read_inputs(Path(request["inputs"]), request["input_names"])
+        out = Path(request["out"])
+        if isinstance(spec, ConverterSpec):
+            ok, handle = self.stage(request_id, "load", spec, records, lambda: self._cached_load(spec, model_path))
+            if ok:
+                ok, problems = self.stage(request_id, "convert", spec, records,
+                                          lambda: spec.export(handle, inputs, out))
+                if ok and problems:
+                    records[-1].update(status="unsupported", exc_type="UnconvertedOps", message="; ".join(problems))
+        else:
+            source: Any = model_path
+            if spec.convert is not None:
+                ok, source = self.stage(request_id, "convert", spec, records, lambda: spec.convert(model_path))
+            handle = None
+            if ok:
+                ok, handle = self.stage(request_id, "load", spec, records, lambda: spec.load(source))
+            if ok:
+                ok, outputs = self.stage(request_id, "execute", spec, records, lambda: spec.run(handle, inputs))
+                if ok:
+                    _write_outputs(out, outputs)
+        self.emit({"event": "done", "id": request_id, "stages": records,
+                   "outputs": str(out) if ok and out.exists() else None})
+
+    def _cached_load(self, spec: ConverterSpec, path: Path) -> Any:
+        key = (spec.load, str(path), path.stat().st_mtime_ns)
+        if self.cache is None or self.cache[0] != key:
+            self.cache = None  # free the previous model before loading the next
+            self.cache = (key, spec.load(path))
+        return self.cache[1]
+
+
+def _read_inputs(path: Path, names: list[str]) -> dict[str, np.ndarray]:
+    with np.load(path, allow_pickle=False) as data:
+        return {name: data[name] for name in names}
+
+
+def _write_outputs(path: Path, outputs: Any) -> None:
+    if isinstance(outputs, dict):
+        outputs = list(outputs.values())
+    elif not isinstance(outputs, (list, tuple)):
+        outputs = [outputs]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    np.savez(path, **{f"out_{i}": np.asarray(array) for i, array in enumerate(outputs)})
+
+
+def _protocol_channel() -> TextIO:
+    """Keep the real stdout for the protocol; send fd 1 (anything a library prints) to stderr."""
+    channel = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return channel
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="memo.backends.worker")
+    parser.add_argument("--spec", action="append", default=[], help="registered backend or converter name")
+    parser.add_argument("--plugin", action="append", default=[], type=Path, help="plugin file")
+    args = parser.parse_args(argv)
+    faulthandler.enable()  # a segfault leaves a Python stack in the stderr file
+    channel = _protocol_channel()
+    worker = Worker({}, channel)
+    versions: dict[str, dict[str, str]] = {}
+    try:
+        specs: list[AnySpec] = [load_spec(name) for name in args.spec] + [load_plugin(p) for p in args.plugin]
+        for spec in specs:
+            versions[spec.name] = spec.setup() if spec.setup else {}
+            worker.specs[spec.name] = spec
+    except Exception as exc:  # noqa: BLE001
+        worker.emit({"event": "failed", "stage": "start", "exc_type": type(exc).__name__, "message": str(exc)[:4000],
+                     "traceback": traceback.format_exc()[-8000:]})
+        return 1
+    worker.emit({"event": "ready", "versions": versions, "pid": os.getpid()})
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        request = json.loads(line)
+        if request.get("op") == "exit":
+            break
+        worker.handle(request)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

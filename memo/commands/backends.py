@@ -1,0 +1,55 @@
+"""``memo backends``: every backend, the library versions it runs, and whether it can run here."""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser("backends", help="list backends, their library versions and availability")
+    parser.add_argument("--backend-plugin", action="append", default=[], type=Path, metavar="PATH",
+                        help="also list this plugin; repeatable")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.set_defaults(func=handle)
+
+
+def describe(plugins: list[Path]) -> list[dict[str, Any]]:
+    """One row per registered backend, converter and plugin (reads package metadata; imports no library)."""
+    from memo.backends import BACKENDS, CONVERTERS, DEFAULT_BACKENDS, REFERENCE  # noqa: PLC0415
+    from memo.backends.executor import registered_member  # noqa: PLC0415
+    from memo.backends.plugins import read_plugin  # noqa: PLC0415
+
+    rows = []
+    for name in [*BACKENDS, *CONVERTERS]:
+        member = registered_member(name)
+        rows.append({"name": name, "role": member.role, "consumes": member.consumes, "produces": member.produces,
+                     "default": name in DEFAULT_BACKENDS or name in CONVERTERS, "reference": name == REFERENCE,
+                     "versions": member.versions, "available": member.unavailable is None,
+                     "why_not": member.unavailable})
+    for info in map(read_plugin, plugins):
+        rows.append({"name": info.name, "role": "plugin", "consumes": info.consumes, "produces": None,
+                     "default": False, "reference": False, "versions": {}, "available": True, "why_not": None,
+                     "path": str(info.path)})
+    return rows
+
+
+def handle(args: argparse.Namespace) -> int:
+    rows = describe(args.backend_plugin)
+    if args.json:
+        print(json.dumps({"backends": rows}, indent=1))
+        return 0
+    from rich.console import Console  # noqa: PLC0415
+    from rich.table import Table  # noqa: PLC0415
+
+    table = Table(title="memo backends")
+    for column in ("name", "role", "consumes", "versions", "available"):
+        table.add_column(column)
+    for row in rows:
+        versions = ", ".join(f"{k} {v}" for k, v in row["versions"].items())
+        role = row["role"] + (" (reference)" if row["reference"] else "")
+        table.add_row(row["name"], role, row["consumes"], versions,
+                      "yes" if row["available"] else f"no: {row['why_not']}")
+    Console().print(table)
+    return 0

@@ -1,0 +1,82 @@
+"""``memo coverage PATH...``: layer type / pair / parameter coverage (and the secondary criteria) of model
+files or directories of them, each figure printed beside the catalogue's denominator."""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from memo.errors import UsageError
+
+MODEL_SUFFIXES = (".keras", ".h5", ".hdf5", ".json")
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser("coverage", help="coverage of model files against the layer catalogue")
+    parser.add_argument("paths", nargs="+", type=Path, metavar="PATH",
+                        help=".keras, .h5 or .json model files, or directories holding them")
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    parser.add_argument("--no-shapes", action="store_true",
+                        help="skip shape inference (input rank and size criteria then count model inputs only)")
+    parser.add_argument("--unsafe", action="store_true", help="allow layers that carry Python code (Lambda)")
+    parser.set_defaults(func=handle)
+
+
+def model_files(paths: list[Path]) -> list[Path]:
+    """The model files named, and those found (recursively, sorted) in the directories named."""
+    files: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            found = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in MODEL_SUFFIXES)
+            if not found:
+                raise UsageError(f"{path}: no .keras, .h5 or .json model files in this directory")
+            files.extend(found)
+        elif path.exists():
+            files.append(path)
+        else:
+            raise UsageError(f"{path}: no such file or directory")
+    return files
+
+
+def measure(files: list[Path], *, shapes: bool, safe_mode: bool) -> dict[str, Any]:
+    from memo.coverage import CoverageTracker, model_coverage, unknown_layers  # noqa: PLC0415
+    from memo.model.keras_bridge import infer_shapes, load_model_file  # noqa: PLC0415
+
+    tracker = CoverageTracker()
+    unknown: dict[str, list[str]] = {}
+    per_model = []
+    for path in files:
+        ir = load_model_file(path, safe_mode=safe_mode).ir
+        delta = tracker.add(model_coverage(ir, infer_shapes(ir) if shapes else None))
+        for name in unknown_layers(ir):
+            unknown.setdefault(name, []).append(str(path))
+        per_model.append({"path": str(path), "layers": len(ir.body), "new": delta.by_criterion()})
+    return {"models": per_model, "counts": {k: list(v) for k, v in tracker.counts().items()},
+            "unknown_layers": unknown, "coverage": tracker.to_json()}
+
+
+def handle(args: argparse.Namespace) -> int:
+    report = measure(model_files(args.paths), shapes=not args.no_shapes, safe_mode=not args.unsafe)
+    if args.json:
+        print(json.dumps(report, indent=1))
+        return 0
+    from rich.console import Console  # noqa: PLC0415
+    from rich.table import Table  # noqa: PLC0415
+
+    from memo.coverage import PRIMARY  # noqa: PLC0415
+
+    table = Table(title=f"memo coverage of {len(report['models'])} model(s)")
+    for column, justify in (("criterion", "left"), ("covered", "right"), ("denominator", "right"),
+                            ("percent", "right")):
+        table.add_column(column, justify=justify)
+    for name, (covered, total) in report["counts"].items():
+        label = name if name in PRIMARY else f"{name} (secondary)"
+        table.add_row(label, str(covered), str(total), f"{100.0 * covered / total:.1f} %" if total else "-")
+    console = Console()
+    console.print(table)
+    if report["unknown_layers"]:
+        console.print("layers outside the catalogue (not counted): "
+                      + ", ".join(f"{name} ({len(paths)} model(s))" for name, paths in
+                                  sorted(report["unknown_layers"].items())), markup=False)
+    return 0

@@ -1,0 +1,38 @@
+"""``memo report CAMPAIGN``: write the campaign's report (HTML by default; JSON or Markdown for CI)."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("report", help="write a campaign's report (also while it runs)",
+                              description="Deduplicate the campaign's findings and write its report: "
+                                          "reports/NAME.html by default. Safe while the campaign runs.")
+    p.add_argument("campaign", metavar="CAMPAIGN", help="campaign name (under ./campaigns/) or directory")
+    p.add_argument("--format", choices=("html", "json", "markdown"), default="html", dest="fmt")
+    p.add_argument("--output", "-o", type=Path, help="file to write (default: reports/NAME.html|.json|.md)")
+    p.add_argument("--triage", action="store_true",
+                   help="first localize, reduce and script new bugs (runs the libraries; bounded by --budget)")
+    p.add_argument("--budget", type=float, default=120.0, help="seconds for --triage (default 120)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from memo.campaign.config import campaign_dir  # noqa: PLC0415
+    from memo.report import write_report  # noqa: PLC0415
+    from memo.store import CampaignStore  # noqa: PLC0415
+
+    directory = campaign_dir(args.campaign)
+    if args.triage:
+        from memo.triage import triage_campaign  # noqa: PLC0415
+
+        with CampaignStore(directory) as store:
+            summary = triage_campaign(store, time_budget_s=args.budget)
+        print(f"triage: {summary.bugs} bugs, {summary.reduced} reduced, {summary.scripts} scripts, "
+              f"{summary.reproduced} reproduced, {summary.seconds:.0f} s")
+        for error in summary.errors:
+            print(f"triage: {error.splitlines()[0]}")
+    path = write_report(directory, args.output, args.fmt)
+    print(path)
+    return 0

@@ -1,0 +1,93 @@
+"""``memo run MODEL``: differential-test one model on every backend and print what the oracle says."""
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from memo.errors import UsageError
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser("run", help="differential-test one model (.keras, .h5 or Keras JSON)",
+                                   description="Run one model on every backend, compare against the reference "
+                                               "and print the verdicts. Exit 0 when it ran, 2 on bad input.")
+    parser.add_argument("model", type=Path, help="a .keras, .h5 or Keras JSON architecture file")
+    parser.add_argument("--backends", help="comma-separated backend names (default: all)")
+    parser.add_argument("--backend-plugin", action="append", default=[], type=Path, metavar="PATH",
+                        help="a plugin file declaring BACKEND = BackendSpec(...); repeatable")
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    parser.add_argument("--out", type=Path, help="keep the artifact (model, inputs, outputs) in this directory")
+    parser.add_argument("--seed", type=int, default=0, help="seed for generated weights and inputs (default 0)")
+    parser.add_argument("--timeout", type=float, default=60.0, help="seconds per backend per model (default 60)")
+    parser.add_argument("--unsafe", action="store_true",
+                        help="allow layers that carry Python code (Lambda): runs code from the model file")
+    parser.set_defaults(func=handle)
+
+
+def _backend_names(text: str | None) -> list[str] | None:
+    if text is None:
+        return None
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    if not names:
+        raise UsageError("--backends names no backend")
+    return names
+
+
+def handle(args: argparse.Namespace) -> int:
+    from memo.artifact import prepare_artifact  # noqa: PLC0415  (lazy: keeps `memo --help` fast)
+    from memo.backends.executor import DifferentialExecutor  # noqa: PLC0415
+    from memo.model.keras_bridge import load_model_file  # noqa: PLC0415
+    from memo.oracle import Thresholds, compare, judge, load_outputs  # noqa: PLC0415
+
+    if args.timeout <= 0:
+        raise UsageError("--timeout must be positive")
+    names = _backend_names(args.backends)
+    loaded = load_model_file(args.model, safe_mode=not args.unsafe)
+    with DifferentialExecutor(names, plugins=args.backend_plugin, timeout_s=args.timeout) as executor, \
+            tempfile.TemporaryDirectory(prefix="memo-run-") as scratch:
+        artifact = prepare_artifact(loaded.ir, args.out or Path(scratch), seed=args.seed, weights=loaded.weights)
+        result = executor.run(artifact)
+        thresholds = Thresholds()
+        outputs = load_outputs(result)
+        comparisons = compare(outputs, result.reference, thresholds) if result.reference in outputs else {}
+        verdicts = judge(result, thresholds)
+    if args.json:
+        print(json.dumps({"model": str(args.model), "artifact": artifact.to_json() if args.out else None,
+                          "thresholds": thresholds.to_json(), "result": result.to_json(),
+                          "comparisons": {name: c.metrics() for name, c in comparisons.items()},
+                          "verdicts": [v.to_json() for v in verdicts]}, indent=1))
+    else:
+        print_run(str(args.model), result, comparisons, verdicts)
+    return 0
+
+
+def _number(value: float | None, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def print_run(model: str, result: Any, comparisons: dict[str, Any], verdicts: list[Any]) -> None:
+    """The per-library table and the verdicts, for a terminal."""
+    from rich.console import Console  # noqa: PLC0415
+    from rich.table import Table  # noqa: PLC0415
+
+    console = Console()
+    table = Table(title=f"{model}  (reference: {result.reference}, {result.seconds:.2f} s)")
+    for column in ("library", "stage reached", "status", "max |diff|", "D_MAD", "seconds"):
+        table.add_column(column, justify="right" if column in ("max |diff|", "D_MAD", "seconds") else "left")
+    for name, backend in result.backends.items():
+        comparison = comparisons.get(name)
+        status = backend.status
+        if backend.failure is not None and backend.failure.message and status != "ok":
+            status += f" ({backend.failure.exc_type or ''})" if backend.failure.exc_type else ""
+        table.add_row(name, backend.stage_reached, status,
+                      _number(comparison.max_abs_diff if comparison else None, ".3g"),
+                      _number(comparison.dmad if comparison else None, ".3f"), f"{backend.seconds:.2f}")
+    console.print(table)
+    if not verdicts:
+        console.print("verdict: all backends agree with the reference")
+    for verdict in verdicts:
+        console.print(f"verdict: [bold]{verdict.kind}[/bold] {verdict.backend} at {verdict.stage}: {verdict.message}",
+                      highlight=False, markup=True)

@@ -1,0 +1,1 @@
+"""Family modules of the catalogue: each defines build() -> list[LayerSpec]."""

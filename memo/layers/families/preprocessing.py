@@ -1,0 +1,129 @@
+"""Preprocessing layers that run in an inference model without adapt(), vocabularies or strings:
+Rescaling, Normalization (explicit mean/variance), Resizing, CenterCrop, and the random augmentation
+layers, which are deterministic at inference (identity, or a center crop for RandomCrop)."""
+from __future__ import annotations
+
+import random
+from typing import Any, Sequence
+
+from memo.layers import values as v
+from memo.layers.families.common import channels, draw_modes, entry, only, spatial
+from memo.layers.spec import Draw, Impossible, LayerSpec, ParamSpace, Shape
+
+ANY_RANK = (2, 3, 4, 5)
+IMAGE = (4,)
+# Resize interpolations every Keras backend implements ("area" exists in TensorFlow only).
+INTERPOLATIONS = ("bilinear", "nearest", "bicubic", "lanczos3", "lanczos5")
+AFFINE_INTERPOLATIONS = ("nearest", "bilinear")
+FILL_MODES = ("reflect", "wrap", "constant", "nearest")
+FLIP_MODES = ("horizontal", "vertical", "horizontal_and_vertical")
+
+
+def rescaling() -> LayerSpec:
+    params = [v.shape("scale", v.SIGNED, v.number), v.shape("offset", v.SIGNED, v.number)]
+    return entry("Rescaling", "preprocessing", ANY_RANK, params,
+                 lambda d, shapes: {"scale": d.real("scale", -5.0, 5.0), "offset": d.real("offset", -5.0, 5.0)})
+
+
+def normalization() -> LayerSpec:
+    params = [v.flag("invert")]
+
+    def sample(d: Draw, shapes: Sequence[Shape]) -> dict[str, Any]:
+        chans = channels(only(shapes))
+        mean = [round(d.rng.uniform(-1, 1), 3) for _ in range(chans)]
+        variance = [round(d.rng.uniform(0.1, 2), 3) for _ in range(chans)]
+        return {"axis": -1, "mean": mean, "variance": variance, "invert": d.choice("invert")}
+
+    return entry("Normalization", "preprocessing", ANY_RANK, params, sample)
+
+
+def _height_width(d: Draw, shape: Shape, *, at_most_input: bool) -> dict[str, int]:
+    h, w = spatial(shape)
+    if at_most_input:
+        return {"height": d.integer("height", 1, h, cap=16), "width": d.integer("width", 1, w, cap=16)}
+    return {"height": d.integer("height", 1, 128, cap=16), "width": d.integer("width", 1, 128, cap=16)}
+
+
+def resizing() -> LayerSpec:
+    params = [v.shape("height", v.EXTENT), v.shape("width", v.EXTENT), v.mode("interpolation", INTERPOLATIONS),
+              v.flag("crop_to_aspect_ratio"), v.flag("pad_to_aspect_ratio"), v.flag("antialias"), v.data_format()]
+
+    def sample(d: Draw, shapes: Sequence[Shape]) -> dict[str, Any]:
+        config = _height_width(d, only(shapes), at_most_input=False)
+        config["crop_to_aspect_ratio"] = d.choice("crop_to_aspect_ratio")
+        # cropping and padding to the aspect ratio exclude each other
+        config["pad_to_aspect_ratio"] = d.choice("pad_to_aspect_ratio", (False,) if config["crop_to_aspect_ratio"]
+                                                 else v.BOOLS)
+        return draw_modes(d, ["interpolation", "antialias", "data_format"], config)
+
+    return entry("Resizing", "preprocessing", IMAGE, params, sample)
+
+
+def cropper(name: str) -> LayerSpec:
+    params = [v.shape("height", v.EXTENT), v.shape("width", v.EXTENT), v.data_format()]
+
+    def sample(d: Draw, shapes: Sequence[Shape]) -> dict[str, Any]:
+        config = _height_width(d, only(shapes), at_most_input=True)
+        return draw_modes(d, ["data_format"], config)
+
+    return entry(name, "preprocessing", IMAGE, params, sample)
+
+
+VALUE_RANGES = ((0, 1), (0, 255), (-1, 1))
+
+
+def _range_key(raw: Any) -> Any:
+    if isinstance(raw, (list, tuple)) and len(raw) == 2 and all(isinstance(x, (int, float)) for x in raw):
+        return ",".join(str(int(x)) if float(x).is_integer() else str(x) for x in raw)
+    return None
+
+
+def value_range() -> ParamSpace:
+    return v.mode("value_range", [_range_key(r) for r in VALUE_RANGES], VALUE_RANGES, normalize=_range_key)
+
+
+def _rgb_images(rng: random.Random, spec: LayerSpec) -> list[Shape]:
+    return [(None, rng.randint(1, 10), rng.randint(1, 10), 3)]
+
+
+def augmentation(name: str, factors: Sequence[str], modes: dict[str, Sequence[str]], *, ranged: bool = False,
+                 rgb: bool = False) -> LayerSpec:
+    """An augmentation layer: identity at inference, but a distinct API every converter has to handle.
+    ``ranged``: it declares the pixel ``value_range``; ``rgb``: it needs exactly three channels."""
+    params = [*(v.shape(f, v.SCALE, v.number) for f in factors), *(v.mode(k, vals) for k, vals in modes.items())]
+    if ranged:
+        params.append(value_range())
+    mode_names = [p.name for p in params if p.kind == "mode"]
+
+    def sample(d: Draw, shapes: Sequence[Shape]) -> dict[str, Any]:
+        if rgb and only(shapes)[-1] != 3:
+            raise Impossible(f"{name} needs RGB images (3 channels)")
+        config: dict[str, Any] = {f: d.real(f, 0.0, 0.9) for f in factors}
+        return draw_modes(d, mode_names, config)
+
+    return entry(name, "preprocessing", IMAGE, params, sample, input_maker=_rgb_images if rgb else None)
+
+
+def auto_contrast() -> LayerSpec:
+    """Deterministic at inference: rescales each image's range to value_range."""
+    return entry("AutoContrast", "preprocessing", IMAGE, [value_range()],
+                 lambda d, shapes: {"value_range": d.choice("value_range")})
+
+
+def build() -> list[LayerSpec]:
+    affine = {"fill_mode": FILL_MODES, "interpolation": AFFINE_INTERPOLATIONS}
+    return [rescaling(), normalization(), resizing(), cropper("CenterCrop"), cropper("RandomCrop"),
+            augmentation("RandomFlip", (), {"mode": FLIP_MODES}),
+            augmentation("RandomRotation", ("factor",), affine),
+            augmentation("RandomZoom", ("height_factor", "width_factor"), affine),
+            augmentation("RandomTranslation", ("height_factor", "width_factor"), affine),
+            augmentation("RandomContrast", ("factor",), {}, ranged=True),
+            augmentation("RandomBrightness", ("factor",), {}, ranged=True),
+            augmentation("RandomShear", ("x_factor", "y_factor"), affine),
+            augmentation("RandomGrayscale", ("factor",), {"data_format": v.DATA_FORMATS}, rgb=True),
+            augmentation("RandomHue", ("factor",), {}, ranged=True, rgb=True),
+            augmentation("RandomSaturation", ("factor",), {}, ranged=True, rgb=True),
+            augmentation("RandomSharpness", ("factor",), {}, ranged=True),
+            augmentation("RandomInvert", ("factor",), {}, ranged=True),
+            augmentation("RandomColorDegeneration", ("factor",), {}, ranged=True, rgb=True),
+            auto_contrast()]

@@ -1,0 +1,138 @@
+"""Recurrent layers: LSTM, GRU, SimpleRNN, their Bidirectional wrapper, ConvLSTM1D-3D and TimeDistributed.
+
+``return_state`` and ``stateful`` stay False: memo's IR has one output tensor per layer and stateless
+inference. ``unroll`` is drawn only when the time axis has a known length.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from memo.layers import values as v
+from memo.layers.families.common import channels, draw_inner, draw_modes, entry, inner_class, only, spatial
+from memo.layers.families.conv import draw_window
+from memo.layers.spec import Draw, LayerSpec, ParamSpace, Shape
+
+RNN_APIS = ("LSTM", "GRU", "SimpleRNN")
+GATED = frozenset({"LSTM", "GRU"})
+
+
+def rnn_params(name: str) -> list[ParamSpace]:
+    params = [v.shape("units", v.COUNT), v.activation(), v.flag("use_bias"), v.flag("return_sequences"),
+              v.flag("go_backwards"), v.flag("unroll"), v.shape("dropout", v.RATE, v.number),
+              v.shape("recurrent_dropout", v.RATE, v.number), v.regularizer("activity_regularizer")]
+    if name in GATED:
+        params.append(v.activation("recurrent_activation"))
+    if name == "LSTM":
+        params.append(v.flag("unit_forget_bias"))
+    if name == "GRU":
+        params.append(v.flag("reset_after"))
+    params += v.weight_params("kernel", v.MATRIX_INITIALIZERS)
+    params += v.weight_params("recurrent", v.MATRIX_INITIALIZERS)
+    params += v.weight_params("bias", v.VECTOR_INITIALIZERS)
+    return params
+
+
+def _odd_safe(d: Draw, name: str, units: int) -> str:
+    return d.choice(name, v.activations_for(units))
+
+
+def rnn_sampler(name: str):
+    params = rnn_params(name)
+    drawn = {"activation", "recurrent_activation", "unroll"}
+    free = [p.name for p in params if p.kind == "mode" and p.name not in drawn]
+
+    def sample(d: Draw, shapes: Sequence[Shape]) -> dict[str, Any]:
+        shape = only(shapes)
+        channels(shape)
+        config: dict[str, Any] = {"units": d.integer("units", 1, 64, cap=32)}
+        config["activation"] = _odd_safe(d, "activation", config["units"])
+        if name in GATED:
+            config["recurrent_activation"] = _odd_safe(d, "recurrent_activation", config["units"])
+        config["unroll"] = d.choice("unroll", v.BOOLS if shape[1] is not None else (False,))
+        config["dropout"] = d.real("dropout", 0.0, 0.9)
+        config["recurrent_dropout"] = d.real("recurrent_dropout", 0.0, 0.9)
+        return draw_modes(d, free, config)
+
+    return sample
+
+
+def rnn_entries() -> list[LayerSpec]:
+    return [entry(name, "recurrent", [3], rnn_params(name), rnn_sampler(name),
+                  rank_map=lambda rank: frozenset({2, 3})) for name in RNN_APIS]
+
+
+def bidirectional(inner: dict[str, LayerSpec]) -> LayerSpec:
+    params = [v.mode("layer", RNN_APIS, normalize=inner_class),
+              # merge_mode None returns two tensors; memo's IR has one output per layer
+              v.mode("merge_mode", ("concat", "sum", "mul", "ave"))]
+
+    def sample(d: Draw, shapes: Sequence[Shape]) -> dict[str, Any]:
+        kind = d.value("layer")
+        layer = draw_inner(d, inner[kind], shapes)
+        layer["config"]["go_backwards"] = False  # the wrapper builds the backward copy itself
+        return {"layer": layer, "merge_mode": d.choice("merge_mode")}
+
+    return entry("Bidirectional", "recurrent", [3], params, sample, rank_map=lambda rank: frozenset({2, 3}))
+
+
+def conv_lstm(dims: int) -> LayerSpec:
+    params = [v.shape("filters", v.COUNT), v.shape("kernel_size", v.KERNEL), v.shape("strides", v.STRIDE),
+              v.shape("dilation_rate", v.DILATION), v.mode("padding", ("valid", "same")), v.data_format(),
+              v.activation(), v.activation("recurrent_activation"), v.flag("use_bias"),
+              v.flag("unit_forget_bias"), v.flag("return_sequences"), v.flag("go_backwards"),
+              v.shape("dropout", v.RATE, v.number), v.shape("recurrent_dropout", v.RATE, v.number),
+              v.regularizer("activity_regularizer")]
+    params += v.weight_params("kernel", v.KERNEL_INITIALIZERS)
+    params += v.weight_params("recurrent", v.KERNEL_INITIALIZERS)
+    params += v.weight_params("bias", v.VECTOR_INITIALIZERS)
+    free = [p.name for p in params if p.kind == "mode" and p.name not in ("activation", "recurrent_activation",
+                                                                          "padding")]
+
+    def sample(d: Draw, shapes: Sequence[Shape]) -> dict[str, Any]:
+        shape = only(shapes)
+        channels(shape)
+        config: dict[str, Any] = {"padding": d.choice("padding")}
+        config.update(draw_window(d, spatial(shape, lead=2), config["padding"], dilation=True, stride_cap=3))
+        config["filters"] = d.integer("filters", 1, 64, cap=16)
+        config["activation"] = _odd_safe(d, "activation", config["filters"])
+        config["recurrent_activation"] = _odd_safe(d, "recurrent_activation", config["filters"])
+        config["dropout"] = d.real("dropout", 0.0, 0.9)
+        config["recurrent_dropout"] = d.real("recurrent_dropout", 0.0, 0.9)
+        return draw_modes(d, free, config)
+
+    return entry(f"ConvLSTM{dims}D", "recurrent", [dims + 3], params, sample,
+                 rank_map=lambda rank: frozenset({rank, rank - 1}))
+
+
+# Layers TimeDistributed may wrap: applied to every time step, so they see the input without its time axis.
+TIME_DISTRIBUTED_INNER = ("Dense", "Conv1D", "Conv2D", "SeparableConv1D", "DepthwiseConv1D", "MaxPooling1D",
+                          "MaxPooling2D", "AveragePooling1D", "AveragePooling2D", "GlobalAveragePooling1D",
+                          "GlobalMaxPooling1D", "Flatten", "LayerNormalization", "Activation", "Dropout")
+
+
+def time_distributed(catalogue: dict[str, LayerSpec]) -> LayerSpec:
+    inner_specs = [catalogue[name] for name in TIME_DISTRIBUTED_INNER]
+    ranks = sorted({rank + 1 for spec in inner_specs for rank in spec.input_ranks if rank + 1 <= 5})
+    params = [v.mode("layer", TIME_DISTRIBUTED_INNER, normalize=inner_class)]
+
+    def rank_map(rank: int) -> frozenset[int]:
+        return frozenset(out + 1 for spec in inner_specs for out in spec.output_ranks(rank - 1))
+
+    def sample(d: Draw, shapes: Sequence[Shape]) -> dict[str, Any]:
+        shape = only(shapes)
+        step_shape = (None, *shape[2:])
+        allowed = [spec.name for spec in inner_specs if len(step_shape) in spec.input_ranks]
+        kind = d.value("layer", allowed)
+        return {"layer": draw_inner(d, catalogue[kind], [step_shape])}
+
+    return entry("TimeDistributed", "recurrent", ranks, params, sample, rank_map=rank_map)
+
+
+def build() -> list[LayerSpec]:
+    rnns = rnn_entries()
+    return [*rnns, bidirectional({spec.name: spec for spec in rnns}), *(conv_lstm(d) for d in (1, 2, 3))]
+
+
+def build_wrappers(catalogue: dict[str, LayerSpec]) -> list[LayerSpec]:
+    """Entries that wrap other entries; built once every family's plain entries exist."""
+    return [time_distributed(catalogue)]

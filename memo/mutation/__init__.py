@@ -1,0 +1,66 @@
+"""Mutation operators: MEMO's seven (Section 3.3, Table 2) and a few beyond (GraphFuzz, Isra).
+
+``mutate(ir, operator, rng, coverage)`` returns a :class:`Mutant` whose model builds in Keras, or raises
+:class:`MutationFailed` (retryable). See docs/mutation.md for each operator and how to add one.
+"""
+from __future__ import annotations
+
+import random
+from typing import Mapping
+
+from memo.coverage import CoverageTracker
+from memo.errors import InvalidModelError, UsageError
+from memo.model.ir import ModelIR
+from memo.mutation import blocks, inputs, nan, params, removal, structure  # noqa: F401  (they register)
+from memo.mutation.analysis import Shape, analyse
+from memo.mutation.base import OPERATORS, Mutant, MutationFailed, MutationOperator
+from memo.mutation.editor import Editor
+from memo.mutation.preference import CoverageView
+
+MEMO_OPERATORS = ("NLA", "LResh", "LMerg", "LConn", "CShape", "CMode", "NaN")
+EXTRA_OPERATORS = ("LRemove", "ERemove", "TSM", "DType", "SameInput", "Block")
+ATTEMPTS = 3  # whole-operator retries (same rng stream) when the final build rejects a mutant
+
+__all__ = ["EXTRA_OPERATORS", "MEMO_OPERATORS", "OPERATORS", "Mutant", "MutationFailed", "MutationOperator",
+           "mutate", "operator_names"]
+
+
+def operator_names() -> tuple[str, ...]:
+    return MEMO_OPERATORS + EXTRA_OPERATORS
+
+
+def get_operator(name: str) -> MutationOperator:
+    try:
+        return OPERATORS[name]
+    except KeyError:
+        raise UsageError(f"unknown mutation operator {name!r} (known: {', '.join(operator_names())})") from None
+
+
+def mutate(ir: ModelIR, operator: str, rng: random.Random, coverage: CoverageTracker | None, *, parent: str = "",
+           shapes: Mapping[str, Shape] | None = None) -> Mutant:
+    """Apply ``operator`` to a copy of ``ir``; the result builds in Keras (or :class:`MutationFailed`).
+
+    ``coverage`` is the campaign's CoverageTracker (None: nothing covered yet). ``shapes`` is accepted for
+    callers that already know them; facts are cached per model anyway, so a seed is built once.
+    Deterministic: the same model, operator, ``rng`` state and coverage give the same mutant bytes.
+    """
+    op = get_operator(operator)
+    try:
+        infos = analyse(ir)
+    except InvalidModelError as exc:
+        raise MutationFailed(f"{operator}: the parent model does not build ({exc})") from exc
+    view = CoverageView(coverage, ir, {name: info.shape for name, info in infos.items()})
+    last: Exception | None = None
+    for _ in range(ATTEMPTS):
+        editor = Editor(ir, infos, rng, view, op.name)
+        try:
+            op.apply(editor)
+            if not editor.changes:
+                raise MutationFailed(f"{operator}: changed nothing")
+            mutant = editor.finish()
+            analyse(mutant)  # the full Keras build: raises InvalidModelError; caches the facts
+        except InvalidModelError as exc:
+            last = exc
+            continue
+        return Mutant(ir=mutant, operator=op.name, parent=parent or ir.name, changes=editor.changes)
+    raise MutationFailed(f"{operator}: mutant rejected by Keras ({last})")

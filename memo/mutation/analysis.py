@@ -1,0 +1,142 @@
+"""Tensor facts (shape and dtype of every node's output) for mutation, obtained from Keras symbolically.
+
+Two levels, both on Keras's numpy backend and both cached (a seed is mutated many times, and the same
+layer call recurs while a change is propagated):
+
+* :func:`analyse` builds a whole model once and reads every node's output;
+* :func:`call_layer` calls one layer on symbolic inputs: about a millisecond, and it raises exactly where
+  the full build would, so an edit can be checked node by node before the final build.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any, Hashable, Sequence
+
+from memo.errors import InvalidModelError
+from memo.model import keras_bridge
+from memo.model.ir import Layer, ModelIR
+
+Shape = tuple[int | None, ...]
+
+_ANALYSIS_CACHE_SIZE = 512
+_CALL_CACHE_SIZE = 8192
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    """What a node produces: its shape (batch dimension first, None) and dtype."""
+
+    shape: Shape
+    dtype: str
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape)
+
+    @property
+    def known(self) -> bool:
+        """True when every non-batch dimension is a number."""
+        return all(d is not None for d in self.shape[1:])
+
+    @property
+    def elements(self) -> int:
+        """Elements per sample (unknown dimensions count as 1)."""
+        total = 1
+        for d in self.shape[1:]:
+            total *= d or 1
+        return total
+
+    @property
+    def is_float(self) -> bool:
+        return "float" in self.dtype
+
+    def to_json(self) -> dict[str, Any]:
+        return {"shape": list(self.shape), "dtype": self.dtype}
+
+
+class _LRU:
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.data: OrderedDict[Hashable, Any] = OrderedDict()
+
+    def get(self, key: Hashable) -> Any:
+        if key in self.data:
+            self.data.move_to_end(key)
+            return self.data[key]
+        return None
+
+    def put(self, key: Hashable, value: Any) -> None:
+        self.data[key] = value
+        self.data.move_to_end(key)
+        while len(self.data) > self.size:
+            self.data.popitem(last=False)
+
+
+_analyses = _LRU(_ANALYSIS_CACHE_SIZE)
+_calls = _LRU(_CALL_CACHE_SIZE)
+
+
+def _digest(ir: ModelIR) -> str:
+    return hashlib.sha1(ir.dumps().encode()).hexdigest()
+
+
+def _info_of(tensor: Any) -> TensorInfo:
+    return TensorInfo(tuple(None if d is None else int(d) for d in tensor.shape), str(tensor.dtype))
+
+
+def analyse(ir: ModelIR) -> dict[str, TensorInfo]:
+    """Build ``ir`` once (cached by its canonical JSON) and return every node's output facts.
+
+    Raises :class:`InvalidModelError` when Keras rejects the model.
+    """
+    key = _digest(ir)
+    cached = _analyses.get(key)
+    if cached is not None:
+        return dict(cached)
+    model = keras_bridge.build_keras_model(ir)
+    infos = {layer.name: _info_of(layer.output) for layer in model.layers}
+    _analyses.put(key, infos)
+    return dict(infos)
+
+
+def remember(ir: ModelIR, infos: dict[str, TensorInfo]) -> None:
+    """Record facts already known for ``ir`` (a validated mutant), so mutating it later needs no build."""
+    _analyses.put(_digest(ir), dict(infos))
+
+
+def call_layer(layer: Layer, inputs: Sequence[TensorInfo]) -> TensorInfo:
+    """Call ``layer`` (its class and config; its own inputs are ignored) on symbolic ``inputs``.
+
+    Raises :class:`InvalidModelError` when Keras rejects the layer for these inputs.
+    """
+    key = (layer.module, layer.class_name, json.dumps(layer.config, sort_keys=True, default=str),
+           layer.call_style, json.dumps(layer.call_kwargs, sort_keys=True, default=str), tuple(inputs))
+    cached = _calls.get(key)
+    if cached is not None:
+        if isinstance(cached, InvalidModelError):
+            raise cached
+        return cached
+    try:
+        result = _symbolic_call(layer, inputs)
+    except InvalidModelError as exc:
+        _calls.put(key, exc)
+        raise
+    _calls.put(key, result)
+    return result
+
+
+def _symbolic_call(layer: Layer, inputs: Sequence[TensorInfo]) -> TensorInfo:
+    keras = keras_bridge._keras()
+    try:
+        obj = keras_bridge._deserialize_layer(keras, Layer(name="probe", class_name=layer.class_name,
+                                                           config=layer.config, module=layer.module))
+        args = [keras.KerasTensor(info.shape, dtype=info.dtype) for info in inputs]
+        out = obj(args, **layer.call_kwargs) if layer.call_style == "list" else obj(*args, **layer.call_kwargs)
+    except Exception as exc:  # Keras raises ValueError, TypeError, KeyError ... for invalid settings
+        raise InvalidModelError(f"{layer.class_name}: {keras_bridge._one_line(exc)}") from exc
+    if isinstance(out, (list, tuple)):
+        raise InvalidModelError(f"{layer.class_name} returns several tensors")
+    return _info_of(out)

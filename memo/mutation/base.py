@@ -1,0 +1,65 @@
+"""The operator framework: what a mutant is, the retryable failure, and the operator registry.
+
+An operator is a small class with a ``name``, a one-line ``summary`` and an ``apply(editor)`` method that
+edits the copy of the model held by an :class:`~memo.mutation.editor.Editor` (which also carries the
+random generator, the coverage view and the lineage being written). Registering is one decorator:
+
+    @register
+    class MyOperator(MutationOperator):
+        name = "MyOp"
+        summary = "what it does"
+        def apply(self, editor): ...
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from memo.errors import MemoError
+from memo.model.ir import ModelIR
+
+if TYPE_CHECKING:
+    from memo.mutation.editor import Editor
+
+
+class MutationFailed(MemoError):
+    """Retryable: the operator found no applicable site in this model (the campaign tries another seed)."""
+
+
+@dataclass
+class Mutant:
+    """A mutated model and its lineage.
+
+    ``changes`` is JSON-able: one dict per edit, each with an ``action`` (``insert``, ``adapt``,
+    ``set_param``, ``rewire``, ``remove``, ``inject`` ...), node names and old/new values.
+    """
+
+    ir: ModelIR
+    operator: str
+    parent: str
+    changes: list[dict[str, Any]] = field(default_factory=list)
+
+    def lineage(self) -> dict[str, Any]:
+        return {"model": self.ir.name, "parent": self.parent, "operator": self.operator,
+                "changes": self.changes}
+
+
+class MutationOperator:
+    """Base class of every operator (see module docstring)."""
+
+    name: ClassVar[str] = ""
+    summary: ClassVar[str] = ""
+    memo: ClassVar[bool] = False  # one of the seven operators of the MEMO paper
+
+    def apply(self, editor: "Editor") -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+OPERATORS: dict[str, MutationOperator] = {}
+
+
+def register(cls: type[MutationOperator]) -> type[MutationOperator]:
+    if not cls.name or cls.name in OPERATORS:
+        raise ValueError(f"operator {cls.__name__} needs a unique name (got {cls.name!r})")
+    OPERATORS[cls.name] = cls()
+    return cls

@@ -1,0 +1,94 @@
+"""Beyond MEMO: tensor-shape mutation of a model input (GraphFuzz's TSM) and dtype mutation.
+
+TSM resizes the non-batch dims of one float input and lets the new shape flow through the model as far as
+the layers accept it (adapting back before the first that does not). DType makes one layer (or input)
+compute in float16, float64 or bfloat16 where the catalogue says the layer API accepts that dtype.
+"""
+from __future__ import annotations
+
+from memo.layers import get_spec
+from memo.mutation.analysis import TensorInfo
+from memo.mutation.base import MutationFailed, MutationOperator, register
+from memo.mutation.editor import Editor, dtype_policy, policy_name
+from memo.mutation.preference import NEW, SEEN, by_tier
+
+SCALES = (0.5, 0.75, 1.25, 1.5, 2.0)
+MAX_INPUT_ELEMENTS = 1 << 18
+FLOAT_DTYPES = ("float16", "float64", "bfloat16")
+
+
+def resize_input(editor: Editor, node: str) -> None:
+    layer = editor.layer(node)
+    old = editor.info(node)
+    dims = list(old.shape[1:])
+    axes = list(range(len(dims) - 1)) or [0]          # spatial / sequence axes; a vector's only axis
+    if editor.rng.random() < 0.3:
+        axes = list(range(len(dims)))                  # sometimes the channels too
+    for axis in axes:
+        dims[axis] = max(1, int(round(dims[axis] * editor.rng.choice(SCALES))))
+    if dims == list(old.shape[1:]):
+        dims[axes[0]] += 1
+    new = TensorInfo((old.shape[0], *dims), old.dtype)
+    if new.elements > MAX_INPUT_ELEMENTS:
+        raise MutationFailed(f"input {node}: {new.shape} is too large")
+    config = {key: value for key, value in layer.config.items() if key not in ("batch_input_shape", "shape")}
+    config["batch_shape"] = list(new.shape)
+    layer.config = config
+    editor.infos[node] = new
+    editor.record("resize_input", node=node, old_shape=list(old.shape), new_shape=list(new.shape))
+    editor.propagate({node: old})
+
+
+@register
+class TensorShapeMutation(MutationOperator):
+    name = "TSM"
+    summary = "resize a model input; the new shape flows through the model where layers accept it"
+
+    def apply(self, editor: Editor) -> None:
+        inputs = [layer.name for layer in editor.ir.input_layers
+                  if editor.info(layer.name).is_float and editor.info(layer.name).known]
+        editor.rng.shuffle(inputs)
+        for node in inputs:
+            for _ in range(3):
+                if editor.attempt(resize_input, editor, node):
+                    return
+        raise MutationFailed("TSM: no float input of known shape can be resized")
+
+
+def set_dtype(editor: Editor, node: str, dtype: str) -> None:
+    layer = editor.layer(node)
+    old_dtype = policy_name(layer.config)
+    if layer.is_input:
+        old = editor.info(node)
+        layer.config = {**layer.config, "dtype": dtype}
+        editor.infos[node] = TensorInfo(old.shape, dtype)
+        editor.record("set_dtype", node=node, old=old.dtype, new=dtype)
+        editor.propagate({node: old})
+        return
+    editor.replace_config(node, {**layer.config, "dtype": dtype_policy(dtype)}, param="dtype",
+                          diff={"dtype": [old_dtype, dtype]})
+
+
+@register
+class DTypeMutation(MutationOperator):
+    name = "DType"
+    summary = "make one layer or input compute in float16, float64 or bfloat16 where the layer API allows it"
+
+    def apply(self, editor: Editor) -> None:
+        present = {info.dtype for info in editor.infos.values()}
+        options = []
+        for layer in editor.ir.layers:
+            if layer.is_input:
+                if not editor.info(layer.name).is_float:
+                    continue
+                allowed, current = FLOAT_DTYPES, editor.info(layer.name).dtype
+            else:
+                spec = get_spec(layer.class_name)
+                if spec is None:
+                    continue
+                allowed, current = tuple(d for d in FLOAT_DTYPES if d in spec.dtypes), policy_name(layer.config)
+            options.extend((layer.name, dtype) for dtype in allowed if dtype != current)
+        for node, dtype in by_tier(editor.rng, options, lambda o: NEW if o[1] not in present else SEEN)[:8]:
+            if editor.attempt(set_dtype, editor, node, dtype):
+                return
+        raise MutationFailed("DType: no layer of this model accepts another float dtype")

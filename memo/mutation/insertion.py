@@ -1,0 +1,68 @@
+"""Placing new layers: choosing the input shape a layer API gets, and splicing a layer (or a small block)
+in after an existing node, with its readers moved onto the new output (and the change propagated)."""
+from __future__ import annotations
+
+from typing import Callable
+
+from memo.errors import InvalidModelError
+from memo.layers import LayerSpec
+from memo.mutation.adapt import balanced_shape, friendly_shape
+from memo.mutation.analysis import TensorInfo
+from memo.mutation.editor import Editor
+from memo.mutation.preference import SEEN
+
+MAX_RANK = 6
+
+
+def input_for(spec: LayerSpec, info: TensorInfo, editor: Editor) -> TensorInfo | None:
+    """The tensor ``spec`` should receive when inserted after a node producing ``info``.
+
+    ``info`` itself when the layer accepts it; else the same elements rearranged to a rank the layer takes;
+    else a small default shape of that rank (an adapter bridges the gap). None when nothing fits.
+    """
+    if info.dtype not in spec.dtypes:
+        return None
+    if spec.accepts([info.shape]):
+        return info
+    ranks = sorted(r for r in spec.input_ranks if r <= MAX_RANK)
+    editor.rng.shuffle(ranks)
+    for rank in ranks:
+        for shape in (balanced_shape(info, rank), friendly_shape(rank, info.dtype).shape):
+            if shape is not None and spec.accepts([shape]):
+                return TensorInfo(shape, info.dtype)
+    return None
+
+
+def splice_after(editor: Editor, site: str, build: Callable[[str], str]) -> str:
+    """Run ``build(site)`` (which adds nodes reading ``site`` and returns the last one); readers of ``site``
+    and outputs naming it then read that node. Its new shape flows downstream (:meth:`Editor.propagate`)."""
+    readers = editor.consumers(site)
+    before = editor.info(site)
+    node = build(site)
+    editor.redirect(site, node, readers)
+    editor.propagate({node: before})
+    return node
+
+
+def insert_layer(editor: Editor, spec: LayerSpec, site: str) -> str:
+    """Insert one layer of API ``spec`` after ``site`` with a freshly sampled valid config (raises on failure)."""
+    target = input_for(spec, editor.info(site), editor)
+    if target is None:
+        raise InvalidModelError(f"{spec.name} accepts no input derived from {site}")
+    config = spec.sample(editor.rng, [target.shape])
+    if config is None:
+        raise InvalidModelError(f"{spec.name}: no valid setting for {target.shape}")
+
+    def build(src: str) -> str:
+        return editor.add(spec.name, config, [editor.adapt(src, target)], call_style=spec.call_style,
+                          module=spec.module)
+
+    return splice_after(editor, site, build)
+
+
+def site_tier(editor: Editor, site: str, class_name: str) -> int:
+    """How new the pair (site's class, ``class_name``) is; inputs rank last (their pairs are not counted)."""
+    layer = editor.layer(site)
+    if layer.is_input:
+        return SEEN
+    return editor.view.pair_tier(layer.class_name, class_name)

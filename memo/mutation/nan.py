@@ -1,0 +1,62 @@
+"""MEMO's NaN operator: one layer's input is made to contain NaN or Inf, with standard layers only.
+
+The injected sub-graph (every layer converts with tf2onnx):
+
+* ``Rescaling(1e30)`` then ``Multiply([y, y])``: x^2 * 1e60 overflows float32 to +Inf wherever x != 0;
+* for NaN, ``Subtract([inf, inf])``: Inf - Inf = NaN (zeros stay 0);
+* extent ``positive``: the chain starts from ``ReLU(x)`` and is added back to x, so only the positive
+  entries become NaN/Inf and the rest keep their values.
+
+The lineage records ``{"action": "inject", "value": "nan"|"inf", ...}`` so the oracle and the report know
+that NaN/Inf in this model is intended (identical NaNs in every library are not a bug).
+"""
+from __future__ import annotations
+
+from memo.mutation.base import MutationFailed, MutationOperator, register
+from memo.mutation.editor import Editor
+
+SCALE = 1e30
+VALUES = ("nan", "inf")
+EXTENTS = ("all", "positive")
+
+
+def inject(editor: Editor, target: str, source: str, value: str, extent: str) -> list[str]:
+    """Feed ``target`` a NaN/Inf-carrying version of its input ``source``; returns the injected nodes."""
+    first = len(editor.changes)
+    base = editor.add("ReLU", {}, [source], role="inject_node") if extent == "positive" else source
+    scaled = editor.add("Rescaling", {"scale": SCALE, "offset": 0.0}, [base], role="inject_node")
+    special = editor.add("Multiply", {}, [scaled, scaled], call_style="list", role="inject_node")
+    if value == "nan":
+        special = editor.add("Subtract", {}, [special, special], call_style="list", role="inject_node")
+    if extent == "positive":
+        special = editor.add("Add", {}, [source, special], call_style="list", role="inject_node")
+    nodes = [change["node"] for change in editor.changes[first:]]
+    before = editor.info(source)
+    editor.redirect(source, special, [target], outputs=False)
+    editor.record("inject", value=value, extent=extent, target=target, input=source, nodes=nodes)
+    editor.propagate({special: before})
+    return nodes
+
+
+@register
+class NaNInjection(MutationOperator):
+    name = "NaN"
+    summary = "make one layer's input contain NaN or Inf"
+    memo = True
+
+    def apply(self, editor: Editor) -> None:
+        edges = [(layer.name, src) for layer in editor.ir.body for src in dict.fromkeys(layer.inputs)
+                 if editor.info(src).dtype == "float32" and not _injected(editor, src)]
+        if not edges:
+            raise MutationFailed("NaN: no layer of this model reads a float32 tensor")
+        editor.rng.shuffle(edges)
+        value, extent = editor.rng.choice(VALUES), editor.rng.choice(EXTENTS)
+        for target, source in edges[:5]:
+            if editor.attempt(inject, editor, target, source, value, extent):
+                return
+        raise MutationFailed("NaN: injection rejected by every tried layer")
+
+
+def _injected(editor: Editor, node: str) -> bool:
+    layer = editor.layer(node)
+    return layer.class_name in ("Multiply", "Subtract") and len(set(layer.inputs)) == 1

@@ -1,0 +1,64 @@
+""""Prefer what coverage has not seen": the tiers every operator ranks its candidates by.
+
+Tier 0: new to the whole campaign (not in the coverage tracker); tier 1: already covered, but absent from
+this seed (MEMO's fallback once layer-type coverage saturates); tier 2: everything else. Operators draw
+from the lowest non-empty tier, or walk candidates in tier order (shuffled within a tier) and take the
+first one that applies.
+"""
+from __future__ import annotations
+
+import random
+from typing import Callable, Hashable, Iterable, Mapping, Sequence, TypeVar
+
+from memo.coverage import CoverageTracker, ModelCoverage, model_coverage
+from memo.layers.spec import Shape
+from memo.model.ir import ModelIR
+
+T = TypeVar("T")
+
+NEW, NOT_IN_SEED, SEEN = 0, 1, 2
+
+
+class CoverageView:
+    """What the campaign has covered (from its tracker) and what this seed covers, per coverage criterion."""
+
+    def __init__(self, tracker: CoverageTracker | None, seed: ModelIR,
+                 shapes: Mapping[str, Shape] | None = None) -> None:
+        self.campaign: ModelCoverage = tracker.coverage() if tracker is not None else ModelCoverage()
+        self.seed: ModelCoverage = model_coverage(seed, shapes)
+
+    def tier(self, criterion: str, key: Hashable) -> int:
+        """``criterion`` is a :data:`memo.coverage.CRITERIA` name (``types``, ``pairs``, ``params``, ``dtypes`` ...)."""
+        if key not in getattr(self.campaign, criterion):
+            return NEW
+        return NOT_IN_SEED if key not in getattr(self.seed, criterion) else SEEN
+
+    def type_tier(self, class_name: str) -> int:
+        return self.tier("types", class_name)
+
+    def pair_tier(self, producer: str, consumer: str) -> int:
+        return self.tier("pairs", (producer, consumer))
+
+    def param_tier(self, class_name: str, param: str, value: Hashable) -> int:
+        return self.tier("params", (class_name, param, value))
+
+
+def by_tier(rng: random.Random, items: Iterable[T], tier: Callable[[T], int]) -> list[T]:
+    """``items`` ordered by tier, shuffled within each tier (deterministic for a given ``rng``)."""
+    tiers: dict[int, list[T]] = {}
+    for item in items:
+        tiers.setdefault(tier(item), []).append(item)
+    out: list[T] = []
+    for level in sorted(tiers):
+        group = tiers[level]
+        rng.shuffle(group)
+        out.extend(group)
+    return out
+
+
+def pick(rng: random.Random, items: Sequence[T], tier: Callable[[T], int]) -> T | None:
+    """One item drawn uniformly from the lowest non-empty tier (None when ``items`` is empty)."""
+    if not items:
+        return None
+    best = min(tier(item) for item in items)
+    return rng.choice([item for item in items if tier(item) == best])

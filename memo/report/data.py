@@ -1,0 +1,149 @@
+"""Everything the report shows, gathered from the campaign store (and the bug folders) as plain JSON data.
+
+The three formats (HTML, JSON, Markdown) render this one structure, so they always agree.
+"""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from memo import __version__
+from memo.model.ir import ModelIR
+from memo.store import CampaignStore
+from memo.triage import db, dedup
+from memo.triage.bugdir import BUG_FILE, REPRO_FILE, bug_layers, read_bug_file
+from memo.triage.signature import failure_details
+
+COVERAGE_SERIES = (("types", "Layer types"), ("pairs", "Layer pairs"), ("params", "Layer parameter values"))
+CONFIG_PREVIEW_KEYS = 4
+
+
+def collect(store: CampaignStore, *, refresh: bool = True) -> dict[str, Any]:
+    """The report's content. ``refresh`` re-runs the cheap deduplication first (no execution)."""
+    if refresh:
+        dedup.update_bugs(store)
+    bugs = [bug_entry(store, bug) for bug in db.load_bugs(store)]
+    return {"memo_version": __version__, "generated": time.time(), "summary": summary(store),
+            "coverage": coverage(store), "bugs": bugs, "unsupported": dedup.unsupported_groups(store),
+            "verdict_counts": verdict_counts(store)}
+
+
+def summary(store: CampaignStore) -> dict[str, Any]:
+    history = store.coverage_history()
+    started = store.get_meta("started")
+    state = store.load_state()
+    elapsed = float((state[1] if state else {}).get("elapsed", 0.0) or 0.0)
+    if history:
+        elapsed = max(elapsed, float(history[-1]["elapsed"]))
+    generated = store.count("mutants", "operator != 'seed'")
+    executed = store.count("executions")
+    config = store.get_meta("config", {}) or {}
+    return {"campaign": store.get_meta("campaign_name") or store.directory.name, "directory": str(store.directory),
+            "started": started, "duration_s": elapsed, "generated": generated,
+            "valid": store.count("mutants", "valid = 1 AND operator != 'seed'"), "executed": executed,
+            "generated_per_min": 60.0 * generated / elapsed if elapsed else None,
+            "executed_per_min": 60.0 * executed / elapsed if elapsed else None,
+            "versions": flatten_versions(store.get_meta("versions", {}) or {}),
+            "backends": config.get("backends"), "seed": config.get("seed"), "search": config.get("search")}
+
+
+def flatten_versions(versions: Any) -> list[tuple[str, str]]:
+    """``[(library, version)]`` from either ``{dist: ver}`` or ``{backend: {dist: ver}}``, deduplicated."""
+    found: dict[str, str] = {}
+
+    def walk(value: Any, key: str) -> None:
+        if isinstance(value, dict):
+            for sub_key, sub_value in value.items():
+                walk(sub_value, str(sub_key))
+        elif key:
+            found.setdefault(key, str(value))
+
+    walk(versions, "")
+    return sorted(found.items())
+
+
+def coverage(store: CampaignStore) -> list[dict[str, Any]]:
+    history = store.coverage_history()
+    out = []
+    for key, title in COVERAGE_SERIES:
+        points = [(float(row["elapsed"]), float(row[key])) for row in history]
+        total = None
+        if history:
+            extra = json.loads(history[-1]["extra"] or "{}")
+            pair = extra.get(key)
+            total = int(pair[1]) if isinstance(pair, list) and len(pair) > 1 and pair[1] else None
+        out.append({"key": key, "title": title, "points": points, "total": total})
+    return out
+
+
+def verdict_counts(store: CampaignStore) -> dict[str, int]:
+    return {row["kind"]: row["n"] for row in store.rows("SELECT kind, COUNT(*) AS n FROM verdicts GROUP BY kind")}
+
+
+def _first_finding(store: CampaignStore, verdict_id: int) -> dict[str, Any]:
+    rows = store.rows("SELECT v.*, e.result, e.artifact_dir, m.ir FROM verdicts v LEFT JOIN executions e"
+                      " ON e.mutant_id = v.mutant_id LEFT JOIN mutants m ON m.id = v.mutant_id WHERE v.id = ?",
+                      (verdict_id,))
+    return rows[0] if rows else {}
+
+
+def _model_table(ir: ModelIR | None, shapes: dict[str, Any], highlight: str | None) -> list[dict[str, Any]]:
+    if ir is None:
+        return []
+    rows = []
+    for layer in ir.layers:
+        config = {k: v for k, v in layer.config.items() if k not in ("trainable", "dtype") and v not in (None, {})}
+        preview = ", ".join(f"{k}={json.dumps(v, default=str)}" for k, v in list(config.items())[:CONFIG_PREVIEW_KEYS])
+        if len(config) > CONFIG_PREVIEW_KEYS:
+            preview += ", ..."
+        rows.append({"name": layer.name, "class_name": layer.class_name, "inputs": list(layer.inputs),
+                     "config": preview, "shape": shapes.get(layer.name), "output": layer.name in ir.outputs,
+                     "highlight": layer.name == highlight})
+    return rows
+
+
+def bug_entry(store: CampaignStore, bug: db.BugRow) -> dict[str, Any]:
+    """One bug with everything its report section needs."""
+    finding = _first_finding(store, bug.first_verdict)
+    result = json.loads(finding["result"]) if finding.get("result") else None
+    details = failure_details({**finding, "metrics": json.loads(finding.get("metrics") or "{}")}, result)
+    folder = Path(bug.bug_dir) if bug.bug_dir else None
+    info = read_bug_file(folder) if folder else {}
+    ir = _load_ir(folder, finding.get("ir"))
+    script_path = folder / REPRO_FILE if folder else None
+    localization = info.get("localization") or {}
+    entry = {
+        "id": bug.id, "kind": bug.kind, "library": bug.library, "stage": bug.stage or "",
+        "signature": bug.parts, "first_seen": bug.first_seen, "last_seen": bug.last_seen,
+        "occurrences": bug.occurrences, "first_mutant": bug.first_mutant,
+        "layers": bug_layers(ir) if ir else [], "layer": bug.layer or localization.get("layer"),
+        "layer_class": bug.layer_class, "reproduces": bug.reproduces, "checked": bug.checked,
+        "message": finding.get("message", ""), "metrics": json.loads(finding.get("metrics") or "{}"),
+        "exception": details["exception"], "error_message": details["message"], "traceback": details["traceback"],
+        "stderr": details["stderr"], "reduction": bug.reduction, "original_layers": bug.original_layers,
+        "reduced_layers": bug.reduced_layers, "bug_dir": str(folder) if folder else None,
+        "artifact_dir": finding.get("artifact_dir"), "localization": localization, "io": info.get("io", {}),
+        "reference": info.get("reference", ""), "model": _model_table(ir, info.get("shapes", {}), bug.layer),
+        "repro_script": script_path.read_text() if script_path and script_path.exists() else "",
+        "repro_command": info.get("repro_command", ""),
+    }
+    from memo.report.markdown import issue_markdown  # noqa: PLC0415  (markdown renders from this entry)
+
+    entry["issue_markdown"] = issue_markdown(entry, store.get_meta("versions", {}) or {})
+    return entry
+
+
+def _load_ir(folder: Path | None, fallback_json: str | None) -> ModelIR | None:
+    for text in ((folder / "ir.json").read_text() if folder and (folder / "ir.json").exists() else None,
+                 fallback_json):
+        if text:
+            try:
+                return ModelIR.loads(text)
+            except Exception:  # an unreadable model is shown as missing, never breaks the report
+                continue
+    return None
+
+
+__all__ = ["BUG_FILE", "collect"]

@@ -1,0 +1,75 @@
+"""Markdown renderings: one bug as an upstream issue, and the whole report for CI and issue trackers."""
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from memo import __version__
+from memo.triage.describe import symptom
+
+FENCE = "```"
+TRACEBACK_LINES = 30
+
+
+def _versions_line(library: str, versions: Any) -> str:
+    entry = versions.get(library) if isinstance(versions, dict) else None
+    if isinstance(entry, dict):
+        return ", ".join(f"{k} {v}" for k, v in sorted(entry.items()))
+    return str(entry) if entry else library
+
+
+def _fenced(text: str, language: str = "") -> str:
+    safe = text.replace(FENCE, "`\u200b``")
+    return f"{FENCE}{language}\n{safe.rstrip()}\n{FENCE}"
+
+
+def issue_markdown(bug: dict[str, Any], versions: Any) -> str:
+    """An upstream issue: title, environment, minimal model, symptom, standalone script, traceback."""
+    lines = [f"### {symptom(bug)}", "",
+             f"**Library:** {_versions_line(bug['library'], versions)}  ",
+             f"**Found by:** memo {__version__} (coverage-guided model mutation), bug `{bug['id']}`, "
+             f"{bug['occurrences']} occurrence(s)", ""]
+    if bug.get("model"):
+        lines += ["**Minimal model** (Keras 3 functional):", "",
+                  "| layer | class | inputs | settings |", "|---|---|---|---|"]
+        for row in bug["model"]:
+            settings = (row["config"] or "").replace("|", "\\|")
+            lines.append(f"| {row['name']} | {row['class_name']} | {', '.join(row['inputs'])} | {settings} |")
+        lines.append("")
+    if bug.get("repro_script"):
+        lines += ["**Reproduce** (`model.keras` and `inputs.npz` attached; the script exits 0 when the bug "
+                  "reproduces):", "", _fenced(bug["repro_script"], "python"), ""]
+    if bug.get("traceback"):
+        tail = "\n".join(bug["traceback"].rstrip().splitlines()[-TRACEBACK_LINES:])
+        lines += ["**Traceback:**", "", _fenced(tail), ""]
+    return "\n".join(lines)
+
+
+def _when(seconds: float | None) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(seconds)) + " UTC" if seconds else "-"
+
+
+def _reproduces(value: bool | None) -> str:
+    return "-" if value is None else ("yes" if value else "no")
+
+
+def report_markdown(data: dict[str, Any]) -> str:
+    s = data["summary"]
+    lines = [f"# memo campaign {s['campaign']}", "",
+             f"- duration: {s['duration_s']:.0f} s; mutants generated: {s['generated']} (valid {s['valid']}); "
+             f"executed: {s['executed']}",
+             f"- libraries: {', '.join(f'{k} {v}' for k, v in s['versions']) or '-'}", ""]
+    lines += ["## Coverage", ""] + [f"- {c['title']}: {c['points'][-1][1] if c['points'] else 0:g}"
+                                    + (f" of {c['total']}" if c["total"] else "") for c in data["coverage"]]
+    lines += ["", f"## Bugs ({len(data['bugs'])})", "",
+              "| id | kind | library | stage | layers | first seen | occurrences | reproduces |",
+              "|---|---|---|---|---|---|---|---|"]
+    for bug in data["bugs"]:
+        lines.append(f"| {bug['id']} | {bug['kind']} | {bug['library']} | {bug['stage']} | "
+                     f"{', '.join(bug['layers'])} | {_when(bug['first_seen'])} | {bug['occurrences']} | "
+                     f"{_reproduces(bug['reproduces'])} |")
+    for bug in data["bugs"]:
+        lines += ["", f"## Bug {bug['id']}", "", bug["issue_markdown"]]
+    lines += ["", "## Unsupported features (not bugs)", "", "| library | feature | occurrences |", "|---|---|---|"]
+    lines += [f"| {u['library']} | {u['feature']} | {u['count']} |" for u in data["unsupported"]]
+    return "\n".join(lines) + "\n"

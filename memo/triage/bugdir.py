@@ -1,0 +1,51 @@
+"""A bug's folder: the minimal model, its input, the expected output, ``bug.json`` and ``repro.py``.
+
+Layout (``campaigns/<name>/bugs/<bug id>/``)::
+
+    model.keras      the minimal model (weights included)
+    inputs.npz       its input, keyed by input name
+    ir.json          the model as memo IR
+    model.onnx       the converted model, when the faulty library consumes ONNX
+    expected.npz     the reference library's outputs (inconsistency / shape bugs)
+    bug.json         kind, library, symptom, localization, input/output summary, reduction statistics
+    repro.py         the standalone reproduction script (exit 0: reproduces, 1: does not)
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from memo.model.ir import ModelIR
+
+BUGS_DIR = "bugs"
+BUG_FILE = "bug.json"
+REPRO_FILE = "repro.py"
+MODEL_FILE = "model.keras"
+INPUTS_FILE = "inputs.npz"
+IR_FILE = "ir.json"
+EXPECTED_FILE = "expected.npz"
+
+
+def bug_folder(campaign_dir: Path, bug_id: str) -> Path:
+    return Path(campaign_dir) / BUGS_DIR / bug_id
+
+
+def read_bug_file(folder: Path) -> dict[str, Any]:
+    path = Path(folder) / BUG_FILE
+    if not path.exists():
+        return {}
+    try:
+        return json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return {}
+
+
+def write_bug_file(folder: Path, data: dict[str, Any]) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / BUG_FILE).write_text(json.dumps(data, indent=2, default=str))
+
+
+def bug_layers(ir: ModelIR) -> list[str]:
+    """Layer classes of the model's body, in order, each once."""
+    return list(dict.fromkeys(layer.class_name for layer in ir.body))

@@ -1,0 +1,108 @@
+"""Filling a bug's folder from an executed artifact: model, input, converted file, expected output,
+input/output summary, ``bug.json`` and ``repro.py``."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from memo.artifact import ARTIFACT_FILES
+from memo.backends import load_spec
+from memo.model.ir import ModelIR
+from memo.triage.describe import symptom as symptom_line
+from memo.triage.bugdir import EXPECTED_FILE, INPUTS_FILE, IR_FILE, MODEL_FILE, write_bug_file
+from memo.triage.probe import Roles, read_inputs
+from memo.triage.repro import RECIPES, ONNX_FILE, render_script, script_python
+
+
+def _consumed_file(library: str) -> str | None:
+    try:
+        kind = load_spec(library).consumes
+    except KeyError:
+        return None
+    return ARTIFACT_FILES[kind] if kind != "keras" else None
+
+
+def _outputs(path: Path) -> list[np.ndarray]:
+    if not path.exists():
+        return []
+    with np.load(path, allow_pickle=False) as data:
+        return [data[f"out_{i}"] for i in range(len(data.files))]
+
+
+def io_summary(inputs: dict[str, np.ndarray], faulty: list[np.ndarray], good: list[np.ndarray],
+               names: tuple[str, str]) -> dict[str, Any]:
+    """Shapes, ranges and differences of a bug's input and outputs (faulty vs good library)."""
+    def stats(array: np.ndarray) -> dict[str, Any]:
+        finite = np.asarray(array)[np.isfinite(array)] if np.issubdtype(array.dtype, np.number) else np.zeros(0)
+        return {"shape": list(array.shape), "dtype": str(array.dtype),
+                "min": float(finite.min()) if finite.size else None, "max": float(finite.max()) if finite.size else None}
+
+    rows = []
+    for index in range(max(len(faulty), len(good))):
+        row: dict[str, Any] = {"output": index}
+        y = faulty[index] if index < len(faulty) else None
+        o = good[index] if index < len(good) else None
+        row[f"{names[0]} shape"] = list(y.shape) if y is not None else None
+        row[f"{names[1]} shape"] = list(o.shape) if o is not None else None
+        if y is not None:
+            row[f"{names[0]} non-finite"] = int(np.count_nonzero(~np.isfinite(y))) if np.issubdtype(y.dtype, np.floating) else 0
+        if o is not None:
+            row[f"{names[1]} non-finite"] = int(np.count_nonzero(~np.isfinite(o))) if np.issubdtype(o.dtype, np.floating) else 0
+        if y is not None and o is not None and y.shape == o.shape and np.issubdtype(y.dtype, np.number):
+            a, b = np.asarray(y, np.float64), np.asarray(o, np.float64)
+            finite = np.isfinite(a) & np.isfinite(b)
+            diff = np.abs(a[finite] - b[finite])
+            row["max |diff|"] = float(diff.max()) if diff.size else 0.0
+            row["mean |diff|"] = float(diff.mean()) if diff.size else 0.0
+        rows.append(row)
+    return {"inputs": [{"name": name, **stats(array)} for name, array in inputs.items()], "outputs": rows}
+
+
+def _shapes(ir: ModelIR) -> dict[str, list[Any]]:
+    try:
+        from memo.model.keras_bridge import infer_shapes  # noqa: PLC0415
+
+        return {name: list(shape) for name, shape in infer_shapes(ir).items()}
+    except Exception:  # shapes are decoration; a model Keras rejects has none
+        return {}
+
+
+def materialize(folder: Path, source: Path, ir: ModelIR, bug: dict[str, Any], roles: Roles | None,
+                extra: dict[str, Any]) -> dict[str, Any]:
+    """Copy what the script needs from the executed artifact ``source`` into ``folder`` and write
+    ``bug.json`` and ``repro.py``. Returns the bug.json data."""
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(source / ARTIFACT_FILES["keras"], folder / MODEL_FILE)
+    shutil.copyfile(source / INPUTS_FILE, folder / INPUTS_FILE)
+    (folder / IR_FILE).write_text(ir.dumps())
+    library, kind = bug["library"], bug["kind"]
+    faulty = roles.faulty if roles else library
+    good = roles.good if roles else None
+    consumed = _consumed_file(faulty if faulty in RECIPES else library)
+    if consumed and (source / consumed).exists():
+        shutil.copyfile(source / consumed, folder / ONNX_FILE)
+    good_outputs = _outputs(source / "outputs" / f"{good}.npz") if good else []
+    if good_outputs:
+        np.savez(folder / EXPECTED_FILE, **{f"out_{i}": array for i, array in enumerate(good_outputs)})
+    inputs = read_inputs(folder / INPUTS_FILE)
+    data = {**bug, "reference": good or "", "faulty": faulty, "shapes": _shapes(ir),
+            "io": io_summary(inputs, _outputs(source / "outputs" / f"{faulty}.npz"), good_outputs,
+                             (faulty, good or "reference")), **extra}
+    data["python_library"] = faulty if library not in RECIPES else library
+    if library in RECIPES and (kind not in ("nan", "inconsistency", "shape") or good_outputs):
+        text, _files = render_script(
+            bug_id=bug["id"], kind=kind, library=library, faulty=faulty, symptom=symptom_line({**bug, **extra}),
+            input_names=[layer.name for layer in ir.input_layers], reference=good or "",
+            expected_exception=bug.get("exception") or "", timeout_s=float(extra.get("timeout_s", 60.0)))
+        (folder / "repro.py").write_text(text)
+        data["repro_command"] = "python -m memo repro " + bug["id"]
+        python = script_python(data["python_library"])
+        data["python"] = python
+    else:
+        data["repro_missing"] = f"no script template for {library}" if library not in RECIPES else \
+            "no reference output to compare with"
+    write_bug_file(folder, data)
+    return data

@@ -1,0 +1,104 @@
+"""Running a model for triage: write its artifact, run it through the executor, read back every output.
+
+Localization and reduction both need "what does each backend compute at every node": a *probe* model is
+the same graph with every body node as an output, run through the ordinary executor (no worker change).
+Weights are keyed by (seed, layer name), so a probe or a reduced model has the very same weights as the
+campaign's artifact for every layer whose shapes did not change; inputs are copied from the original.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from memo.artifact import Artifact, prepare_artifact
+from memo.backends import CONVERTERS
+from memo.backends.result import ExecutionResult
+from memo.errors import InvalidModelError
+from memo.model.ir import ModelIR
+from memo.oracle import load_outputs
+
+
+@dataclass
+class Run:
+    """One execution of a model; ``outputs[backend][node]`` for every node the model outputs."""
+
+    ir: ModelIR
+    result: ExecutionResult | None = None
+    artifact: Artifact | None = None
+    outputs: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
+    error: str | None = None
+
+    def real_outputs(self, names: list[str]) -> dict[str, dict[str, np.ndarray]]:
+        """Only ``names`` (the model's own outputs), for backends that produced all of them."""
+        return {backend: {name: arrays[name] for name in names}
+                for backend, arrays in self.outputs.items() if all(name in arrays for name in names)}
+
+
+def probe_ir(ir: ModelIR) -> ModelIR:
+    """The same graph with every body node as an output, in topological order."""
+    probe = ir.copy()
+    probe.outputs = [layer.name for layer in probe.body]
+    return probe
+
+
+def read_inputs(path: Path) -> dict[str, np.ndarray]:
+    with np.load(path, allow_pickle=False) as data:
+        return {name: data[name] for name in data.files}
+
+
+def _keep_inputs(artifact: Artifact, inputs: dict[str, np.ndarray]) -> None:
+    """Overwrite the generated inputs with the original arrays wherever name and shape still match."""
+    generated = read_inputs(artifact.inputs_path)
+    merged = {name: inputs[name] if name in inputs and inputs[name].shape == array.shape
+              and inputs[name].dtype == array.dtype else array for name, array in generated.items()}
+    np.savez(artifact.inputs_path, **merged)
+
+
+def run_model(executor: Any, ir: ModelIR, directory: Path, *, seed: int,
+              inputs: dict[str, np.ndarray] | None = None) -> Run:
+    """Write and execute ``ir``; an invalid model comes back with ``error`` set and no result."""
+    run = Run(ir=ir)
+    try:
+        run.artifact = prepare_artifact(ir, directory, seed=seed)
+    except InvalidModelError as exc:
+        run.error = str(exc)
+        return run
+    if inputs:
+        _keep_inputs(run.artifact, inputs)
+    run.result = executor.run(run.artifact)
+    run.outputs = {backend: dict(zip(ir.outputs, arrays)) for backend, arrays in load_outputs(run.result).items()
+                   if len(arrays) == len(ir.outputs)}
+    return run
+
+
+@dataclass(frozen=True)
+class Roles:
+    """Who is wrong and who is right for a numeric finding, and which backends must run to see it."""
+
+    faulty: str
+    good: str
+    backends: tuple[str, ...]
+
+
+def roles(verdict: dict[str, Any], reference: str, available: list[str]) -> Roles:
+    """Resolve the oracle's attribution (a backend, the reference itself, or a converter) to two backends.
+
+    ``available``: the backends the campaign ran (used to find a witness when the converter is blamed).
+    """
+    backend = str(verdict.get("backend", ""))
+    metrics = verdict.get("metrics") or {}
+    involved = [name for name in (metrics.get("backends") or {}) if name != reference]
+    needed = [reference, *involved]
+    if backend == reference:
+        faulty, good = reference, (involved[0] if involved else reference)
+    elif backend in CONVERTERS:
+        faulty, good = (involved[0] if involved else reference), reference
+        witness = [name for name in available if name not in needed and name not in CONVERTERS]
+        needed += witness[:1]  # the oracle blames a converter only when some other backend agrees
+    else:
+        faulty, good = backend, reference
+        needed.append(backend)
+    return Roles(faulty, good, tuple(dict.fromkeys(needed)))

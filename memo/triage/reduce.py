@@ -1,0 +1,178 @@
+"""Reduction of a bug's model: the smallest model that still shows the same bug (same signature).
+
+1. cut the model at the localized layer (NaN / inconsistency) or keep one output of several;
+2. delta debugging (ddmin) over the body nodes: a removed node's consumers read its first input
+   instead (the edits of :mod:`memo.reduction.edits`); Keras rejecting the result is a cheap "no";
+3. parameters back toward their Keras defaults, a layer at a time, then a parameter at a time.
+
+Each candidate is judged by ``check`` (re-execution plus signature comparison, see
+:class:`memo.triage.Checker`); the whole search stops at ``deadline`` with the best model so far.
+"""
+from __future__ import annotations
+
+import inspect
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from memo.model.ir import ModelIR
+from memo.reduction.edits import Edit, apply_edit
+
+Check = Callable[[ModelIR], bool]
+SKIPPED_PARAMETERS = frozenset({"name", "dtype", "trainable", "batch_input_shape", "batch_shape"})
+
+
+@dataclass
+class ReductionOutcome:
+    ir: ModelIR
+    original_layers: int
+    runs: int = 0
+    seconds: float = 0.0
+    status: str = "done"  # done | timeout
+    steps: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"original_layers": self.original_layers, "reduced_layers": len(self.ir.body), "runs": self.runs,
+                "seconds": round(self.seconds, 2), "status": self.status, "steps": self.steps}
+
+
+def drop_unused_inputs(ir: ModelIR) -> ModelIR:
+    """Remove inputs nothing reads (keeping at least one). In place."""
+    consumers = ir.consumers()
+    unused = [layer.name for layer in ir.input_layers if not consumers[layer.name]]
+    if len(unused) == len(ir.input_layers):
+        unused = unused[1:]
+    ir.layers = [layer for layer in ir.layers if layer.name not in unused]
+    return ir
+
+
+def cut_at(ir: ModelIR, node: str) -> ModelIR:
+    """The model that ends at ``node`` (its ancestors only)."""
+    cut = ir.copy()
+    cut.outputs = [node]
+    return drop_unused_inputs(cut.prune())
+
+
+def without(ir: ModelIR, names: list[str]) -> ModelIR | None:
+    """``ir`` with ``names`` removed, each node's consumers fed by its first input (None if ill-formed)."""
+    layers = ir.by_name()
+    edit = Edit("ddmin", frozenset(names), tuple((name, layers[name].inputs[0]) for name in names))
+    candidate = apply_edit(ir, edit)
+    return drop_unused_inputs(candidate) if candidate is not None else None
+
+
+def _chunks(items: list[str], n: int) -> list[list[str]]:
+    size, extra = divmod(len(items), n)
+    out, start = [], 0
+    for i in range(n):
+        end = start + size + (1 if i < extra else 0)
+        if end > start:
+            out.append(items[start:end])
+        start = end
+    return out
+
+
+def _normalized(value: Any) -> Any:
+    return json.loads(json.dumps(value, default=list))
+
+
+def layer_defaults(class_name: str) -> dict[str, Any]:
+    """JSON-representable defaults of a Keras layer's constructor (empty for unknown classes)."""
+    import keras  # noqa: PLC0415  (numpy backend in the orchestrator)
+
+    cls = getattr(keras.layers, class_name, None)
+    if cls is None:
+        return {}
+    out = {}
+    for name, parameter in inspect.signature(cls.__init__).parameters.items():
+        default = parameter.default
+        if default is inspect.Parameter.empty or name in SKIPPED_PARAMETERS:
+            continue
+        try:
+            out[name] = _normalized(default)
+        except TypeError:
+            continue
+    return out
+
+
+class _Search:
+    def __init__(self, ir: ModelIR, check: Check, deadline: float) -> None:
+        self.outcome = ReductionOutcome(ir=drop_unused_inputs(ir.copy().prune()), original_layers=len(ir.body))
+        self.check = check
+        self.deadline = deadline
+
+    def out_of_time(self) -> bool:
+        if time.monotonic() > self.deadline:
+            self.outcome.status = "timeout"
+            return True
+        return False
+
+    def accept(self, candidate: ModelIR | None, step: str) -> bool:
+        if candidate is None or self.out_of_time() or candidate.dumps() == self.outcome.ir.dumps():
+            return False
+        self.outcome.runs += 1
+        if not self.check(candidate):
+            return False
+        self.outcome.ir = candidate
+        self.outcome.steps.append(step)
+        return True
+
+    def outputs(self, localized: str | None) -> None:
+        ir = self.outcome.ir
+        if localized and localized in ir.by_name() and ir.outputs != [localized]:
+            if self.accept(cut_at(ir, localized), f"cut at {localized}"):
+                return
+        if len(ir.outputs) > 1:
+            for name in list(ir.outputs):
+                if self.accept(cut_at(ir, name), f"keep output {name}"):
+                    return
+
+    def ddmin(self) -> None:
+        n = 2
+        while not self.out_of_time():
+            nodes = [layer.name for layer in self.outcome.ir.body]
+            if not nodes:
+                return
+            n = min(n, len(nodes))
+            progress = False
+            for chunk in _chunks(nodes, n):
+                if self.accept(without(self.outcome.ir, chunk), f"remove {', '.join(chunk)}"):
+                    n = max(n - 1, 2)
+                    progress = True
+                    break
+            if not progress:
+                if n >= len(nodes):
+                    return
+                n = min(len(nodes), 2 * n)
+
+    def parameters(self) -> None:
+        for name in [layer.name for layer in self.outcome.ir.body]:
+            layer = self.outcome.ir.get(name)
+            defaults = layer_defaults(layer.class_name)
+            changes = {key: defaults[key] for key, value in layer.config.items()
+                       if key in defaults and not isinstance(value, dict) and _normalized(value) != defaults[key]}
+            if not changes or self.out_of_time():
+                continue
+            if self.accept(self._with_config(name, changes), f"{name}: defaults for {', '.join(changes)}"):
+                continue
+            if len(changes) > 1:
+                for key, value in changes.items():
+                    self.accept(self._with_config(name, {key: value}), f"{name}: default {key}")
+
+    def _with_config(self, name: str, changes: dict[str, Any]) -> ModelIR:
+        candidate = self.outcome.ir.copy()
+        candidate.get(name).config.update(changes)
+        return candidate
+
+
+def reduce_bug(ir: ModelIR, check: Check, *, budget_s: float, localized: str | None = None) -> ReductionOutcome:
+    """Reduce ``ir`` while ``check`` holds (``check(ir)`` itself is assumed true). Never raises for a
+    candidate; returns the smallest model found when the budget runs out."""
+    started = time.monotonic()
+    search = _Search(ir, check, started + budget_s)
+    search.outputs(localized)
+    search.ddmin()
+    search.parameters()
+    search.outcome.seconds = time.monotonic() - started
+    return search.outcome

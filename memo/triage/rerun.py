@@ -1,0 +1,73 @@
+"""Running a bug's ``repro.py`` in a fresh process, with the interpreter its library needs."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from memo.triage.bugdir import REPRO_FILE
+
+OUTPUT_TAIL = 4000
+
+
+@dataclass
+class RerunResult:
+    reproduces: bool | None  # None: the script could not run (missing library, set-up error)
+    returncode: int | None
+    output: str
+    seconds: float
+    python: str
+
+    def verdict(self) -> str:
+        if self.reproduces is None:
+            return "could not run the script"
+        return "reproduces" if self.reproduces else "does not reproduce"
+
+
+def _expected_signal(bug: dict[str, Any]) -> int | None:
+    exception = str(bug.get("exception") or "")
+    if exception.startswith("signal "):
+        try:
+            return int(exception.split()[1])
+        except ValueError:
+            return None
+    return None
+
+
+def interpret(returncode: int | None, bug: dict[str, Any]) -> bool | None:
+    """0: reproduces; 1: does not; killed by the bug's own signal: reproduces; anything else: unknown."""
+    if returncode == 0:
+        return True
+    if returncode == 1:
+        return False
+    expected = _expected_signal(bug)
+    if returncode is not None and returncode < 0 and expected is not None:
+        return -returncode == expected
+    return None
+
+
+def _text(data: bytes | str | None) -> str:
+    return data.decode(errors="replace") if isinstance(data, bytes) else (data or "")
+
+
+def rerun_script(folder: Path, bug: dict[str, Any], *, timeout_s: float = 300.0) -> RerunResult:
+    """Run ``folder/repro.py`` (``bug``: the folder's bug.json data) and interpret its exit status."""
+    python = bug.get("python") or sys.executable
+    env = {k: v for k, v in os.environ.items() if k != "KERAS_BACKEND"}  # the script sets its own
+    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    started = time.monotonic()
+    try:
+        completed = subprocess.run([python, REPRO_FILE], cwd=folder, env=env, capture_output=True, text=True,
+                                   timeout=timeout_s, check=False)
+        returncode, output = completed.returncode, completed.stdout + completed.stderr
+    except subprocess.TimeoutExpired as exc:
+        returncode = None
+        output = f"{_text(exc.stdout)}{_text(exc.stderr)}\n(timed out after {timeout_s:g} s)"
+    except OSError as exc:
+        returncode, output = None, f"cannot start {python}: {exc}"
+    return RerunResult(interpret(returncode, bug), returncode, output[-OUTPUT_TAIL:], time.monotonic() - started,
+                       python)

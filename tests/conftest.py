@@ -1,0 +1,52 @@
+"""Shared fixtures. Integration tests share one warm :class:`DifferentialExecutor` for the whole session.
+
+The session executor runs every default backend plus two test-only plugins that misbehave only on an
+artifact whose path contains "poison" (one aborts its process, one hangs), so the same warm workers
+serve both the ordinary tests and the crash/hang tests.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import pytest
+
+from memo.model.ir import Layer, ModelIR
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples"
+TEST_PLUGINS = ROOT / "tests" / "plugins"
+POISON_PLUGINS = (TEST_PLUGINS / "abort_on_poison.py", TEST_PLUGINS / "hang_on_poison.py")
+SESSION_TIMEOUT_S = 20.0  # per backend per model; the hang test waits this long once
+
+
+def one_layer_ir(class_name: str, config: dict[str, Any], input_shape: tuple[int, ...]) -> ModelIR:
+    """A model of one layer on one float32 input (Keras fills the config's defaults)."""
+    return ModelIR(layers=[Layer(name="x", class_name="InputLayer",
+                                 config={"batch_shape": [None, *input_shape], "dtype": "float32"}),
+                           Layer(name="layer", class_name=class_name, config=config, inputs=["x"])],
+                   outputs=["layer"], name=f"one_{class_name.lower()}")
+
+
+@pytest.fixture(scope="session")
+def executor() -> Iterator[Any]:
+    from memo.backends.executor import DifferentialExecutor
+
+    with DifferentialExecutor(plugins=POISON_PLUGINS, timeout_s=SESSION_TIMEOUT_S) as shared:
+        yield shared
+
+
+@pytest.fixture
+def make_artifact(tmp_path: Path) -> Callable[..., Any]:
+    """``make_artifact(ir_or_model_path, name="model", seed=0)`` writes an artifact under tmp_path."""
+    from memo.artifact import prepare_artifact
+    from memo.model.keras_bridge import load_model_file
+
+    def make(model: ModelIR | Path, name: str = "model", seed: int = 0) -> Any:
+        weights = None
+        if isinstance(model, Path):
+            loaded = load_model_file(model)
+            model, weights = loaded.ir, loaded.weights
+        return prepare_artifact(model, tmp_path / name, seed=seed, weights=weights)
+
+    return make

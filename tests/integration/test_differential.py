@@ -1,0 +1,85 @@
+"""Differential execution on the real libraries, in real worker processes (one warm executor per session)."""
+from __future__ import annotations
+
+import signal
+
+import numpy as np
+import pytest
+
+from memo.oracle import compare, judge, load_outputs, Thresholds
+from tests.conftest import EXAMPLES, SESSION_TIMEOUT_S, one_layer_ir
+
+pytestmark = pytest.mark.integration
+
+PLUGINS = ("abort-on-poison", "hang-on-poison")
+
+
+def test_all_backends_agree_on_a_conv_net(executor, make_artifact) -> None:
+    result = executor.run(make_artifact(EXAMPLES / "conv_net.json"))
+    assert {name: b.status for name, b in result.backends.items()} == {name: "ok" for name in result.backends}
+    assert set(executor.backend_names) == {"keras-tensorflow", "keras-jax", "keras-torch", "onnxruntime",
+                                            "onnx2pytorch", "onnx2torch", "mxnet", *PLUGINS}
+    assert {"tf2onnx", "tf2onnx-opset11"} <= set(result.backends)
+    assert judge(result) == []
+    outputs = load_outputs(result)
+    comparisons = compare(outputs, result.reference, Thresholds())
+    assert len(comparisons) == len(executor.backend_names) - 1
+    assert all(c.max_abs_diff is not None and c.max_abs_diff < 1e-4 for c in comparisons.values())
+    assert outputs["mxnet"][0].shape == (2, 10)
+    assert result.backends["keras-torch"].versions["torch"].startswith("2.")
+
+
+def test_converter_that_cannot_handle_a_model_is_recorded_against_it(executor, make_artifact) -> None:
+    # MXNet's ONNX importer has no Resize: bilinear up-sampling is refused at its convert stage.
+    ir = one_layer_ir("UpSampling2D", {"size": [2, 2], "interpolation": "bilinear"}, (6, 6, 3))
+    result = executor.run(make_artifact(ir))
+    verdicts = judge(result)
+    assert [(v.kind, v.backend, v.stage) for v in verdicts] == [("unsupported", "mxnet", "convert")]
+    assert "Resize" in verdicts[0].message
+    compared = compare(load_outputs(result), result.reference, Thresholds())
+    assert set(compared) == set(executor.backend_names) - {"mxnet", "keras-tensorflow"}
+
+
+def test_tf2onnx_silent_failure_is_unsupported_and_onnx_backends_are_skipped(executor, make_artifact) -> None:
+    # tf2onnx cannot convert ScaleAndTranslate (lanczos resize): it logs an error, raises nothing and leaves
+    # the TensorFlow node in the ONNX graph.
+    ir = one_layer_ir("UpSampling2D", {"size": [2, 2], "interpolation": "lanczos3"}, (6, 6, 3))
+    result = executor.run(make_artifact(ir))
+    converter = result.backends["tf2onnx"]
+    assert converter.status == "unsupported" and converter.failure.exc_type == "UnconvertedOps"
+    assert "ScaleAndTranslate" in converter.failure.message
+    for name in ("onnxruntime", "onnx2torch", "onnx2pytorch", *PLUGINS):
+        assert result.backends[name].status == "skipped"
+    assert result.backends["keras-jax"].status == "ok"
+    kinds = {(v.kind, v.backend) for v in judge(result)}
+    assert ("unsupported", "tf2onnx") in kinds
+    assert not any(backend in {"onnxruntime", "onnx2torch", "onnx2pytorch"} for _, backend in kinds)
+
+
+def test_abort_and_hang_are_recorded_and_the_next_model_runs(executor, make_artifact) -> None:
+    poisoned = executor.run(make_artifact(EXAMPLES / "residual_net.json", name="poison"))
+    aborted = poisoned.backends["abort-on-poison"].failure
+    assert (aborted.status, aborted.stage, aborted.signal) == ("crash", "load", signal.SIGABRT)
+    assert "Fatal Python error: Aborted" in aborted.stderr_tail
+    hung = poisoned.backends["hang-on-poison"].failure
+    assert (hung.status, hung.stage) == ("hang", "load")
+    assert hung.seconds >= SESSION_TIMEOUT_S * 0.9
+    verdicts = {(v.kind, v.backend, v.stage) for v in judge(poisoned)}
+    assert {("crash", "abort-on-poison", "load"), ("hang", "hang-on-poison", "load")} <= verdicts
+
+    healthy = executor.run(make_artifact(EXAMPLES / "residual_net.json", name="healthy"))
+    assert all(b.status == "ok" for b in healthy.backends.values())
+    assert judge(healthy) == []
+    np.testing.assert_allclose(load_outputs(healthy)["abort-on-poison"][0],
+                               load_outputs(healthy)["keras-tensorflow"][0], atol=1e-5)
+
+
+def test_result_round_trips_through_json(executor, make_artifact) -> None:
+    from memo.backends.result import ExecutionResult
+
+    result = executor.run(make_artifact(EXAMPLES / "lstm_net.json"))
+    assert ExecutionResult.from_json(result.to_json()) == result
+    # LSTM: onnx2torch and onnx2pytorch decline it; the Keras backends and onnxruntime still agree.
+    assert result.backends["onnx2torch"].status == "unsupported"
+    assert all(result.backends[name].status == "ok" for name in ("keras-jax", "keras-torch", "onnxruntime"))
+    assert not [v for v in judge(result) if v.kind in ("inconsistency", "nan", "shape")]

@@ -1,0 +1,101 @@
+"""Bug signatures: masking of run-specific details, library frames, what makes two findings one bug."""
+from __future__ import annotations
+
+from memo.model.ir import Layer, ModelIR
+from memo.triage.signature import (library_frames, library_modules, normalize_message, signature,
+                                   signature_parts, unsupported_feature)
+
+ORT_TRACEBACK = """Traceback (most recent call last):
+  File "/work/main/memo/backends/worker.py", line 77, in stage
+    value = action()
+  File "/venv/lib/python3.11/site-packages/onnxruntime/capi/onnxruntime_inference_collection.py", line {line}, in run
+    return self._sess.run(output_names, input_feed, run_options)
+onnxruntime.capi.onnxruntime_pybind11_state.Fail: [ONNXRuntimeError] : 1 : FAIL : bad
+"""
+
+
+def _crash(message: str, exc_type: str = "Fail", line: int = 220, backend: str = "onnxruntime") -> tuple[dict, dict]:
+    verdict = {"kind": "crash", "backend": backend, "stage": "execute", "message": message, "metrics": {}}
+    result = {"reference": "keras-tensorflow", "backends": {backend: {"name": backend, "stages": [
+        {"stage": "convert", "status": "ok"},
+        {"stage": "execute", "status": "error", "exc_type": exc_type, "message": message,
+         "traceback": ORT_TRACEBACK.format(line=line)}]}}}
+    return verdict, result
+
+
+def test_masking_removes_addresses_paths_names_shapes_and_numbers() -> None:
+    text = ("Error at 0x7f3a2b1c in /usr/lib/python3/x.py: tensor 'conv2d_3/BiasAdd:0' has shape (2, 3, None) "
+            "vs [1,4]; node model/dense_12/MatMul failed after 1.5e-3 s [23:54:09]")
+    masked = normalize_message(text)
+    for leaked in ("0x7f3a", "/usr/lib", "conv2d_3", "(2, 3, None)", "[1,4]", "dense_12", "1.5e-3", "23:54"):
+        assert leaked not in masked, leaked
+    assert masked.startswith("Error at 0xADDR in PATH: tensor 'NAME' has shape SHAPE vs SHAPE")
+
+
+def test_masking_keeps_the_words_that_name_the_bug() -> None:
+    masked = normalize_message("Conv2D with float32 input: kernel_size must be positive, got dense_3")
+    assert "Conv2D" in masked and "float32" in masked and "kernel_size" in masked and "dense_N" in masked
+
+
+def test_library_frames_are_innermost_first_inside_the_library_only() -> None:
+    frames = library_frames(ORT_TRACEBACK.format(line=1), library_modules("onnxruntime"))
+    assert frames == ["onnxruntime/capi/onnxruntime_inference_collection.py:run"]
+    faulthandler_dump = ('Current thread 0x00007f (most recent call first):\n'
+                         '  File "/v/site-packages/torch/nn/functional.py", line 9 in conv2d\n'
+                         '  File "/v/site-packages/torch/nn/modules/conv.py", line 4 in forward\n')
+    assert library_frames(faulthandler_dump, ("torch",))[0] == "torch/nn/functional.py:conv2d"
+
+
+def test_library_modules_come_from_the_backend_registry() -> None:
+    assert library_modules("keras-tensorflow") == ("keras", "tensorflow")
+    assert "mxnet" in library_modules("mxnet") and "numpy" not in library_modules("mxnet")
+
+
+def test_two_occurrences_differing_only_in_details_share_a_signature() -> None:
+    a = _crash("Got invalid dimensions for input: dense_1 index: 1 Got: 5 Expected: 3", line=220)
+    b = _crash("Got invalid dimensions for input: dense_7 index: 2 Got: 9 Expected: 4", line=230)
+    assert signature(*a, None) == signature(*b, None)
+
+
+def test_a_different_exception_type_stage_or_library_is_a_different_bug() -> None:
+    base = signature(*_crash("bad input"), None)
+    assert signature(*_crash("bad input", exc_type="InvalidArgument"), None) != base
+    assert signature(*_crash("bad input", backend="onnx2torch"), None) != base
+    verdict, result = _crash("bad input")
+    assert signature({**verdict, "stage": "load"}, result, None) != base
+    assert signature(*_crash("entirely different words"), None) != base
+
+
+def test_a_native_crash_is_identified_by_its_signal_and_stderr() -> None:
+    verdict = {"kind": "crash", "backend": "onnx2torch", "stage": "execute", "message": "", "metrics": {}}
+    result = {"backends": {"onnx2torch": {"stages": [{"stage": "execute", "status": "crash", "signal": 11,
+                                                       "stderr_tail": "Fatal Python error: Segmentation fault"}]}}}
+    parts = signature_parts(verdict, result, None)
+    assert parts["exception"] == "signal 11" and "Segmentation fault" in parts["message"]
+
+
+def _ir(*classes: str) -> ModelIR:
+    layers = [Layer("x", "InputLayer", {"batch_shape": [None, 4]})]
+    for i, name in enumerate(classes):
+        layers.append(Layer(f"l{i}", name, {}, [layers[-1].name]))
+    return ModelIR(layers, [layers[-1].name])
+
+
+def test_numeric_signature_is_the_library_pair_and_the_divergent_layer_class() -> None:
+    verdict = {"kind": "inconsistency", "backend": "mxnet", "stage": "execute", "message": "12/30 elements", "metrics": {}}
+    result = {"reference": "keras-tensorflow", "backends": {}}
+    one = signature_parts(verdict, result, _ir("Dense", "AveragePooling1D"), divergent_layer="l1")
+    other = signature_parts({**verdict, "message": "3/8 elements"}, result, _ir("AveragePooling1D", "Flatten"),
+                            divergent_layer="l0")
+    assert one == other == {"kind": "inconsistency", "library": "mxnet", "reference": "keras-tensorflow",
+                            "layer": "AveragePooling1D"}
+    assert signature_parts(verdict, result, None)["layer"] == "?"  # not localized yet
+
+
+def test_unsupported_feature_is_taken_from_the_message() -> None:
+    assert unsupported_feature({"message": "Unsupported ops: Counter({'DepthwiseConv3D': 1})"}) == "DepthwiseConv3D"
+    assert unsupported_feature({"message": "x", "metrics": {"feature": "LSTM"}}) == "LSTM"
+    onnx2torch = ("NotImplementedError: Converter is not implemented (OperationDescription(domain='', "
+                  "operation_type='Loop', version=13))")
+    assert unsupported_feature({"message": onnx2torch}) == "Loop"
+    assert unsupported_feature({"message": "AvgPool with non symmetrical padding is not implemented."}) == "AvgPool"
