@@ -117,8 +117,12 @@ class DifferentialExecutor:
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)
-        for worker in self._workers.values():
-            worker.stop()
+        workers = list(self._workers.values())
+        for worker in workers:
+            worker.ask_to_exit()
+        deadline = time.monotonic() + 3.0
+        for worker in workers:
+            worker.stop(grace_s=max(0.0, deadline - time.monotonic()))
 
     # ------------------------------------------------------------------ one model
     def run(self, artifact: Artifact) -> ExecutionResult:

@@ -5,8 +5,9 @@ Keras fixes its backend at import, so each is its own worker process. All of the
 """
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from memo.backends.spec import BackendSpec
 from memo.backends.versions import distribution_versions
@@ -16,7 +17,34 @@ def _load(path: Path) -> Any:
     import keras  # noqa: PLC0415  (imported in the worker only)
 
     # safe_mode: never deserialize Python code from the artifact (memo writes it, but mutants are data).
-    return keras.saving.load_model(path, compile=False, safe_mode=True)
+    with _zero_initializers():
+        return keras.saving.load_model(path, compile=False, safe_mode=True)
+
+
+@contextlib.contextmanager
+def _zero_initializers() -> Iterator[None]:
+    """Create variables as zeros while a model loads: the file's weights overwrite them anyway.
+
+    On JAX every initializer call compiles an XLA program per new shape (orthogonal and glorot initializers
+    of a 10-layer LSTM took 10 s to load); mutants keep bringing new shapes, so this cost would recur.
+    """
+    import numpy as np  # noqa: PLC0415
+    from keras.src import backend  # noqa: PLC0415
+
+    variable_class = backend.Variable
+    original = variable_class.__dict__.get("_initialize_with_initializer")
+
+    def zeros(self: Any, initializer: Any) -> None:
+        self._initialize(self._convert_to_tensor(np.zeros(self._shape, dtype=self._dtype)))
+
+    variable_class._initialize_with_initializer = zeros
+    try:
+        yield
+    finally:
+        if original is None:
+            del variable_class._initialize_with_initializer
+        else:
+            variable_class._initialize_with_initializer = original
 
 
 def _run(model: Any, inputs: dict[str, Any]) -> list[Any]:
@@ -28,6 +56,15 @@ def _run(model: Any, inputs: dict[str, Any]) -> list[Any]:
     return [keras.ops.convert_to_numpy(out) for out in outputs]
 
 
+def _warm_up(keras: Any) -> None:
+    """Run a tiny model once, so the backend's one-time initialization (JAX/XLA's takes seconds) happens at
+    worker start, under the start-up timeout, and not inside the first model's per-model timeout."""
+    import numpy as np  # noqa: PLC0415
+
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])
+    keras.ops.convert_to_numpy(model(np.zeros((1, 4), dtype="float32"), training=False))
+
+
 def keras_spec(keras_backend: str, libraries: tuple[str, ...]) -> BackendSpec:
     """The spec of Keras running on ``keras_backend`` (tensorflow, jax or torch)."""
     distributions = ("keras", *libraries)
@@ -37,6 +74,7 @@ def keras_spec(keras_backend: str, libraries: tuple[str, ...]) -> BackendSpec:
 
         if keras.backend.backend() != keras_backend:
             raise RuntimeError(f"Keras started on {keras.backend.backend()!r}, expected {keras_backend!r}")
+        _warm_up(keras)
         return distribution_versions(distributions)
 
     return BackendSpec(name=f"keras-{keras_backend}", consumes="keras", load=_load, run=_run, setup=setup,

@@ -109,17 +109,25 @@ class WorkerProcess:
         self.start_failure = failure
         return failure
 
-    def stop(self) -> None:
-        """Ask the worker to exit; kill it if it does not within two seconds."""
+    def ask_to_exit(self) -> None:
+        """Send the exit request without waiting (lets several workers shut down side by side)."""
+        if self.alive and self.process is not None and self.process.stdin is not None:
+            try:
+                self.process.stdin.write(b'{"op": "exit"}\n')
+                self.process.stdin.flush()
+            except OSError:
+                pass
+
+    def stop(self, grace_s: float = 2.0) -> None:
+        """Ask the worker to exit; kill it if it has not within ``grace_s`` seconds."""
         if not self.alive:
-            self.process = None
+            self.kill()
             return
-        assert self.process is not None and self.process.stdin is not None
+        assert self.process is not None
+        self.ask_to_exit()
         try:
-            self.process.stdin.write(b'{"op": "exit"}\n')
-            self.process.stdin.flush()
-            self.process.wait(timeout=2)
-        except (OSError, subprocess.TimeoutExpired):
+            self.process.wait(timeout=grace_s)
+        except subprocess.TimeoutExpired:
             pass
         self.kill()
 

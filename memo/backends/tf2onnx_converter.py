@@ -1,6 +1,7 @@
 """tf2onnx: converts the Keras model (on TensorFlow) to ONNX, once per model, for the ONNX backends.
 
-Two conversions, each its own converter entry sharing one worker process (and one loaded model):
+Two conversions, each its own converter entry sharing one worker process and one frozen graph (the
+worker caches what ``load`` returned, so the model is loaded, traced and frozen once per artifact):
 ``tf2onnx`` at tf2onnx's default opset with a dynamic batch dimension, and ``tf2onnx-opset11`` at
 opset 11 with static shapes and every initializer also listed as a graph input (what MXNet imports).
 
@@ -11,6 +12,7 @@ reports as "unsupported" against tf2onnx.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -54,20 +56,54 @@ def unconverted_nodes(model: Any) -> list[str]:
     return problems
 
 
-def _export(model: Any, inputs: dict[str, Any], out_path: Path, *, opset: int | None, static: bool,
+@dataclass
+class FrozenModel:
+    """The Keras model traced into a frozen TensorFlow graph once; both conversions start from it."""
+
+    graph_def: Any
+    name: str
+    input_names: list[str]
+    output_names: list[str]
+    renames: dict[str, str]
+
+
+def _freeze(path: Path) -> FrozenModel:
+    """Load the ``.keras`` model on TensorFlow and freeze it with a dynamic batch dimension."""
+    import numpy as np  # noqa: PLC0415
+    import tensorflow as tf  # noqa: PLC0415
+    from tf2onnx import tf_loader  # noqa: PLC0415
+    from tf2onnx.convert import tensor_names_from_structed  # noqa: PLC0415
+
+    model = _KERAS_TF.load(path)
+    signature = [tf.TensorSpec((None, *[int(d) for d in tensor.shape[1:]]), tf.as_dtype(np.dtype(tensor.dtype)),
+                               name=tensor.name.split(":")[0]) for tensor in model.inputs]
+    function = tf.function(lambda *args: model(list(args), training=False))
+    concrete = function.get_concrete_function(*signature)
+    inputs = [t.name for t in concrete.inputs if t.dtype != tf.dtypes.resource]
+    outputs = [t.name for t in concrete.outputs if t.dtype != tf.dtypes.resource]
+    renames = tensor_names_from_structed(concrete, inputs, outputs)
+    with tf.device("/cpu:0"):
+        graph_def = tf_loader.from_function(concrete, inputs, outputs)
+    return FrozenModel(graph_def, concrete.name, inputs, outputs, renames)
+
+
+def _export(frozen: FrozenModel, inputs: dict[str, Any], out_path: Path, *, opset: int | None, static: bool,
             initializers_as_inputs: bool) -> list[str]:
+    """What ``tf2onnx.convert.from_function`` does after freezing (its ``_convert_common``), so that the
+    trace and freeze are shared by both conversions. ``static`` fixes every input shape to the arrays'."""
     import onnx  # noqa: PLC0415
     import tensorflow as tf  # noqa: PLC0415
-    import tf2onnx  # noqa: PLC0415
+    from tf2onnx.convert import _convert_common  # noqa: PLC0415
 
-    signature = [tf.TensorSpec(array.shape if static else (None, *array.shape[1:]), tf.as_dtype(array.dtype),
-                               name=name) for name, array in inputs.items()]
-    function = tf.function(lambda *args: model(list(args), training=False))
+    shapes = {name: list(array.shape) for name, array in zip(frozen.input_names, inputs.values())} if static else None
     errors = _ErrorLog()
     logger = logging.getLogger("tf2onnx")
     logger.addHandler(errors)
     try:
-        proto, _ = tf2onnx.convert.from_function(function, input_signature=signature, opset=opset)
+        with tf.device("/cpu:0"):
+            proto, _ = _convert_common(frozen.graph_def, name=frozen.name, continue_on_error=True, opset=opset,
+                                       input_names=frozen.input_names, output_names=frozen.output_names,
+                                       tensors_to_rename=frozen.renames, shape_override=shapes)
     finally:
         logger.removeHandler(errors)
     if initializers_as_inputs:
@@ -80,15 +116,15 @@ def _export(model: Any, inputs: dict[str, Any], out_path: Path, *, opset: int | 
     return unconverted_nodes(proto) + [f"tf2onnx logged: {message}" for message in errors.messages]
 
 
-def _export_default(model: Any, inputs: dict[str, Any], out_path: Path) -> list[str]:
-    return _export(model, inputs, out_path, opset=None, static=False, initializers_as_inputs=False)
+def _export_default(frozen: FrozenModel, inputs: dict[str, Any], out_path: Path) -> list[str]:
+    return _export(frozen, inputs, out_path, opset=None, static=False, initializers_as_inputs=False)
 
 
-def _export_opset11(model: Any, inputs: dict[str, Any], out_path: Path) -> list[str]:
-    return _export(model, inputs, out_path, opset=11, static=True, initializers_as_inputs=True)
+def _export_opset11(frozen: FrozenModel, inputs: dict[str, Any], out_path: Path) -> list[str]:
+    return _export(frozen, inputs, out_path, opset=11, static=True, initializers_as_inputs=True)
 
 
-_COMMON = dict(consumes="keras", load=_KERAS_TF.load, setup=_setup, distributions=DISTRIBUTIONS,
+_COMMON = dict(consumes="keras", load=_freeze, setup=_setup, distributions=DISTRIBUTIONS,
                env=dict(_KERAS_TF.env), group="tf2onnx")
 SPEC = ConverterSpec(name="tf2onnx", produces="onnx", export=_export_default, **_COMMON)  # type: ignore[arg-type]
 SPEC_OPSET11 = ConverterSpec(name="tf2onnx-opset11", produces="onnx-opset11", export=_export_opset11,

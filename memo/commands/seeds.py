@@ -69,15 +69,15 @@ def handle_list(args: argparse.Namespace) -> int:
 
 
 def handle_add(args: argparse.Namespace) -> int:
-    from memo.seeds import cached_entry, is_seed_file, load_seed, store_entry  # noqa: PLC0415
+    from memo.seeds import cached_entry, has_seed_name, is_seed_file, load_seed, store_entry  # noqa: PLC0415
 
     seeds_dir, cache_dir = _dirs(args)
     source: Path = args.path
     seed = load_seed(source, safe_mode=not args.unsafe)  # refuses unreadable files and unknown layers
     name = args.name or source.stem
     target = seeds_dir / f"{name}{source.suffix.lower()}"
-    if not is_seed_file(target):
-        raise UsageError(f"{target.name}: seed names must not start with '_' or '.'")
+    if not has_seed_name(target):
+        raise UsageError(f"{target.name}: a seed name must not start with '_' or '.'")
     existing = [p for p in seeds_dir.glob(f"{name}.*") if is_seed_file(p)] if seeds_dir.is_dir() else []
     if existing and not args.force:
         raise UsageError(f"a seed named {name!r} already exists ({existing[0]}); use --force to replace it")

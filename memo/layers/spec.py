@@ -323,8 +323,8 @@ class Draw:
             return self.keep[name]
         if not by_label:
             raise Impossible(f"no valid value for {name}")
-        label = self.rng.choice(sorted(by_label))
-        return self.rng.choice(by_label[label])
+        bucket = self._bucket_choice(name, [b for b in space.buckets if b.label in by_label])
+        return self.rng.choice(by_label[bucket.label])
 
     def real(self, name: str, lo: float, hi: float, digits: int = 3) -> float:
         """A float in ``[lo, hi]`` for shape parameter ``name``, bucket first."""

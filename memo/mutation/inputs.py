@@ -6,20 +6,20 @@ compute in float16, float64 or bfloat16 where the catalogue says the layer API a
 """
 from __future__ import annotations
 
+from memo.coverage import size_label
 from memo.layers import get_spec
 from memo.mutation.analysis import TensorInfo
 from memo.mutation.base import MutationFailed, MutationOperator, register
 from memo.mutation.editor import Editor, dtype_policy, policy_name
-from memo.mutation.preference import NEW, SEEN, by_tier
+from memo.mutation.preference import SEEN, by_tier
 
 SCALES = (0.5, 0.75, 1.25, 1.5, 2.0)
 MAX_INPUT_ELEMENTS = 1 << 18
 FLOAT_DTYPES = ("float16", "float64", "bfloat16")
 
 
-def resize_input(editor: Editor, node: str) -> None:
-    layer = editor.layer(node)
-    old = editor.info(node)
+def candidate_shape(editor: Editor, old: TensorInfo) -> TensorInfo:
+    """``old`` with its spatial / sequence dims (sometimes the channels too) scaled by random factors."""
     dims = list(old.shape[1:])
     axes = list(range(len(dims) - 1)) or [0]          # spatial / sequence axes; a vector's only axis
     if editor.rng.random() < 0.3:
@@ -28,7 +28,12 @@ def resize_input(editor: Editor, node: str) -> None:
         dims[axis] = max(1, int(round(dims[axis] * editor.rng.choice(SCALES))))
     if dims == list(old.shape[1:]):
         dims[axes[0]] += 1
-    new = TensorInfo((old.shape[0], *dims), old.dtype)
+    return TensorInfo((old.shape[0], *dims), old.dtype)
+
+
+def resize_input(editor: Editor, node: str, new: TensorInfo) -> None:
+    layer = editor.layer(node)
+    old = editor.info(node)
     if new.elements > MAX_INPUT_ELEMENTS:
         raise MutationFailed(f"input {node}: {new.shape} is too large")
     config = {key: value for key, value in layer.config.items() if key not in ("batch_input_shape", "shape")}
@@ -49,8 +54,14 @@ class TensorShapeMutation(MutationOperator):
                   if editor.info(layer.name).is_float and editor.info(layer.name).known]
         editor.rng.shuffle(inputs)
         for node in inputs:
-            for _ in range(3):
-                if editor.attempt(resize_input, editor, node):
+            readers = [editor.layer(r).class_name for r in editor.consumers(node)]
+
+            def tier(info: TensorInfo, readers: list[str] = readers) -> int:  # new (reader, input size) first
+                return min((editor.view.tier("shapes", (r, size_label(info.shape))) for r in readers), default=SEEN)
+
+            candidates = [candidate_shape(editor, editor.info(node)) for _ in range(4)]
+            for shape in by_tier(editor.rng, candidates, tier)[:3]:
+                if editor.attempt(resize_input, editor, node, shape):
                     return
         raise MutationFailed("TSM: no float input of known shape can be resized")
 
@@ -75,7 +86,6 @@ class DTypeMutation(MutationOperator):
     summary = "make one layer or input compute in float16, float64 or bfloat16 where the layer API allows it"
 
     def apply(self, editor: Editor) -> None:
-        present = {info.dtype for info in editor.infos.values()}
         options = []
         for layer in editor.ir.layers:
             if layer.is_input:
@@ -88,7 +98,13 @@ class DTypeMutation(MutationOperator):
                     continue
                 allowed, current = tuple(d for d in FLOAT_DTYPES if d in spec.dtypes), policy_name(layer.config)
             options.extend((layer.name, dtype) for dtype in allowed if dtype != current)
-        for node, dtype in by_tier(editor.rng, options, lambda o: NEW if o[1] not in present else SEEN)[:8]:
+        classes = {layer.name: layer.class_name for layer in editor.ir.layers}
+
+        def tier(option: tuple[str, str]) -> int:  # new (reader API, input dtype) coverage first
+            readers = editor.consumers(option[0])
+            return min((editor.view.tier("dtypes", (classes[r], option[1])) for r in readers), default=SEEN)
+
+        for node, dtype in by_tier(editor.rng, options, tier)[:8]:
             if editor.attempt(set_dtype, editor, node, dtype):
                 return
         raise MutationFailed("DType: no layer of this model accepts another float dtype")

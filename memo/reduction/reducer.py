@@ -15,7 +15,7 @@ Greedy, in phases (a registry, :data:`PHASES`), repeated until a whole round rem
 
 Every edit is accepted only if the coverage key is unchanged, the incremental shape propagation
 (:mod:`.specs`) succeeds (a removal whose entry and exit specs are equal needs no Keras call at all),
-and the model's weight count does not grow.
+and the model's weight count and multiply-accumulate proxy stay within the original's.
 At the end the reduced model is built once more, in full, and its coverage compared again.
 """
 from __future__ import annotations
@@ -124,6 +124,7 @@ class _Reducer:
         self.ir = ir.copy().prune()
         self.table: SpecTable = full_specs(self.ir)
         self.weight_limit = self.table.total_weights()
+        self.macs_limit = self.table.total_macs()
         self.stats = ReductionStats(original_layers=len(ir), reduced_layers=len(ir),
                                     original_weights=self.weight_limit)
         self.deadline = None if budget_s is None else time.monotonic() + budget_s
@@ -143,7 +144,7 @@ class _Reducer:
             return False
         table, rebuilt = result
         self.stats.rebuilt_layers += rebuilt
-        if table.total_weights() > self.weight_limit:
+        if table.total_weights() > self.weight_limit or table.total_macs() > self.macs_limit:
             return False  # e.g. dropping a pooling layer before Flatten -> Dense: fewer layers, more weights
         self.table = table
         self.stats.accepted += 1

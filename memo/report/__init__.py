@@ -5,10 +5,9 @@ import json
 from pathlib import Path
 from typing import Callable
 
+from memo.campaign.config import REPORTS_DIR
 from memo.errors import UsageError
 from memo.store import CampaignStore
-
-REPORTS_DIR = Path("reports")
 
 
 def _render_html(data: dict) -> str:

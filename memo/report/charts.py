@@ -62,4 +62,5 @@ def line_chart(title: str, points: list[tuple[float, float]], *, total: int | No
         f'<text x="{MARGIN_LEFT - 4}" y="{axis_y}" text-anchor="end">0</text>'
         f'<text x="{WIDTH - MARGIN_RIGHT}" y="{HEIGHT - 8}" text-anchor="end">{escape(_format_time(x_max))}</text>'
         f'<text x="{MARGIN_LEFT}" y="{HEIGHT - 8}">0</text>'
-        f'<path d="{" ".join(path)}" class="line"/></svg>')
+        f'<path d="{" ".join(path)}" class="line"/>'
+        f'<circle cx="{sx(points[-1][0]):.1f}" cy="{sy(last):.1f}" r="3" class="dot"/></svg>')

@@ -13,7 +13,7 @@ from memo import __version__
 from memo.model.ir import ModelIR
 from memo.store import CampaignStore
 from memo.triage import db, dedup
-from memo.triage.bugdir import BUG_FILE, REPRO_FILE, bug_layers, read_bug_file
+from memo.triage.bugdir import REPRO_FILE, bug_layers, read_bug_file
 from memo.triage.signature import failure_details
 
 COVERAGE_SERIES = (("types", "Layer types"), ("pairs", "Layer pairs"), ("params", "Layer parameter values"))
@@ -24,7 +24,8 @@ def collect(store: CampaignStore, *, refresh: bool = True) -> dict[str, Any]:
     """The report's content. ``refresh`` re-runs the cheap deduplication first (no execution)."""
     if refresh:
         dedup.update_bugs(store)
-    bugs = [bug_entry(store, bug) for bug in db.load_bugs(store)]
+    versions = backend_versions(store)
+    bugs = [bug_entry(store, bug, versions) for bug in db.load_bugs(store)]
     return {"memo_version": __version__, "generated": time.time(), "summary": summary(store),
             "coverage": coverage(store), "bugs": bugs, "unsupported": dedup.unsupported_groups(store),
             "verdict_counts": verdict_counts(store)}
@@ -45,23 +46,32 @@ def summary(store: CampaignStore) -> dict[str, Any]:
             "valid": store.count("mutants", "valid = 1 AND operator != 'seed'"), "executed": executed,
             "generated_per_min": 60.0 * generated / elapsed if elapsed else None,
             "executed_per_min": 60.0 * executed / elapsed if elapsed else None,
-            "versions": flatten_versions(store.get_meta("versions", {}) or {}),
+            "versions": flatten_versions(backend_versions(store)),
             "backends": config.get("backends"), "seed": config.get("seed"), "search": config.get("search")}
 
 
+def backend_versions(store: CampaignStore) -> dict[str, Any]:
+    """``{backend: {distribution: version}}``: the campaign's record, else what the first execution saw."""
+    recorded = store.get_meta("versions", {}) or {}
+    if recorded and "error" not in recorded:
+        return recorded
+    for row in store.rows("SELECT result FROM executions ORDER BY mutant_id LIMIT 5"):
+        backends = (json.loads(row["result"]) or {}).get("backends") or {}
+        found = {name: entry.get("versions") for name, entry in backends.items() if entry.get("versions")}
+        if found:
+            return found
+    return recorded
+
+
 def flatten_versions(versions: Any) -> list[tuple[str, str]]:
-    """``[(library, version)]`` from either ``{dist: ver}`` or ``{backend: {dist: ver}}``, deduplicated."""
-    found: dict[str, str] = {}
-
-    def walk(value: Any, key: str) -> None:
+    """``[(backend, "dist version, ...")]`` from ``{backend: {dist: version}}`` (or ``{dist: version}``)."""
+    rows = []
+    for name, value in sorted((versions or {}).items()):
         if isinstance(value, dict):
-            for sub_key, sub_value in value.items():
-                walk(sub_value, str(sub_key))
-        elif key:
-            found.setdefault(key, str(value))
-
-    walk(versions, "")
-    return sorted(found.items())
+            rows.append((str(name), ", ".join(f"{dist} {ver}" for dist, ver in sorted(value.items()))))
+        else:
+            rows.append((str(name), str(value)))
+    return rows
 
 
 def coverage(store: CampaignStore) -> list[dict[str, Any]]:
@@ -104,7 +114,7 @@ def _model_table(ir: ModelIR | None, shapes: dict[str, Any], highlight: str | No
     return rows
 
 
-def bug_entry(store: CampaignStore, bug: db.BugRow) -> dict[str, Any]:
+def bug_entry(store: CampaignStore, bug: db.BugRow, versions: dict[str, Any]) -> dict[str, Any]:
     """One bug with everything its report section needs."""
     finding = _first_finding(store, bug.first_verdict)
     result = json.loads(finding["result"]) if finding.get("result") else None
@@ -131,7 +141,7 @@ def bug_entry(store: CampaignStore, bug: db.BugRow) -> dict[str, Any]:
     }
     from memo.report.markdown import issue_markdown  # noqa: PLC0415  (markdown renders from this entry)
 
-    entry["issue_markdown"] = issue_markdown(entry, store.get_meta("versions", {}) or {})
+    entry["issue_markdown"] = issue_markdown(entry, versions)
     return entry
 
 
@@ -145,5 +155,3 @@ def _load_ir(folder: Path | None, fallback_json: str | None) -> ModelIR | None:
                 continue
     return None
 
-
-__all__ = ["BUG_FILE", "collect"]

@@ -26,9 +26,12 @@ def _fenced(text: str, language: str = "") -> str:
 def issue_markdown(bug: dict[str, Any], versions: Any) -> str:
     """An upstream issue: title, environment, minimal model, symptom, standalone script, traceback."""
     lines = [f"### {symptom(bug)}", "",
-             f"**Library:** {_versions_line(bug['library'], versions)}  ",
-             f"**Found by:** memo {__version__} (coverage-guided model mutation), bug `{bug['id']}`, "
-             f"{bug['occurrences']} occurrence(s)", ""]
+             f"**Library:** {bug['library']} ({_versions_line(bug['library'], versions)})  "]
+    if bug.get("reference"):
+        lines.append(f"**Compared with:** {bug['reference']} ({_versions_line(bug['reference'], versions)})  ")
+    lines += [f"**Symptom:** {bug.get('message') or bug['kind']}  ",
+              f"**Found by:** memo {__version__} (coverage-guided model mutation), bug `{bug['id']}`, "
+              f"{bug['occurrences']} occurrence(s)", ""]
     if bug.get("model"):
         lines += ["**Minimal model** (Keras 3 functional):", "",
                   "| layer | class | inputs | settings |", "|---|---|---|---|"]
@@ -37,8 +40,8 @@ def issue_markdown(bug: dict[str, Any], versions: Any) -> str:
             lines.append(f"| {row['name']} | {row['class_name']} | {', '.join(row['inputs'])} | {settings} |")
         lines.append("")
     if bug.get("repro_script"):
-        lines += ["**Reproduce** (`model.keras` and `inputs.npz` attached; the script exits 0 when the bug "
-                  "reproduces):", "", _fenced(bug["repro_script"], "python"), ""]
+        lines += ["**Reproduce** (the model, its input and the expected output are attached; the script exits "
+                  "0 when the bug reproduces):", "", _fenced(bug["repro_script"], "python"), ""]
     if bug.get("traceback"):
         tail = "\n".join(bug["traceback"].rstrip().splitlines()[-TRACEBACK_LINES:])
         lines += ["**Traceback:**", "", _fenced(tail), ""]
@@ -58,7 +61,7 @@ def report_markdown(data: dict[str, Any]) -> str:
     lines = [f"# memo campaign {s['campaign']}", "",
              f"- duration: {s['duration_s']:.0f} s; mutants generated: {s['generated']} (valid {s['valid']}); "
              f"executed: {s['executed']}",
-             f"- libraries: {', '.join(f'{k} {v}' for k, v in s['versions']) or '-'}", ""]
+             *[f"- {name}: {versions}" for name, versions in s["versions"]], ""]
     lines += ["## Coverage", ""] + [f"- {c['title']}: {c['points'][-1][1] if c['points'] else 0:g}"
                                     + (f" of {c['total']}" if c["total"] else "") for c in data["coverage"]]
     lines += ["", f"## Bugs ({len(data['bugs'])})", "",

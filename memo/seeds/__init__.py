@@ -1,7 +1,8 @@
 """Seed models: the bundled ten, user seeds, and their cached block-aware reductions."""
 from memo.seeds.cache import (DEFAULT_CACHE, ModelFigures, SeedSummary, cached_entry, figures, reduced_seed,
                               seed_summary, store_entry)
-from memo.seeds.loading import SEEDS_DIR, Seed, check_catalogue, discover_seeds, is_seed_file, load_seed
+from memo.seeds.loading import SEEDS_DIR, Seed, check_catalogue, discover_seeds, has_seed_name, is_seed_file, load_seed
 
 __all__ = ["DEFAULT_CACHE", "SEEDS_DIR", "ModelFigures", "Seed", "SeedSummary", "cached_entry", "check_catalogue",
-           "discover_seeds", "figures", "is_seed_file", "load_seed", "reduced_seed", "seed_summary", "store_entry"]
+           "discover_seeds", "figures", "has_seed_name", "is_seed_file", "load_seed", "reduced_seed", "seed_summary",
+           "store_entry"]

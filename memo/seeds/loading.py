@@ -15,9 +15,10 @@ from memo.errors import ModelLoadError, UnsupportedLayerError
 from memo.model import keras_bridge
 from memo.model.ir import ModelIR
 from memo.model.keras_bridge import Weights
-from memo.seeds.recipes import build_recipe, is_recipe, normalize
+from memo.seeds.recipes import cached_recipe, is_recipe, normalize
 
 SEEDS_DIR = Path(memo.__file__).resolve().parent.parent / "seeds"
+RECIPE_CACHE = Path(memo.__file__).resolve().parent.parent / ".cache" / "recipes"
 SEED_SUFFIXES = (".json", ".keras", ".h5", ".hdf5")
 
 
@@ -31,13 +32,20 @@ class Seed:
     weights: Weights | None
 
 
+def has_seed_name(path: Path) -> bool:
+    """Model file suffixes only; names starting with ``_`` or ``.`` (helper scripts, notes) are not seeds."""
+    return path.suffix.lower() in SEED_SUFFIXES and not path.name.startswith(("_", "."))
+
+
 def is_seed_file(path: Path) -> bool:
-    """Model files only; names starting with ``_`` or ``.`` (helper scripts, notes) are not seeds."""
-    return path.is_file() and path.suffix.lower() in SEED_SUFFIXES and not path.name.startswith(("_", "."))
+    return path.is_file() and has_seed_name(path)
 
 
-def load_seed(path: Path | str, *, safe_mode: bool = True) -> Seed:
-    """Load one seed file; :class:`ModelLoadError` (one line) if it is unreadable or uses unknown layers."""
+def load_seed(path: Path | str, *, safe_mode: bool = True, recipe_cache: Path | None = RECIPE_CACHE) -> Seed:
+    """Load one seed file; :class:`ModelLoadError` (one line) if it is unreadable or uses unknown layers.
+
+    Recipes are built through ``recipe_cache`` (``None``: always build).
+    """
     path = Path(path)
     if path.suffix.lower() == ".json" and path.is_file():
         try:
@@ -45,7 +53,7 @@ def load_seed(path: Path | str, *, safe_mode: bool = True) -> Seed:
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise ModelLoadError(f"{path}: not valid JSON ({keras_bridge._one_line(exc)})") from exc  # noqa: SLF001
         if is_recipe(document):
-            return _checked(Seed(path.stem, path, build_recipe(document, path), None))
+            return _checked(Seed(path.stem, path, cached_recipe(document, path, recipe_cache), None))
     loaded = keras_bridge.load_model_file(path, safe_mode=safe_mode)
     return _checked(Seed(path.stem, path, normalize(loaded.ir), loaded.weights))
 
@@ -70,8 +78,8 @@ def check_catalogue(ir: ModelIR, path: Path) -> None:
                                     "built-in Keras layers to use this model as a seed")
 
 
-def discover_seeds(directory: Path = SEEDS_DIR, *, safe_mode: bool = True,
-                   problems: list[str] | None = None) -> list[Seed]:
+def discover_seeds(directory: Path = SEEDS_DIR, *, safe_mode: bool = True, problems: list[str] | None = None,
+                   recipe_cache: Path | None = RECIPE_CACHE) -> list[Seed]:
     """Every seed in ``directory``, sorted by file name.
 
     A bad file raises :class:`ModelLoadError`, unless ``problems`` is given: then its one-line error is
@@ -85,7 +93,7 @@ def discover_seeds(directory: Path = SEEDS_DIR, *, safe_mode: bool = True,
         if not is_seed_file(path):
             continue
         try:
-            seeds.append(load_seed(path, safe_mode=safe_mode))
+            seeds.append(load_seed(path, safe_mode=safe_mode, recipe_cache=recipe_cache))
         except ModelLoadError as exc:
             if problems is None:
                 raise

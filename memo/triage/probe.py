@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from memo.artifact import Artifact, prepare_artifact
-from memo.backends import CONVERTERS
+from memo.backends import CONVERTERS, load_spec
 from memo.backends.result import ExecutionResult
 from memo.errors import InvalidModelError
 from memo.model.ir import ModelIR
@@ -83,10 +83,18 @@ class Roles:
     backends: tuple[str, ...]
 
 
+def _consumes(name: str) -> str | None:
+    try:
+        return load_spec(name).consumes
+    except KeyError:  # a plugin backend: not re-run by triage
+        return None
+
+
 def roles(verdict: dict[str, Any], reference: str, available: list[str]) -> Roles:
     """Resolve the oracle's attribution (a backend, the reference itself, or a converter) to two backends.
 
-    ``available``: the backends the campaign ran (used to find a witness when the converter is blamed).
+    ``available``: the backends the campaign ran. A converter runs only for a backend reading its output,
+    and the oracle blames it only when another backend agrees with the reference, so both are added.
     """
     backend = str(verdict.get("backend", ""))
     metrics = verdict.get("metrics") or {}
@@ -95,9 +103,12 @@ def roles(verdict: dict[str, Any], reference: str, available: list[str]) -> Role
     if backend == reference:
         faulty, good = reference, (involved[0] if involved else reference)
     elif backend in CONVERTERS:
-        faulty, good = (involved[0] if involved else reference), reference
-        witness = [name for name in available if name not in needed and name not in CONVERTERS]
-        needed += witness[:1]  # the oracle blames a converter only when some other backend agrees
+        produced = getattr(load_spec(backend), "produces", None)
+        readers = [name for name in available if name not in CONVERTERS and _consumes(name) == produced]
+        witness = [name for name in available if name not in CONVERTERS and name not in needed
+                   and name not in readers and _consumes(name) is not None]
+        needed += readers[:1] + witness[:1]
+        faulty, good = (involved or readers or [reference])[0], reference
     else:
         faulty, good = backend, reference
         needed.append(backend)

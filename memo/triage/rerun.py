@@ -38,8 +38,11 @@ def _expected_signal(bug: dict[str, Any]) -> int | None:
     return None
 
 
-def interpret(returncode: int | None, bug: dict[str, Any]) -> bool | None:
-    """0: reproduces; 1: does not; killed by the bug's own signal: reproduces; anything else: unknown."""
+def interpret(returncode: int | None, bug: dict[str, Any], *, timed_out: bool = False) -> bool | None:
+    """0: reproduces; 1: does not; killed by the bug's own signal, or still running for a hang: reproduces;
+    anything else: unknown."""
+    if timed_out:
+        return True if bug.get("kind") == "hang" else None
     if returncode == 0:
         return True
     if returncode == 1:
@@ -60,14 +63,15 @@ def rerun_script(folder: Path, bug: dict[str, Any], *, timeout_s: float = 300.0)
     env = {k: v for k, v in os.environ.items() if k != "KERAS_BACKEND"}  # the script sets its own
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     started = time.monotonic()
+    timed_out = False
     try:
         completed = subprocess.run([python, REPRO_FILE], cwd=folder, env=env, capture_output=True, text=True,
                                    timeout=timeout_s, check=False)
         returncode, output = completed.returncode, completed.stdout + completed.stderr
     except subprocess.TimeoutExpired as exc:
-        returncode = None
+        returncode, timed_out = None, True
         output = f"{_text(exc.stdout)}{_text(exc.stderr)}\n(timed out after {timeout_s:g} s)"
     except OSError as exc:
         returncode, output = None, f"cannot start {python}: {exc}"
-    return RerunResult(interpret(returncode, bug), returncode, output[-OUTPUT_TAIL:], time.monotonic() - started,
+    return RerunResult(interpret(returncode, bug, timed_out=timed_out), returncode, output[-OUTPUT_TAIL:], time.monotonic() - started,
                        python)

@@ -45,8 +45,8 @@ _MASKS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"[\[({]\s*(?:-?\d+|None|\?|-1)?(?:\s*[,x×]\s*(?:-?\d+|None|\?))+\s*,?\s*[\])}]"), "SHAPE"),
     (re.compile(r"[\[(]\s*(?:-?\d+|None|\?)\s*,?\s*[\])]"), "SHAPE"),
     (re.compile(r"\b\d+(?:x\d+)+\b"), "SHAPE"),
-    # auto-generated layer/tensor names keep their stem: conv2d_13 -> conv2d_N
-    (re.compile(r"\b([A-Za-z][A-Za-z0-9]*?)_\d+\b"), r"\1_N"),
+    # auto-generated layer/tensor names (conv2d_13, input_layer_2): the same bug hits differently named nodes
+    (re.compile(r"\b[A-Za-z]\w*?_\d+\b"), "NAME"),
     (re.compile(r"(?<![\w.])[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?(?![\w.])"), "N"),
     (re.compile(r"\bnan\b|\binf\b", re.IGNORECASE), "N"),
 )

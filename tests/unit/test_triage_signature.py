@@ -34,7 +34,7 @@ def test_masking_removes_addresses_paths_names_shapes_and_numbers() -> None:
 
 def test_masking_keeps_the_words_that_name_the_bug() -> None:
     masked = normalize_message("Conv2D with float32 input: kernel_size must be positive, got dense_3")
-    assert "Conv2D" in masked and "float32" in masked and "kernel_size" in masked and "dense_N" in masked
+    assert "Conv2D" in masked and "float32" in masked and "kernel_size" in masked and "got NAME" in masked
 
 
 def test_library_frames_are_innermost_first_inside_the_library_only() -> None:

@@ -1,0 +1,80 @@
+"""Triage end to end on real findings: MXNet bugs found by the real executor and oracle are deduplicated,
+localized, reduced, scripted, and their scripts reproduce them in a fresh process."""
+from __future__ import annotations
+
+import statistics
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+from triage_fixtures import BACKENDS, crashing_model, inconsistent_model, record_campaign  # noqa: E402
+
+from memo.backends.mxnet_backend import MXNET_PYTHON  # noqa: E402
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(600),
+              pytest.mark.skipif(not Path(MXNET_PYTHON).exists(), reason=f"no MXNet environment at {MXNET_PYTHON}")]
+
+
+@pytest.fixture(scope="module")
+def triaged(tmp_path_factory: pytest.TempPathFactory):
+    from memo.backends.executor import DifferentialExecutor
+    from memo.triage import triage_campaign
+
+    root = tmp_path_factory.mktemp("triage")
+    with DifferentialExecutor(backends=BACKENDS, timeout_s=60) as executor:
+        store = record_campaign(root / "campaigns" / "t", root / "mutants", executor,
+                                [inconsistent_model(), crashing_model(), inconsistent_model(units=5)])
+    summary = triage_campaign(store, time_budget_s=240)  # as the campaign calls it: triage starts its own workers
+    yield root, store, summary
+    store.close()
+
+
+def test_findings_are_deduplicated_and_localized(triaged) -> None:
+    _root, store, summary = triaged
+    assert summary.errors == [] and summary.bugs == 2
+    bugs = {row["kind"]: row for row in store.rows("SELECT * FROM bugs")}
+    assert set(bugs) == {"inconsistency", "crash"}
+    assert bugs["inconsistency"]["occurrences"] == 2 and bugs["inconsistency"]["library"] == "mxnet"
+    assert bugs["inconsistency"]["layer_class"] == "AveragePooling1D"
+    assert bugs["crash"]["stage"] == "execute"
+
+
+def test_every_bug_is_reduced_to_a_minimal_model(triaged) -> None:
+    from memo.model.ir import ModelIR
+    from memo.triage import db
+
+    _root, store, _summary = triaged
+    sizes = []
+    for bug in db.load_bugs(store):
+        reduced = ModelIR.loads((Path(bug.bug_dir) / "ir.json").read_text())
+        sizes.append(len(reduced.body))
+        assert bug.reduced_layers == len(reduced.body) < bug.original_layers
+        if bug.kind == "inconsistency":
+            assert [layer.class_name for layer in reduced.body] == ["AveragePooling1D"]
+        else:
+            assert "Conv1D" in [layer.class_name for layer in reduced.body]
+    assert statistics.median(sizes) <= 3
+
+
+def test_scripts_reproduce_in_a_fresh_process(triaged) -> None:
+    from memo.cli import main
+
+    root, store, _summary = triaged
+    assert [row["reproduces"] for row in store.rows("SELECT reproduces FROM bugs")] == [1, 1]
+    bug_id = store.rows("SELECT id FROM bugs WHERE kind = 'crash'")[0]["id"]
+    script = (root / "campaigns" / "t" / "bugs" / bug_id / "repro.py").read_text()
+    assert "import mxnet" in script and "import keras" not in script and "tensorflow" not in script
+    assert main(["repro", bug_id, "--campaign", str(root / "campaigns" / "t")]) == 0
+
+
+def test_a_second_pass_does_nothing_and_the_report_shows_the_bugs(triaged, tmp_path: Path) -> None:
+    from memo.report import write_report
+    from memo.triage import triage_campaign
+
+    root, store, _summary = triaged
+    again = triage_campaign(store, time_budget_s=60)
+    assert again.new == 0 and again.reduced == 0 and again.seconds < 5
+    html = write_report(root / "campaigns" / "t", tmp_path / "t.html").read_text()
+    assert html.count('class="bug-row"') == 2 and "AveragePooling1D" in html and "run_mxnet" in html

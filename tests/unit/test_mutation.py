@@ -1,0 +1,159 @@
+"""The mutation operators on small models: every mutant builds, lineage is recorded, results are
+deterministic, coverage preferences hold, NaN injection really yields NaN/Inf, and the CLI writes mutants."""
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from memo.cli import main as cli_main
+from memo.coverage import CoverageTracker, ModelCoverage
+from memo.errors import UsageError
+from memo.layers import CATALOGUE
+from memo.model import keras_bridge
+from memo.model.ir import Layer, ModelIR
+from memo.mutation import EXTRA_OPERATORS, MEMO_OPERATORS, OPERATORS, MutationFailed, mutate
+
+
+def lenet() -> ModelIR:
+    return ModelIR(layers=[
+        Layer("x", "InputLayer", {"batch_shape": [None, 28, 28, 1], "dtype": "float32"}),
+        Layer("conv1", "Conv2D", {"filters": 6, "kernel_size": [5, 5], "activation": "relu"}, ["x"]),
+        Layer("pool1", "MaxPooling2D", {"pool_size": [2, 2]}, ["conv1"]),
+        Layer("conv2", "Conv2D", {"filters": 16, "kernel_size": [5, 5], "activation": "relu"}, ["pool1"]),
+        Layer("pool2", "MaxPooling2D", {"pool_size": [2, 2]}, ["conv2"]),
+        Layer("flat", "Flatten", {}, ["pool2"]),
+        Layer("fc1", "Dense", {"units": 32, "activation": "relu"}, ["flat"]),
+        Layer("fc2", "Dense", {"units": 10, "activation": "softmax"}, ["fc1"]),
+    ], outputs=["fc2"], name="lenet")
+
+
+def residual_net() -> ModelIR:
+    return ModelIR(layers=[
+        Layer("x", "InputLayer", {"batch_shape": [None, 16, 16, 3], "dtype": "float32"}),
+        Layer("stem", "Conv2D", {"filters": 8, "kernel_size": [3, 3], "padding": "same"}, ["x"]),
+        Layer("bn", "BatchNormalization", {}, ["stem"]),
+        Layer("relu", "ReLU", {}, ["bn"]),
+        Layer("conv_a", "Conv2D", {"filters": 8, "kernel_size": [3, 3], "padding": "same"}, ["relu"]),
+        Layer("add", "Add", {}, ["relu", "conv_a"], call_style="list"),
+        Layer("gap", "GlobalAveragePooling2D", {}, ["add"]),
+        Layer("out", "Dense", {"units": 4}, ["gap"]),
+    ], outputs=["out"], name="resnet_tiny")
+
+
+def lstm_regressor() -> ModelIR:
+    return ModelIR(layers=[
+        Layer("seq", "InputLayer", {"batch_shape": [None, 12, 5], "dtype": "float32"}),
+        Layer("lstm", "LSTM", {"units": 8, "return_sequences": True}, ["seq"]),
+        Layer("lstm2", "LSTM", {"units": 8}, ["lstm"]),
+        Layer("head", "Dense", {"units": 1}, ["lstm2"]),
+    ], outputs=["head"], name="lstm_regressor")
+
+
+MODELS = {"lenet": lenet, "resnet": residual_net, "lstm": lstm_regressor}
+
+
+def test_registry_names_match_the_published_api() -> None:
+    assert MEMO_OPERATORS == ("NLA", "LResh", "LMerg", "LConn", "CShape", "CMode", "NaN")
+    assert set(OPERATORS) == set(MEMO_OPERATORS) | set(EXTRA_OPERATORS)
+
+
+@pytest.mark.parametrize("model", sorted(MODELS))
+@pytest.mark.parametrize("op", MEMO_OPERATORS + EXTRA_OPERATORS)
+def test_every_operator_gives_a_mutant_that_builds(op: str, model: str) -> None:
+    parent = MODELS[model]()
+    mutant = mutate(parent, op, random.Random(7), CoverageTracker(), parent=model)
+    assert mutant.operator == op and mutant.parent == model and mutant.changes
+    json.dumps(mutant.changes)  # lineage is JSON-able
+    assert mutant.ir.dumps() != parent.dumps()
+    shapes = keras_bridge.infer_shapes(ModelIR.loads(mutant.ir.dumps()))  # rebuilt from its serialized form
+    assert set(mutant.ir.outputs) <= set(shapes)
+
+
+@pytest.mark.parametrize("op", ["NLA", "LMerg", "CShape", "TSM", "Block"])
+def test_same_seed_gives_byte_identical_mutants(op: str) -> None:
+    first = mutate(lenet(), op, random.Random(11), CoverageTracker())
+    again = mutate(lenet(), op, random.Random(11), CoverageTracker())
+    assert first.ir.dumps() == again.ir.dumps() and first.changes == again.changes
+    others = {mutate(lenet(), op, random.Random(s), CoverageTracker()).ir.dumps() for s in range(4)}
+    assert len(others) > 1
+
+
+def test_parent_is_left_untouched() -> None:
+    parent = residual_net()
+    before = parent.dumps()
+    for op in ("NLA", "LConn", "LRemove", "TSM", "DType"):
+        mutate(parent, op, random.Random(1), None)
+    assert parent.dumps() == before
+
+
+def _tracker_covering_all_but(types: set[str] = frozenset(), params: set = frozenset()) -> CoverageTracker:
+    tracker = CoverageTracker()
+    every_param = {(name, space.name, value) for name, spec in CATALOGUE.items()
+                   for space in spec.params for value in space.values}
+    tracker.add(ModelCoverage(types=frozenset(set(CATALOGUE) - set(types)),
+                              params=frozenset(every_param - set(params))))
+    return tracker
+
+
+def test_nla_prefers_the_layer_api_coverage_has_not_seen() -> None:
+    tracker = _tracker_covering_all_but(types={"GaussianNoise"})
+    for seed in range(3):
+        mutant = mutate(lenet(), "NLA", random.Random(seed), tracker)
+        assert "GaussianNoise" in {layer.class_name for layer in mutant.ir}
+
+
+def test_cmode_prefers_an_uncovered_parameter_value() -> None:
+    target = ("Dense", "kernel_initializer", "ones")
+    assert "ones" in CATALOGUE["Dense"].param("kernel_initializer").values
+    mutant = mutate(lenet(), "CMode", random.Random(2), _tracker_covering_all_but(params={target}))
+    changed = [c for c in mutant.changes if c["action"] == "set_param"]
+    assert changed[0]["param"] == "kernel_initializer" and changed[0]["value"] == "ones"
+    assert changed[0]["class_name"] == "Dense"
+
+
+def test_nan_injection_really_produces_nan_or_inf() -> None:
+    parent = lenet()
+    for seed in range(4):
+        mutant = mutate(parent, "NaN", random.Random(seed), None)
+        injected = [c for c in mutant.changes if c["action"] == "inject"]
+        assert injected and injected[0]["value"] in ("nan", "inf")
+        model = keras_bridge.build_keras_model(mutant.ir)
+        # read the injected tensor itself (the model output may be a softmax that hides it)
+        probe_ir = mutant.ir.copy()
+        probe_ir.outputs = [injected[0]["nodes"][-1]]
+        probe = keras_bridge.build_keras_model(probe_ir.prune())
+        keras_bridge.set_weights(probe, keras_bridge.generate_weights(probe, 0))
+        values = np.asarray(probe(keras_bridge.make_inputs(mutant.ir, 0)))
+        special = np.isnan(values) if injected[0]["value"] == "nan" else np.isinf(values)
+        assert special.any(), injected[0]
+        assert model is not None
+
+
+def test_inapplicable_operator_raises_mutation_failed() -> None:
+    single = ModelIR(layers=[Layer("x", "InputLayer", {"batch_shape": [None, 4], "dtype": "float32"}),
+                             Layer("d", "Dense", {"units": 2}, ["x"])], outputs=["d"])
+    with pytest.raises(MutationFailed):
+        mutate(single, "LRemove", random.Random(0), None)
+    with pytest.raises(UsageError, match="unknown mutation operator"):
+        mutate(single, "Nope", random.Random(0), None)
+
+
+def test_cli_writes_identical_mutants_for_the_same_seed(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    model_file = tmp_path / "lenet.json"
+    model_file.write_text(lenet().dumps())
+    for out in ("a", "b"):
+        assert cli_main(["mutate", str(model_file), "--op", "LMerg", "-n", "2", "--seed", "5",
+                         "--out", str(tmp_path / out), "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out.split("\n}\n")[0] + "\n}")
+    assert summary["written"] == 2 and summary["operator"] == "LMerg"
+    for name in ("lenet-LMerg-000.json", "lenet-LMerg-001.json", "lineage.json"):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+    lineage = json.loads((tmp_path / "a" / "lineage.json").read_text())
+    assert lineage["mutants"][0]["parent"] == "lenet" and lineage["mutants"][0]["changes"]
+    assert cli_main(["mutate", str(model_file), "--op", "Nope", "--out", str(tmp_path / "c")]) == 2
+    assert cli_main(["mutate", "no_such_seed", "--op", "NLA", "--out", str(tmp_path / "c")]) == 2
+    assert "unknown seed" in capsys.readouterr().err

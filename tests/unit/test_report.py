@@ -1,0 +1,69 @@
+"""The report: HTML (escaped, self-contained), JSON and Markdown from one store; the ``memo report`` command."""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from memo.cli import main
+from memo.errors import UsageError
+from memo.report import write_report
+from memo.report.charts import line_chart
+from tests.unit.triage_store import HOSTILE, make_campaign
+
+
+@pytest.fixture()
+def campaign(tmp_path: Path) -> Path:
+    make_campaign(tmp_path / "campaigns" / "unit").close()
+    return tmp_path / "campaigns" / "unit"
+
+
+def test_html_report_is_self_contained_and_escapes_library_text(campaign: Path, tmp_path: Path) -> None:
+    html = write_report(campaign, tmp_path / "r.html").read_text()
+    assert HOSTILE not in html and "&lt;script&gt;alert(" in html
+    assert html.count("<script>") == 1  # only the report's own inline script
+    assert not re.search(r'(src|href)="(https?:)?//', html)  # nothing fetched from the network
+    assert html.count('class="bug-row"') == 3 and html.count('<details class="bug"') == 3
+    assert "Erfinv" in html and "1.31.0" in html and "<svg" in html
+    assert "(of 60): 6 = 10.0 %" in html  # chart title: last value over its denominator
+
+
+def test_json_and_markdown_export_the_same_content(campaign: Path, tmp_path: Path) -> None:
+    data = json.loads(write_report(campaign, tmp_path / "r.json", "json").read_text())
+    assert {bug["kind"] for bug in data["bugs"]} == {"crash", "nan"} and len(data["bugs"]) == 3
+    assert data["summary"]["generated"] == 6 and data["summary"]["executed"] == 6
+    assert data["unsupported"][0]["count"] == 2 and data["verdict_counts"]["crash"] == 4
+    top = max(data["bugs"], key=lambda bug: bug["occurrences"])
+    assert top["occurrences"] == 3 and top["layers"] == ["Dense", "ReLU"] and "RuntimeError" in top["traceback"]
+    markdown = write_report(campaign, tmp_path / "r.md", "markdown").read_text()
+    assert markdown.count("## Bug ") == 3 and top["id"] in markdown and "| tf2onnx | Erfinv | 2 |" in markdown
+
+
+def test_report_is_written_to_reports_by_default_and_tolerates_an_empty_campaign(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from memo.store import CampaignStore
+
+    CampaignStore(tmp_path / "campaigns" / "empty", create=True).close()
+    monkeypatch.chdir(tmp_path)
+    assert main(["report", "empty"]) == 0
+    html = (tmp_path / "reports" / "empty.html").read_text()
+    assert "No bugs found." in html and "no data yet" in html
+
+
+def test_bad_format_and_missing_campaign_are_usage_errors(campaign: Path, tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="unknown report format"):
+        write_report(campaign, tmp_path / "r.x", "pdf")
+    assert main(["report", str(tmp_path / "nowhere")]) == 2
+
+
+def test_cli_formats(campaign: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "export.md"
+    assert main(["report", str(campaign), "--format", "markdown", "--output", str(out)]) == 0
+    assert capsys.readouterr().out.strip() == str(out) and out.read_text().startswith("# memo campaign unit")
+
+
+def test_line_chart_scales_points_and_escapes_its_title() -> None:
+    svg = line_chart("types <&>", [(0.0, 1.0), (3600.0, 8.0)], total=60)
+    assert "types &lt;&amp;&gt; (of 60): 8 = 13.3 %" in svg and "1.0 h" in svg and svg.count("L") >= 2

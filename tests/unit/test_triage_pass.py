@@ -1,0 +1,59 @@
+"""A triage pass without execution time: dedup, bug folders and scripts from the campaign's own artifacts;
+idempotence; the background thread never raises."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from memo.triage import db, start_background_triage, triage_campaign
+from tests.unit.triage_store import add_finding, make_campaign, model
+
+
+def _crash_in_jax(artifact_dir: str) -> dict:
+    return {"artifact_dir": artifact_dir, "reference": "keras-tensorflow", "backends": {"keras-jax": {
+        "name": "keras-jax", "consumes": "keras", "stages": [{"stage": "execute", "status": "error",
+                                                               "exc_type": "XlaRuntimeError", "message": "boom"}]}}}
+
+
+def test_a_pass_without_budget_writes_folders_and_scripts_from_the_original_artifact(tmp_path: Path) -> None:
+    from memo.artifact import prepare_artifact
+
+    ir = model("Dense", "ReLU")
+    artifact = prepare_artifact(ir, tmp_path / "mutants" / "1", seed=1)
+    (artifact.directory / "outputs").mkdir()
+    np.savez(artifact.outputs_path("keras-tensorflow"), out_0=np.zeros((2, 4), np.float32))
+    with make_campaign(tmp_path / "campaigns" / "c") as store:
+        add_finding(store, 9, ir, _crash_in_jax(str(artifact.directory)),
+                    [("crash", "keras-jax", "execute", "XlaRuntimeError: boom")], str(artifact.directory))
+        summary = triage_campaign(store, time_budget_s=0)
+        assert summary.bugs == 4 and summary.new == 4 and summary.scripts == 1 and summary.reduced == 0
+        jax_bug = next(bug for bug in db.load_bugs(store) if bug.library == "keras-jax" and bug.kind == "crash")
+        folder = Path(jax_bug.bug_dir)
+        assert sorted(p.name for p in folder.iterdir()) == ["bug.json", "expected.npz", "inputs.npz", "ir.json",
+                                                             "model.keras", "repro.py"]
+        script = (folder / "repro.py").read_text()
+        assert 'EXPECTED = "XlaRuntimeError"' in script and '"jax"' in script
+        assert jax_bug.reduction["status"].startswith("not reduced") and jax_bug.reproduces is None
+        others = [bug for bug in db.load_bugs(store) if bug.id != jax_bug.id]
+        assert all(bug.reduction == {"status": "artifact not kept"} and bug.bug_dir is None for bug in others)
+        again = triage_campaign(store, time_budget_s=0)
+        assert again.scripts == 0 and (folder / "repro.py").read_text() == script
+    from memo.report import write_report
+
+    html = write_report(tmp_path / "campaigns" / "c", tmp_path / "c.html").read_text()
+    assert "artifact not kept" in html and "not reduced" in html and 'EXPECTED = &#34;XlaRuntimeError&#34;' in html
+
+
+def test_background_triage_finishes_and_swallows_errors(tmp_path: Path) -> None:
+    make_campaign(tmp_path / "c").close()
+    thread = start_background_triage(tmp_path / "c", time_budget_s=0)
+    thread.join(60)
+    assert not thread.is_alive()
+    from memo.store import CampaignStore
+
+    with CampaignStore(tmp_path / "c") as store:
+        assert len(db.load_bugs(store)) == 3
+    broken = start_background_triage(tmp_path / "missing", time_budget_s=0)
+    broken.join(60)
+    assert not broken.is_alive() and not (tmp_path / "missing").exists()

@@ -1,0 +1,101 @@
+"""Reduction (ddmin over nodes, output cuts, parameters to defaults) and localization, with pure predicates."""
+from __future__ import annotations
+
+import numpy as np
+
+from memo.model.ir import Layer, ModelIR
+from memo.triage.localize import first_divergence
+from memo.triage.reduce import cut_at, drop_unused_inputs, layer_defaults, reduce_bug, without
+
+
+def _chain(classes: list[str]) -> ModelIR:
+    layers = [Layer("in", "InputLayer", {"batch_shape": [None, 8, 3]})]
+    for i, name in enumerate(classes):
+        layers.append(Layer(f"n{i}", name, {}, [layers[-1].name]))
+    return ModelIR(layers, [layers[-1].name])
+
+
+def _branchy() -> ModelIR:
+    layers = [Layer("a", "InputLayer", {"batch_shape": [None, 4]}), Layer("b", "InputLayer", {"batch_shape": [None, 4]}),
+              Layer("d1", "Dense", {"units": 4}, ["a"]), Layer("d2", "Dense", {"units": 4}, ["b"]),
+              Layer("add", "Add", {}, ["d1", "d2"], call_style="list"), Layer("relu", "ReLU", {}, ["add"]),
+              Layer("tanh", "Activation", {"activation": "tanh"}, ["relu"])]
+    return ModelIR(layers, ["tanh", "d2"])
+
+
+def _has(class_name: str):
+    def check(ir: ModelIR) -> bool:
+        ir.validate()
+        return any(layer.class_name == class_name for layer in ir.body)
+    return check
+
+
+def test_ddmin_removes_every_layer_the_predicate_does_not_need() -> None:
+    ir = _chain(["Dense", "ReLU", "Dropout", "LayerNormalization", "Softmax", "Flatten", "Dense", "ReLU"])
+    outcome = reduce_bug(ir, _has("Softmax"), budget_s=30)
+    assert [layer.class_name for layer in outcome.ir.body] == ["Softmax"]
+    assert outcome.original_layers == 8 and outcome.status == "done" and outcome.runs < 30
+    assert outcome.ir.outputs == ["n4"] and outcome.to_json()["reduced_layers"] == 1
+
+
+def test_cut_at_the_localized_layer_comes_first() -> None:
+    ir = _chain(["Dense", "ReLU", "Softmax", "Flatten"])
+    outcome = reduce_bug(ir, _has("Softmax"), budget_s=30, localized="n2")
+    assert outcome.steps[0] == "cut at n2"
+
+
+def test_cuts_and_removals_keep_the_graph_well_formed() -> None:
+    ir = _branchy()
+    cut = cut_at(ir, "d2")
+    assert [layer.name for layer in cut.layers] == ["b", "d2"]  # the unused input "a" is gone
+    removed = without(ir, ["add", "relu"])
+    assert removed is not None and removed.get("tanh").inputs == ["d1"]
+    removed.validate()
+    assert without(ir, ["d2"]) is None  # "d2" is an output fed by an input: nothing left to output
+    lonely = ModelIR([Layer("a", "InputLayer", {}), Layer("b", "InputLayer", {}), Layer("r", "ReLU", {}, ["a"])], ["r"])
+    assert [layer.name for layer in drop_unused_inputs(lonely).layers] == ["a", "r"]
+
+
+def test_reduction_stops_at_its_deadline_with_a_valid_model() -> None:
+    ir = _chain(["Dense"] * 12)
+    outcome = reduce_bug(ir, _has("Dense"), budget_s=0.0)
+    assert outcome.status == "timeout" and outcome.ir.dumps() == ir.copy().prune().dumps()
+
+
+def test_parameters_move_back_to_keras_defaults_when_the_bug_survives() -> None:
+    ir = _chain(["Conv1D"])
+    ir.get("n0").config = {"filters": 2, "kernel_size": 3, "strides": 2, "padding": "causal", "use_bias": False}
+    keep_causal = lambda m: m.get("n0").config.get("padding") == "causal"  # noqa: E731
+    outcome = reduce_bug(ir, keep_causal, budget_s=30)
+    config = outcome.ir.get("n0").config
+    assert config["padding"] == "causal" and config["strides"] == 1 and config["use_bias"] is True
+    assert layer_defaults("Conv1D")["strides"] == 1 and "name" not in layer_defaults("Conv1D")
+
+
+def test_first_divergence_names_the_first_node_that_differs() -> None:
+    ir = _chain(["Dense", "AveragePooling1D", "Flatten"])
+    good = {"n0": np.ones((2, 3)), "n1": np.ones((2, 2)), "n2": np.ones(4)}
+    faulty = {"n0": np.ones((2, 3)) + 1e-7, "n1": np.full((2, 2), 1.5), "n2": np.full(4, 1.5)}
+    found = first_divergence(ir, "inconsistency", faulty, good)
+    assert (found.layer, found.layer_class) == ("n1", "AveragePooling1D")
+    assert [node["status"] for node in found.nodes] == ["ok", "differs"]
+    nan = first_divergence(ir, "nan", {**good, "n2": np.array([np.nan, 1, 1, 1])}, good)
+    assert nan.layer == "n2"
+    assert first_divergence(ir, "inconsistency", good, good).layer is None
+
+
+def test_roles_resolve_the_oracles_attribution_to_backends_to_run() -> None:
+    from memo.triage.probe import roles
+
+    available = ["keras-tensorflow", "keras-jax", "onnxruntime", "onnx2torch", "mxnet"]
+    plain = roles({"backend": "onnxruntime", "metrics": {}}, "keras-tensorflow", available)
+    assert (plain.faulty, plain.good, plain.backends) == ("onnxruntime", "keras-tensorflow",
+                                                          ("keras-tensorflow", "onnxruntime"))
+    blamed_reference = roles({"backend": "keras-tensorflow", "metrics": {"backends": {"keras-jax": {}, "mxnet": {}}}},
+                             "keras-tensorflow", available)
+    assert (blamed_reference.faulty, blamed_reference.good) == ("keras-tensorflow", "keras-jax")
+    converter_crash = roles({"backend": "tf2onnx", "metrics": {}}, "keras-tensorflow", available)
+    assert converter_crash.backends == ("keras-tensorflow", "onnxruntime", "keras-jax")
+    converter_numbers = roles({"backend": "tf2onnx-opset11", "metrics": {"backends": {"mxnet": {}}}},
+                              "keras-tensorflow", available)
+    assert converter_numbers.faulty == "mxnet" and "keras-jax" in converter_numbers.backends
