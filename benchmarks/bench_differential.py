@@ -10,12 +10,14 @@ and stage.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
+import psutil
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -72,6 +74,19 @@ def conv1d_model(rng: np.random.Generator, name: str) -> ModelIR:
 FAMILIES = (conv_model, mlp_model, conv1d_model)
 
 
+def cpu_seconds(pids: list[int | None]) -> float:
+    """User + system CPU seconds used so far by this process and the given workers."""
+    total = time.process_time()
+    for pid in pids:
+        try:
+            times = psutil.Process(pid).cpu_times() if pid else None
+        except psutil.Error:
+            times = None
+        if times is not None:
+            total += times.user + times.system
+    return total
+
+
 def percentile(values: list[float], q: float) -> float:
     return float(np.percentile(values, q)) if values else float("nan")
 
@@ -85,28 +100,35 @@ def main() -> int:
     rng = np.random.default_rng(args.seed)
     models = [FAMILIES[i % len(FAMILIES)](rng, f"bench_{i}") for i in range(args.models + 1)]  # +1: cold start
     per_model: list[float] = []
+    per_model_cpu: list[float] = []
     per_stage: dict[tuple[str, str], list[float]] = {}
     per_backend: dict[str, list[float]] = {}
     verdict_count: dict[str, int] = {}
     names = args.backends.split(",") if args.backends else None
     with tempfile.TemporaryDirectory(prefix="memo-bench-") as scratch, DifferentialExecutor(names) as executor:
         for index, ir in enumerate(models):
+            pids = list(executor.worker_pids().values())
+            cpu_before = cpu_seconds(pids)
             began = time.perf_counter()
             artifact = prepare_artifact(ir, Path(scratch) / ir.name, seed=args.seed + index)
             prepared = time.perf_counter() - began
             result = executor.run(artifact)
             verdicts = judge(result)
             total = time.perf_counter() - began
+            cpu = cpu_seconds(pids) - cpu_before
             layers = len(ir.body)
-            print(f"model {index:2d} ({layers:2d} layers): {total:6.2f} s (artifact {prepared:.2f} s)"
+            print(f"model {index:2d} ({layers:2d} layers): {total:6.2f} s, CPU {cpu:5.2f} s (artifact {prepared:.2f} s)"
                   f"{'  [cold start]' if index == 0 else ''}  verdicts: "
                   + (", ".join(f"{v.kind}:{v.backend}" for v in verdicts) or "-"), flush=True)
             if index == 0:
                 continue
             per_model.append(total)
+            per_model_cpu.append(cpu)
             for verdict in verdicts:
                 verdict_count[f"{verdict.kind}:{verdict.backend}"] = verdict_count.get(f"{verdict.kind}:{verdict.backend}", 0) + 1
             for name, backend in result.backends.items():
+                if backend.status == "skipped":
+                    continue
                 per_backend.setdefault(name, []).append(backend.seconds)
                 for stage in backend.stages:
                     per_stage.setdefault((name, stage.stage), []).append(stage.seconds)
@@ -114,6 +136,9 @@ def main() -> int:
           f"({', '.join(executor.backend_names)})")
     print(f"seconds per model (artifact + all backends + oracle): median {percentile(per_model, 50):.3f}  "
           f"p90 {percentile(per_model, 90):.3f}")
+    print(f"CPU seconds per model (orchestrator + all workers): median {percentile(per_model_cpu, 50):.3f}  "
+          f"p90 {percentile(per_model_cpu, 90):.3f}  (on an idle 2-core machine, wall >= CPU / 2)")
+    print(f"load average during the run: {os.getloadavg()[0]:.2f} (2 cores)")
     print(f"\n{'backend':18s} {'stage':8s} {'median':>8s} {'p90':>8s}")
     for name, values in per_backend.items():
         print(f"{name:18s} {'(wall)':8s} {percentile(values, 50):8.3f} {percentile(values, 90):8.3f}")

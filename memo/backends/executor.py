@@ -7,6 +7,7 @@ side; workers stay alive between models, and are restarted after a crash or hang
 """
 from __future__ import annotations
 
+import shutil
 import tempfile
 import threading
 import time
@@ -17,6 +18,7 @@ from typing import Sequence
 
 from memo.artifact import Artifact
 from memo.backends import BACKENDS, DEFAULT_BACKENDS, PRODUCERS, REFERENCE, load_spec
+from memo.backends.keras_common import UNSAFE_VARIABLE
 from memo.backends.plugins import PluginInfo, read_plugin
 from memo.backends.result import BackendResult, ExecutionResult, StageResult
 from memo.backends.supervisor import WorkerCommand, WorkerProcess
@@ -59,7 +61,9 @@ class DifferentialExecutor:
     """Runs artifacts on backends; a context manager whose warm workers serve many ``run`` calls."""
 
     def __init__(self, backends: Sequence[str] | None = None, plugins: Sequence[Path] = (), timeout_s: float = 60.0,
-                 max_models_per_worker: int = 200, max_rss_mb: int = 3000) -> None:
+                 max_models_per_worker: int = 200, max_rss_mb: int = 3000, *, safe_mode: bool = True) -> None:
+        """``safe_mode=False`` lets the Keras workers deserialize Python code (Lambda layers) from models:
+        only for models the user trusts (``memo run --unsafe``)."""
         names = list(DEFAULT_BACKENDS if backends is None else backends)
         unknown = [name for name in names if name not in BACKENDS]
         if unknown:
@@ -81,9 +85,9 @@ class DifferentialExecutor:
         self._locks: dict[str, threading.Lock] = {}
         for member in self.members.values():
             if member.group not in self._workers:
+                env = {**member.command.env, **({} if safe_mode else {UNSAFE_VARIABLE: "1"})}
                 self._workers[member.group] = WorkerProcess(
-                    WorkerCommand(group=member.group, args=[], python=member.command.python,
-                                  env=dict(member.command.env)),
+                    WorkerCommand(group=member.group, args=[], python=member.command.python, env=env),
                     self._log_dir, startup_timeout_s=max(180.0, timeout_s), max_models=max_models_per_worker,
                     max_rss_mb=max_rss_mb)
                 self._locks[member.group] = threading.Lock()
@@ -95,6 +99,11 @@ class DifferentialExecutor:
     def backend_names(self) -> list[str]:
         """The backends (registered and plugins) this executor runs, without the converters."""
         return [m.name for m in self.members.values() if m.role == "backend"]
+
+    def worker_pids(self) -> dict[str, int | None]:
+        """``{worker group: pid}`` of the live workers (None when not started), for monitoring."""
+        return {group: worker.process.pid if worker.alive and worker.process else None
+                for group, worker in self._workers.items()}
 
     def versions(self) -> dict[str, dict[str, str]]:
         """``{backend or converter: {distribution: version}}``, from the workers once started, else metadata."""
@@ -123,6 +132,7 @@ class DifferentialExecutor:
         deadline = time.monotonic() + 3.0
         for worker in workers:
             worker.stop(grace_s=max(0.0, deadline - time.monotonic()))
+        shutil.rmtree(self._log_dir, ignore_errors=True)
 
     # ------------------------------------------------------------------ one model
     def run(self, artifact: Artifact) -> ExecutionResult:
@@ -174,8 +184,9 @@ class DifferentialExecutor:
 
     def _skipped(self, member: Member, converter: Member, result: ExecutionResult) -> BackendResult:
         status = result.backends[converter.name].status
-        return BackendResult(name=member.name, consumes=member.consumes, stages=[StageResult(
-            stage="convert", status="skipped", message=f"no {member.consumes} file: {converter.name} {status}")])
+        return BackendResult(name=member.name, consumes=member.consumes, versions=dict(member.versions),
+                             stages=[StageResult(stage="convert", status="skipped",
+                                                 message=f"no {member.consumes} file: {converter.name} {status}")])
 
     def _run_member(self, member: Member, artifact: Artifact, model_path: Path, input_names: list[str],
                     result: ExecutionResult) -> Path | None:

@@ -6,19 +6,24 @@ Keras fixes its backend at import, so each is its own worker process. All of the
 from __future__ import annotations
 
 import contextlib
+import os
 from pathlib import Path
 from typing import Any, Iterator
 
 from memo.backends.spec import BackendSpec
 from memo.backends.versions import distribution_versions
 
+UNSAFE_VARIABLE = "MEMO_KERAS_UNSAFE"
+
 
 def _load(path: Path) -> Any:
     import keras  # noqa: PLC0415  (imported in the worker only)
 
-    # safe_mode: never deserialize Python code from the artifact (memo writes it, but mutants are data).
+    # safe_mode: never deserialize Python code from the artifact, unless the user allowed it (memo run
+    # --unsafe sets MEMO_KERAS_UNSAFE=1 for the workers).
+    safe_mode = os.environ.get(UNSAFE_VARIABLE) != "1"
     with _zero_initializers():
-        return keras.saving.load_model(path, compile=False, safe_mode=True)
+        return keras.saving.load_model(path, compile=False, safe_mode=safe_mode)
 
 
 @contextlib.contextmanager

@@ -78,7 +78,6 @@ class ConverterSpec:
     python: str | None = None
     group: str | None = None
     unsupported_patterns: Sequence[str] = DEFAULT_UNSUPPORTED_PATTERNS
-    convert: None = None  # converters have no separate library-convert stage
 
     @property
     def worker_group(self) -> str:

@@ -83,6 +83,8 @@ class WorkerProcess:
     def start(self) -> StageResult | None:
         """Start the worker and wait until its library is imported; a StageResult describes a failure."""
         self.stop()
+        if self._stderr_path is not None:  # its tail is in the results already; keep disk use bounded
+            self._stderr_path.unlink(missing_ok=True)
         self.starts += 1
         self.models_served = 0
         self._buffer = b""
@@ -171,11 +173,11 @@ class WorkerProcess:
             self.process.stdin.write((json.dumps(payload) + "\n").encode())
             self.process.stdin.flush()
         except OSError:
-            return self._fail(stage, stage_started, timed_out=False)
+            return self._fail(stage, stage_started, timed_out=False, timeout_s=timeout_s)
         while True:
             event = self._next_event(deadline)
             if event is None or event["event"] == "eof":
-                return self._fail(stage, stage_started, timed_out=event is None)
+                return self._fail(stage, stage_started, timed_out=event is None, timeout_s=timeout_s)
             if event.get("id") != self.next_id:
                 continue
             if event["event"] == "stage":
@@ -186,18 +188,18 @@ class WorkerProcess:
                 return Reply(stages=[StageResult.from_json(record) for record in event["stages"]],
                              outputs=event.get("outputs"))
 
-    def _fail(self, stage: str, stage_started: float, *, timed_out: bool) -> Reply:
+    def _fail(self, stage: str, stage_started: float, *, timed_out: bool, timeout_s: float) -> Reply:
         seconds = time.perf_counter() - stage_started
-        record = self._death(stage, seconds, timed_out=timed_out)
+        record = self._death(stage, seconds, timed_out=timed_out, timeout_s=timeout_s)
         self.kill()
         return Reply(stages=[record])
 
-    def _death(self, stage: str, seconds: float, *, timed_out: bool) -> StageResult:
+    def _death(self, stage: str, seconds: float, *, timed_out: bool, timeout_s: float | None = None) -> StageResult:
         """Describe why the worker stopped answering: a hang (we kill it) or its own death."""
         if timed_out:
             self.kill()
             return StageResult(stage=stage, status="hang", seconds=seconds, exc_type="Timeout",
-                               message="no answer within the timeout; worker killed",
+                               message=f"no answer within {timeout_s or self.startup_timeout_s:g} s; worker killed",
                                stderr_tail=self.stderr_tail())
         assert self.process is not None
         try:

@@ -45,6 +45,7 @@ class CampaignConfig:
     search: str = "mh"
     operators: list[str] | None = None          # None: MEMO's seven operators plus memo's own
     execute_all: bool = False
+    execute: bool = True                        # False: generate and measure coverage only (ablations, dry runs)
     jobs: int = 1
     timeout_s: float = 60.0
     safe_mode: bool = True

@@ -171,14 +171,18 @@ class Campaign:
         pool = ThreadPoolExecutor(max_workers=max(1, self.config.jobs), thread_name_prefix="memo-exec")
         stopped_because = "budget spent"
         try:
-            for _ in range(max(1, self.config.jobs)):
+            for _ in range(max(1, self.config.jobs) if self.config.execute else 0):
                 executor = self.executor_factory()
                 created.append(executor)
                 executors.put(executor)
-            self._record_versions(created[0])
+            if created:
+                self._record_versions(created[0])
+            else:
+                self.pending_seed_runs = []
+            backends = getattr(created[0], "backend_names", self.config.backends) if created else []
             self.reporter.start({"name": self.config.name, "seeds": list(self.pool), "seed": self.config.seed,
-                                 "backends": list(getattr(created[0], "backend_names", self.config.backends or [])),
-                                 "search": self.config.search, "directory": str(self.directory)})
+                                 "backends": list(backends or []), "search": self.config.search,
+                                 "directory": str(self.directory)})
             self._resubmit_unexecuted(pool, executors, in_flight)
             last_progress = last_history = 0.0
             while True:
@@ -255,7 +259,7 @@ class Campaign:
         with self.store.transaction():
             mutant_id = self.store.add_mutant(record)
             self.store.save_state(iteration, self._state())
-        if mutant is not None and (record.diverse or self.config.execute_all):
+        if self.config.execute and mutant is not None and (record.diverse or self.config.execute_all):
             self._submit(mutant_id, f"m{iteration}", mutant.ir, pool, executors, in_flight)
 
     def _run_seed(self, name: str, pool: ThreadPoolExecutor, executors: "queue.Queue[Any]",
@@ -293,6 +297,8 @@ class Campaign:
     def _resubmit_unexecuted(self, pool: ThreadPoolExecutor, executors: "queue.Queue[Any]",
                              in_flight: list[Execution]) -> None:
         """After a crash or kill of memo itself, run the stored mutants whose execution never finished."""
+        if not self.config.execute:
+            return
         condition = "diverse = 1" if not self.config.execute_all else "valid = 1"
         rows = self.store.rows(f"SELECT id, iteration, operator, ir FROM mutants WHERE ({condition} OR operator = 'seed')"
                                " AND ir IS NOT NULL AND id NOT IN (SELECT mutant_id FROM executions) ORDER BY id")

@@ -51,5 +51,5 @@ def handle(args: argparse.Namespace) -> int:
         role = row["role"] + (" (reference)" if row["reference"] else "")
         table.add_row(row["name"], role, row["consumes"], versions,
                       "yes" if row["available"] else f"no: {row['why_not']}")
-    Console().print(table)
+    Console(width=max(Console().width, 120)).print(table)
     return 0

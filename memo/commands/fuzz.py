@@ -27,6 +27,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--search", default="mh", help="seed selection: mh (default), random, mcts")
     p.add_argument("--ops", help="comma-separated mutation operators (default: all)")
     p.add_argument("--execute-all", action="store_true", help="also execute mutants that add no coverage")
+    p.add_argument("--no-execute", action="store_true", help="generate mutants and measure coverage only")
     p.add_argument("--timeout", type=float, default=60.0, help="seconds a backend may spend on one model")
     p.add_argument("--no-reduce", action="store_true", help="mutate the original seeds, not the reduced ones")
     p.add_argument("--unsafe", action="store_true", help="allow seed files whose layers carry code (Lambda)")
@@ -73,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
             backends=[b.strip() for b in args.backends.split(",") if b.strip()] if args.backends else None,
             plugins=[os.path.abspath(p) for p in args.backend_plugin], seeds_dir=args.seeds_dir,
             search=args.search, operators=[o.strip() for o in args.ops.split(",")] if args.ops else None,
-            execute_all=args.execute_all, jobs=args.jobs, timeout_s=args.timeout, safe_mode=not args.unsafe,
+            execute_all=args.execute_all, execute=not args.no_execute, jobs=args.jobs, timeout_s=args.timeout, safe_mode=not args.unsafe,
             reduce_seeds=not args.no_reduce)
         directory = Path(args.out) if args.out else campaign_dir(name)
         if (directory / "campaign.sqlite").exists():

@@ -46,7 +46,12 @@ def handle(args: argparse.Namespace) -> int:
         raise UsageError("--timeout must be positive")
     names = _backend_names(args.backends)
     loaded = load_model_file(args.model, safe_mode=not args.unsafe)
-    with DifferentialExecutor(names, plugins=args.backend_plugin, timeout_s=args.timeout) as executor, \
+    if args.unsafe:  # the user trusts this file: let the orchestrator's Keras rebuild its Lambda layers too
+        from memo.model.keras_bridge import _keras  # noqa: PLC0415
+
+        _keras().config.enable_unsafe_deserialization()
+    with DifferentialExecutor(names, plugins=args.backend_plugin, timeout_s=args.timeout,
+                              safe_mode=not args.unsafe) as executor, \
             tempfile.TemporaryDirectory(prefix="memo-run-") as scratch:
         artifact = prepare_artifact(loaded.ir, args.out or Path(scratch), seed=args.seed, weights=loaded.weights)
         result = executor.run(artifact)
@@ -73,7 +78,7 @@ def print_run(model: str, result: Any, comparisons: dict[str, Any], verdicts: li
     from rich.console import Console  # noqa: PLC0415
     from rich.table import Table  # noqa: PLC0415
 
-    console = Console()
+    console = Console(width=max(Console().width, 110))
     table = Table(title=f"{model}  (reference: {result.reference}, {result.seconds:.2f} s)")
     for column in ("library", "stage reached", "status", "max |diff|", "D_MAD", "seconds"):
         table.add_column(column, justify="right" if column in ("max |diff|", "D_MAD", "seconds") else "left")

@@ -27,8 +27,12 @@ CODE_CARRYING_LAYERS = frozenset({"Lambda", "TFOpLambda", "SlicingOpLambda"})
 
 
 def _keras() -> Any:
+    import warnings  # noqa: PLC0415
+
     import keras  # noqa: PLC0415  (imported lazily: ~1.5 s on the numpy backend)
 
+    # Symbolic builds of mutants trigger Keras's advice (masks dropped, layers unbuilt...): noise here.
+    warnings.filterwarnings("ignore", category=UserWarning, module=r"keras(\.|$)")
     _keep_tensorflow_out(keras)
     return keras
 

@@ -12,8 +12,9 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import OrderedDict
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Hashable, Sequence
+from typing import Any, Hashable, Iterator, Sequence
 
 from memo.errors import InvalidModelError
 from memo.model import keras_bridge
@@ -96,7 +97,8 @@ def analyse(ir: ModelIR) -> dict[str, TensorInfo]:
     cached = _analyses.get(key)
     if cached is not None:
         return dict(cached)
-    model = keras_bridge.build_keras_model(ir)
+    with _weights_left_uninitialized():
+        model = keras_bridge.build_keras_model(ir)
     infos = {layer.name: _info_of(layer.output) for layer in model.layers}
     _analyses.put(key, infos)
     return dict(infos)
@@ -115,20 +117,43 @@ def call_layer(layer: Layer, inputs: Sequence[TensorInfo]) -> TensorInfo:
     key = (layer.module, layer.class_name, json.dumps(layer.config, sort_keys=True, default=str),
            layer.call_style, json.dumps(layer.call_kwargs, sort_keys=True, default=str), tuple(inputs))
     cached = _calls.get(key)
+    if isinstance(cached, str):  # a rejection is cached as its message (an exception would pin its frames)
+        raise InvalidModelError(cached)
     if cached is not None:
-        if isinstance(cached, InvalidModelError):
-            raise cached
         return cached
     try:
         result = _symbolic_call(layer, inputs)
     except InvalidModelError as exc:
-        _calls.put(key, exc)
+        _calls.put(key, str(exc))
         raise
     _calls.put(key, result)
     return result
 
 
+@contextmanager
+def _weights_left_uninitialized() -> Iterator[None]:
+    """Build layers without drawing their initial weights (most of a numpy-backend build's time).
+
+    Inside Keras's StatelessScope, variables made from an initializer are only registered for later
+    initialization; we drop exactly the ones registered here on the way out, so nothing leaks.
+    """
+    keras = keras_bridge._keras()
+    from keras.src.backend.common import global_state  # noqa: PLC0415
+
+    pending = list(global_state.get_global_attribute("uninitialized_variables", [], set_to_default=True))
+    try:
+        with keras.StatelessScope(initialize_variables=False):
+            yield
+    finally:
+        global_state.set_global_attribute("uninitialized_variables", pending)
+
+
 def _symbolic_call(layer: Layer, inputs: Sequence[TensorInfo]) -> TensorInfo:
+    with _weights_left_uninitialized():
+        return _symbolic_call_in_scope(layer, inputs)
+
+
+def _symbolic_call_in_scope(layer: Layer, inputs: Sequence[TensorInfo]) -> TensorInfo:
     keras = keras_bridge._keras()
     try:
         obj = keras_bridge._deserialize_layer(keras, Layer(name="probe", class_name=layer.class_name,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Any, Iterable
 
 from memo.errors import InvalidModelError
 from memo.model.ir import ModelIR
@@ -16,22 +16,26 @@ from memo.model.ir import ModelIR
 
 @dataclass(frozen=True)
 class Edit:
-    """Remove ``remove``; every use of ``old`` becomes a use of ``new`` (``rewire``); drop merge inputs."""
+    """Remove ``remove``; every use of ``old`` becomes a use of ``new`` (``rewire``); drop merge inputs;
+    set config values (``configs``: (node, key, value), the width repairs of :mod:`.repair`)."""
 
     kind: str
     remove: frozenset[str] = frozenset()
     rewire: tuple[tuple[str, str], ...] = ()
     drop_inputs: tuple[tuple[str, int], ...] = ()
+    configs: tuple[tuple[str, str, Any], ...] = ()
 
     def names(self) -> set[str]:
-        return set(self.remove) | {n for pair in self.rewire for n in pair} | {n for n, _ in self.drop_inputs}
+        return (set(self.remove) | {n for pair in self.rewire for n in pair} | {n for n, _ in self.drop_inputs}
+                | {n for n, _key, _value in self.configs})
 
 
 def combine(edits: Iterable[Edit], kind: str) -> Edit:
     edits = list(edits)
     return Edit(kind, frozenset().union(*(e.remove for e in edits)),
                 tuple(pair for e in edits for pair in e.rewire),
-                tuple(item for e in edits for item in e.drop_inputs))
+                tuple(item for e in edits for item in e.drop_inputs),
+                tuple(item for e in edits for item in e.configs))
 
 
 def remove_span(entry: str, nodes: Iterable[str], kind: str) -> Edit:
@@ -62,10 +66,15 @@ def apply_edit(ir: ModelIR, edit: Edit) -> ModelIR | None:
     dropped: dict[str, set[int]] = {}
     for name, index in edit.drop_inputs:
         dropped.setdefault(name, set()).add(index)
+    settings: dict[str, dict[str, Any]] = {}
+    for name, key, value in edit.configs:
+        settings.setdefault(name, {})[key] = value
     new_layers = []
     for layer in ir.layers:
         if layer.name in edit.remove:
             continue
+        if layer.name in settings:
+            layer = dataclasses.replace(layer, config={**layer.config, **settings[layer.name]})
         inputs = [resolve(src) for i, src in enumerate(layer.inputs) if i not in dropped.get(layer.name, ())]
         if inputs != layer.inputs:
             if any(src in edit.remove for src in inputs) or (not layer.is_input and not inputs):

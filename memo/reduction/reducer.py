@@ -14,12 +14,14 @@ Greedy, in phases (a registry, :data:`PHASES`), repeated until a whole round rem
 3. ``any-span``: any run of segments, repeated or not, largest first.
 
 Every edit is accepted only if the coverage key is unchanged, the incremental shape propagation
-(:mod:`.specs`) succeeds (a removal whose entry and exit specs are equal needs no Keras call at all),
+(:mod:`.specs`) succeeds (a removal whose entry and exit specs are equal needs no Keras call at all;
+an element-wise merge left with inputs of different widths may be repaired by :mod:`.repair`),
 and the model's weight count and multiply-accumulate proxy stay within the original's.
 At the end the reduced model is built once more, in full, and its coverage compared again.
 """
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
@@ -28,7 +30,8 @@ from memo.errors import InvalidModelError
 from memo.model.ir import ModelIR
 from memo.reduction import graph
 from memo.reduction.edits import Edit, apply_edit, combine, remove_span
-from memo.reduction.specs import SpecTable, full_specs, propagate
+from memo.reduction.repair import width_repairs
+from memo.reduction.specs import BuildConflict, SpecTable, full_specs, propagate
 
 CoverageFn = Callable[[ModelIR], Any]
 CoverageKey = tuple[frozenset, frozenset, frozenset]
@@ -36,6 +39,7 @@ CoverageKey = tuple[frozenset, frozenset, frozenset]
 MAX_SPAN_SEGMENTS = 8  # a span may hold up to this many consecutive segments (Conv-BN-Act x 2 and more)
 MAX_CHAIN = 6          # longest run of single-input layers removed as one edit
 MAX_ROUNDS = 6
+MAX_REPAIRS = 2        # width repairs chained onto one edit (see .repair)
 
 
 def coverage_key(coverage: Any) -> CoverageKey:
@@ -132,17 +136,21 @@ class _Reducer:
     def out_of_time(self) -> bool:
         return self.deadline is not None and time.monotonic() > self.deadline
 
-    def try_edit(self, edit: Edit, phase: str) -> bool:
+    def try_edit(self, edit: Edit, phase: str, repairs_left: int = MAX_REPAIRS) -> bool:
         candidate = apply_edit(self.ir, edit)
         if candidate is None:
             return False
         self.stats.attempts += 1
         if coverage_key(self.coverage_fn(candidate)) != self.target:
             return False
-        result = propagate(candidate, self.table)
-        if result is None:
-            return False
-        table, rebuilt = result
+        try:
+            table, rebuilt = propagate(candidate, self.table)
+        except BuildConflict as conflict:
+            if repairs_left == 0:
+                return False
+            return any(self.try_edit(dataclasses.replace(edit, configs=(*edit.configs, repair)), phase,
+                                     repairs_left - 1)
+                       for repair in width_repairs(candidate, conflict.layer, conflict.inputs))
         self.stats.rebuilt_layers += rebuilt
         if table.total_weights() > self.weight_limit or table.total_macs() > self.macs_limit:
             return False  # e.g. dropping a pooling layer before Flatten -> Dense: fewer layers, more weights

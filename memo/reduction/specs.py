@@ -24,13 +24,25 @@ from memo.reduction.graph import layer_signature
 Spec = tuple[tuple[int | None, ...], str]
 
 
+class BuildConflict(Exception):
+    """Keras rejected ``layer`` called on tensors of ``inputs`` specs (a shape or rank constraint broke)."""
+
+    def __init__(self, layer: str, inputs: tuple[Spec, ...]) -> None:
+        super().__init__(f"{layer}: {inputs}")
+        self.layer, self.inputs = layer, inputs
+
+
 @dataclass
 class SpecTable:
-    """Output spec and weight count of each node, and the input specs they were computed from."""
+    """Output spec and weight count of each node, and the input specs and config they were computed from.
+
+    Configs are compared by identity: edits share the config dict of every layer they do not reconfigure.
+    """
 
     outputs: dict[str, Spec]
     seen_inputs: dict[str, tuple[Spec, ...]]
     weights: dict[str, int]
+    configs: dict[str, dict[str, Any]]
     # (layer signature, input specs) -> (output spec, weight count) or None: shared by the tables of one
     # reduction, since rejected edits and repeated blocks ask for the same layer calls again and again.
     calls: dict[Any, tuple[Spec, int] | None] = field(default_factory=dict)
@@ -77,7 +89,15 @@ def full_specs(ir: ModelIR) -> SpecTable:
         model = keras_bridge.build_keras_model(ir)
     outputs = {layer.name: _spec(layer.output) for layer in model.layers}
     return SpecTable(outputs, {layer.name: tuple(outputs[src] for src in layer.inputs) for layer in ir.layers},
-                     {layer.name: int(layer.count_params()) for layer in model.layers})
+                     {layer.name: int(layer.count_params()) for layer in model.layers},
+                     {layer.name: layer.config for layer in ir.layers})
+
+
+def weight_shapes(ir: ModelIR) -> dict[str, list[tuple[int, ...]]]:
+    """Shape of every weight array of every layer, by a symbolic build that allocates none."""
+    with _shapes_only():
+        model = keras_bridge.build_keras_model(ir)
+    return {layer.name: [tuple(int(d) for d in w.shape) for w in layer.weights] for layer in model.layers}
 
 
 def _call(keras: Any, layer: Layer, inputs: tuple[Spec, ...]) -> tuple[Spec, int] | None:
@@ -97,11 +117,13 @@ def _call(keras: Any, layer: Layer, inputs: tuple[Spec, ...]) -> tuple[Spec, int
     return spec, int(obj.count_params())
 
 
-def propagate(ir: ModelIR, table: SpecTable) -> tuple[SpecTable, int] | None:
-    """Specs of ``ir`` (an edited version of the model ``table`` describes), or ``None`` if it does not build.
+def propagate(ir: ModelIR, table: SpecTable) -> tuple[SpecTable, int]:
+    """Specs of ``ir`` (an edited version of the model ``table`` describes); :class:`BuildConflict` if it
+    does not build.
 
     Returns the new table and how many layers had to be rebuilt.
-    Output specs and weight counts depend only on a layer's config and its input specs.
+    Output specs and weight counts depend only on a layer's config and its input specs: a node whose
+    config and input specs are unchanged keeps its entry.
     """
     keras = None
     outputs: dict[str, Spec] = {}
@@ -116,7 +138,7 @@ def propagate(ir: ModelIR, table: SpecTable) -> tuple[SpecTable, int] | None:
             continue
         inputs = tuple(outputs[src] for src in layer.inputs)
         seen[layer.name] = inputs
-        if table.seen_inputs.get(layer.name) == inputs and layer.name in table.outputs:
+        if table.seen_inputs.get(layer.name) == inputs and table.configs.get(layer.name) is layer.config:
             outputs[layer.name] = table.outputs[layer.name]
             weights[layer.name] = table.weights[layer.name]
             continue
@@ -127,6 +149,6 @@ def propagate(ir: ModelIR, table: SpecTable) -> tuple[SpecTable, int] | None:
             rebuilt += 1
         called = table.calls[key]
         if called is None:
-            return None
+            raise BuildConflict(layer.name, inputs)
         outputs[layer.name], weights[layer.name] = called
-    return SpecTable(outputs, seen, weights, table.calls), rebuilt
+    return SpecTable(outputs, seen, weights, {layer.name: layer.config for layer in ir.layers}, table.calls), rebuilt

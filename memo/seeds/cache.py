@@ -6,6 +6,7 @@ catalogue): change any of them and the seed is reduced again.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import inspect
 import json
@@ -16,7 +17,8 @@ from typing import Any
 import memo
 from memo.model.ir import ModelIR
 from memo.reduction import CoverageFn, default_coverage_fn, reduce_model
-from memo.reduction.specs import full_specs
+from memo.model.keras_bridge import Weights
+from memo.reduction.specs import full_specs, weight_shapes
 from memo.seeds.loading import Seed
 
 REDUCTION_VERSION = "1"
@@ -48,8 +50,12 @@ class SeedSummary:
                 "reduced": self.reduced.__dict__, "reduction_seconds": round(self.reduction_seconds, 3)}
 
 
+@functools.lru_cache(maxsize=None)
 def coverage_fingerprint(coverage_fn: CoverageFn) -> str:
-    """Hash of the code that defines coverage: the function's module and the layer catalogue."""
+    """Hash of the code that defines coverage: the function's module and the layer catalogue.
+
+    Computed once per process: the code that runs is the code that was imported, even if the files change.
+    """
     digest = hashlib.sha256(f"{coverage_fn.__module__}.{coverage_fn.__qualname__}".encode())
     files = []
     source = inspect.getsourcefile(coverage_fn)
@@ -135,6 +141,19 @@ def store_entry(seed: Seed, cache_dir: Path, entry: dict[str, Any]) -> Path:
 def reduced_seed(seed: Seed, cache_dir: Path | None = DEFAULT_CACHE, coverage_fn: CoverageFn | None = None) -> ModelIR:
     """The reduced model of ``seed`` (same coverage, fewer layers), from the cache when it is there."""
     return ModelIR.from_json(cached_entry(seed, cache_dir, coverage_fn)["ir"])
+
+
+def matching_weights(weights: Weights | None, ir: ModelIR) -> Weights | None:
+    """The part of a seed's stored weights that still fits ``ir`` (its reduced model).
+
+    Reduction removes layers and may narrow a convolution (a width repair); those layers get generated
+    weights instead (``save_keras_artifact`` fills in whatever is missing).
+    """
+    if weights is None:
+        return None
+    shapes = weight_shapes(ir)
+    return {name: arrays for name, arrays in weights.items()
+            if name in shapes and [tuple(a.shape) for a in arrays] == shapes[name]}
 
 
 def seed_summary(seed: Seed, cache_dir: Path | None = DEFAULT_CACHE,

@@ -102,7 +102,7 @@ class _Session:
         from memo.backends import DEFAULT_BACKENDS  # noqa: PLC0415
 
         self.available = list(config.get("backends") or DEFAULT_BACKENDS)
-        self.work = store.directory / WORK_DIR
+        self.work = store.directory.resolve() / WORK_DIR  # absolute: workers do not share our cwd
         self.summary = TriageSummary()
         self.executor_failed = False
         self.needed: set[str] = set()  # the backends the pending work involves (set before any execution)
@@ -259,7 +259,7 @@ def _triage_bug(session: _Session, bug: db.BugRow) -> None:
         else:
             outcome.status = "final check failed; original model kept"
             ir = finding.ir
-    folder = bug_folder(store.directory, bug.id)
+    folder = bug_folder(store.directory.resolve(), bug.id)
     shutil.rmtree(folder, ignore_errors=True)
     reduction = outcome.to_json() if outcome else {"status": "not reduced (no time or no executor)"}
     reduction["reduced_layers"] = len(ir.body)

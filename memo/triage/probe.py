@@ -61,6 +61,7 @@ def run_model(executor: Any, ir: ModelIR, directory: Path, *, seed: int,
               inputs: dict[str, np.ndarray] | None = None) -> Run:
     """Write and execute ``ir``; an invalid model comes back with ``error`` set and no result."""
     run = Run(ir=ir)
+    directory = Path(directory).resolve()  # worker processes may run in another directory
     try:
         run.artifact = prepare_artifact(ir, directory, seed=seed)
     except InvalidModelError as exc:

@@ -75,3 +75,29 @@ def test_abort_and_hang_are_recorded_and_the_next_model_runs(executor, make_arti
     assert judge(healthy) == []
     np.testing.assert_allclose(load_outputs(healthy)["abort-on-poison"][0],
                                load_outputs(healthy)["keras-tensorflow"][0], atol=1e-5)
+
+
+@pytest.mark.parametrize("limits", [{"max_rss_mb": 1}, {"max_models_per_worker": 1}])
+def test_worker_recycled_after_n_models_or_above_the_memory_limit(limits, make_artifact) -> None:
+    from memo.backends.executor import DifferentialExecutor
+    from tests.conftest import TEST_PLUGINS
+
+    artifact = make_artifact(EXAMPLES / "residual_net.json")
+    with DifferentialExecutor([], plugins=[TEST_PLUGINS / "numpy_echo.py"], **limits) as small:
+        first = small.run(artifact)
+        assert small.worker_pids() == {"plugin-numpy-echo": None}  # stopped once the model was done
+        second = small.run(artifact)
+        assert small.worker_pids()["plugin-numpy-echo"] is None
+    assert first.backends["numpy-echo"].status == second.backends["numpy-echo"].status == "ok"
+    assert small._workers["plugin-numpy-echo"].starts == 2
+
+
+def test_plugin_whose_library_is_missing_fails_at_start(make_artifact) -> None:
+    from memo.backends.executor import DifferentialExecutor
+    from tests.conftest import TEST_PLUGINS
+
+    with DifferentialExecutor([], plugins=[TEST_PLUGINS / "broken_import.py"]) as broken:
+        result = broken.run(make_artifact(EXAMPLES / "residual_net.json"))
+    failure = result.backends["broken-import"].failure
+    assert (failure.stage, failure.status, failure.exc_type) == ("start", "error", "ModuleNotFoundError")
+    assert [v.kind for v in judge(result)] == ["invalid"]

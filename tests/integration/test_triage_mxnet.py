@@ -2,6 +2,7 @@
 localized, reduced, scripted, and their scripts reproduce them in a fresh process."""
 from __future__ import annotations
 
+import os
 import statistics
 import sys
 from pathlib import Path
@@ -23,12 +24,17 @@ def triaged(tmp_path_factory: pytest.TempPathFactory):
     from memo.triage import triage_campaign
 
     root = tmp_path_factory.mktemp("triage")
-    with DifferentialExecutor(backends=BACKENDS, timeout_s=60) as executor:
-        store = record_campaign(root / "campaigns" / "t", root / "mutants", executor,
-                                [inconsistent_model(), crashing_model(), inconsistent_model(units=5)])
-    summary = triage_campaign(store, time_budget_s=240)  # as the campaign calls it: triage starts its own workers
-    yield root, store, summary
-    store.close()
+    previous = Path.cwd()
+    os.chdir(root)  # relative campaign and artifact paths, as `memo fuzz` writes them
+    try:
+        with DifferentialExecutor(backends=BACKENDS, timeout_s=60) as executor:
+            store = record_campaign(Path("campaigns/t"), Path("mutants"), executor,
+                                    [inconsistent_model(), crashing_model(), inconsistent_model(units=5)])
+        summary = triage_campaign(store, time_budget_s=240)  # as the campaign calls it: triage starts its own workers
+        yield root, store, summary
+        store.close()
+    finally:
+        os.chdir(previous)
 
 
 def test_findings_are_deduplicated_and_localized(triaged) -> None:

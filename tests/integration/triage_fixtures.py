@@ -55,9 +55,10 @@ def record_campaign(directory: Path, artifacts: Path, executor: Any, models: lis
     for iteration, ir in enumerate(models):
         mutant_id = store.add_mutant(MutantRecord(iteration, ir.name, "NLA", "seed", ir.name, {}, ir.dumps(), True,
                                                   diverse=True))
-        artifact = prepare_artifact(ir, artifacts / str(mutant_id), seed=SEED)
+        artifact = prepare_artifact(ir, (artifacts / str(mutant_id)).resolve(), seed=SEED)
         result = executor.run(artifact)
-        store.add_execution(mutant_id, result.to_json(), result.seconds, str(artifact.directory))
+        # stored as the campaign stores it: relative to the directory it runs in
+        store.add_execution(mutant_id, result.to_json(), result.seconds, str(artifacts / str(mutant_id)))
         for verdict in judge(result):
             store.add_verdict(VerdictRecord(mutant_id, verdict.kind, verdict.backend, verdict.stage, verdict.message,
                                             dict(verdict.metrics)))

@@ -9,7 +9,7 @@ from memo.layers import CATALOGUE, possible_pairs
 from memo.layers.probe import single_layer_ir
 
 PAIRS_CHECKED = 150
-ATTEMPTS = 12
+ATTEMPTS = 40
 
 
 def _realize(a: str, b: str, rng: random.Random) -> bool:
@@ -34,4 +34,4 @@ def test_declared_pairs_can_be_realized():
     pairs = sorted(possible_pairs())
     sample = rng.sample(pairs, PAIRS_CHECKED)
     missed = [pair for pair in sample if not _realize(*pair, rng)]
-    assert len(missed) <= PAIRS_CHECKED * 0.05, f"pairs never realized: {missed}"
+    assert len(missed) <= PAIRS_CHECKED * 0.02, f"pairs never realized: {missed}"

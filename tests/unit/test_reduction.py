@@ -12,7 +12,8 @@ from memo.model.keras_bridge import build_keras_model
 from memo.reduction import coverage_key, reduce_model
 from memo.reduction.edits import Edit, apply_edit, remove_span
 from memo.reduction.graph import cut_nodes, repeated_groups, spans
-from memo.reduction.specs import full_specs, propagate
+from memo.reduction.repair import width_repairs
+from memo.reduction.specs import BuildConflict, full_specs, propagate
 
 
 def _conv(name: str, src: str, filters: int, kernel: int = 3, strides: int = 1, padding: str = "same") -> Layer:
@@ -135,11 +136,41 @@ def test_shape_constraint_blocks_a_removal_that_would_break_an_add() -> None:
                  ["flat"])
     table = full_specs(ir)
     broken = apply_edit(ir, remove_span("x", ["a"], "test"))
-    assert broken is not None and propagate(broken, table) is None
+    assert broken is not None
+    with pytest.raises(BuildConflict) as conflict:
+        propagate(broken, table)
+    assert conflict.value.layer == "add"
+    assert [shape for shape, _ in conflict.value.inputs] == [(None, 8, 8, 4), (None, 8, 8, 8)]
     fine = apply_edit(ir, remove_span("a", ["b"], "test"))
     assert fine is not None
     new_table, rebuilt = propagate(fine, table)
     assert rebuilt == 0 and new_table.outputs["flat"] == table.outputs["flat"]
+
+
+def _inception_residual() -> ModelIR:
+    """Three identical branches concatenated (48 channels), a 1x1 conv back to 48, and Add([concat, conv])."""
+    layers = [Layer("x", "InputLayer", {"batch_shape": [None, 8, 8, 4], "dtype": "float32"})]
+    for b in "abc":
+        layers += [_conv(f"{b}", "x", 16), Layer(f"{b}_relu", "ReLU", {}, [b])]
+    layers += [Layer("cat", "Concatenate", {"axis": -1}, ["a_relu", "b_relu", "c_relu"], call_style="list"),
+               _conv("up", "cat", 48, kernel=1), Layer("add", "Add", {}, ["cat", "up"], call_style="list"),
+               Layer("gap", "GlobalAveragePooling2D", {}, ["add"])]
+    return ModelIR(layers, ["gap"], name="inception_residual")
+
+
+def test_width_repair_narrows_the_conv_feeding_an_add() -> None:
+    ir = _inception_residual()
+    table = full_specs(ir)
+    dropped = apply_edit(ir, Edit("t", drop_inputs=(("cat", 2),)))
+    with pytest.raises(BuildConflict) as conflict:
+        propagate(dropped, table)
+    assert width_repairs(dropped, conflict.value.layer, conflict.value.inputs) == [("up", "filters", 32)]
+    result = reduce_model(ir)
+    width = full_specs(result.ir).outputs["cat"][0][-1]
+    assert result.ir.get("up").config["filters"] == width < 48  # narrowed, within the same coverage bucket
+    assert len(result.ir) < len(ir)
+    assert coverage_key(model_coverage(result.ir)) == coverage_key(model_coverage(ir))
+    assert ir.get("up").config["filters"] == 48  # the input model is untouched
 
 
 def test_apply_edit_prunes_dropped_branches_and_refuses_bad_edits() -> None:

@@ -12,7 +12,7 @@ from memo.cli import main
 from memo.errors import ModelLoadError, UnsupportedLayerError
 from memo.model import Layer, ModelIR
 from memo.model.keras_bridge import build_keras_model, make_inputs
-from memo.seeds import SEEDS_DIR, discover_seeds, load_seed
+from memo.seeds import SEEDS_DIR, discover_seeds, load_seed, matching_weights
 from memo.seeds.recipes import normalize
 
 BUNDLED = ["alexnet_cifar10", "densenet121", "inception_resnet_v2", "inception_v3", "lenet5", "lstm_sine_wave",
@@ -107,6 +107,11 @@ def test_keras_file_seed_keeps_its_weights(tmp_path: Path) -> None:
     loaded = load_seed(tmp_path / "lenet.keras")
     assert loaded.ir.dumps() == seed.ir.dumps().replace('"name":"lenet5"', f'"name":"{loaded.ir.name}"')
     assert loaded.weights is not None and loaded.weights["conv1"][0].shape == (5, 5, 1, 6)
+    narrowed = loaded.ir.copy()
+    narrowed.get("fc1").config["units"] = 100
+    kept = matching_weights(loaded.weights, narrowed)
+    assert "conv1" in kept and "fc1" not in kept and "fc2" not in kept  # fc2's input width changed too
+    assert matching_weights(None, narrowed) is None
 
 
 # ---------------------------------------------------------------------------- the CLI

@@ -13,10 +13,6 @@ def same_rank(rank: int) -> frozenset[int]:
     return frozenset({rank})
 
 
-def to_rank(*ranks: int) -> Callable[[int], frozenset[int]]:
-    return lambda _rank: frozenset(ranks)
-
-
 def entry(name: str, family: str, ranks: Sequence[int], params: Sequence[ParamSpace], sampler: Sampler, *,
           rank_map: Callable[[int], frozenset[int]] = same_rank, dtypes: frozenset[str] = FLOAT_DTYPES,
           arity: tuple[int, int] = (1, 1), call_style: str = "single", **extra: Any) -> LayerSpec:

@@ -7,7 +7,7 @@ import random
 from typing import Any, Sequence
 
 from memo.layers import values as v
-from memo.layers.families.common import channels, draw_modes, entry, only, spatial
+from memo.layers.families.common import channels, draw_modes, entry, only, size as size_of, spatial
 from memo.layers.spec import Draw, Impossible, LayerSpec, ParamSpace, Shape
 
 ANY_RANK = (2, 3, 4, 5)
@@ -110,6 +110,64 @@ def auto_contrast() -> LayerSpec:
                  lambda d, shapes: {"value_range": d.choice("value_range")})
 
 
+# Audio front ends (real FFT compute at inference). Keras computes their STFT in float32 or float64 only.
+AUDIO_DTYPES = frozenset({"float32", "float64"})
+STFT_MODES = ("log", "magnitude", "psd", "real", "imag", "angle", "stft")
+WINDOWS = ("hann", "hamming")
+SCALINGS = ("density", "spectrum", v.NONE)
+
+
+def _powers_of_two(low: int, high: int) -> list[int]:
+    return [2 ** k for k in range(1, 8) if low <= 2 ** k <= high]
+
+
+def _frames(d: Draw, length: int, *, window: str, step: str, fft: str) -> dict[str, int]:
+    """A window no longer than the signal, a step within the window and an FFT size (a power of two) >= it."""
+    frame = d.integer(window, 1, max(1, length), cap=16)
+    return {window: frame, step: d.integer(step, 1, frame, cap=8),
+            fft: d.pick(fft, _powers_of_two(frame, 128) or [128])}
+
+
+def stft_spectrogram() -> LayerSpec:
+    params = [v.mode("mode", STFT_MODES), v.shape("frame_length", v.EXTENT), v.shape("frame_step", v.EXTENT),
+              v.shape("fft_length", v.EXTENT), v.mode("window", WINDOWS), v.flag("periodic"),
+              v.mode("scaling", SCALINGS, ("density", "spectrum", None),
+                     normalize=lambda raw: v.NONE if raw is None else raw),
+              v.mode("padding", ("valid", "same")), v.flag("expand_dims"), v.data_format()]
+    modes = [p.name for p in params if p.kind == "mode"]
+
+    def sample(d: Draw, shapes: Sequence[Shape]) -> dict[str, Any]:
+        config: dict[str, Any] = _frames(d, size_of(only(shapes)[1]), window="frame_length", step="frame_step",
+                                         fft="fft_length")
+        return draw_modes(d, modes, config)
+
+    return entry("STFTSpectrogram", "preprocessing", (3,), params, sample, dtypes=AUDIO_DTYPES,
+                 rank_map=lambda rank: frozenset({3, 4}))
+
+
+def mel_spectrogram() -> LayerSpec:
+    params = [v.shape("fft_length", v.EXTENT), v.shape("sequence_length", v.EXTENT),
+              v.shape("sequence_stride", v.EXTENT), v.shape("num_mel_bins", v.COUNT), v.mode("window", WINDOWS),
+              v.mode("sampling_rate", (8000, 16000, 22050, 44100)), v.flag("power_to_db")]
+    modes = [p.name for p in params if p.kind == "mode"]
+
+    def sample(d: Draw, shapes: Sequence[Shape]) -> dict[str, Any]:
+        length = size_of(only(shapes)[1])
+        # the signal is reflect-padded by fft_length // 2 on each side, which needs more samples than that
+        fft = d.pick("fft_length", _powers_of_two(2, max(2, 2 * length - 1)) or [2])
+        window = d.integer("sequence_length", 1, fft, cap=16)
+        config: dict[str, Any] = {"fft_length": fft, "sequence_length": window,
+                                  "sequence_stride": d.integer("sequence_stride", 1, window, cap=8),
+                                  "num_mel_bins": d.integer("num_mel_bins", 1, 64, cap=16)}
+        return draw_modes(d, modes, config)
+
+    def inputs(rng: random.Random, spec: LayerSpec) -> list[Shape]:
+        return [(None, rng.randint(2, 64))]
+
+    return entry("MelSpectrogram", "preprocessing", (2,), params, sample, dtypes=AUDIO_DTYPES,
+                 rank_map=lambda rank: frozenset({3}), input_maker=inputs)
+
+
 def build() -> list[LayerSpec]:
     affine = {"fill_mode": FILL_MODES, "interpolation": AFFINE_INTERPOLATIONS}
     return [rescaling(), normalization(), resizing(), cropper("CenterCrop"), cropper("RandomCrop"),
@@ -126,4 +184,4 @@ def build() -> list[LayerSpec]:
             augmentation("RandomSharpness", ("factor",), {}, ranged=True),
             augmentation("RandomInvert", ("factor",), {}, ranged=True),
             augmentation("RandomColorDegeneration", ("factor",), {}, ranged=True, rgb=True),
-            auto_contrast()]
+            auto_contrast(), stft_spectrogram(), mel_spectrogram()]

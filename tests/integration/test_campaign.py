@@ -1,0 +1,133 @@
+"""The campaign end to end, through the real CLI in real processes: determinism, resume, signals, kill -9.
+
+Generation-only runs (``--no-execute``) are cheap and exercise search, mutation, coverage and the store;
+one run executes on the real keras-tensorflow and onnxruntime workers.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+REPO = Path(__file__).resolve().parents[2]
+SMALL_SEEDS = ("lenet5.json", "lstm_sine_wave.json")
+
+
+@pytest.fixture(scope="module")
+def seeds_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    directory = tmp_path_factory.mktemp("seeds")
+    for name in SMALL_SEEDS:
+        shutil.copy(REPO / "seeds" / name, directory / name)
+    return directory
+
+
+def _fuzz(workdir: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "memo", "fuzz", *args], cwd=workdir, capture_output=True, text=True,
+                          timeout=timeout, env={**os.environ, "PYTHONPATH": str(REPO)})
+
+
+def _mutants(campaign: Path) -> list[tuple[int, str, str, str | None]]:
+    with sqlite3.connect(campaign / "campaign.sqlite") as db:
+        return list(db.execute("SELECT iteration, slot, operator, ir FROM mutants WHERE iteration >= 0 "
+                               "ORDER BY iteration"))
+
+
+def test_same_seed_same_mutants_and_resume_continues_the_sequence(tmp_path: Path, seeds_dir: Path) -> None:
+    common = ["--no-execute", "--quiet", "--seeds-dir", str(seeds_dir), "--seed", "11"]
+    whole = _fuzz(tmp_path, *common, "--iterations", "24", "--out", "whole")
+    assert whole.returncode == 0, whole.stderr
+    again = _fuzz(tmp_path, *common, "--iterations", "24", "--out", "again")
+    assert again.returncode == 0, again.stderr
+    assert _mutants(tmp_path / "whole") == _mutants(tmp_path / "again")
+    assert sum(1 for *_, ir in _mutants(tmp_path / "whole") if ir) >= 12, "most mutants are valid"
+
+    first = _fuzz(tmp_path, *common, "--iterations", "10", "--out", "parts")
+    assert first.returncode == 0, first.stderr
+    rest = _fuzz(tmp_path, "--resume", str(tmp_path / "parts"), "--iterations", "24", "--quiet")
+    assert rest.returncode == 0, rest.stderr
+    assert _mutants(tmp_path / "parts") == _mutants(tmp_path / "whole")
+
+    other = _fuzz(tmp_path, *common[:-1], "12", "--iterations", "24", "--out", "other")
+    assert other.returncode == 0
+    assert _mutants(tmp_path / "other") != _mutants(tmp_path / "whole")
+
+
+def test_json_progress_and_sigterm_stop_cleanly(tmp_path: Path, seeds_dir: Path) -> None:
+    proc = subprocess.Popen([sys.executable, "-m", "memo", "fuzz", "--no-execute", "--json", "--minutes", "10",
+                             "--seeds-dir", str(seeds_dir), "--out", "run"], cwd=tmp_path, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
+    events: list[dict] = []
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        events.append(json.loads(line))
+        if events[-1]["event"] == "progress" and events[-1]["generated"] >= 5:
+            break
+    sent = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert time.monotonic() - sent < 20, "a SIGTERM stops the campaign within seconds"
+    assert proc.returncode == 0, err
+    events += [json.loads(line) for line in out.splitlines()]
+    assert events[0]["event"] == "start" and events[-1]["event"] == "end"
+    assert events[-1]["stopped_because"] == "terminated"
+    snapshot = next(e for e in events if e["event"] == "progress")
+    assert set(snapshot["coverage"]) >= {"types", "pairs", "params"}
+    covered, total = snapshot["coverage"]["pairs"]
+    assert 0 < covered < total
+    stored = len(_mutants(tmp_path / "run"))
+    assert stored == events[-1]["generated"]
+
+
+def test_kill_9_loses_no_stored_mutant_and_resume_executes_the_rest(tmp_path: Path, seeds_dir: Path) -> None:
+    args = [sys.executable, "-m", "memo", "fuzz", "--json", "--minutes", "10", "--seeds-dir", str(seeds_dir),
+            "--backends", "keras-tensorflow,onnxruntime", "--seed", "3", "--out", "killed"]
+    proc = subprocess.Popen(args, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                            env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        event = json.loads(line)
+        if event["event"] == "progress" and event["executed"] >= 3 and event["generated"] >= 4:
+            break
+    proc.kill()  # SIGKILL: no clean-up at all
+    proc.wait(timeout=30)
+    before = _mutants(tmp_path / "killed")
+    assert len(before) >= 4
+    resumed = _fuzz(tmp_path, "--resume", str(tmp_path / "killed"), "--iterations", str(len(before) + 3), "--quiet",
+                    timeout=600)
+    assert resumed.returncode == 0, resumed.stderr
+    after = _mutants(tmp_path / "killed")
+    assert after[: len(before)] == before, "every mutant stored before the kill is still there, unchanged"
+    assert len(after) == len(before) + 3
+    with sqlite3.connect(tmp_path / "killed" / "campaign.sqlite") as db:
+        unexecuted = db.execute("SELECT COUNT(*) FROM mutants WHERE (diverse = 1 OR operator = 'seed') AND ir IS NOT "
+                                "NULL AND id NOT IN (SELECT mutant_id FROM executions)").fetchone()[0]
+        statuses = [json.loads(r[0]) for r in db.execute("SELECT result FROM executions")]
+    assert unexecuted == 0, "mutants whose execution the kill interrupted are executed on resume"
+    assert statuses and all("backends" in s or "error" not in s for s in statuses)
+
+
+def test_bad_flags_are_one_line_errors(tmp_path: Path, seeds_dir: Path) -> None:
+    cases = [
+        (["--iterations", "5", "--search", "genetic", "--no-execute"], "unknown search strategy"),
+        (["--iterations", "5", "--ops", "NLA,Bogus", "--no-execute"], "unknown mutation operator"),
+        (["--no-execute"], "give a budget"),
+        (["--iterations", "5", "--seeds-dir", str(tmp_path / "none"), "--no-execute"], "seed"),
+        (["--resume", str(tmp_path / "ghost"), "--iterations", "3"], "no campaign"),
+    ]
+    for args, message in cases:
+        if "--seeds-dir" not in args and "--resume" not in args:
+            args = [*args, "--seeds-dir", str(seeds_dir)]
+        result = _fuzz(tmp_path, *args, "--quiet")
+        assert result.returncode == 2, (args, result.stderr)
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1 and message in lines[0], (args, result.stderr)
