@@ -54,9 +54,8 @@ def mlp_model(rng: np.random.Generator, name: str) -> ModelIR:
         layers.append(("Dense", {"units": int(rng.choice([8, 16, 32])),
                                  "activation": str(rng.choice(["relu", "tanh", "selu", "gelu", "linear"]))}))
         if rng.random() < 0.4:
-            layers.append((str(rng.choice(["BatchNormalization", "Dropout", "LayerNormalization"])),
-                           {"rate": 0.3} if False else {}))
-    layers = [(c, {"rate": 0.3} if c == "Dropout" else conf) for c, conf in layers]
+            extra = str(rng.choice(["BatchNormalization", "Dropout", "LayerNormalization"]))
+            layers.append((extra, {"rate": 0.3} if extra == "Dropout" else {}))
     return _chain(name, [24], layers + [("Dense", {"units": 4})])
 
 

@@ -125,7 +125,8 @@ class DifferentialExecutor:
         self.close()
 
     def close(self) -> None:
-        self._pool.shutdown(wait=True)
+        """Stop every worker. Safe after an interrupt: a request still in flight sees its worker go away."""
+        self._pool.shutdown(wait=False, cancel_futures=True)
         workers = list(self._workers.values())
         for worker in workers:
             worker.ask_to_exit()

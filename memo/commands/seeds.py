@@ -37,10 +37,14 @@ def _dirs(args: argparse.Namespace) -> tuple[Path, Path]:
     return args.seeds_dir or SEEDS_DIR, args.cache_dir or DEFAULT_CACHE
 
 
+def _count(n: int) -> str:
+    return f"{n / 1e6:.1f}M" if n >= 1_000_000 else f"{n / 1e3:.0f}k" if n >= 1000 else str(n)
+
+
 def _row(summary: Any) -> list[str]:
     o, r = summary.original, summary.reduced
-    return [summary.name, f"{o.layers} -> {r.layers}", f"{o.weights:,} -> {r.weights:,}",
-            f"{o.types}/{o.pairs}/{o.params}", f"{summary.reduction_seconds:.2f}"]
+    return [summary.name, f"{o.layers} -> {r.layers}", f"{_count(o.weights)} -> {_count(r.weights)}",
+            f"{o.types}/{o.pairs}/{o.params}", f"{summary.reduction_seconds:.1f}"]
 
 
 def handle_list(args: argparse.Namespace) -> int:
@@ -57,7 +61,7 @@ def handle_list(args: argparse.Namespace) -> int:
     from rich.table import Table  # noqa: PLC0415
 
     table = Table(title=f"memo seeds ({seeds_dir})")
-    for column in ("seed", "layers", "weights", "types/pairs/params", "reduction s"):
+    for column in ("seed", "layers", "weights", "types/pairs/params", "reduce s"):
         table.add_column(column)
     for summary in summaries:
         table.add_row(*_row(summary))
@@ -88,6 +92,7 @@ def handle_add(args: argparse.Namespace) -> int:
         old.unlink()
     shutil.copyfile(source, target)
     seed.path = target
+    entry["summary"]["path"] = str(target)
     store_entry(seed, cache_dir, entry)  # same bytes, same key: `seeds list` and campaigns find it
     summary, kept = entry["summary"], [layer["name"] for layer in entry["ir"]["layers"]]
     o, r = summary["original"], summary["reduced"]

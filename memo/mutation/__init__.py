@@ -12,7 +12,7 @@ from memo.coverage import CoverageTracker
 from memo.errors import InvalidModelError, UsageError
 from memo.model.ir import ModelIR
 from memo.mutation import blocks, inputs, nan, params, removal, structure  # noqa: F401  (they register)
-from memo.mutation.analysis import Shape, analyse
+from memo.mutation.analysis import Shape, analyse, verify
 from memo.mutation.base import OPERATORS, Mutant, MutationFailed, MutationOperator
 from memo.mutation.editor import Editor
 from memo.mutation.preference import CoverageView
@@ -58,7 +58,7 @@ def mutate(ir: ModelIR, operator: str, rng: random.Random, coverage: CoverageTra
             if not editor.changes:
                 raise MutationFailed(f"{operator}: changed nothing")
             mutant = editor.finish()
-            analyse(mutant)  # the full Keras build: raises InvalidModelError; caches the facts
+            verify(mutant, ir, infos)  # a Keras build's check, layer by layer where anything changed
         except InvalidModelError as exc:
             last = exc
             continue

@@ -18,7 +18,7 @@ from typing import Any, Hashable, Iterator, Sequence
 
 from memo.errors import InvalidModelError
 from memo.model import keras_bridge
-from memo.model.ir import Layer, ModelIR
+from memo.model.ir import Layer, ModelIR, input_dtype, input_shape
 
 Shape = tuple[int | None, ...]
 
@@ -102,6 +102,36 @@ def analyse(ir: ModelIR) -> dict[str, TensorInfo]:
     infos = {layer.name: _info_of(layer.output) for layer in model.layers}
     _analyses.put(key, infos)
     return dict(infos)
+
+
+def verify(ir: ModelIR, parent: ModelIR, parent_infos: dict[str, TensorInfo]) -> dict[str, TensorInfo]:
+    """Every node's facts for ``ir``, a mutant of ``parent`` (whose facts come from a Keras build).
+
+    Equivalent to building ``ir`` (a functional build is one layer call per node, and a Keras layer call
+    depends only on the layer's settings and its input specs), but it calls only the layers that differ
+    from the parent or receive different inputs; the rest keep the parent's facts. Raises
+    :class:`InvalidModelError` like a build. The result is remembered, so the mutant can be mutated in turn.
+    """
+    ir.validate()
+    before = parent.by_name()
+    infos: dict[str, TensorInfo] = {}
+    for layer in ir.layers:
+        if layer.is_input:
+            infos[layer.name] = TensorInfo(tuple(input_shape(layer)), input_dtype(layer))
+            continue
+        received = [infos[src] for src in layer.inputs]
+        old = before.get(layer.name)
+        if old is not None and _same_call(old, layer) and [parent_infos[s] for s in old.inputs] == received:
+            infos[layer.name] = parent_infos[layer.name]
+        else:
+            infos[layer.name] = call_layer(layer, received)
+    remember(ir, infos)
+    return infos
+
+
+def _same_call(a: Layer, b: Layer) -> bool:
+    return (a.class_name, a.module, a.config, a.call_style, a.call_kwargs) == \
+        (b.class_name, b.module, b.config, b.call_style, b.call_kwargs)
 
 
 def remember(ir: ModelIR, infos: dict[str, TensorInfo]) -> None:

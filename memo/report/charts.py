@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from html import escape
 
-WIDTH, HEIGHT = 360, 180
+WIDTH, HEIGHT = 380, 180
 MARGIN_LEFT, MARGIN_BOTTOM, MARGIN_TOP, MARGIN_RIGHT = 48, 28, 22, 10
 
 

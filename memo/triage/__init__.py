@@ -25,6 +25,8 @@ from memo.triage.signature import NUMERIC_KINDS, failure_details, signature, sig
 
 WORK_DIR = "triage-work"
 PER_BUG_S = 90.0
+NOT_REDUCED = "not reduced (no time or no executor)"
+RETRY_STATUSES = ("timeout", NOT_REDUCED)  # a later pass continues these from the folder's model
 TRIAGE_TIMEOUT_S = 30.0
 
 
@@ -242,11 +244,17 @@ def _triage_bug(session: _Session, bug: db.BugRow) -> None:
     ir, source, outcome = finding.ir, finding.artifact_dir, None
     extra: dict[str, Any] = {"layer": localized, "timeout_s": session.timeout_s,
                              "localization": json.loads(located["details"]) if located.get("details") else {}}
+    folder = bug_folder(store.directory.resolve(), bug.id)
     budget = min(PER_BUG_S, session.remaining())
     can_run = bug.kind != "hang" and budget > 1 and session.get_executor() is not None
+    start, previous = _previous_reduction(folder, finding.ir)
+    if previous and not can_run:
+        return  # keep the folder of the earlier pass; a pass with time continues it
+    if previous:
+        localized = previous.get("layer") or localized
     if can_run:
         checker = Checker(session, bug.id, finding)
-        outcome = reduce_bug(finding.ir, checker, budget_s=budget, localized=localized)
+        outcome = reduce_bug(start, checker, budget_s=budget, localized=localized)
         final = session.work / f"{bug.id}-final"
         same, run, layer = checker.run(outcome.ir, final)
         if same and run.artifact is not None:
@@ -259,10 +267,9 @@ def _triage_bug(session: _Session, bug: db.BugRow) -> None:
         else:
             outcome.status = "final check failed; original model kept"
             ir = finding.ir
-    folder = bug_folder(store.directory.resolve(), bug.id)
     shutil.rmtree(folder, ignore_errors=True)
-    reduction = outcome.to_json() if outcome else {"status": "not reduced (no time or no executor)"}
-    reduction["reduced_layers"] = len(ir.body)
+    reduction = outcome.to_json() if outcome else {"status": NOT_REDUCED}
+    reduction.update(original_layers=len(finding.ir.body), reduced_layers=len(ir.body))
     extra["reduction"] = reduction
     data = materialize(folder, source, ir, record, roles, extra)
     shutil.rmtree(session.work / f"{bug.id}-final", ignore_errors=True)
@@ -286,7 +293,22 @@ def _pending_localizations(store: CampaignStore) -> list[int]:
 
 
 def _pending_bugs(store: CampaignStore) -> list[db.BugRow]:
-    return [bug for bug in db.load_bugs(store) if not (bug.bug_dir and Path(bug.bug_dir).exists())]
+    """Bugs without a folder, and those whose reduction ran out of time (continued where it stopped)."""
+    return [bug for bug in db.load_bugs(store)
+            if not (bug.bug_dir and Path(bug.bug_dir).exists()) or bug.reduction.get("status") in RETRY_STATUSES]
+
+
+def _previous_reduction(folder: Path, original: ModelIR) -> tuple[ModelIR, dict[str, Any] | None]:
+    """The model an unfinished earlier reduction reached (and its bug.json), else the original model."""
+    from memo.triage.bugdir import IR_FILE, read_bug_file  # noqa: PLC0415
+
+    data = read_bug_file(folder)
+    if not data or (data.get("reduction") or {}).get("status") not in RETRY_STATUSES:
+        return original, None
+    try:
+        return ModelIR.loads((folder / IR_FILE).read_text()), data
+    except Exception:  # an unreadable folder is redone from the original model
+        return original, None
 
 
 def _needed_backends(session: _Session) -> set[str]:

@@ -190,10 +190,12 @@ def signature(verdict: dict[str, Any], result: dict[str, Any] | None, ir: ModelI
 
 
 _FEATURE_PATTERNS = (
-    re.compile(r"['\"`]([A-Z][A-Za-z0-9_]+)['\"`]"),
-    re.compile(r"(?:op|operator|layer|node)s?\s*(?:type)?\s*[:=]?\s*['\"`]?([A-Z][A-Za-z0-9_]+)"),
-    re.compile(r"\b([A-Z][a-z]+(?:[A-Z0-9][a-z0-9]*)+)\b"),
+    re.compile(r"['\"`]([A-Z][A-Za-z0-9_]+)['\"`]"),                                   # 'Loop'
+    re.compile(r"\b(?:op|operator|layer|node)s?\s*(?:type)?\s*[:=]?\s*['\"`]?([A-Z][A-Za-z0-9_]+)"),  # op Erfinv
+    re.compile(r"\w/([A-Z][A-Za-z0-9]+)\b"),                                           # model/conv_1/Pad
+    re.compile(r"\b((?:[A-Z][a-z0-9]+){2,}|[A-Z][a-z]+[A-Z0-9]\w*)\b"),                  # AvgPool, Conv2D
 )
+_NOT_A_FEATURE = re.compile(r"(Error|Exception|Warning|Description)$")
 
 
 def unsupported_feature(verdict: dict[str, Any], message: str | None = None) -> str:
@@ -203,7 +205,7 @@ def unsupported_feature(verdict: dict[str, Any], message: str | None = None) -> 
         return str(metrics["feature"])
     text = message if message is not None else str(verdict.get("message") or "")
     for pattern in _FEATURE_PATTERNS:
-        found = pattern.search(text)
-        if found:
-            return found.group(1)
+        for found in pattern.finditer(text):
+            if not _NOT_A_FEATURE.search(found.group(1)):
+                return found.group(1)
     return normalize_message(text, limit=80) or "unknown"

@@ -240,3 +240,9 @@ def test_reduced_seeds_are_cached(reduced_bundled, monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(seed_cache, "reduce_model", refuse)
     seed, reduced = pairs[0]
     assert seed_cache.reduced_seed(seed, cache).dumps() == reduced.dumps()
+
+
+def test_zero_budget_returns_the_model_unreduced_but_valid() -> None:
+    ir = _repeated_residuals(3)
+    result = reduce_model(ir, budget_s=0)
+    assert result.ir.dumps() == ir.dumps() and result.removed == [] and result.stats.accepted == 0

@@ -149,6 +149,9 @@ def test_seeds_add_copies_reduces_and_reports(small_seeds: Path, tmp_path: Path,
     assert "added seed 'lstm_stock_price'" in out and "kept: " in out and "8 -> 6 layers" in out
     assert (small_seeds / "lstm_stock_price.json").read_bytes() == source.read_bytes()
     assert len(list(cache.glob("lstm_stock_price-*.json"))) == 1
+    assert main(["seeds", "--seeds-dir", str(small_seeds), "--cache-dir", str(cache), "list", "--json"]) == 0
+    rows = {row["name"]: row for row in json.loads(capsys.readouterr().out)["seeds"]}
+    assert rows["lstm_stock_price"]["path"] == str(small_seeds / "lstm_stock_price.json")  # read from the cache
     assert main([*args, str(source)]) == 2  # already there
     assert "already exists" in capsys.readouterr().err
     assert main([*args, str(source), "--force", "--name", "stock2"]) == 0

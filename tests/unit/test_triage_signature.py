@@ -99,3 +99,7 @@ def test_unsupported_feature_is_taken_from_the_message() -> None:
                   "operation_type='Loop', version=13))")
     assert unsupported_feature({"message": onnx2torch}) == "Loop"
     assert unsupported_feature({"message": "AvgPool with non symmetrical padding is not implemented."}) == "AvgPool"
+    mxnet = ("RuntimeError: simple_bind error. MXNetError: Error in operator causal_1/conv1d_3_1/Pad: "
+             "Current implementation only supports 4-D or 5-D input.")
+    assert unsupported_feature({"message": mxnet}) == "Pad"
+    assert unsupported_feature({"message": "node 'model/x' has op Erfinv, not an ONNX op"}) == "Erfinv"

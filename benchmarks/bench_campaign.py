@@ -1,0 +1,111 @@
+"""A timed campaign: mutants executed, coverage over time, findings, and memory of the whole process tree.
+
+    .venv/bin/python benchmarks/bench_campaign.py --minutes 30 [--jobs N] [--backends a,b] [--seed S]
+
+Runs ``memo fuzz`` as a child process (JSON-lines progress), samples the RSS of memo and all its worker
+processes every few seconds, then prints a Markdown table ready for docs/benchmarks.md.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import psutil
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def tree_rss_mb(pid: int) -> float:
+    try:
+        root = psutil.Process(pid)
+        procs = [root, *root.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return 0.0
+    total = 0
+    for proc in procs:
+        try:
+            total += proc.memory_info().rss
+        except psutil.NoSuchProcess:
+            pass
+    return total / 2**20
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--minutes", type=float, default=30.0)
+    parser.add_argument("--jobs", type=int, default=1)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--backends")
+    parser.add_argument("--search", default="mh")
+    parser.add_argument("--sample-every", type=float, default=10.0, help="seconds between RSS samples")
+    args = parser.parse_args()
+
+    workdir = Path(tempfile.mkdtemp(prefix="memo-bench-campaign-"))
+    cmd = [sys.executable, "-m", "memo", "fuzz", "--minutes", str(args.minutes), "--json", "--seed", str(args.seed),
+           "--jobs", str(args.jobs), "--search", args.search, "--seeds-dir", str(REPO / "seeds"), "--out", "bench",
+           "--name", "bench"]
+    if args.backends:
+        cmd += ["--backends", args.backends]
+    proc = subprocess.Popen(cmd, cwd=workdir, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                            env={**os.environ, "PYTHONPATH": str(REPO)})
+    rss: list[tuple[float, float]] = []
+    began = time.monotonic()
+
+    def sample() -> None:
+        while proc.poll() is None:
+            rss.append((time.monotonic() - began, tree_rss_mb(proc.pid)))
+            time.sleep(args.sample_every)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    end: dict = {}
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        event = json.loads(line)
+        if event["event"] == "end":
+            end = event
+    proc.wait()
+    wall = time.monotonic() - began
+
+    db = sqlite3.connect(workdir / "bench" / "campaign.sqlite")
+    history = db.execute("SELECT elapsed, generated, executed, types, pairs, params FROM coverage_history "
+                         "ORDER BY id").fetchall()
+    findings = db.execute("SELECT kind, backend, COUNT(*) FROM verdicts WHERE kind != 'invalid' "
+                          "GROUP BY kind, backend ORDER BY 3 DESC").fetchall()
+    executed = end.get("executed", 0)
+    hours = end.get("elapsed_s", wall) / 3600
+    print(f"# memo campaign benchmark ({time.strftime('%Y-%m-%d')}, {platform.node()}, {os.cpu_count()} cores)")
+    print(f"command: {' '.join(sys.argv)}")
+    print(f"\n- mutants generated: {end.get('generated')}, valid {end.get('valid')}, diverse {end.get('diverse')}")
+    print(f"- mutants executed: {executed} ({executed / hours if hours else 0:.0f} per hour)")
+    print(f"- coverage at end: " + ", ".join(f"{k} {c}/{t}" for k, (c, t) in end.get("coverage", {}).items()))
+    print("\n| minute | generated | executed | types | pairs | params |\n|---|---|---|---|---|---|")
+    marks = sorted({min(len(history) - 1, i) for i in range(0, len(history), max(1, len(history) // 10))}
+                   | {len(history) - 1}) if history else []
+    for i in marks:
+        elapsed, generated, ex, types, pairs, params = history[i]
+        print(f"| {elapsed / 60:.1f} | {generated} | {ex} | {types} | {pairs} | {params} |")
+    print("\n| finding kind | library | count |\n|---|---|---|")
+    for kind, backend, count in findings:
+        print(f"| {kind} | {backend} | {count} |")
+    if rss:
+        third = max(1, len(rss) // 3)
+        first_mb = sum(r for _, r in rss[:third]) / third
+        last_mb = sum(r for _, r in rss[-third:]) / third
+        print(f"\n- RSS of memo + workers: first third mean {first_mb:.0f} MB, last third mean {last_mb:.0f} MB, "
+              f"max {max(r for _, r in rss):.0f} MB ({len(rss)} samples)")
+    print(f"- campaign directory: {workdir / 'bench'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
