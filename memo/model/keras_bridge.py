@@ -37,6 +37,16 @@ def _keras() -> Any:
     return keras
 
 
+def keras_module() -> Any:
+    """Keras, imported the orchestrator's way (numpy backend, TensorFlow kept out, build warnings off)."""
+    return _keras()
+
+
+def allow_unsafe_deserialization() -> None:
+    """Let Keras deserialize layers that carry Python code (Lambda). Only on the user's explicit request."""
+    _keras().config.enable_unsafe_deserialization()
+
+
 def _keep_tensorflow_out(keras: Any) -> None:
     """On the numpy backend, stop Keras from importing TensorFlow just because it is installed.
 

@@ -178,7 +178,19 @@ def _weights_left_uninitialized() -> Iterator[None]:
         global_state.set_global_attribute("uninitialized_variables", pending)
 
 
+def policy_name(config: dict[str, Any]) -> str:
+    """The dtype a layer config computes in (float32 when unset)."""
+    dtype = config.get("dtype") or "float32"
+    if isinstance(dtype, dict):
+        return str(dtype.get("config", {}).get("name", "float32"))
+    return str(dtype)
+
+
 def _symbolic_call(layer: Layer, inputs: Sequence[TensorInfo]) -> TensorInfo:
+    if policy_name(layer.config) != "float32":
+        # initializers can fail for other dtypes (orthogonal in float16: numpy's linalg refuses it), and
+        # the artifact writer initializes every weight: check that here too
+        return _symbolic_call_in_scope(layer, inputs)
     with _weights_left_uninitialized():
         return _symbolic_call_in_scope(layer, inputs)
 

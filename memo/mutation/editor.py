@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterable, Mapping
 from memo.errors import InvalidModelError
 from memo.model.ir import Layer, ModelIR
 from memo.mutation import adapt as adaptation
-from memo.mutation.analysis import TensorInfo, call_layer
+from memo.mutation.analysis import TensorInfo, call_layer, policy_name
 from memo.mutation.base import MutationFailed
 from memo.mutation.preference import CoverageView
 
@@ -34,14 +34,6 @@ def snake(class_name: str) -> str:
 def dtype_policy(name: str) -> dict[str, Any]:
     """The serialized Keras dtype policy that makes a layer compute in ``name``."""
     return {"module": "keras", "class_name": "DTypePolicy", "config": {"name": name}, "registered_name": None}
-
-
-def policy_name(config: Mapping[str, Any]) -> str:
-    """The dtype a layer config computes in (float32 when unset)."""
-    dtype = config.get("dtype") or "float32"
-    if isinstance(dtype, dict):
-        return str(dtype.get("config", {}).get("name", "float32"))
-    return str(dtype)
 
 
 class Editor:
