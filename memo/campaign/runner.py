@@ -29,6 +29,7 @@ from memo.store import CampaignStore, MutantRecord, VerdictRecord
 
 PROGRESS_EVERY_S = 0.5
 HISTORY_EVERY_S = 10.0
+TRIAGE_EVERY_S = 600.0  # a background triage pass (dedup, localize, reduce, repro) at most this often
 NON_FINDINGS = frozenset({"invalid"})
 
 
@@ -85,7 +86,7 @@ class Campaign:
         self.config = config
         self.reporter = reporter
         self.store = CampaignStore(self.directory, create=not resume)
-        self.artifacts_root = MUTANTS_DIR / config.name
+        self.artifacts_root = (MUTANTS_DIR / config.name).resolve()  # workers run in other directories
         self.executor_factory = executor_factory or self._default_executor
         self.stop = StopFlag()
         self.pool: dict[str, PoolEntry] = {}
@@ -185,6 +186,8 @@ class Campaign:
                                  "directory": str(self.directory)})
             self._resubmit_unexecuted(pool, executors, in_flight)
             last_progress = last_history = 0.0
+            last_triage, triaged_findings = time.monotonic(), 0
+            triage_thread: threading.Thread | None = None
             while True:
                 if self.stop:
                     stopped_because = self.stop.reason or "stopped"
@@ -203,8 +206,16 @@ class Campaign:
                 if now - last_history >= HISTORY_EVERY_S:
                     self._history_point()
                     last_history = now
+                found = sum(self.findings.values())
+                if (found > triaged_findings and now - last_triage >= TRIAGE_EVERY_S
+                        and (triage_thread is None or not triage_thread.is_alive())):
+                    triage_thread = self._background_triage()
+                    last_triage, triaged_findings = now, found
             if not self.stop:  # a stopped campaign leaves in-flight mutants to be re-run on resume
                 self._drain(in_flight)
+                if triage_thread is not None:
+                    triage_thread.join()
+                self._triage(created[0] if created else None)
         except KeyboardInterrupt:
             stopped_because = "interrupted"
         finally:
@@ -376,15 +387,31 @@ class Campaign:
         self.store.add_coverage_point(self._elapsed(), self.iteration, self.counters["generated"],
                                       self.counters["executed"], self.tracker.counts())
 
-    def _finish(self) -> str | None:
-        """Triage the findings and write the HTML report; a failure here never loses the campaign's data."""
-        try:
-            from memo.report import write_report  # noqa: PLC0415
-            from memo.triage import triage_campaign  # noqa: PLC0415
-        except ImportError:
+    def _background_triage(self) -> threading.Thread | None:
+        """Triage new findings in a daemon thread with its own workers; it never disturbs the campaign."""
+        from memo.triage import start_background_triage  # noqa: PLC0415
+
+        if not self.config.execute:
             return None
+        return start_background_triage(self.directory, time_budget_s=self.config.triage_budget_s)
+
+    def _triage(self, executor: Any) -> None:
+        """The final triage pass, on the campaign's warm workers; its failure loses nothing stored."""
+        from memo.triage import triage_campaign  # noqa: PLC0415
+
+        if executor is None:
+            return
         try:
-            triage_campaign(self.store, time_budget_s=self.config.triage_budget_s)
+            triage_campaign(self.store, executor=executor, time_budget_s=self.config.triage_budget_s)
+        except Exception as exc:  # triage is best effort; the findings are stored already
+            self.reporter.finding({"mutant_id": "-", "kind": "triage-error", "backend": "memo",
+                                   "message": f"{type(exc).__name__}: {exc}"})
+
+    def _finish(self) -> str | None:
+        """Write the HTML report; a failure here never loses the campaign's data."""
+        from memo.report import write_report  # noqa: PLC0415
+
+        try:
             REPORTS_DIR.mkdir(parents=True, exist_ok=True)
             return str(write_report(self.directory, REPORTS_DIR / f"{self.config.name}.html"))
         except MemoError as exc:

@@ -113,7 +113,10 @@ def test_kill_9_loses_no_stored_mutant_and_resume_executes_the_rest(tmp_path: Pa
                                 "NULL AND id NOT IN (SELECT mutant_id FROM executions)").fetchone()[0]
         statuses = [json.loads(r[0]) for r in db.execute("SELECT result FROM executions")]
     assert unexecuted == 0, "mutants whose execution the kill interrupted are executed on resume"
-    assert statuses and all("backends" in s or "error" not in s for s in statuses)
+    assert statuses and all("backends" in s for s in statuses), "no execution failed inside memo itself"
+    reference_ok = [s for s in statuses
+                    if all(stage["status"] == "ok" for stage in s["backends"]["keras-tensorflow"]["stages"])]
+    assert len(reference_ok) >= len(statuses) // 2, "the reference library really ran most models"
 
 
 def test_bad_flags_are_one_line_errors(tmp_path: Path, seeds_dir: Path) -> None:
