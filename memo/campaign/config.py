@@ -47,7 +47,7 @@ class CampaignConfig:
     execute_all: bool = False
     execute: bool = True                        # False: generate and measure coverage only (ablations, dry runs)
     jobs: int = 1
-    timeout_s: float = 60.0
+    timeout_s: float = 30.0
     safe_mode: bool = True
     reduce_seeds: bool = True
     triage_budget_s: float = 120.0

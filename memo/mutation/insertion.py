@@ -14,6 +14,12 @@ from memo.mutation.preference import SEEN
 MAX_RANK = 6
 
 
+def copies_for(spec: LayerSpec) -> int:
+    """How many times an inserted layer receives the site's tensor: once, or as often as its minimum
+    arity asks (a merge layer gets x twice, attention gets query = value = x: self-attention)."""
+    return max(1, spec.arity[0])
+
+
 def input_for(spec: LayerSpec, info: TensorInfo, editor: Editor) -> TensorInfo | None:
     """The tensor ``spec`` should receive when inserted after a node producing ``info``.
 
@@ -22,13 +28,14 @@ def input_for(spec: LayerSpec, info: TensorInfo, editor: Editor) -> TensorInfo |
     """
     if info.dtype not in spec.dtypes:
         return None
-    if spec.accepts([info.shape]):
+    copies = copies_for(spec)
+    if spec.accepts([info.shape] * copies):
         return info
     ranks = sorted(r for r in spec.input_ranks if r <= MAX_RANK)
     editor.rng.shuffle(ranks)
     for rank in ranks:
         for shape in (balanced_shape(info, rank), friendly_shape(rank, info.dtype).shape):
-            if shape is not None and spec.accepts([shape]):
+            if shape is not None and spec.accepts([shape] * copies):
                 return TensorInfo(shape, info.dtype)
     return None
 
@@ -49,12 +56,13 @@ def insert_layer(editor: Editor, spec: LayerSpec, site: str) -> str:
     target = input_for(spec, editor.info(site), editor)
     if target is None:
         raise InvalidModelError(f"{spec.name} accepts no input derived from {site}")
-    config = spec.sample(editor.rng, [target.shape])
+    copies = copies_for(spec)
+    config = spec.sample(editor.rng, [target.shape] * copies)
     if config is None:
         raise InvalidModelError(f"{spec.name}: no valid setting for {target.shape}")
 
     def build(src: str) -> str:
-        return editor.add(spec.name, config, [editor.adapt(src, target)], call_style=spec.call_style,
+        return editor.add(spec.name, config, [editor.adapt(src, target)] * copies, call_style=spec.call_style,
                           module=spec.module)
 
     return splice_after(editor, site, build)
