@@ -16,6 +16,7 @@ from memo.mutation.preference import SEEN, by_tier
 SCALES = (0.5, 0.75, 1.25, 1.5, 2.0)
 MAX_INPUT_ELEMENTS = 1 << 18
 FLOAT_DTYPES = ("float16", "float64", "bfloat16")
+INPUT_DTYPES = ("float16", "float64")  # model inputs travel as .npz arrays, which cannot hold bfloat16
 
 
 def candidate_shape(editor: Editor, old: TensorInfo) -> TensorInfo:
@@ -91,7 +92,7 @@ class DTypeMutation(MutationOperator):
             if layer.is_input:
                 if not editor.info(layer.name).is_float:
                     continue
-                allowed, current = FLOAT_DTYPES, editor.info(layer.name).dtype
+                allowed, current = INPUT_DTYPES, editor.info(layer.name).dtype
             else:
                 spec = get_spec(layer.class_name)
                 if spec is None:

@@ -14,6 +14,22 @@ from memo.mutation.preference import SEEN
 MAX_RANK = 6
 
 
+MAX_ATTENTION_SCORES = 1 << 22  # query length^2 x features an inserted attention layer may compute
+
+
+def _takes_indices(spec: LayerSpec) -> bool:
+    """Layers that also take integer tensors read them as indices (Embedding): a float tensor would be
+    cast to out-of-range indices, an input-domain error rather than a library bug."""
+    return any("int" in dtype for dtype in spec.dtypes)
+
+
+def _too_costly(spec: LayerSpec, target: TensorInfo) -> bool:
+    if spec.family != "attention" or not target.known or target.rank < 3:
+        return False
+    length = target.elements // max(1, target.shape[-1] or 1)
+    return length * length * (target.shape[-1] or 1) > MAX_ATTENTION_SCORES
+
+
 def copies_for(spec: LayerSpec) -> int:
     """How many times an inserted layer receives the site's tensor: once, or as often as its minimum
     arity asks (a merge layer gets x twice, attention gets query = value = x: self-attention)."""
@@ -26,7 +42,7 @@ def input_for(spec: LayerSpec, info: TensorInfo, editor: Editor) -> TensorInfo |
     ``info`` itself when the layer accepts it; else the same elements rearranged to a rank the layer takes;
     else a small default shape of that rank (an adapter bridges the gap). None when nothing fits.
     """
-    if info.dtype not in spec.dtypes:
+    if info.dtype not in spec.dtypes or (info.is_float and _takes_indices(spec)):
         return None
     copies = copies_for(spec)
     if spec.accepts([info.shape] * copies):
@@ -54,8 +70,8 @@ def splice_after(editor: Editor, site: str, build: Callable[[str], str]) -> str:
 def insert_layer(editor: Editor, spec: LayerSpec, site: str) -> str:
     """Insert one layer of API ``spec`` after ``site`` with a freshly sampled valid config (raises on failure)."""
     target = input_for(spec, editor.info(site), editor)
-    if target is None:
-        raise InvalidModelError(f"{spec.name} accepts no input derived from {site}")
+    if target is None or _too_costly(spec, target):
+        raise InvalidModelError(f"{spec.name} accepts no (affordable) input derived from {site}")
     copies = copies_for(spec)
     config = spec.sample(editor.rng, [target.shape] * copies)
     if config is None:

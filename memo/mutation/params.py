@@ -60,7 +60,9 @@ class _ChangeParams(MutationOperator):
         layer = editor.layer(node)
         spec = get_spec(layer.class_name)
         shapes = [editor.info(src).shape for src in layer.inputs]
-        config = spec.with_param(editor.rng, layer.config, param, value, shapes) if spec else None
+        sampled = spec.with_param(editor.rng, layer.config, param, value, shapes) if spec else None
+        # settings the catalogue does not declare (dtype policy, stateful, return_state...) stay as they were
+        config = None if sampled is None else {**layer.config, **sampled}
         if config is None or config == layer.config:
             raise MutationFailed(f"{layer.class_name}.{param} cannot be {value!r} here")
         editor.replace_config(node, config, param=param, value=value, diff=config_diff(layer.config, config))

@@ -157,3 +157,19 @@ def test_cli_writes_identical_mutants_for_the_same_seed(tmp_path: Path, capsys: 
     assert cli_main(["mutate", str(model_file), "--op", "Nope", "--out", str(tmp_path / "c")]) == 2
     assert cli_main(["mutate", "no_such_seed", "--op", "NLA", "--out", str(tmp_path / "c")]) == 2
     assert "unknown seed" in capsys.readouterr().err
+
+
+def test_incremental_verification_agrees_with_a_full_keras_build() -> None:
+    from memo.errors import InvalidModelError
+    from memo.mutation.analysis import analyse, verify
+
+    parent = residual_net()
+    parent_infos = analyse(parent)
+    for op in ("NLA", "TSM", "CShape"):
+        mutant = mutate(parent, op, random.Random(3), None).ir
+        facts = verify(mutant, parent, parent_infos)
+        assert {name: info.shape for name, info in facts.items()} == keras_bridge.infer_shapes(mutant)
+    broken = parent.copy()
+    broken.get("conv_a").config = {**broken.get("conv_a").config, "kernel_size": [40, 40], "padding": "valid"}
+    with pytest.raises(InvalidModelError, match="conv_a|Conv2D"):
+        verify(broken, parent, parent_infos)
