@@ -85,6 +85,7 @@ class Campaign:
         self.directory = Path(directory)
         self.config = config
         self.reporter = reporter
+        fresh = not resume and not self.directory.exists()
         self.store = CampaignStore(self.directory, create=not resume)
         self.artifacts_root = (MUTANTS_DIR / config.name).resolve()  # workers run in other directories
         self.executor_factory = executor_factory or self._default_executor
@@ -94,10 +95,16 @@ class Campaign:
         self.elapsed_before = 0.0
         self.counters = {"generated": 0, "valid": 0, "diverse": 0, "executed": 0, "internal_errors": 0}
         self.findings: dict[str, int] = {}
-        if resume:
-            self._restore()
-        else:
-            self._initialize()
+        try:
+            if resume:
+                self._restore()
+            else:
+                self._initialize()
+        except BaseException:
+            self.store.close()
+            if fresh:  # a campaign that could not start leaves nothing behind
+                shutil.rmtree(self.directory, ignore_errors=True)
+            raise
 
     # ------------------------------------------------------------------ set-up
     def _initialize(self) -> None:

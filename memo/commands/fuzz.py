@@ -50,6 +50,14 @@ def _triage_budget(seconds: float | None) -> float:
     return 120.0 if seconds is None else min(120.0, max(15.0, seconds / 10))
 
 
+def _unused_name(base: str, directory_of) -> str:
+    name, suffix = base, 1
+    while directory_of(name).exists():
+        suffix += 1
+        name = f"{base}-{suffix}"
+    return name
+
+
 def run(args: argparse.Namespace) -> int:
     from memo.campaign import Budget, Campaign, CampaignConfig, campaign_dir, default_name  # noqa: PLC0415
     from memo.campaign.progress import REPORTERS  # noqa: PLC0415
@@ -74,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
             config.budget = Budget(seconds=seconds, iterations=args.iterations)
         campaign = Campaign(directory, config, reporter, resume=True)
     else:
-        name = args.name or default_name(args.seed)
+        name = args.name or _unused_name(default_name(args.seed), campaign_dir)
         config = CampaignConfig(
             name=name, seed=args.seed, budget=Budget(seconds=_budget_seconds(args), iterations=args.iterations),
             backends=[b.strip() for b in args.backends.split(",") if b.strip()] if args.backends else None,

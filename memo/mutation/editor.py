@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterable, Mapping
 from memo.errors import InvalidModelError
 from memo.model.ir import Layer, ModelIR
 from memo.mutation import adapt as adaptation
-from memo.mutation.analysis import TensorInfo, call_layer, policy_name
+from memo.mutation.analysis import TensorInfo, call_layer
 from memo.mutation.base import MutationFailed
 from memo.mutation.preference import CoverageView
 

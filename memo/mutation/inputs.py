@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from memo.coverage import size_label
 from memo.layers import get_spec
-from memo.mutation.analysis import TensorInfo
 from memo.mutation.base import MutationFailed, MutationOperator, register
-from memo.mutation.editor import Editor, dtype_policy, policy_name
+from memo.mutation.analysis import TensorInfo, policy_name
+from memo.mutation.editor import Editor, dtype_policy
 from memo.mutation.preference import SEEN, by_tier
 
 SCALES = (0.5, 0.75, 1.25, 1.5, 2.0)
