@@ -12,10 +12,12 @@ from memo.layers.spec import MODE, SHAPE, Bucket, ParamSpace
 # ----------------------------------------------------------------------------- names
 # Every activation Keras 3.15 resolves from a string (keras.activations.get) and can call with its defaults:
 # "threshold" resolves but needs two more arguments, so a layer using it fails when it runs.
-ACTIVATIONS = ("celu", "elu", "exponential", "gelu", "glu", "hard_shrink", "hard_sigmoid", "hard_silu",
+ACTIVATIONS = ("celu", "elu", "exponential", "gelu", "hard_shrink", "hard_sigmoid", "hard_silu",
                "hard_swish", "hard_tanh", "leaky_relu", "linear", "log_sigmoid", "log_softmax", "mish", "relu",
                "relu6", "selu", "sigmoid", "silu", "soft_shrink", "softmax", "softplus", "softsign",
                "sparse_plus", "sparse_sigmoid", "sparsemax", "squareplus", "swish", "tanh", "tanh_shrink")
+# "glu" is not declared: it halves the last axis when it runs, but Keras's symbolic shape inference keeps
+# the axis, so every layer after it is built for the wrong shape and the model fails on every backend.
 # "glu" halves the last axis: valid only where that axis is even (see activations_for).
 EVEN_LAST_AXIS_ACTIVATIONS = frozenset({"glu"})
 

@@ -170,14 +170,16 @@ def mel_spectrogram() -> LayerSpec:
 
 def build() -> list[LayerSpec]:
     affine = {"fill_mode": FILL_MODES, "interpolation": AFFINE_INTERPOLATIONS}
-    return [rescaling(), normalization(), resizing(), cropper("CenterCrop"), cropper("RandomCrop"),
+    # Not declared: RandomCrop (its symbolic output is cropped but at inference it returns the input
+    # unchanged, so the model breaks downstream) and RandomShear (a saved factor reloads with the wrong sign
+    # and its constructor rejects it). Both fail on every backend: invalid models, not findings.
+    return [rescaling(), normalization(), resizing(), cropper("CenterCrop"),
             augmentation("RandomFlip", (), {"mode": FLIP_MODES}),
             augmentation("RandomRotation", ("factor",), affine),
             augmentation("RandomZoom", ("height_factor", "width_factor"), affine),
             augmentation("RandomTranslation", ("height_factor", "width_factor"), affine),
             augmentation("RandomContrast", ("factor",), {}, ranged=True),
             augmentation("RandomBrightness", ("factor",), {}, ranged=True),
-            augmentation("RandomShear", ("x_factor", "y_factor"), affine),
             augmentation("RandomGrayscale", ("factor",), {"data_format": v.DATA_FORMATS}, rgb=True),
             augmentation("RandomHue", ("factor",), {}, ranged=True, rgb=True),
             augmentation("RandomSaturation", ("factor",), {}, ranged=True, rgb=True),
