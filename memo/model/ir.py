@@ -68,6 +68,9 @@ class ModelIR:
     layers: list[Layer] = field(default_factory=list)
     outputs: list[str] = field(default_factory=list)
     name: str = "model"
+    # Edits applied to the generated weights when the artifact is written (LEMON-style weight mutations):
+    # [{"layer": name, "kind": "shuffle" | "block", ...}]. Empty for almost every model.
+    weight_edits: list[dict[str, Any]] = field(default_factory=list)
 
     # ------------------------------------------------------------------ queries
     def __iter__(self) -> Iterator[Layer]:
@@ -149,6 +152,8 @@ class ModelIR:
             if layer.name in needed:
                 needed.update(layer.inputs)
         self.layers = [layer for layer in self.layers if layer.name in needed or layer.is_input]
+        kept = {layer.name for layer in self.layers}
+        self.weight_edits = [edit for edit in self.weight_edits if edit["layer"] in kept]
         return self
 
     def toposort(self) -> "ModelIR":
@@ -175,8 +180,11 @@ class ModelIR:
 
     # ------------------------------------------------------------------ JSON
     def to_json(self) -> dict[str, Any]:
-        return {"format": IR_FORMAT, "name": self.name, "layers": [layer.to_json() for layer in self.layers],
-                "outputs": list(self.outputs)}
+        out = {"format": IR_FORMAT, "name": self.name, "layers": [layer.to_json() for layer in self.layers],
+               "outputs": list(self.outputs)}
+        if self.weight_edits:
+            out["weight_edits"] = [dict(edit) for edit in self.weight_edits]
+        return out
 
     def dumps(self) -> str:
         """Canonical JSON text: the same model always gives the same bytes."""
@@ -187,7 +195,7 @@ class ModelIR:
         if data.get("format") != IR_FORMAT:
             raise ModelLoadError(f"not a memo IR document (format {data.get('format')!r})")
         ir = cls(layers=[Layer.from_json(item) for item in data["layers"]], outputs=list(data["outputs"]),
-                 name=data.get("name", "model"))
+                 name=data.get("name", "model"), weight_edits=list(data.get("weight_edits", [])))
         ir.validate()
         return ir
 

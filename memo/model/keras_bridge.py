@@ -170,6 +170,35 @@ def _draw(rng: np.random.Generator, name: str, shape: tuple[int, ...], dtype: st
     return values.astype(dtype if dtype in ("float16", "float32", "float64") else "float32")
 
 
+def _shuffle_units(arrays: list[np.ndarray], edit: dict[str, Any]) -> None:
+    """LEMON's weight shuffling: permute the incoming weights of some output units of the kernel."""
+    kernel = arrays[0]
+    rng = np.random.default_rng(edit["seed"])
+    flat = kernel.reshape(-1, kernel.shape[-1])
+    for unit in edit["units"]:
+        flat[:, unit % flat.shape[1]] = rng.permutation(flat[:, unit % flat.shape[1]])
+    arrays[0] = flat.reshape(kernel.shape)
+
+
+def _block_units(arrays: list[np.ndarray], edit: dict[str, Any]) -> None:
+    """LEMON's neuron effect block: zero the incoming weights (and bias) of some output units."""
+    for index, array in enumerate(arrays[:2]):
+        if array.ndim >= 1 and (index == 0 or array.shape[-1] == arrays[0].shape[-1]):
+            for unit in edit["units"]:
+                array[..., unit % array.shape[-1]] = 0
+
+
+WEIGHT_EDITS = {"shuffle": _shuffle_units, "block": _block_units}
+
+
+def apply_weight_edits(weights: Weights, edits: list[dict[str, Any]]) -> None:
+    """Apply ``ModelIR.weight_edits`` in place; an edit of a layer without weights is ignored."""
+    for edit in edits:
+        arrays = weights.get(edit["layer"])
+        if arrays:
+            WEIGHT_EDITS[edit["kind"]](arrays, edit)
+
+
 def set_weights(model: Any, weights: Weights) -> None:
     for layer in model.layers:
         if layer.name in weights:
@@ -211,6 +240,7 @@ def save_keras_artifact(ir: ModelIR, path: Path, *, seed: int = 0, weights: Weig
     generated = generate_weights(model, seed)
     if weights:
         generated.update({name: arrays for name, arrays in weights.items() if name in generated})
+    apply_weight_edits(generated, ir.weight_edits)
     set_weights(model, generated)
     path.parent.mkdir(parents=True, exist_ok=True)
     model.save(path)

@@ -11,7 +11,7 @@ from typing import Mapping
 from memo.coverage import CoverageTracker
 from memo.errors import InvalidModelError, UsageError
 from memo.model.ir import ModelIR
-from memo.mutation import blocks, inputs, nan, params, removal, structure  # noqa: F401  (they register)
+from memo.mutation import blocks, inputs, lemon, nan, params, removal, structure  # noqa: F401  (they register)
 from memo.mutation.analysis import Shape, analyse, verify
 from memo.mutation.base import OPERATORS, Mutant, MutationFailed, MutationOperator
 from memo.mutation.editor import Editor
@@ -19,14 +19,16 @@ from memo.mutation.preference import CoverageView
 
 MEMO_OPERATORS = ("NLA", "LResh", "LMerg", "LConn", "CShape", "CMode", "NaN")
 EXTRA_OPERATORS = ("LRemove", "ERemove", "TSM", "DType", "SameInput", "Block")
+# LEMON's coverage-blind operators, for the ablation (benchmarks/bench_ablation.py); not used by default.
+LEMON_OPERATORS = ("LEMON-WS", "LEMON-NEB", "LEMON-AFRm", "LEMON-AFRp", "LEMON-LC", "LEMON-LR")
 ATTEMPTS = 3  # whole-operator retries (same rng stream) when the final build rejects a mutant
 
-__all__ = ["EXTRA_OPERATORS", "MEMO_OPERATORS", "OPERATORS", "Mutant", "MutationFailed", "MutationOperator",
+__all__ = ["EXTRA_OPERATORS", "LEMON_OPERATORS", "MEMO_OPERATORS", "OPERATORS", "Mutant", "MutationFailed", "MutationOperator",
            "mutate", "operator_names"]
 
 
 def operator_names() -> tuple[str, ...]:
-    return MEMO_OPERATORS + EXTRA_OPERATORS
+    return MEMO_OPERATORS + EXTRA_OPERATORS + LEMON_OPERATORS
 
 
 def get_operator(name: str) -> MutationOperator:
@@ -58,9 +60,10 @@ def mutate(ir: ModelIR, operator: str, rng: random.Random, coverage: CoverageTra
             if not editor.changes:
                 raise MutationFailed(f"{operator}: changed nothing")
             mutant = editor.finish()
-            verify(mutant, ir, infos)  # a Keras build's check, layer by layer where anything changed
+            checked = verify(mutant, ir, infos)  # a Keras build's check, layer by layer where anything changed
         except InvalidModelError as exc:
             last = exc
             continue
-        return Mutant(ir=mutant, operator=op.name, parent=parent or ir.name, changes=editor.changes)
+        return Mutant(ir=mutant, operator=op.name, parent=parent or ir.name, changes=editor.changes,
+                      shapes={name: info.shape for name, info in checked.items()})
     raise MutationFailed(f"{operator}: mutant rejected by Keras ({last})")

@@ -38,6 +38,7 @@ class Mutant:
     operator: str
     parent: str
     changes: list[dict[str, Any]] = field(default_factory=list)
+    shapes: dict[str, tuple[int | None, ...]] | None = None  # output shape of every node, from the final check
 
     def lineage(self) -> dict[str, Any]:
         return {"model": self.ir.name, "parent": self.parent, "operator": self.operator,

@@ -15,7 +15,7 @@ from memo.errors import UsageError
 from memo.layers import CATALOGUE
 from memo.model import keras_bridge
 from memo.model.ir import Layer, ModelIR
-from memo.mutation import EXTRA_OPERATORS, MEMO_OPERATORS, OPERATORS, MutationFailed, mutate
+from memo.mutation import EXTRA_OPERATORS, LEMON_OPERATORS, MEMO_OPERATORS, OPERATORS, MutationFailed, mutate
 
 
 def lenet() -> ModelIR:
@@ -58,7 +58,7 @@ MODELS = {"lenet": lenet, "resnet": residual_net, "lstm": lstm_regressor}
 
 def test_registry_names_match_the_published_api() -> None:
     assert MEMO_OPERATORS == ("NLA", "LResh", "LMerg", "LConn", "CShape", "CMode", "NaN")
-    assert set(OPERATORS) == set(MEMO_OPERATORS) | set(EXTRA_OPERATORS)
+    assert set(OPERATORS) == set(MEMO_OPERATORS) | set(EXTRA_OPERATORS) | set(LEMON_OPERATORS)
 
 
 @pytest.mark.parametrize("model", sorted(MODELS))
