@@ -65,9 +65,9 @@ def residual_net(keras):
 
 
 def main() -> None:
-    from memo.model.keras_bridge import _keras  # noqa: PLC0415  (the bridge's TensorFlow-free import)
+    from memo.model.keras_bridge import keras_module  # noqa: PLC0415
 
-    keras = _keras()
+    keras = keras_module()
     for make in (conv_net, lstm_net, residual_net):
         model = make(keras)
         ir = ModelIR.from_keras_config(model.get_config())

@@ -47,9 +47,9 @@ def handle(args: argparse.Namespace) -> int:
     names = _backend_names(args.backends)
     loaded = load_model_file(args.model, safe_mode=not args.unsafe)
     if args.unsafe:  # the user trusts this file: let the orchestrator's Keras rebuild its Lambda layers too
-        from memo.model.keras_bridge import _keras  # noqa: PLC0415
+        from memo.model.keras_bridge import allow_unsafe_deserialization  # noqa: PLC0415
 
-        _keras().config.enable_unsafe_deserialization()
+        allow_unsafe_deserialization()
     with DifferentialExecutor(names, plugins=args.backend_plugin, timeout_s=args.timeout,
                               safe_mode=not args.unsafe) as executor, \
             tempfile.TemporaryDirectory(prefix="memo-run-") as scratch:

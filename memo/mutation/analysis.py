@@ -167,7 +167,7 @@ def _weights_left_uninitialized() -> Iterator[None]:
     Inside Keras's StatelessScope, variables made from an initializer are only registered for later
     initialization; we drop exactly the ones registered here on the way out, so nothing leaks.
     """
-    keras = keras_bridge._keras()
+    keras = keras_bridge.keras_module()
     from keras.src.backend.common import global_state  # noqa: PLC0415
 
     pending = list(global_state.get_global_attribute("uninitialized_variables", [], set_to_default=True))
@@ -196,7 +196,7 @@ def _symbolic_call(layer: Layer, inputs: Sequence[TensorInfo]) -> TensorInfo:
 
 
 def _symbolic_call_in_scope(layer: Layer, inputs: Sequence[TensorInfo]) -> TensorInfo:
-    keras = keras_bridge._keras()
+    keras = keras_bridge.keras_module()
     try:
         obj = keras_bridge._deserialize_layer(keras, Layer(name="probe", class_name=layer.class_name,
                                                            config=layer.config, module=layer.module))

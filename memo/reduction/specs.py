@@ -67,7 +67,7 @@ def _shapes_only() -> Iterator[None]:
     defers variable initialization; it remembers the deferred variables in a global list, which is restored
     afterwards so that nothing accumulates.
     """
-    keras = keras_bridge._keras()  # noqa: SLF001  (keeps TensorFlow out of the orchestrator)
+    keras = keras_bridge.keras_module()
     from keras.src.backend.common import global_state  # noqa: PLC0415
 
     pending = global_state.get_global_attribute("uninitialized_variables")
@@ -144,7 +144,7 @@ def propagate(ir: ModelIR, table: SpecTable) -> tuple[SpecTable, int]:
             continue
         key = (layer_signature(layer), inputs)
         if key not in table.calls:
-            keras = keras or keras_bridge._keras()  # noqa: SLF001  (keeps TensorFlow out of the orchestrator)
+            keras = keras or keras_bridge.keras_module()
             table.calls[key] = _call(keras, layer, inputs)
             rebuilt += 1
         called = table.calls[key]

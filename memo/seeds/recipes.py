@@ -74,7 +74,7 @@ def build_recipe(document: dict[str, Any], path: Path) -> ModelIR:
                              f"(allowed: {', '.join(sorted(ALLOWED_KWARGS))})")
     if "input_shape" in kwargs:
         kwargs = {**kwargs, "input_shape": tuple(kwargs["input_shape"])}
-    keras = keras_bridge._keras()  # noqa: SLF001  (keeps TensorFlow out of the orchestrator)
+    keras = keras_bridge.keras_module()
     try:
         with warnings.catch_warnings(), np.errstate(all="ignore"):
             warnings.simplefilter("ignore")

@@ -185,9 +185,9 @@ def test_pair_possible_follows_ranks():
 
 def test_keras_written_configs_map_into_declared_spaces():
     """A config as Keras's get_config() writes it (serialized initializers, tuples) is canonicalized."""
-    from memo.model.keras_bridge import _keras
+    from memo.model.keras_bridge import keras_module
 
-    keras = _keras()
+    keras = keras_module()
     layer = keras.layers.Conv2D(8, 3, kernel_initializer="he_normal", kernel_regularizer="l1l2",
                                 kernel_constraint="min_max_norm", activation="gelu", padding="same")
     values = dict(CATALOGUE["Conv2D"].coverage_values(layer.get_config()))
