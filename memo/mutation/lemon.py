@@ -8,6 +8,8 @@ layer removal (LR) of a layer whose output shape equals its input shape.
 """
 from __future__ import annotations
 
+from typing import Any, Callable
+
 from memo.mutation.base import MutationFailed, MutationOperator, register
 from memo.mutation.editor import Editor
 
@@ -57,17 +59,26 @@ class NeuronEffectBlock(MutationOperator):
         _weight_edit(editor, "block")
 
 
+def _try_sites(editor: Editor, sites: list[str], edit: Callable[[str], Any], failure: str) -> None:
+    """Try ``edit(site)`` on up to 8 uniformly shuffled sites (LEMON ignores coverage); roll back failures."""
+    editor.rng.shuffle(sites)
+    for site in sites[:8]:
+        if editor.attempt(edit, site):
+            return
+    raise MutationFailed(failure)
+
+
 def _with_activation(editor: Editor, choose_new: bool) -> None:
-    candidates = [layer.name for layer in editor.ir.body if isinstance(layer.config.get("activation"), str)
-                  and (choose_new or layer.config["activation"] != "linear")]
-    editor.rng.shuffle(candidates)
-    for name in candidates[:8]:
+    sites = [layer.name for layer in editor.ir.body if isinstance(layer.config.get("activation"), str)
+             and (choose_new or layer.config["activation"] != "linear")]
+
+    def change(name: str) -> None:
         old = editor.layer(name).config["activation"]
         new = editor.rng.choice([a for a in LEMON_ACTIVATIONS if a != old]) if choose_new else "linear"
-        if editor.attempt(editor.replace_config, name, {**editor.layer(name).config, "activation": new},
-                          param="activation", old=old, new=new):
-            return
-    raise MutationFailed("LEMON: no layer with an activation to change")
+        editor.replace_config(name, {**editor.layer(name).config, "activation": new}, param="activation", old=old,
+                              new=new)
+
+    _try_sites(editor, sites, change, "LEMON: no layer with an activation to change")
 
 
 @register
@@ -102,12 +113,8 @@ class LayerCopy(MutationOperator):
     summary = "LEMON: duplicate a shape-preserving layer right after itself"
 
     def apply(self, editor: Editor) -> None:
-        candidates = _shape_preserving(editor)
-        editor.rng.shuffle(candidates)
-        for name in candidates[:8]:
-            if editor.attempt(_copy_after, editor, name):
-                return
-        raise MutationFailed("LEMON-LC: no shape-preserving layer to copy")
+        _try_sites(editor, _shape_preserving(editor), lambda name: _copy_after(editor, name),
+                   "LEMON-LC: no shape-preserving layer to copy")
 
 
 @register
@@ -116,9 +123,5 @@ class LemonLayerRemoval(MutationOperator):
     summary = "LEMON: remove a shape-preserving layer"
 
     def apply(self, editor: Editor) -> None:
-        candidates = _shape_preserving(editor)
-        editor.rng.shuffle(candidates)
-        for name in candidates[:8]:
-            if editor.attempt(editor.remove, name, editor.layer(name).inputs[0]):
-                return
-        raise MutationFailed("LEMON-LR: no shape-preserving layer to remove")
+        _try_sites(editor, _shape_preserving(editor), lambda name: editor.remove(name, editor.layer(name).inputs[0]),
+                   "LEMON-LR: no shape-preserving layer to remove")
