@@ -8,6 +8,11 @@ from pathlib import Path
 from memo.errors import UsageError
 
 
+def default_jobs() -> int:
+    """One pipeline already runs nine worker processes side by side; a second pays off from about 4 cores."""
+    return max(1, (os.cpu_count() or 1) // 4)
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("fuzz", help="run a coverage-guided fuzzing campaign",
                               description="Mutate the seed models guided by layer coverage, run every diverse "
@@ -22,8 +27,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--seeds-dir", default="seeds", help="directory of seed models (default: seeds)")
     p.add_argument("--out", help="campaign directory (default: campaigns/NAME)")
     p.add_argument("--name", help="campaign name (default: date-time and seed)")
-    p.add_argument("--jobs", type=int, default=1, help="parallel execution pipelines (default 1; each runs "
-                   "every backend in its own warm workers)")
+    p.add_argument("--jobs", type=int, default=default_jobs(),
+                   help="parallel execution pipelines, each with its own warm workers for every backend "
+                        f"(default: one per 4 cores, here {default_jobs()})")
     p.add_argument("--search", default="mh", help="seed selection: mh (default), random, mcts")
     p.add_argument("--ops", help="comma-separated mutation operators (default: all)")
     p.add_argument("--execute-all", action="store_true", help="also execute mutants that add no coverage")

@@ -134,3 +134,17 @@ def test_bad_flags_are_one_line_errors(tmp_path: Path, seeds_dir: Path) -> None:
         assert result.returncode == 2, (args, result.stderr)
         lines = result.stderr.strip().splitlines()
         assert len(lines) == 1 and message in lines[0], (args, result.stderr)
+
+
+def test_two_pipelines_execute_every_mutant_and_keep_the_sequence(tmp_path: Path, seeds_dir: Path) -> None:
+    common = ["--quiet", "--seeds-dir", str(seeds_dir), "--seed", "5", "--iterations", "6"]
+    parallel = _fuzz(tmp_path, *common, "--jobs", "2", "--execute-all", "--backends", "keras-tensorflow",
+                     "--out", "parallel", timeout=600)
+    assert parallel.returncode == 0, parallel.stderr
+    dry = _fuzz(tmp_path, *common, "--no-execute", "--out", "dry")
+    assert dry.returncode == 0, dry.stderr
+    assert _mutants(tmp_path / "parallel") == _mutants(tmp_path / "dry"), "execution never changes generation"
+    with sqlite3.connect(tmp_path / "parallel" / "campaign.sqlite") as db:
+        valid = db.execute("SELECT COUNT(*) FROM mutants WHERE valid = 1").fetchone()[0]
+        executed = db.execute("SELECT COUNT(*) FROM executions").fetchone()[0]
+    assert executed == valid, "with --execute-all every valid mutant (and every seed) runs"
