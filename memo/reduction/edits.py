@@ -16,18 +16,21 @@ from memo.model.ir import ModelIR
 
 @dataclass(frozen=True)
 class Edit:
-    """Remove ``remove``; every use of ``old`` becomes a use of ``new`` (``rewire``); drop merge inputs;
-    set config values (``configs``: (node, key, value), the width repairs of :mod:`.repair`)."""
+    """Remove ``remove``; every use of ``old`` becomes a use of ``new`` (``rewire``); feed one input of one
+    node from another, earlier node (``reinput``: (node, input index, new source)); drop merge inputs; set
+    config values (``configs``: (node, key, value), the width repairs and value absorptions)."""
 
     kind: str
     remove: frozenset[str] = frozenset()
     rewire: tuple[tuple[str, str], ...] = ()
     drop_inputs: tuple[tuple[str, int], ...] = ()
     configs: tuple[tuple[str, str, Any], ...] = ()
+    reinput: tuple[tuple[str, int, str], ...] = ()
 
     def names(self) -> set[str]:
         return (set(self.remove) | {n for pair in self.rewire for n in pair} | {n for n, _ in self.drop_inputs}
-                | {n for n, _key, _value in self.configs})
+                | {n for n, _key, _value in self.configs} | {n for n, _i, _src in self.reinput}
+                | {src for _n, _i, src in self.reinput})
 
 
 def combine(edits: Iterable[Edit], kind: str) -> Edit:
@@ -35,7 +38,7 @@ def combine(edits: Iterable[Edit], kind: str) -> Edit:
     return Edit(kind, frozenset().union(*(e.remove for e in edits)),
                 tuple(pair for e in edits for pair in e.rewire),
                 tuple(item for e in edits for item in e.drop_inputs),
-                tuple(item for e in edits for item in e.configs))
+                tuple(item for e in edits for item in e.configs), tuple(item for e in edits for item in e.reinput))
 
 
 def remove_span(entry: str, nodes: Iterable[str], kind: str) -> Edit:
@@ -66,6 +69,9 @@ def apply_edit(ir: ModelIR, edit: Edit) -> ModelIR | None:
     dropped: dict[str, set[int]] = {}
     for name, index in edit.drop_inputs:
         dropped.setdefault(name, set()).add(index)
+    sources: dict[str, dict[int, str]] = {}
+    for name, index, src in edit.reinput:
+        sources.setdefault(name, {})[index] = src
     settings: dict[str, dict[str, Any]] = {}
     for name, key, value in edit.configs:
         settings.setdefault(name, {})[key] = value
@@ -75,7 +81,8 @@ def apply_edit(ir: ModelIR, edit: Edit) -> ModelIR | None:
             continue
         if layer.name in settings:
             layer = dataclasses.replace(layer, config={**layer.config, **settings[layer.name]})
-        inputs = [resolve(src) for i, src in enumerate(layer.inputs) if i not in dropped.get(layer.name, ())]
+        fed, gone = sources.get(layer.name, {}), dropped.get(layer.name, ())
+        inputs = [resolve(fed.get(i, src)) for i, src in enumerate(layer.inputs) if i not in gone]
         if inputs != layer.inputs:
             if any(src in edit.remove for src in inputs) or (not layer.is_input and not inputs):
                 return None

@@ -21,7 +21,7 @@ from memo.model.keras_bridge import Weights
 from memo.reduction.specs import full_specs, weight_shapes
 from memo.seeds.loading import Seed
 
-REDUCTION_VERSION = "1"
+REDUCTION_VERSION = "2"  # 2: value absorption
 CACHE_FORMAT = "memo-reduced-seed/1"
 DEFAULT_CACHE = Path(memo.__file__).resolve().parent.parent / ".cache" / "seeds"
 

@@ -173,6 +173,43 @@ def test_width_repair_narrows_the_conv_feeding_an_add() -> None:
     assert ir.get("up").config["filters"] == 48  # the input model is untouched
 
 
+def _three_convs() -> ModelIR:
+    """Each conv alone carries one value (strides 2, kernel 5-7, padding valid); two convs can hold them all."""
+    layers = [Layer("x", "InputLayer", {"batch_shape": [None, 16, 16, 3], "dtype": "float32"}),
+              _conv("a", "x", 8, kernel=3, strides=2), _conv("b", "a", 8, kernel=5),
+              _conv("c", "b", 8, kernel=3, padding="valid"), Layer("flat", "Flatten", {}, ["c"]),
+              Layer("out", "Dense", {"units": 10}, ["flat"])]
+    return ModelIR(layers, ["out"], name="three_convs")
+
+
+def test_value_absorption_moves_a_lone_value_onto_a_kept_layer(monkeypatch: pytest.MonkeyPatch) -> None:
+    from memo.reduction import reducer
+
+    ir = _three_convs()
+    result = reduce_model(ir)
+    assert coverage_key(model_coverage(result.ir)) == coverage_key(model_coverage(ir))
+    convs = [layer for layer in result.ir.layers if layer.class_name == "Conv2D"]
+    assert len(convs) == 2  # Conv2D -> Conv2D is a pair of the model, so two convs is the least
+    assert {"valid", "same"} == {layer.config["padding"] for layer in convs}
+    monkeypatch.setattr(reducer, "MAX_ABSORB_PLANS", 0)
+    assert [layer.name for layer in reduce_model(ir).ir.layers if layer.class_name == "Conv2D"] == ["a", "b", "c"]
+
+
+def test_pair_plans_rewire_a_layer_whose_input_pair_is_made_twice() -> None:
+    from memo.reduction.absorb import pair_plans
+
+    ir = ModelIR([Layer("x", "InputLayer", {"batch_shape": [None, 8, 8, 3], "dtype": "float32"}),
+                  Layer("pool", "MaxPooling2D", {"pool_size": [2, 2]}, ["x"]), Layer("r1", "ReLU", {}, ["pool"]),
+                  _conv("c1", "r1", 4), Layer("r2", "ReLU", {}, ["c1"]), _conv("c2", "r2", 4),
+                  Layer("flat", "Flatten", {}, ["c2"])], ["flat"])
+    plans = pair_plans(ir, {("MaxPooling2D", "Conv2D")}, 4)
+    assert plans == [(("c1", 0, "pool"),), (("c2", 0, "pool"),)]  # nearest to the old input first
+    rewired = apply_edit(ir, Edit("t", reinput=plans[0]))
+    assert rewired is not None and rewired.get("c1").inputs == ["pool"] and "r1" not in rewired.by_name()
+    assert ("MaxPooling2D", "Conv2D") in model_coverage(rewired).pairs
+    assert pair_plans(ir, {("Flatten", "Conv2D")}, 4) == []  # no Flatten before any conv
+
+
 def test_apply_edit_prunes_dropped_branches_and_refuses_bad_edits() -> None:
     ir = _Builder(3).model()
     merges = [layer for layer in ir.layers if layer.class_name == "Concatenate"]
