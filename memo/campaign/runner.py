@@ -23,6 +23,7 @@ from typing import Any, Callable
 
 from memo.campaign.config import MUTANTS_DIR, REPORTS_DIR, CampaignConfig
 from memo.campaign.progress import Reporter
+from memo.coverage import CRITERIA
 from memo.errors import InvalidModelError, MemoError, UsageError
 from memo.model.ir import ModelIR
 from memo.store import CampaignStore, MutantRecord, VerdictRecord
@@ -184,10 +185,10 @@ class Campaign:
                 created.append(executor)
                 executors.put(executor)
             if created:
-                self._record_versions(created[0])
+                self.store.set_meta("versions", created[0].versions())
             else:
                 self.pending_seed_runs = []
-            backends = getattr(created[0], "backend_names", self.config.backends) if created else []
+            backends = created[0].backend_names if created else []
             self.reporter.start({"name": self.config.name, "seeds": list(self.pool), "seed": self.config.seed,
                                  "backends": list(backends or []), "search": self.config.search,
                                  "directory": str(self.directory)})
@@ -261,11 +262,12 @@ class Campaign:
             record.error = f"internal {type(exc).__name__}: {exc}\n{traceback.format_exc(limit=6)}"
         new_items = 0
         if mutant is not None:
-            delta = self.tracker.add(model_coverage(mutant.ir, getattr(mutant, "shapes", None)))
-            new_items = delta.size() if delta.is_new() else 0
+            delta = self.tracker.add(model_coverage(mutant.ir, mutant.shapes))
+            new_items = delta.size()  # primary items only: 0 exactly when the mutant is not diverse
             record.valid, record.ir_json, record.lineage = True, mutant.ir.dumps(), {"changes": mutant.changes}
             record.diverse = delta.is_new()
-            record.delta = _delta_json(delta)
+            record.delta = {name: sorted(map(str, getattr(delta, f"new_{name}")))
+                            for name in CRITERIA if getattr(delta, f"new_{name}")}
             self.counters["valid"] += 1
             if record.diverse:
                 self.counters["diverse"] += 1
@@ -372,14 +374,6 @@ class Campaign:
         if not keep:
             shutil.rmtree(execution.artifact_dir, ignore_errors=True)
 
-    def _record_versions(self, executor: Any) -> None:
-        versions = getattr(executor, "versions", None)
-        if callable(versions):
-            try:
-                self.store.set_meta("versions", versions())
-            except Exception as exc:  # versions are informative; never fatal
-                self.store.set_meta("versions", {"error": str(exc)})
-
     # ------------------------------------------------------------------ reporting
     def snapshot(self) -> dict[str, Any]:
         elapsed = self._elapsed()
@@ -424,13 +418,6 @@ class Campaign:
         except MemoError as exc:
             self.reporter.finding({"mutant_id": "-", "kind": "report-error", "backend": "memo", "message": str(exc)})
             return None
-
-
-def _delta_json(delta: Any) -> dict[str, Any]:
-    to_json = getattr(delta, "to_json", None)
-    if callable(to_json):
-        return to_json()
-    return {name: sorted(map(str, value)) for name, value in vars(delta).items() if value}
 
 
 def _close_quietly(executor: Any) -> None:

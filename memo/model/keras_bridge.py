@@ -76,7 +76,8 @@ class LoadedModel:
 
 
 # ---------------------------------------------------------------------------- building
-def _deserialize_layer(keras: Any, layer: Any) -> Any:
+def deserialize_layer(keras: Any, layer: Any) -> Any:
+    """A Keras layer object from an IR node (its class, module and config), not yet called on anything."""
     conf = dict(layer.config)
     conf["name"] = layer.name
     return keras.layers.deserialize({"module": layer.module, "class_name": layer.class_name, "config": conf,
@@ -93,7 +94,7 @@ def build_keras_model(ir: ModelIR) -> Any:
                 tensors[layer.name] = keras.Input(batch_shape=input_shape(layer), dtype=input_dtype(layer),
                                                   name=layer.name)
                 continue
-            obj = _deserialize_layer(keras, layer)
+            obj = deserialize_layer(keras, layer)
             args = [tensors[src] for src in layer.inputs]
             if layer.call_style == "list":
                 out = obj(args, **layer.call_kwargs)
@@ -102,7 +103,7 @@ def build_keras_model(ir: ModelIR) -> Any:
         except InvalidModelError:
             raise
         except Exception as exc:  # Keras raises ValueError, TypeError, KeyError... at build time
-            raise InvalidModelError(f"layer {layer.name!r} ({layer.class_name}): {_one_line(exc)}") from exc
+            raise InvalidModelError(f"layer {layer.name!r} ({layer.class_name}): {one_line(exc)}") from exc
         if isinstance(out, (list, tuple)):
             raise InvalidModelError(f"layer {layer.name!r} ({layer.class_name}) returns several tensors; "
                                     "memo needs one output per layer")
@@ -111,7 +112,7 @@ def build_keras_model(ir: ModelIR) -> Any:
         return keras.Model(inputs=[tensors[layer.name] for layer in ir.input_layers],
                            outputs=[tensors[name] for name in ir.outputs], name=ir.name)
     except Exception as exc:
-        raise InvalidModelError(f"model assembly: {_one_line(exc)}") from exc
+        raise InvalidModelError(f"model assembly: {one_line(exc)}") from exc
 
 
 def infer_shapes(ir: ModelIR) -> dict[str, Shape]:
@@ -288,7 +289,7 @@ def _load_json(path: Path, safe_mode: bool) -> LoadedModel:
     try:
         document = json.loads(path.read_text())
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ModelLoadError(f"{path}: not valid JSON ({_one_line(exc)})") from exc
+        raise ModelLoadError(f"{path}: not valid JSON ({one_line(exc)})") from exc
     if not isinstance(document, dict):
         raise ModelLoadError(f"{path}: expected a JSON object")
     if document.get("format", "").startswith("memo-ir/"):
@@ -303,7 +304,7 @@ def _load_keras_zip(path: Path, safe_mode: bool) -> LoadedModel:
         with zipfile.ZipFile(path) as archive:
             document = json.loads(archive.read("config.json"))
     except (zipfile.BadZipFile, KeyError, json.JSONDecodeError, OSError) as exc:
-        raise ModelLoadError(f"{path}: not a valid .keras archive ({_one_line(exc)})") from exc
+        raise ModelLoadError(f"{path}: not a valid .keras archive ({one_line(exc)})") from exc
     config = _model_config(document)
     _refuse_code(config, path, safe_mode)
     ir = ModelIR.from_keras_config(config)
@@ -317,7 +318,7 @@ def _load_h5(path: Path, safe_mode: bool) -> LoadedModel:
         with h5py.File(path, "r") as handle:
             raw = handle.attrs.get("model_config")
     except OSError as exc:
-        raise ModelLoadError(f"{path}: not a valid HDF5 file ({_one_line(exc)})") from exc
+        raise ModelLoadError(f"{path}: not a valid HDF5 file ({one_line(exc)})") from exc
     if raw is None:
         raise ModelLoadError(f"{path}: HDF5 file holds no model config (weights-only file?)")
     document = json.loads(raw.decode() if isinstance(raw, bytes) else raw)
@@ -332,11 +333,12 @@ def _weights_via_keras(path: Path, safe_mode: bool) -> Weights:
     try:
         model = keras.saving.load_model(path, compile=False, safe_mode=safe_mode)
     except Exception as exc:
-        raise ModelLoadError(f"{path}: Keras could not load it ({_one_line(exc)})") from exc
+        raise ModelLoadError(f"{path}: Keras could not load it ({one_line(exc)})") from exc
     return {layer.name: [np.asarray(w) for w in layer.get_weights()] for layer in model.layers if layer.weights}
 
 
-def _one_line(exc: BaseException) -> str:
+def one_line(exc: BaseException) -> str:
+    """An exception as one short line, ``Type: message``, for errors shown to the user."""
     text = " ".join(str(exc).split())
     if len(text) > 300:
         text = text[:297] + "..."

@@ -198,12 +198,12 @@ def _symbolic_call(layer: Layer, inputs: Sequence[TensorInfo]) -> TensorInfo:
 def _symbolic_call_in_scope(layer: Layer, inputs: Sequence[TensorInfo]) -> TensorInfo:
     keras = keras_bridge.keras_module()
     try:
-        obj = keras_bridge._deserialize_layer(keras, Layer(name="probe", class_name=layer.class_name,
+        obj = keras_bridge.deserialize_layer(keras, Layer(name="probe", class_name=layer.class_name,
                                                            config=layer.config, module=layer.module))
         args = [keras.KerasTensor(info.shape, dtype=info.dtype) for info in inputs]
         out = obj(args, **layer.call_kwargs) if layer.call_style == "list" else obj(*args, **layer.call_kwargs)
     except Exception as exc:  # Keras raises ValueError, TypeError, KeyError ... for invalid settings
-        raise InvalidModelError(f"{layer.class_name}: {keras_bridge._one_line(exc)}") from exc
+        raise InvalidModelError(f"{layer.class_name}: {keras_bridge.one_line(exc)}") from exc
     if isinstance(out, (list, tuple)):
         raise InvalidModelError(f"{layer.class_name} returns several tensors")
     return _info_of(out)

@@ -103,7 +103,7 @@ def weight_shapes(ir: ModelIR) -> dict[str, list[tuple[int, ...]]]:
 def _call(keras: Any, layer: Layer, inputs: tuple[Spec, ...]) -> tuple[Spec, int] | None:
     tensors = [keras.KerasTensor(shape, dtype=dtype) for shape, dtype in inputs]
     try:
-        obj = keras_bridge._deserialize_layer(keras, layer)  # noqa: SLF001  (same deserialization as builds)
+        obj = keras_bridge.deserialize_layer(keras, layer)
         with _shapes_only():
             out = obj(tensors, **layer.call_kwargs) if layer.call_style == "list" else obj(*tensors,
                                                                                           **layer.call_kwargs)

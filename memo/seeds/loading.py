@@ -51,7 +51,7 @@ def load_seed(path: Path | str, *, safe_mode: bool = True, recipe_cache: Path | 
         try:
             document = json.loads(path.read_text())
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise ModelLoadError(f"{path}: not valid JSON ({keras_bridge._one_line(exc)})") from exc  # noqa: SLF001
+            raise ModelLoadError(f"{path}: not valid JSON ({keras_bridge.one_line(exc)})") from exc
         if is_recipe(document):
             return _checked(Seed(path.stem, path, cached_recipe(document, path, recipe_cache), None))
     loaded = keras_bridge.load_model_file(path, safe_mode=safe_mode)

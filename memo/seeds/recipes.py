@@ -80,7 +80,7 @@ def build_recipe(document: dict[str, Any], path: Path) -> ModelIR:
             warnings.simplefilter("ignore")
             model = getattr(keras.applications, BUILDERS[builder])(weights=None, **kwargs)
     except Exception as exc:
-        raise ModelLoadError(f"{path}: {builder} rejected its arguments ({keras_bridge._one_line(exc)})") from exc
+        raise ModelLoadError(f"{path}: {builder} rejected its arguments ({keras_bridge.one_line(exc)})") from exc
     ir = ModelIR.from_keras_config(model.get_config())
     ir.name = str(document.get("name") or path.stem)
     return normalize(ir)
