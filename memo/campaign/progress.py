@@ -87,6 +87,8 @@ class LiveReporter(Reporter):
 
     def end(self, summary: dict[str, Any]) -> None:
         self.close()
+        if not self.console.is_terminal:  # piped output: the panel's last line has no newline of its own
+            self.console.print()
         self.console.print(summary_line(summary))
 
     def close(self) -> None:
