@@ -24,7 +24,15 @@ import psutil
 REPO = Path(__file__).resolve().parents[1]
 
 
-def tree_rss_mb(pid: int) -> float:
+def process_role(proc: psutil.Process) -> str:
+    """"memo" for the campaign process, else the worker's backends (its --spec/--plugin arguments)."""
+    args = proc.cmdline()
+    names = [args[i + 1] for i, arg in enumerate(args[:-1]) if arg in ("--spec", "--plugin")]
+    return "+".join(names) if names else "memo" if "fuzz" in args else Path(args[-1]).name if args else "?"
+
+
+def sample_tree(pid: int, cpu: dict[int, tuple[str, float]]) -> float:
+    """RSS of the process tree in MB; records every process's CPU seconds so far in ``cpu`` (by pid)."""
     try:
         root = psutil.Process(pid)
         procs = [root, *root.children(recursive=True)]
@@ -33,8 +41,12 @@ def tree_rss_mb(pid: int) -> float:
     total = 0
     for proc in procs:
         try:
-            total += proc.memory_info().rss
-        except psutil.NoSuchProcess:
+            with proc.oneshot():
+                total += proc.memory_info().rss
+                times = proc.cpu_times()
+                role = cpu[proc.pid][0] if proc.pid in cpu else process_role(proc)
+                cpu[proc.pid] = (role, times.user + times.system)
+        except psutil.Error:
             pass
     return total / 2**20
 
@@ -42,27 +54,30 @@ def tree_rss_mb(pid: int) -> float:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--minutes", type=float, default=30.0)
-    parser.add_argument("--jobs", type=int, default=1)
+    parser.add_argument("--jobs", type=int, help="memo fuzz --jobs (default: memo's default for this machine)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--backends")
     parser.add_argument("--search", default="mh")
-    parser.add_argument("--sample-every", type=float, default=10.0, help="seconds between RSS samples")
+    parser.add_argument("--sample-every", type=float, default=5.0, help="seconds between RSS and CPU samples")
     args = parser.parse_args()
 
     workdir = Path(tempfile.mkdtemp(prefix="memo-bench-campaign-"))
     cmd = [sys.executable, "-m", "memo", "fuzz", "--minutes", str(args.minutes), "--json", "--seed", str(args.seed),
-           "--jobs", str(args.jobs), "--search", args.search, "--seeds-dir", str(REPO / "seeds"), "--out", "bench",
+           "--search", args.search, "--seeds-dir", str(REPO / "seeds"), "--out", "bench",
            "--name", "bench"]
     if args.backends:
         cmd += ["--backends", args.backends]
+    if args.jobs:
+        cmd += ["--jobs", str(args.jobs)]
     proc = subprocess.Popen(cmd, cwd=workdir, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
                             env={**os.environ, "PYTHONPATH": str(REPO)})
     rss: list[tuple[float, float]] = []
+    cpu: dict[int, tuple[str, float]] = {}
     began = time.monotonic()
 
     def sample() -> None:
         while proc.poll() is None:
-            rss.append((time.monotonic() - began, tree_rss_mb(proc.pid)))
+            rss.append((time.monotonic() - began, sample_tree(proc.pid, cpu)))
             time.sleep(args.sample_every)
 
     sampler = threading.Thread(target=sample, daemon=True)
@@ -103,6 +118,15 @@ def main() -> int:
         last_mb = sum(r for _, r in rss[-third:]) / third
         print(f"\n- RSS of memo + workers: first third mean {first_mb:.0f} MB, last third mean {last_mb:.0f} MB, "
               f"max {max(r for _, r in rss):.0f} MB ({len(rss)} samples)")
+    if cpu:
+        by_role: dict[str, float] = {}
+        for role, seconds in cpu.values():
+            by_role[role] = by_role.get(role, 0.0) + seconds
+        total = sum(by_role.values())
+        print(f"- CPU seconds by process (sampled every {args.sample_every:g} s, so up to one interval low; "
+              f"{total:.0f} s in all over {wall:.0f} s of wall time on {os.cpu_count()} cores):")
+        for role, seconds in sorted(by_role.items(), key=lambda item: -item[1]):
+            print(f"  - {role}: {seconds:.0f} s ({100 * seconds / total:.0f} %)")
     print(f"- campaign directory: {workdir / 'bench'}")
     return 0
 

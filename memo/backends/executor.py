@@ -4,9 +4,16 @@ Scheduling per model: the Keras backends start at once; the tf2onnx worker conve
 opset first, then opset 11) and each ONNX backend starts as soon as the conversion it consumes exists.
 Every backend has its own worker process (TensorFlow and torch never share one), so they run side by
 side; workers stay alive between models, and are restarted after a crash or hang.
+
+``run`` may be called from several threads at once (the campaign's pipelines, a background triage):
+each worker serves one request at a time, so the models interleave worker by worker, and a model's
+conversions hold their worker from the first to the last, so that its frozen graph is built only once.
+A worker group may have several replicas (``replicas``): a ``run`` takes whichever is idle.
 """
 from __future__ import annotations
 
+import contextlib
+import queue
 import shutil
 import tempfile
 import threading
@@ -14,7 +21,7 @@ import time
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Collection, Iterator, Mapping, Sequence
 
 from memo.artifact import Artifact
 from memo.backends import BACKENDS, DEFAULT_BACKENDS, PRODUCERS, REFERENCE, load_spec
@@ -24,6 +31,9 @@ from memo.backends.result import BackendResult, ExecutionResult, StageResult
 from memo.backends.supervisor import WorkerCommand, WorkerProcess
 from memo.backends.versions import versions_in
 from memo.errors import UsageError
+
+
+LOST = {"crash": "crashed", "hang": "hung"}
 
 
 @dataclass
@@ -61,9 +71,11 @@ class DifferentialExecutor:
     """Runs artifacts on backends; a context manager whose warm workers serve many ``run`` calls."""
 
     def __init__(self, backends: Sequence[str] | None = None, plugins: Sequence[Path] = (), timeout_s: float = 60.0,
-                 max_models_per_worker: int = 200, max_rss_mb: int = 3000, *, safe_mode: bool = True) -> None:
+                 max_models_per_worker: int = 200, max_rss_mb: int = 3000, *, safe_mode: bool = True,
+                 replicas: Mapping[str, int] | None = None) -> None:
         """``safe_mode=False`` lets the Keras workers deserialize Python code (Lambda layers) from models:
-        only for models the user trusts (``memo run --unsafe``)."""
+        only for models the user trusts (``memo run --unsafe``). ``replicas``: worker processes per worker
+        group (default one), for a library that would otherwise hold up concurrent ``run`` calls."""
         names = list(DEFAULT_BACKENDS if backends is None else backends)
         unknown = [name for name in names if name not in BACKENDS]
         if unknown:
@@ -81,19 +93,29 @@ class DifferentialExecutor:
         self.reference = REFERENCE if REFERENCE in self.members else next(iter(self.members))
         self.timeout_s = timeout_s
         self._log_dir = Path(tempfile.mkdtemp(prefix="memo-workers-"))
-        self._workers: dict[str, WorkerProcess] = {}
-        self._locks: dict[str, threading.Lock] = {}
+        commands: dict[str, WorkerCommand] = {}
         for member in self.members.values():
-            if member.group not in self._workers:
+            if member.group not in commands:
                 env = {**member.command.env, **({} if safe_mode else {UNSAFE_VARIABLE: "1"})}
-                self._workers[member.group] = WorkerProcess(
-                    WorkerCommand(group=member.group, args=[], python=member.command.python, env=env),
-                    self._log_dir, startup_timeout_s=max(180.0, timeout_s), max_models=max_models_per_worker,
-                    max_rss_mb=max_rss_mb)
-                self._locks[member.group] = threading.Lock()
-            args = member.command.args or ["--spec", member.name]
-            self._workers[member.group].command.args.extend(args)
-        self._pool = ThreadPoolExecutor(max_workers=max(2, len(self._workers)), thread_name_prefix="memo-backend")
+                commands[member.group] = WorkerCommand(group=member.group, args=[], python=member.command.python,
+                                                       env=env)
+            commands[member.group].args.extend(member.command.args or ["--spec", member.name])
+        self._workers: dict[str, list[WorkerProcess]] = {}
+        self._idle: dict[str, queue.Queue[WorkerProcess]] = {}
+        for group, command in commands.items():
+            count = max(1, (replicas or {}).get(group, 1))
+            self._workers[group] = [
+                WorkerProcess(WorkerCommand(group=group if count == 1 else f"{group}.{i}", args=list(command.args),
+                                            python=command.python, env=dict(command.env)),
+                              self._log_dir, startup_timeout_s=max(180.0, timeout_s), max_models=max_models_per_worker,
+                              max_rss_mb=max_rss_mb) for i in range(count)]
+            self._idle[group] = queue.Queue()
+            for worker in self._workers[group]:
+                self._idle[group].put(worker)
+        self._held = threading.local()  # the workers the current thread has leased, by group
+        # Enough threads for several concurrent ``run`` calls: a thread waiting for a busy worker holds none.
+        total = sum(map(len, self._workers.values()))
+        self._pool = ThreadPoolExecutor(max_workers=4 * total + 4, thread_name_prefix="memo-backend")
 
     @property
     def backend_names(self) -> list[str]:
@@ -102,14 +124,15 @@ class DifferentialExecutor:
 
     def worker_pids(self) -> dict[str, int | None]:
         """``{worker group: pid}`` of the live workers (None when not started), for monitoring."""
-        return {group: worker.process.pid if worker.alive and worker.process else None
-                for group, worker in self._workers.items()}
+        return {worker.command.group: worker.process.pid if worker.alive and worker.process else None
+                for workers in self._workers.values() for worker in workers}
 
     def versions(self) -> dict[str, dict[str, str]]:
         """``{backend or converter: {distribution: version}}``, from the workers once started, else metadata."""
         out = {}
         for member in self.members.values():
-            started = self._workers[member.group].versions.get(member.name)
+            started = next((w.versions[member.name] for w in self._workers[member.group]
+                            if member.name in w.versions), None)
             out[member.name] = dict(started or member.versions)
         return out
 
@@ -127,7 +150,7 @@ class DifferentialExecutor:
     def close(self) -> None:
         """Stop every worker. Safe after an interrupt: a request still in flight sees its worker go away."""
         self._pool.shutdown(wait=False, cancel_futures=True)
-        workers = list(self._workers.values())
+        workers = [worker for group in self._workers.values() for worker in group]
         for worker in workers:
             worker.ask_to_exit()
         deadline = time.monotonic() + 3.0
@@ -136,8 +159,13 @@ class DifferentialExecutor:
         shutil.rmtree(self._log_dir, ignore_errors=True)
 
     # ------------------------------------------------------------------ one model
-    def run(self, artifact: Artifact) -> ExecutionResult:
-        """Run ``artifact`` on every backend. Never raises for anything a library does."""
+    def run(self, artifact: Artifact, backends: Collection[str] | None = None) -> ExecutionResult:
+        """Run ``artifact`` on every backend (or only on ``backends``, with the converters they need).
+        Never raises for anything a library does."""
+        selected = set(self.backend_names if backends is None else backends)
+        unknown = selected - set(self.backend_names)
+        if unknown:
+            raise UsageError(f"backend {sorted(unknown)[0]!r} is not one this executor runs")
         started = time.perf_counter()
         ir = artifact.read_ir()
         input_names = [layer.name for layer in ir.input_layers]
@@ -152,20 +180,34 @@ class DifferentialExecutor:
                 futures.append(future)
 
         def convert_all(converters: list[Member]) -> None:
+            lost_load: StageResult | None = None  # the group's shared load crashed or hung: do not repeat it
             for converter in converters:
-                produced = self._run_member(converter, artifact, artifact.keras_path, input_names, result)
-                for member in self._consumers(converter.produces):
+                if lost_load is None:
+                    produced = self._run_member(converter, artifact, artifact.keras_path, input_names, result)
+                    failure = result.backends[converter.name].failure
+                    if failure and failure.stage == "load" and failure.status in ("crash", "hang"):
+                        lost_load = failure
+                else:
+                    produced = None
+                    result.backends[converter.name] = BackendResult(
+                        name=converter.name, consumes=converter.consumes, role=converter.role,
+                        versions=dict(converter.versions),
+                        stages=[StageResult(stage="load", status="skipped",
+                                            message=f"not retried: the shared load {LOST[lost_load.status]} "
+                                                    f"before ({lost_load.message})")])
+                for member in self._consumers(converter.produces, selected):
                     if produced is not None:
                         submit(member, produced)
                     else:
                         result.backends[member.name] = self._skipped(member, converter, result)
 
-        converters = [m for m in self.members.values() if m.role == "converter"]
-        if converters:
-            future = self._pool.submit(convert_all, converters)
+        converters = [m for m in self.members.values()
+                      if m.role == "converter" and self._consumers(m.produces, selected)]
+        for group in dict.fromkeys(m.group for m in converters):
+            future = self._pool.submit(self._holding, group, convert_all, [m for m in converters if m.group == group])
             with futures_lock:
                 futures.append(future)
-        for member in self._consumers("keras"):
+        for member in self._consumers("keras", selected):
             submit(member, artifact.keras_path)
         while True:
             with futures_lock:
@@ -180,8 +222,28 @@ class DifferentialExecutor:
         result.seconds = time.perf_counter() - started
         return result
 
-    def _consumers(self, kind: str | None) -> list[Member]:
-        return [m for m in self.members.values() if m.role == "backend" and m.consumes == kind]
+    def _consumers(self, kind: str | None, selected: Collection[str]) -> list[Member]:
+        return [m for m in self.members.values() if m.role == "backend" and m.consumes == kind and m.name in selected]
+
+    def _holding(self, group: str, action: Callable[..., None], *args: object) -> None:
+        """Run ``action`` holding one of ``group``'s workers: a model's conversions stay on one worker."""
+        with self._lease(group):
+            action(*args)
+
+    @contextlib.contextmanager
+    def _lease(self, group: str) -> Iterator[WorkerProcess]:
+        """An idle worker of ``group`` for this thread (the one it holds already, if any)."""
+        held: dict[str, WorkerProcess] = self._held.__dict__.setdefault("workers", {})
+        if group in held:
+            yield held[group]
+            return
+        worker = self._idle[group].get()
+        held[group] = worker
+        try:
+            yield worker
+        finally:
+            del held[group]
+            self._idle[group].put(worker)
 
     def _skipped(self, member: Member, converter: Member, result: ExecutionResult) -> BackendResult:
         status = result.backends[converter.name].status
@@ -204,13 +266,12 @@ class DifferentialExecutor:
         request = {"op": "export" if member.role == "converter" else "run", "backend": member.name,
                    "model": str(model_path), "inputs": str(artifact.inputs_path), "input_names": input_names,
                    "out": str(out), "nodes": []}
-        worker = self._workers[member.group]
-        started = time.perf_counter()
-        with self._locks[member.group]:
+        with self._lease(member.group) as worker:
+            started = time.perf_counter()
             reply = worker.request(request, self.timeout_s)
-        backend_result.seconds = time.perf_counter() - started
+            backend_result.seconds = time.perf_counter() - started
+            backend_result.versions = worker.versions.get(member.name) or dict(member.versions)
         backend_result.stages = reply.stages
-        backend_result.versions = worker.versions.get(member.name) or dict(member.versions)
         ok = backend_result.status == "ok"
         if member.role == "backend":
             backend_result.outputs_path = reply.outputs if ok else None

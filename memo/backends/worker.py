@@ -61,7 +61,9 @@ class Worker:
     def __init__(self, specs: dict[str, AnySpec], channel: TextIO) -> None:
         self.specs = specs
         self.channel = channel
-        self.cache: tuple[Any, Any] | None = None  # (key, handle) of the last model a converter loaded
+        # (key, handle or the exception) of the last model a converter loaded: a model that fails to load
+        # fails once, not once per conversion
+        self.cache: tuple[Any, Any] | None = None
 
     def emit(self, event: dict[str, Any]) -> None:
         self.channel.write(json.dumps(event) + "\n")
@@ -114,7 +116,12 @@ class Worker:
         key = (spec.load, str(path), path.stat().st_mtime_ns)
         if self.cache is None or self.cache[0] != key:
             self.cache = None  # free the previous model before loading the next
-            self.cache = (key, spec.load(path))
+            try:
+                self.cache = (key, spec.load(path))
+            except Exception as exc:
+                self.cache = (key, exc)
+        if isinstance(self.cache[1], Exception):
+            raise self.cache[1]
         return self.cache[1]
 
 

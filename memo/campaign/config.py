@@ -50,6 +50,7 @@ class CampaignConfig:
     timeout_s: float = 30.0
     safe_mode: bool = True
     reduce_seeds: bool = True
+    max_parent_layers: int = 0                  # a diverse mutant above this size is not kept as a parent (0: no bound)
     triage_budget_s: float = 120.0
 
     def to_json(self) -> dict[str, Any]:

@@ -16,7 +16,7 @@ import signal
 import threading
 import time
 import traceback
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -31,6 +31,13 @@ from memo.store import CampaignStore, MutantRecord, VerdictRecord
 PROGRESS_EVERY_S = 0.5
 HISTORY_EVERY_S = 10.0
 TRIAGE_EVERY_S = 600.0  # a background triage pass (dedup, localize, reduce, repro) at most this often
+# Pipelines sharing one set of warm workers: while one model converts, others run on the Keras backends.
+# More sets cost memory (about 8 GB each). tf2onnx (trace, freeze, two conversions) is the slowest library
+# per model, so a set shared by several pipelines runs two tf2onnx workers where memory allows: each
+# reached 5 GB on mutants of the larger seeds, and two of them took a 24 GB machine to 18 GB.
+PIPELINES_PER_WORKER_SET = 3
+SHARED_SET_REPLICAS = {"tf2onnx": 2}
+REPLICA_MEMORY_GB = 32
 NON_FINDINGS = frozenset({"invalid"})
 
 
@@ -164,8 +171,9 @@ class Campaign:
     def _default_executor(self) -> Any:
         from memo.backends.executor import DifferentialExecutor  # noqa: PLC0415
 
+        shared = min(self.config.jobs, PIPELINES_PER_WORKER_SET) > 1 and _total_memory_gb() >= REPLICA_MEMORY_GB
         return DifferentialExecutor(backends=self.config.backends, plugins=[Path(p) for p in self.config.plugins],
-                                    timeout_s=self.config.timeout_s)
+                                    timeout_s=self.config.timeout_s, replicas=SHARED_SET_REPLICAS if shared else None)
 
     # ------------------------------------------------------------------ the loop
     def _elapsed(self) -> float:
@@ -180,10 +188,11 @@ class Campaign:
         pool = ThreadPoolExecutor(max_workers=max(1, self.config.jobs), thread_name_prefix="memo-exec")
         stopped_because = "budget spent"
         try:
-            for _ in range(max(1, self.config.jobs) if self.config.execute else 0):
-                executor = self.executor_factory()
-                created.append(executor)
-                executors.put(executor)
+            jobs = max(1, self.config.jobs) if self.config.execute else 0
+            for _ in range(-(-jobs // PIPELINES_PER_WORKER_SET)):
+                created.append(self.executor_factory())
+            for job in range(jobs):  # each pipeline borrows a worker set; a set serves several pipelines
+                executors.put(created[job // PIPELINES_PER_WORKER_SET])
             if created:
                 self.store.set_meta("versions", created[0].versions())
             else:
@@ -202,7 +211,7 @@ class Campaign:
                     break
                 if self.config.budget.exhausted(self._elapsed(), self.counters["generated"]):
                     break
-                self._collect(in_flight, block=len(in_flight) >= 2 * max(1, self.config.jobs))
+                self._collect(in_flight, limit=2 * max(1, self.config.jobs))
                 if self.pending_seed_runs:
                     self._run_seed(self.pending_seed_runs[0], pool, executors, in_flight)
                 else:
@@ -217,7 +226,7 @@ class Campaign:
                 found = sum(self.findings.values())
                 if (found > triaged_findings and now - last_triage >= TRIAGE_EVERY_S
                         and (triage_thread is None or not triage_thread.is_alive())):
-                    triage_thread = self._background_triage()
+                    triage_thread = self._background_triage(created[0] if created else None)
                     last_triage, triaged_findings = now, found
             if not self.stop:  # a stopped campaign leaves in-flight mutants to be re-run on resume
                 self._drain(in_flight)
@@ -271,7 +280,8 @@ class Campaign:
             self.counters["valid"] += 1
             if record.diverse:
                 self.counters["diverse"] += 1
-                self.pool[slot] = PoolEntry(ir=mutant.ir, ident=f"m{iteration}", seed=parent.seed)
+                if self._may_be_parent(mutant.ir):
+                    self.pool[slot] = PoolEntry(ir=mutant.ir, ident=f"m{iteration}", seed=parent.seed)
         self.strategy.feedback(key, new_items)
         record.gen_seconds = time.perf_counter() - began
         self.counters["generated"] += 1
@@ -281,6 +291,12 @@ class Campaign:
             self.store.save_state(iteration, self._state())
         if self.config.execute and mutant is not None and (record.diverse or self.config.execute_all):
             self._submit(mutant_id, f"m{iteration}", mutant.ir, pool, executors, in_flight)
+
+    def _may_be_parent(self, ir: ModelIR) -> bool:
+        """UpdateSeeds (Algorithm 2, lines 8-11) with a size bound: lineages would otherwise grow without end
+        (median 18 to 61 layers within 30 minutes), and every backend's cost grows with them."""
+        bound = self.config.max_parent_layers
+        return bound <= 0 or len(ir.layers) <= bound
 
     def _run_seed(self, name: str, pool: ThreadPoolExecutor, executors: "queue.Queue[Any]",
                   in_flight: list[Execution]) -> None:
@@ -326,20 +342,16 @@ class Campaign:
             ident = f"m{row['iteration']}" if row["operator"] != "seed" else f"seed-{row['iteration']}"
             self._submit(row["id"], ident, ModelIR.loads(row["ir"]), pool, executors, in_flight)
 
-    def _collect(self, in_flight: list[Execution], block: bool) -> None:
-        """Store finished executions in order; with ``block``, wait for the oldest (checking for a stop)."""
-        while in_flight:
-            head = in_flight[0].future
-            if not head.done():
-                if not block or self.stop:
-                    return
-                try:
-                    head.exception(timeout=0.25)
-                except TimeoutError:
-                    pass
-                continue
-            self._store_execution(in_flight.pop(0))
-            block = False
+    def _collect(self, in_flight: list[Execution], limit: int | None = None) -> None:
+        """Store every finished execution, in whatever order they finished (one slow model must not hold up
+        the others' pipelines); with ``limit``, wait until fewer than ``limit`` remain (checking for a stop)."""
+        while True:
+            for execution in [e for e in in_flight if e.future.done()]:
+                in_flight.remove(execution)
+                self._store_execution(execution)
+            if limit is None or len(in_flight) < limit or self.stop:
+                return
+            wait([e.future for e in in_flight], timeout=0.25, return_when=FIRST_COMPLETED)
 
     def _drain(self, in_flight: list[Execution]) -> None:
         while in_flight:
@@ -388,13 +400,14 @@ class Campaign:
         self.store.add_coverage_point(self._elapsed(), self.iteration, self.counters["generated"],
                                       self.counters["executed"], self.tracker.counts())
 
-    def _background_triage(self) -> threading.Thread | None:
-        """Triage new findings in a daemon thread with its own workers; it never disturbs the campaign."""
+    def _background_triage(self, executor: Any) -> threading.Thread | None:
+        """Triage new findings in a daemon thread that shares the campaign's warm workers (no extra
+        processes or memory); its runs interleave with the pipelines' for at most the triage budget."""
         from memo.triage import start_background_triage  # noqa: PLC0415
 
-        if not self.config.execute:
+        if executor is None:
             return None
-        return start_background_triage(self.directory, time_budget_s=self.config.triage_budget_s)
+        return start_background_triage(self.directory, executor=executor, time_budget_s=self.config.triage_budget_s)
 
     def _triage(self, executor: Any) -> None:
         """The final triage pass, on the campaign's warm workers; its failure loses nothing stored."""
@@ -418,6 +431,12 @@ class Campaign:
         except MemoError as exc:
             self.reporter.finding({"mutant_id": "-", "kind": "report-error", "backend": "memo", "message": str(exc)})
             return None
+
+
+def _total_memory_gb() -> float:
+    import psutil  # noqa: PLC0415
+
+    return psutil.virtual_memory().total / 2**30
 
 
 def _close_quietly(executor: Any) -> None:

@@ -8,9 +8,16 @@ from pathlib import Path
 from memo.errors import UsageError
 
 
+DEFAULT_MAX_PARENT_LAYERS = 32
+
+
 def default_jobs() -> int:
-    """One pipeline already runs nine worker processes side by side; a second pays off from about 4 cores."""
-    return max(1, (os.cpu_count() or 1) // 4)
+    """One pipeline per core plus one (a pipeline also waits on files and pipes); three pipelines share one
+    set of warm workers (about 7 GB), and memory allows one set per 12 GB."""
+    import psutil  # noqa: PLC0415
+
+    worker_sets = max(1, int(psutil.virtual_memory().total / 2**30 // 12))
+    return max(1, min((os.cpu_count() or 1) + 1, 3 * worker_sets))
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -28,14 +35,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--out", help="campaign directory (default: campaigns/NAME)")
     p.add_argument("--name", help="campaign name (default: date-time and seed)")
     p.add_argument("--jobs", type=int, default=default_jobs(),
-                   help="parallel execution pipelines, each with its own warm workers for every backend "
-                        f"(default: one per 4 cores, here {default_jobs()})")
+                   help="models executed at once; every three share one set of warm workers "
+                        f"(default: one per core, bounded by memory; here {default_jobs()})")
     p.add_argument("--search", default="mh", help="seed selection: mh (default), random, mcts")
     p.add_argument("--ops", help="comma-separated mutation operators (default: all)")
     p.add_argument("--execute-all", action="store_true", help="also execute mutants that add no coverage")
     p.add_argument("--no-execute", action="store_true", help="generate mutants and measure coverage only")
     p.add_argument("--timeout", type=float, default=30.0, help="seconds a backend may spend on one model "
                    "(default 30; a typical reduced-seed mutant takes under 3)")
+    p.add_argument("--max-parent-layers", type=int, default=DEFAULT_MAX_PARENT_LAYERS, metavar="N",
+                   help="a diverse mutant with more layers is executed but not mutated further, so models stay "
+                        f"cheap to run over long campaigns (default {DEFAULT_MAX_PARENT_LAYERS}; 0: no bound)")
     p.add_argument("--no-reduce", action="store_true", help="mutate the original seeds, not the reduced ones")
     p.add_argument("--unsafe", action="store_true", help="allow seed files whose layers carry code (Lambda)")
     p.add_argument("--resume", metavar="CAMPAIGN", help="continue a stopped campaign (name or directory)")
@@ -95,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
             plugins=[os.path.abspath(p) for p in args.backend_plugin], seeds_dir=args.seeds_dir,
             search=args.search, operators=[o.strip() for o in args.ops.split(",")] if args.ops else None,
             execute_all=args.execute_all, execute=not args.no_execute, jobs=args.jobs, timeout_s=args.timeout, safe_mode=not args.unsafe,
-            reduce_seeds=not args.no_reduce, triage_budget_s=_triage_budget(_budget_seconds(args)))
+            reduce_seeds=not args.no_reduce, max_parent_layers=args.max_parent_layers, triage_budget_s=_triage_budget(_budget_seconds(args)))
         directory = Path(args.out) if args.out else campaign_dir(name)
         if (directory / "campaign.sqlite").exists():
             raise UsageError(f"campaign {directory} exists already; use --resume {directory} or another --name")

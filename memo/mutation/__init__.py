@@ -12,7 +12,7 @@ from memo.coverage import CoverageTracker
 from memo.errors import InvalidModelError, UsageError
 from memo.model.ir import ModelIR
 from memo.mutation import blocks, inputs, lemon, nan, params, removal, structure  # noqa: F401  (they register)
-from memo.mutation.analysis import Shape, analyse, verify
+from memo.mutation.analysis import Shape, analyse, verify, weight_count
 from memo.mutation.base import OPERATORS, Mutant, MutationFailed, MutationOperator
 from memo.mutation.editor import Editor
 from memo.mutation.preference import CoverageView
@@ -22,6 +22,10 @@ EXTRA_OPERATORS = ("LRemove", "ERemove", "TSM", "DType", "SameInput", "Block")
 # LEMON's coverage-blind operators, for the ablation (benchmarks/bench_ablation.py); not used by default.
 LEMON_OPERATORS = ("LEMON-WS", "LEMON-NEB", "LEMON-AFRm", "LEMON-AFRp", "LEMON-LC", "LEMON-LR")
 ATTEMPTS = 3  # whole-operator retries (same rng stream) when the final build rejects a mutant
+# A mutation may not take a model above this many weight values (40 MB of float32) unless its parent is
+# larger already. Wide Dense layers on flattened maps made 58 M and 155 M-weight mutants: 30-60 s in
+# tf2onnx, 5 GB per worker, and every library's time goes to moving weights, not to running layers.
+MAX_WEIGHTS = 10_000_000
 
 __all__ = ["EXTRA_OPERATORS", "LEMON_OPERATORS", "MEMO_OPERATORS", "OPERATORS", "Mutant", "MutationFailed", "MutationOperator",
            "mutate", "operator_names"]
@@ -61,6 +65,9 @@ def mutate(ir: ModelIR, operator: str, rng: random.Random, coverage: CoverageTra
                 raise MutationFailed(f"{operator}: changed nothing")
             mutant = editor.finish()
             checked = verify(mutant, ir, infos)  # a Keras build's check, layer by layer where anything changed
+            weights = weight_count(checked)
+            if weights > max(MAX_WEIGHTS, weight_count(infos)):
+                raise InvalidModelError(f"{weights:,} weight values, above the bound of {MAX_WEIGHTS:,}")
         except InvalidModelError as exc:
             last = exc
             continue

@@ -13,7 +13,7 @@ import hashlib
 import json
 from collections import OrderedDict
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Hashable, Iterator, Sequence
 
 from memo.errors import InvalidModelError
@@ -28,10 +28,12 @@ _CALL_CACHE_SIZE = 8192
 
 @dataclass(frozen=True)
 class TensorInfo:
-    """What a node produces: its shape (batch dimension first, None) and dtype."""
+    """What a node produces: its shape (batch dimension first, None) and dtype; and how many weight values
+    the layer producing it holds (not part of equality: consumers see only shape and dtype)."""
 
     shape: Shape
     dtype: str
+    weights: int = field(default=0, compare=False)
 
     @property
     def rank(self) -> int:
@@ -84,8 +86,19 @@ def _digest(ir: ModelIR) -> str:
     return hashlib.sha1(ir.dumps().encode()).hexdigest()
 
 
-def _info_of(tensor: Any) -> TensorInfo:
-    return TensorInfo(tuple(None if d is None else int(d) for d in tensor.shape), str(tensor.dtype))
+def _info_of(tensor: Any, layer: Any = None) -> TensorInfo:
+    weights = 0
+    for variable in getattr(layer, "weights", ()):
+        size = 1
+        for d in variable.shape:
+            size *= int(d)
+        weights += size
+    return TensorInfo(tuple(None if d is None else int(d) for d in tensor.shape), str(tensor.dtype), weights)
+
+
+def weight_count(infos: dict[str, TensorInfo]) -> int:
+    """Weight values of a whole model, from its nodes' facts."""
+    return sum(info.weights for info in infos.values())
 
 
 def analyse(ir: ModelIR) -> dict[str, TensorInfo]:
@@ -99,7 +112,7 @@ def analyse(ir: ModelIR) -> dict[str, TensorInfo]:
         return dict(cached)
     with _weights_left_uninitialized():
         model = keras_bridge.build_keras_model(ir)
-    infos = {layer.name: _info_of(layer.output) for layer in model.layers}
+    infos = {layer.name: _info_of(layer.output, layer) for layer in model.layers}
     _analyses.put(key, infos)
     return dict(infos)
 
@@ -206,4 +219,4 @@ def _symbolic_call_in_scope(layer: Layer, inputs: Sequence[TensorInfo]) -> Tenso
         raise InvalidModelError(f"{layer.class_name}: {keras_bridge.one_line(exc)}") from exc
     if isinstance(out, (list, tuple)):
         raise InvalidModelError(f"{layer.class_name} returns several tensors")
-    return _info_of(out)
+    return _info_of(out, obj)

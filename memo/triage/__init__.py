@@ -200,7 +200,8 @@ class Checker:
                 return False, run, layer
             verdicts = judge(run.result, outputs=run.real_outputs(ir.outputs))
         else:
-            run = run_model(executor, ir, directory, seed=self.session.seed, inputs=self.inputs)
+            run = run_model(executor, ir, directory, seed=self.session.seed, inputs=self.inputs,
+                            backends=self.roles.backends)
             if run.result is None:
                 return False, run, layer
             verdicts = judge(run.result)
@@ -354,13 +355,14 @@ def triage_campaign(store: CampaignStore, *, executor: Any = None, time_budget_s
     return session.summary
 
 
-def start_background_triage(campaign_dir: Path, *, time_budget_s: float = 120.0) -> threading.Thread:
-    """Run :func:`triage_campaign` in a daemon thread with its own connection; errors are swallowed
-    (and printed to nothing): triage must never disturb the campaign that started it."""
+def start_background_triage(campaign_dir: Path, *, executor: Any = None, time_budget_s: float = 120.0) -> threading.Thread:
+    """Run :func:`triage_campaign` in a daemon thread with its own connection (and ``executor``, which may
+    be the campaign's own: its ``run`` is thread-safe); errors are swallowed (and printed to nothing):
+    triage must never disturb the campaign that started it."""
     def work() -> None:
         try:
             with CampaignStore(Path(campaign_dir)) as store:
-                triage_campaign(store, time_budget_s=time_budget_s)
+                triage_campaign(store, executor=executor, time_budget_s=time_budget_s)
         except Exception:  # noqa: BLE001  (the campaign goes on; the next pass retries)
             pass
 

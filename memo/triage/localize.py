@@ -63,7 +63,7 @@ def first_divergence(ir: ModelIR, kind: str, faulty: dict[str, np.ndarray], good
 def localize(executor: Any, ir: ModelIR, kind: str, roles: Roles, directory: Path, *, seed: int,
              inputs: dict[str, np.ndarray] | None) -> tuple[Localization, Run]:
     """Run the probe of ``ir`` and localize; the run is returned too (reduction reuses its verdicts)."""
-    run = run_model(executor, probe_ir(ir), directory, seed=seed, inputs=inputs)
+    run = run_model(executor, probe_ir(ir), directory, seed=seed, inputs=inputs, backends=roles.backends)
     if run.error:
         return Localization(None, None, f"probe model invalid: {run.error}"), run
     missing = [name for name in (roles.faulty, roles.good) if name not in run.outputs]

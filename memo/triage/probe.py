@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -58,8 +58,9 @@ def _keep_inputs(artifact: Artifact, inputs: dict[str, np.ndarray]) -> None:
 
 
 def run_model(executor: Any, ir: ModelIR, directory: Path, *, seed: int,
-              inputs: dict[str, np.ndarray] | None = None) -> Run:
-    """Write and execute ``ir``; an invalid model comes back with ``error`` set and no result."""
+              inputs: dict[str, np.ndarray] | None = None, backends: Sequence[str] | None = None) -> Run:
+    """Write and execute ``ir`` (on ``backends`` of the executor's, or all); an invalid model comes back
+    with ``error`` set and no result."""
     run = Run(ir=ir)
     directory = Path(directory).resolve()  # worker processes may run in another directory
     try:
@@ -69,7 +70,9 @@ def run_model(executor: Any, ir: ModelIR, directory: Path, *, seed: int,
         return run
     if inputs:
         _keep_inputs(run.artifact, inputs)
-    run.result = executor.run(run.artifact)
+    if backends is not None:
+        backends = [name for name in backends if name in executor.backend_names]
+    run.result = executor.run(run.artifact, backends)
     run.outputs = {backend: dict(zip(ir.outputs, arrays)) for backend, arrays in load_outputs(run.result).items()
                    if len(arrays) == len(ir.outputs)}
     return run

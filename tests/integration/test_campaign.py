@@ -148,3 +148,21 @@ def test_two_pipelines_execute_every_mutant_and_keep_the_sequence(tmp_path: Path
         valid = db.execute("SELECT COUNT(*) FROM mutants WHERE valid = 1").fetchone()[0]
         executed = db.execute("SELECT COUNT(*) FROM executions").fetchone()[0]
     assert executed == valid, "with --execute-all every valid mutant (and every seed) runs"
+
+
+def test_parent_size_bound_keeps_large_mutants_out_of_the_pool(tmp_path: Path, seeds_dir: Path) -> None:
+    common = ["--no-execute", "--quiet", "--seeds-dir", str(seeds_dir), "--seed", "3", "--iterations", "30"]
+    for bound in ("0", "9"):
+        done = _fuzz(tmp_path, *common, "--max-parent-layers", bound, "--out", f"bound{bound}")
+        assert done.returncode == 0, done.stderr
+    layers: dict[str, int] = {}
+    parents: dict[str, list[str]] = {}
+    for bound in ("0", "9"):
+        with sqlite3.connect(tmp_path / f"bound{bound}" / "campaign.sqlite") as db:
+            rows = db.execute("SELECT iteration, parent, ir FROM mutants WHERE iteration >= 0").fetchall()
+        parents[bound] = [parent for _, parent, _ in rows]
+        layers.update({f"{bound}/m{i}": len(json.loads(ir)["layers"]) for i, _, ir in rows if ir})
+    unbounded = [p for p in parents["0"] if not p.startswith("seed:")]
+    assert unbounded and max(layers[f"0/{p}"] for p in unbounded) > 9, "without a bound, lineages grow"
+    bounded = [p for p in parents["9"] if not p.startswith("seed:")]
+    assert all(layers[f"9/{p}"] <= 9 for p in bounded), "a mutant above the bound is never a parent"

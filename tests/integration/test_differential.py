@@ -89,7 +89,35 @@ def test_worker_recycled_after_n_models_or_above_the_memory_limit(limits, make_a
         second = small.run(artifact)
         assert small.worker_pids()["plugin-numpy-echo"] is None
     assert first.backends["numpy-echo"].status == second.backends["numpy-echo"].status == "ok"
-    assert small._workers["plugin-numpy-echo"].starts == 2
+    assert small._workers["plugin-numpy-echo"][0].starts == 2
+
+
+def test_concurrent_runs_share_replicated_workers_and_a_run_may_pick_backends(make_artifact) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from memo.backends.executor import DifferentialExecutor
+    from memo.errors import UsageError
+    from memo.triage.probe import read_inputs
+    from tests.conftest import TEST_PLUGINS
+
+    artifacts = [make_artifact(one_layer_ir("Dense", {"units": 3}, (4,)), name=f"m{i}", seed=i) for i in range(6)]
+    plugins = [TEST_PLUGINS / "numpy_echo.py", TEST_PLUGINS / "abort_on_poison.py"]
+    with DifferentialExecutor([], plugins=plugins, replicas={"plugin-numpy-echo": 2}) as shared:
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            results = list(pool.map(shared.run, artifacts))
+        pids = shared.worker_pids()
+        only = shared.run(artifacts[0], ["numpy-echo"])
+        with pytest.raises(UsageError, match="not one this executor runs"):
+            shared.run(artifacts[0], ["keras-jax"])
+    assert {"plugin-numpy-echo.0", "plugin-numpy-echo.1", "plugin-abort-on-poison", "tf2onnx"} == set(pids)
+    assert pids["plugin-numpy-echo.0"] != pids["plugin-numpy-echo.1"]
+    assert None not in (pids["plugin-numpy-echo.0"], pids["plugin-numpy-echo.1"]), "both replicas served"
+    for artifact, result in zip(artifacts, results):  # every run got its own model's outputs back
+        assert {name: b.status for name, b in result.backends.items()} == {
+            "numpy-echo": "ok", "abort-on-poison": "ok", "tf2onnx": "ok"}  # converters run under concurrency too
+        echoed = load_outputs(result)["numpy-echo"][0]
+        np.testing.assert_array_equal(echoed, next(iter(read_inputs(artifact.inputs_path).values())))
+    assert list(only.backends) == ["numpy-echo"]
 
 
 def test_plugin_whose_library_is_missing_fails_at_start(make_artifact) -> None:

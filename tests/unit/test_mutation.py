@@ -82,6 +82,21 @@ def test_same_seed_gives_byte_identical_mutants(op: str) -> None:
     assert len(others) > 1
 
 
+def test_weight_count_matches_keras_and_bounds_what_a_mutation_may_add(monkeypatch: pytest.MonkeyPatch) -> None:
+    import memo.mutation as mutation
+    from memo.mutation.analysis import analyse, weight_count
+
+    parent = lenet()
+    parent_weights = weight_count(analyse(parent))
+    assert parent_weights == keras_bridge.build_keras_model(parent).count_params() == 11_126
+    def grown(seed: int) -> int:
+        return weight_count(analyse(mutate(parent, "NLA", random.Random(seed), CoverageTracker()).ir)) - parent_weights
+
+    assert max(grown(seed) for seed in range(12)) > 0, "unbounded, some NLA mutants add weights"
+    monkeypatch.setattr(mutation, "MAX_WEIGHTS", 1)  # below the parent: a mutation may not grow it
+    assert max(grown(seed) for seed in range(12)) <= 0
+
+
 def test_parent_is_left_untouched() -> None:
     parent = residual_net()
     before = parent.dumps()
