@@ -8,6 +8,16 @@ from typing import Any
 
 from memo.errors import UsageError
 
+# Pipelines sharing one set of warm workers: while one model converts, others run on the Keras backends.
+# A set costs about 8 GB; memory allows one set per WORKER_SET_MEMORY_GB. tf2onnx (trace, freeze, two
+# conversions) is the slowest library per model, so a set shared by several pipelines runs two tf2onnx
+# workers where memory allows: each reached 5 GB on mutants of the larger seeds, and two of them took a
+# 24 GB machine to 18 GB.
+PIPELINES_PER_WORKER_SET = 3
+WORKER_SET_MEMORY_GB = 12
+SHARED_SET_REPLICAS = {"tf2onnx": 2}
+REPLICA_MEMORY_GB = 32
+
 CAMPAIGNS_DIR = Path("campaigns")
 MUTANTS_DIR = Path("mutants")
 REPORTS_DIR = Path("reports")
@@ -73,3 +83,24 @@ def campaign_dir(name_or_path: str) -> Path:
     if path.is_dir() or path.is_absolute() or len(path.parts) > 1:
         return path
     return CAMPAIGNS_DIR / name_or_path
+
+
+def total_memory_gb() -> float:
+    import psutil  # noqa: PLC0415
+
+    return psutil.virtual_memory().total / 2**30
+
+
+def default_jobs() -> int:
+    """One pipeline per core plus one (a pipeline also waits on files and pipes), at most
+    PIPELINES_PER_WORKER_SET per worker set that memory allows."""
+    import os  # noqa: PLC0415
+
+    worker_sets = max(1, int(total_memory_gb() // WORKER_SET_MEMORY_GB))
+    return max(1, min((os.cpu_count() or 1) + 1, PIPELINES_PER_WORKER_SET * worker_sets))
+
+
+def worker_replicas(jobs: int) -> dict[str, int] | None:
+    """Extra workers for a worker set shared by several pipelines, where memory allows them."""
+    shared = min(jobs, PIPELINES_PER_WORKER_SET) > 1
+    return SHARED_SET_REPLICAS if shared and total_memory_gb() >= REPLICA_MEMORY_GB else None

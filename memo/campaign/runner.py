@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from memo.campaign.config import MUTANTS_DIR, REPORTS_DIR, CampaignConfig
+from memo.campaign.config import (MUTANTS_DIR, PIPELINES_PER_WORKER_SET, REPORTS_DIR, CampaignConfig,
+                                  worker_replicas)
 from memo.campaign.progress import Reporter
 from memo.coverage import CRITERIA
 from memo.errors import InvalidModelError, MemoError, UsageError
@@ -31,13 +32,6 @@ from memo.store import CampaignStore, MutantRecord, VerdictRecord
 PROGRESS_EVERY_S = 0.5
 HISTORY_EVERY_S = 10.0
 TRIAGE_EVERY_S = 600.0  # a background triage pass (dedup, localize, reduce, repro) at most this often
-# Pipelines sharing one set of warm workers: while one model converts, others run on the Keras backends.
-# More sets cost memory (about 8 GB each). tf2onnx (trace, freeze, two conversions) is the slowest library
-# per model, so a set shared by several pipelines runs two tf2onnx workers where memory allows: each
-# reached 5 GB on mutants of the larger seeds, and two of them took a 24 GB machine to 18 GB.
-PIPELINES_PER_WORKER_SET = 3
-SHARED_SET_REPLICAS = {"tf2onnx": 2}
-REPLICA_MEMORY_GB = 32
 NON_FINDINGS = frozenset({"invalid"})
 
 
@@ -171,9 +165,8 @@ class Campaign:
     def _default_executor(self) -> Any:
         from memo.backends.executor import DifferentialExecutor  # noqa: PLC0415
 
-        shared = min(self.config.jobs, PIPELINES_PER_WORKER_SET) > 1 and _total_memory_gb() >= REPLICA_MEMORY_GB
         return DifferentialExecutor(backends=self.config.backends, plugins=[Path(p) for p in self.config.plugins],
-                                    timeout_s=self.config.timeout_s, replicas=SHARED_SET_REPLICAS if shared else None)
+                                    timeout_s=self.config.timeout_s, replicas=worker_replicas(self.config.jobs))
 
     # ------------------------------------------------------------------ the loop
     def _elapsed(self) -> float:
@@ -199,7 +192,7 @@ class Campaign:
                 self.pending_seed_runs = []
             backends = created[0].backend_names if created else []
             self.reporter.start({"name": self.config.name, "seeds": list(self.pool), "seed": self.config.seed,
-                                 "backends": list(backends or []), "search": self.config.search,
+                                 "backends": backends, "search": self.config.search,
                                  "directory": str(self.directory)})
             self._resubmit_unexecuted(pool, executors, in_flight)
             last_progress = last_history = 0.0
@@ -431,12 +424,6 @@ class Campaign:
         except MemoError as exc:
             self.reporter.finding({"mutant_id": "-", "kind": "report-error", "backend": "memo", "message": str(exc)})
             return None
-
-
-def _total_memory_gb() -> float:
-    import psutil  # noqa: PLC0415
-
-    return psutil.virtual_memory().total / 2**30
 
 
 def _close_quietly(executor: Any) -> None:

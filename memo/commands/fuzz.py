@@ -11,15 +11,6 @@ from memo.errors import UsageError
 DEFAULT_MAX_PARENT_LAYERS = 32
 
 
-def default_jobs() -> int:
-    """One pipeline per core plus one (a pipeline also waits on files and pipes); three pipelines share one
-    set of warm workers (about 7 GB), and memory allows one set per 12 GB."""
-    import psutil  # noqa: PLC0415
-
-    worker_sets = max(1, int(psutil.virtual_memory().total / 2**30 // 12))
-    return max(1, min((os.cpu_count() or 1) + 1, 3 * worker_sets))
-
-
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("fuzz", help="run a coverage-guided fuzzing campaign",
                               description="Mutate the seed models guided by layer coverage, run every diverse "
@@ -34,9 +25,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--seeds-dir", default="seeds", help="directory of seed models (default: seeds)")
     p.add_argument("--out", help="campaign directory (default: campaigns/NAME)")
     p.add_argument("--name", help="campaign name (default: date-time and seed)")
-    p.add_argument("--jobs", type=int, default=default_jobs(),
-                   help="models executed at once; every three share one set of warm workers "
-                        f"(default: one per core, bounded by memory; here {default_jobs()})")
+    p.add_argument("--jobs", type=int, help="models executed at once; every three share one set of warm "
+                   "workers (default: cores + 1, at most three per 12 GB of memory)")
     p.add_argument("--search", default="mh", help="seed selection: mh (default), random, mcts")
     p.add_argument("--ops", help="comma-separated mutation operators (default: all)")
     p.add_argument("--execute-all", action="store_true", help="also execute mutants that add no coverage")
@@ -76,6 +66,7 @@ def _unused_name(base: str, directory_of) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from memo.campaign import Budget, Campaign, CampaignConfig, campaign_dir, default_name  # noqa: PLC0415
+    from memo.campaign.config import default_jobs  # noqa: PLC0415
     from memo.campaign.progress import REPORTERS  # noqa: PLC0415
     from memo.store import CampaignStore  # noqa: PLC0415
 
@@ -83,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
     for plugin in args.backend_plugin:
         if not Path(plugin).is_file():
             raise UsageError(f"backend plugin {plugin}: no such file")
-    if args.jobs < 1:
+    if args.jobs is not None and args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
     if args.resume:
         directory = campaign_dir(args.resume)
@@ -104,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
             backends=[b.strip() for b in args.backends.split(",") if b.strip()] if args.backends else None,
             plugins=[os.path.abspath(p) for p in args.backend_plugin], seeds_dir=args.seeds_dir,
             search=args.search, operators=[o.strip() for o in args.ops.split(",")] if args.ops else None,
-            execute_all=args.execute_all, execute=not args.no_execute, jobs=args.jobs, timeout_s=args.timeout, safe_mode=not args.unsafe,
+            execute_all=args.execute_all, execute=not args.no_execute, jobs=args.jobs or default_jobs(), timeout_s=args.timeout, safe_mode=not args.unsafe,
             reduce_seeds=not args.no_reduce, max_parent_layers=args.max_parent_layers, triage_budget_s=_triage_budget(_budget_seconds(args)))
         directory = Path(args.out) if args.out else campaign_dir(name)
         if (directory / "campaign.sqlite").exists():

@@ -18,8 +18,6 @@ ACTIVATIONS = ("celu", "elu", "exponential", "gelu", "hard_shrink", "hard_sigmoi
                "sparse_plus", "sparse_sigmoid", "sparsemax", "squareplus", "swish", "tanh", "tanh_shrink")
 # "glu" is not declared: it halves the last axis when it runs, but Keras's symbolic shape inference keeps
 # the axis, so every layer after it is built for the wrong shape and the model fails on every backend.
-# "glu" halves the last axis: valid only where that axis is even (see activations_for).
-EVEN_LAST_AXIS_ACTIVATIONS = frozenset({"glu"})
 
 # Built-in initializers as snake_case names. "stft" is left out: it only fits Conv1D kernels over one input
 # channel, a shape a mutation cannot keep (see docs/layers.md).
@@ -175,11 +173,3 @@ def weight_params(prefix: str, initializers: Sequence[str], *, regularize: bool 
     if constrain:
         out.append(constraint(f"{prefix}_constraint"))
     return out
-
-
-def activations_for(last_dim: int | None) -> tuple[str, ...]:
-    """Activations valid on a tensor whose last axis has ``last_dim`` entries."""
-    if last_dim is not None and last_dim % 2 == 0:
-        return ACTIVATIONS
-    return tuple(a for a in ACTIVATIONS if a not in EVEN_LAST_AXIS_ACTIVATIONS)
-

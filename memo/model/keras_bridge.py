@@ -7,12 +7,13 @@ loads. No library under test is imported here.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import zipfile
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 
@@ -40,6 +41,26 @@ def _keras() -> Any:
 def keras_module() -> Any:
     """Keras, imported the orchestrator's way (numpy backend, TensorFlow kept out, build warnings off)."""
     return _keras()
+
+
+@contextlib.contextmanager
+def weights_deferred() -> Iterator[None]:
+    """Build layers symbolically without drawing or allocating their weights (most of a numpy-backend
+    build's time; shapes and weight counts do not depend on weight values).
+
+    Inside Keras's StatelessScope, variables made from an initializer are only registered, in a global
+    list, for later initialization; the list is restored to a copy taken on entry, so nothing registered
+    here accumulates (the scope appends to the list that is there, so restoring that same object would not).
+    """
+    keras = _keras()
+    from keras.src.backend.common import global_state  # noqa: PLC0415
+
+    pending = list(global_state.get_global_attribute("uninitialized_variables", [], set_to_default=True))
+    try:
+        with keras.StatelessScope(initialize_variables=False):
+            yield
+    finally:
+        global_state.set_global_attribute("uninitialized_variables", pending)
 
 
 def allow_unsafe_deserialization() -> None:

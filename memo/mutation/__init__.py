@@ -56,6 +56,7 @@ def mutate(ir: ModelIR, operator: str, rng: random.Random, coverage: CoverageTra
     except InvalidModelError as exc:
         raise MutationFailed(f"{operator}: the parent model does not build ({exc})") from exc
     view = CoverageView(coverage, ir, {name: info.shape for name, info in infos.items()})
+    weight_bound = max(MAX_WEIGHTS, weight_count(infos))
     last: Exception | None = None
     for _ in range(ATTEMPTS):
         editor = Editor(ir, infos, rng, view, op.name)
@@ -66,7 +67,7 @@ def mutate(ir: ModelIR, operator: str, rng: random.Random, coverage: CoverageTra
             mutant = editor.finish()
             checked = verify(mutant, ir, infos)  # a Keras build's check, layer by layer where anything changed
             weights = weight_count(checked)
-            if weights > max(MAX_WEIGHTS, weight_count(infos)):
+            if weights > weight_bound:
                 raise InvalidModelError(f"{weights:,} weight values, above the bound of {MAX_WEIGHTS:,}")
         except InvalidModelError as exc:
             last = exc

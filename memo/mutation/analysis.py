@@ -12,9 +12,8 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import OrderedDict
-from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Hashable, Iterator, Sequence
+from typing import Any, Hashable, Sequence
 
 from memo.errors import InvalidModelError
 from memo.model import keras_bridge
@@ -86,14 +85,9 @@ def _digest(ir: ModelIR) -> str:
     return hashlib.sha1(ir.dumps().encode()).hexdigest()
 
 
-def _info_of(tensor: Any, layer: Any = None) -> TensorInfo:
-    weights = 0
-    for variable in getattr(layer, "weights", ()):
-        size = 1
-        for d in variable.shape:
-            size *= int(d)
-        weights += size
-    return TensorInfo(tuple(None if d is None else int(d) for d in tensor.shape), str(tensor.dtype), weights)
+def _info_of(tensor: Any, layer: Any) -> TensorInfo:
+    return TensorInfo(tuple(None if d is None else int(d) for d in tensor.shape), str(tensor.dtype),
+                      int(layer.count_params()))
 
 
 def weight_count(infos: dict[str, TensorInfo]) -> int:
@@ -110,7 +104,7 @@ def analyse(ir: ModelIR) -> dict[str, TensorInfo]:
     cached = _analyses.get(key)
     if cached is not None:
         return dict(cached)
-    with _weights_left_uninitialized():
+    with keras_bridge.weights_deferred():
         model = keras_bridge.build_keras_model(ir)
     infos = {layer.name: _info_of(layer.output, layer) for layer in model.layers}
     _analyses.put(key, infos)
@@ -173,24 +167,6 @@ def call_layer(layer: Layer, inputs: Sequence[TensorInfo]) -> TensorInfo:
     return result
 
 
-@contextmanager
-def _weights_left_uninitialized() -> Iterator[None]:
-    """Build layers without drawing their initial weights (most of a numpy-backend build's time).
-
-    Inside Keras's StatelessScope, variables made from an initializer are only registered for later
-    initialization; we drop exactly the ones registered here on the way out, so nothing leaks.
-    """
-    keras = keras_bridge.keras_module()
-    from keras.src.backend.common import global_state  # noqa: PLC0415
-
-    pending = list(global_state.get_global_attribute("uninitialized_variables", [], set_to_default=True))
-    try:
-        with keras.StatelessScope(initialize_variables=False):
-            yield
-    finally:
-        global_state.set_global_attribute("uninitialized_variables", pending)
-
-
 def policy_name(config: dict[str, Any]) -> str:
     """The dtype a layer config computes in (float32 when unset)."""
     dtype = config.get("dtype") or "float32"
@@ -204,7 +180,7 @@ def _symbolic_call(layer: Layer, inputs: Sequence[TensorInfo]) -> TensorInfo:
         # initializers can fail for other dtypes (orthogonal in float16: numpy's linalg refuses it), and
         # the artifact writer initializes every weight: check that here too
         return _symbolic_call_in_scope(layer, inputs)
-    with _weights_left_uninitialized():
+    with keras_bridge.weights_deferred():
         return _symbolic_call_in_scope(layer, inputs)
 
 

@@ -92,17 +92,14 @@ def conv_sampler(variant: ConvVariant, dims: int):
         config: dict[str, Any] = {"data_format": d.choice("data_format"), "padding": d.choice("padding")}
         config.update(draw_window(d, spatial(shape), config["padding"], dilation=variant.dilation,
                                   transpose=bool(variant.suffix)))
-        out_channels = chans
         if variant.groups:
             config["groups"] = d.pick("groups", divisors(chans))
         if variant.depth_multiplier:
             config["depth_multiplier"] = d.integer("depth_multiplier", 1, 8, cap=4)
-            out_channels = chans * config["depth_multiplier"]
         if variant.filters:
             step = config.get("groups", 1)
             config["filters"] = d.pick("filters", [step * k for k in range(1, 80 // step + 2)])
-            out_channels = config["filters"]
-        config["activation"] = d.choice("activation", v.activations_for(out_channels))
+        config["activation"] = d.choice("activation", v.ACTIVATIONS)
         return draw_modes(d, free_modes, config)
 
     return sample

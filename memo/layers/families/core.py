@@ -18,7 +18,7 @@ def dense() -> LayerSpec:
     def sample(d: Draw, shapes: Sequence[Shape]) -> dict[str, Any]:
         channels(only(shapes))
         config: dict[str, Any] = {"units": d.integer("units", 1, 64, cap=32)}
-        config["activation"] = d.choice("activation", v.activations_for(config["units"]))
+        config["activation"] = d.choice("activation", v.ACTIVATIONS)
         return draw_modes(d, free, config)
 
     return entry("Dense", "core", ANY_RANK, params, sample)
@@ -52,7 +52,7 @@ def einsum_dense() -> LayerSpec:
             middle.append(d.rng.randint(1, 4))
         config: dict[str, Any] = {"equation": equation, "output_shape": (*middle, units)}
         config["bias_axes"] = bias if d.choice("bias_axes") == "last" else None
-        config["activation"] = d.choice("activation", v.activations_for(units))
+        config["activation"] = d.choice("activation", v.ACTIVATIONS)
         return draw_modes(d, free, config)
 
     def rank_map(rank: int) -> frozenset[int]:

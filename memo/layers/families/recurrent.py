@@ -32,10 +32,6 @@ def rnn_params(name: str) -> list[ParamSpace]:
     return params
 
 
-def _odd_safe(d: Draw, name: str, units: int) -> str:
-    return d.choice(name, v.activations_for(units))
-
-
 def rnn_sampler(name: str):
     params = rnn_params(name)
     drawn = {"activation", "recurrent_activation", "unroll"}
@@ -45,9 +41,9 @@ def rnn_sampler(name: str):
         shape = only(shapes)
         channels(shape)
         config: dict[str, Any] = {"units": d.integer("units", 1, 64, cap=32)}
-        config["activation"] = _odd_safe(d, "activation", config["units"])
+        config["activation"] = d.choice("activation", v.ACTIVATIONS)
         if name in GATED:
-            config["recurrent_activation"] = _odd_safe(d, "recurrent_activation", config["units"])
+            config["recurrent_activation"] = d.choice("recurrent_activation", v.ACTIVATIONS)
         config["unroll"] = d.choice("unroll", v.BOOLS if shape[1] is not None else (False,))
         config["dropout"] = d.real("dropout", 0.0, 0.9)
         config["recurrent_dropout"] = d.real("recurrent_dropout", 0.0, 0.9)
@@ -94,8 +90,8 @@ def conv_lstm(dims: int) -> LayerSpec:
         config: dict[str, Any] = {"padding": d.choice("padding")}
         config.update(draw_window(d, spatial(shape, lead=2), config["padding"], dilation=True, stride_cap=3))
         config["filters"] = d.integer("filters", 1, 64, cap=16)
-        config["activation"] = _odd_safe(d, "activation", config["filters"])
-        config["recurrent_activation"] = _odd_safe(d, "recurrent_activation", config["filters"])
+        config["activation"] = d.choice("activation", v.ACTIVATIONS)
+        config["recurrent_activation"] = d.choice("recurrent_activation", v.ACTIVATIONS)
         config["dropout"] = d.real("dropout", 0.0, 0.9)
         config["recurrent_dropout"] = d.real("recurrent_dropout", 0.0, 0.9)
         return draw_modes(d, free, config)
