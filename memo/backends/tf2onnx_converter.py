@@ -79,7 +79,9 @@ def _freeze(path: Path) -> FrozenModel:
                                name=tensor.name.split(":")[0]) for tensor in model.inputs]
     function = tf.function(lambda *args: model(list(args), training=False))
     concrete = function.get_concrete_function(*signature)
-    inputs = [t.name for t in concrete.inputs if t.dtype != tf.dtypes.resource]
+    # Only the model's own inputs: the concrete function's later inputs are its captures (variables, and eager
+    # constants such as an activity regularizer's factor), which the freeze turns into constants.
+    inputs = [t.name for t in concrete.inputs[:len(signature)]]
     outputs = [t.name for t in concrete.outputs if t.dtype != tf.dtypes.resource]
     renames = tensor_names_from_structed(concrete, inputs, outputs)
     with tf.device("/cpu:0"):

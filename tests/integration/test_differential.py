@@ -5,6 +5,7 @@ import json
 import signal
 
 import numpy as np
+import onnx
 import pytest
 
 from memo.backends.result import ExecutionResult
@@ -57,6 +58,20 @@ def test_tf2onnx_silent_failure_is_unsupported_and_onnx_backends_are_skipped(exe
     kinds = {(v.kind, v.backend) for v in judge(result)}
     assert ("unsupported", "tf2onnx") in kinds
     assert not any(backend in {"onnxruntime", "onnx2torch", "onnx2pytorch"} for _, backend in kinds)
+
+
+def test_activity_regularizer_constant_is_frozen_not_made_an_onnx_input(executor, make_artifact) -> None:
+    # Keras computes an activity regularizer's loss even at inference, and L1 keeps its factor as an eager
+    # tensor, which the traced function captures. It must become a constant of the ONNX graph, not an input.
+    ir = one_layer_ir("Dense", {"units": 4, "activity_regularizer": "l1"}, (6,))
+    artifact = make_artifact(ir)
+    result = executor.run(artifact)
+    assert {name: b.status for name, b in result.backends.items()} == {name: "ok" for name in result.backends}
+    assert judge(result) == []
+    for produced in ("onnx", "onnx-opset11"):
+        graph = onnx.load(str(artifact.path_for(produced))).graph
+        initializers = {init.name for init in graph.initializer}
+        assert [arg.name for arg in graph.input if arg.name not in initializers] == ["x"]
 
 
 def test_abort_and_hang_are_recorded_and_the_next_model_runs(executor, make_artifact) -> None:
