@@ -1,0 +1,29 @@
+"""How many pipelines and workers a campaign starts, from the machine's cores and memory."""
+from __future__ import annotations
+
+import pytest
+
+from memo.campaign import config
+
+
+@pytest.mark.parametrize(("cores", "memory_gb", "jobs"), [
+    (2, 23.0, 3),    # this machine: cores + 1
+    (2, 8.0, 3),     # under one worker set's worth of memory: still one set of three pipelines
+    (16, 23.0, 3),   # many cores, memory for one worker set only
+    (16, 128.0, 17),  # memory for ten sets: cores + 1
+    (None, 23.0, 2),  # cpu_count unknown: treated as one core
+])
+def test_default_jobs_fits_cores_and_memory(monkeypatch, cores, memory_gb, jobs) -> None:
+    monkeypatch.setattr("os.cpu_count", lambda: cores)
+    monkeypatch.setattr(config, "total_memory_gb", lambda: memory_gb)
+    assert config.default_jobs() == jobs
+
+
+@pytest.mark.parametrize(("jobs", "memory_gb", "replicas"), [
+    (3, 23.0, {"tf2onnx": 2}),  # a shared set on this machine runs two tf2onnx workers
+    (3, 12.0, None),            # not with too little memory
+    (1, 64.0, None),            # a set serving one pipeline never waits on tf2onnx for another model
+])
+def test_shared_worker_set_gets_a_second_tf2onnx_where_memory_allows(monkeypatch, jobs, memory_gb, replicas) -> None:
+    monkeypatch.setattr(config, "total_memory_gb", lambda: memory_gb)
+    assert config.worker_replicas(jobs) == replicas
