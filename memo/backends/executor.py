@@ -189,17 +189,16 @@ class DifferentialExecutor:
                         lost_load = failure
                 else:
                     produced = None
-                    result.backends[converter.name] = BackendResult(
-                        name=converter.name, consumes=converter.consumes, role=converter.role,
-                        versions=dict(converter.versions),
-                        stages=[StageResult(stage="load", status="skipped",
-                                            message=f"not retried: the shared load {LOST[lost_load.status]} "
-                                                    f"before ({lost_load.message})")])
+                    result.backends[converter.name] = self._skipped(
+                        converter, "load", f"not retried: the shared load {LOST[lost_load.status]} before "
+                                           f"({lost_load.message})")
                 for member in self._consumers(converter.produces, selected):
                     if produced is not None:
                         submit(member, produced)
                     else:
-                        result.backends[member.name] = self._skipped(member, converter, result)
+                        status = result.backends[converter.name].status
+                        result.backends[member.name] = self._skipped(
+                            member, "convert", f"no {member.consumes} file: {converter.name} {status}")
 
         converters = [m for m in self.members.values()
                       if m.role == "converter" and self._consumers(m.produces, selected)]
@@ -245,22 +244,20 @@ class DifferentialExecutor:
             del held[group]
             self._idle[group].put(worker)
 
-    def _skipped(self, member: Member, converter: Member, result: ExecutionResult) -> BackendResult:
-        status = result.backends[converter.name].status
-        return BackendResult(name=member.name, consumes=member.consumes, versions=dict(member.versions),
-                             stages=[StageResult(stage="convert", status="skipped",
-                                                 message=f"no {member.consumes} file: {converter.name} {status}")])
+    @staticmethod
+    def _skipped(member: Member, stage: str, message: str) -> BackendResult:
+        """The result of a backend or converter that did not run this model, and why."""
+        return BackendResult(name=member.name, consumes=member.consumes, role=member.role,
+                             versions=dict(member.versions),
+                             stages=[StageResult(stage=stage, status="skipped", message=message)])
 
     def _run_member(self, member: Member, artifact: Artifact, model_path: Path, input_names: list[str],
                     result: ExecutionResult) -> Path | None:
         """Run one backend or converter; returns the file it wrote (outputs or converted model) if it succeeded."""
-        backend_result = BackendResult(name=member.name, consumes=member.consumes, role=member.role)
         if member.unavailable:
-            backend_result.stages = [StageResult(stage="start", status="skipped",
-                                                 message=f"unavailable: {member.unavailable}")]
-            backend_result.versions = dict(member.versions)
-            result.backends[member.name] = backend_result
+            result.backends[member.name] = self._skipped(member, "start", f"unavailable: {member.unavailable}")
             return None
+        backend_result = BackendResult(name=member.name, consumes=member.consumes, role=member.role)
         out = artifact.path_for(member.produces) if member.produces else artifact.outputs_path(member.name)
         out.unlink(missing_ok=True)
         request = {"op": "export" if member.role == "converter" else "run", "backend": member.name,

@@ -1,6 +1,7 @@
 """A campaign's settings, stored in its database so that ``--resume`` continues with the same ones."""
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -10,7 +11,7 @@ from memo.errors import UsageError
 
 # Pipelines sharing one set of warm workers: while one model converts, others run on the Keras backends.
 # A set costs about 8 GB; memory allows one set per WORKER_SET_MEMORY_GB. tf2onnx (trace, freeze, two
-# conversions: 1.75 CPU s per mutant, half of all the work) is the slowest library per model, so a set
+# conversions: 52 % of all CPU in the 30-minute benchmark) is the slowest library per model, so a set
 # shared by several pipelines runs two tf2onnx workers where memory allows. With mutants bounded to 10 M
 # weights, two of them on the 2-core / 23 GB machine executed 13 % more mutants in 10 minutes (the cores
 # 93 % busy instead of 79 %), at 10.1 GB peak for the whole campaign instead of 7.6 GB.
@@ -95,8 +96,6 @@ def total_memory_gb() -> float:
 def default_jobs() -> int:
     """One pipeline per core plus one (a pipeline also waits on files and pipes), at most
     PIPELINES_PER_WORKER_SET per worker set that memory allows."""
-    import os  # noqa: PLC0415
-
     worker_sets = max(1, int(total_memory_gb() // WORKER_SET_MEMORY_GB))
     return max(1, min((os.cpu_count() or 1) + 1, PIPELINES_PER_WORKER_SET * worker_sets))
 

@@ -68,7 +68,7 @@ def mutate(ir: ModelIR, operator: str, rng: random.Random, coverage: CoverageTra
             checked = verify(mutant, ir, infos)  # a Keras build's check, layer by layer where anything changed
             weights = weight_count(checked)
             if weights > weight_bound:
-                raise InvalidModelError(f"{weights:,} weight values, above the bound of {MAX_WEIGHTS:,}")
+                raise InvalidModelError(f"{weights:,} weight values, above the bound of {weight_bound:,}")
         except InvalidModelError as exc:
             last = exc
             continue
