@@ -1,9 +1,10 @@
-"""A timed campaign: mutants executed, coverage over time, findings, and memory of the whole process tree.
+"""A timed campaign: mutants executed, coverage over time, findings, memory of the whole process tree, disk.
 
     .venv/bin/python benchmarks/bench_campaign.py --minutes 30 [--jobs N] [--backends a,b] [--seed S]
 
 Runs ``memo fuzz`` as a child process (JSON-lines progress), samples the RSS of memo and all its worker
-processes every few seconds, then prints a Markdown table ready for docs/benchmarks.md.
+processes every few seconds, then prints a Markdown table ready for docs/benchmarks.md, with the disk the
+campaign left behind (``mutants/`` and ``campaigns/``) in all and per executed model.
 """
 from __future__ import annotations
 
@@ -22,6 +23,9 @@ from pathlib import Path
 import psutil
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from memo.campaign.disk import format_size, tree_bytes  # noqa: E402
 
 
 def process_role(proc: psutil.Process) -> str:
@@ -51,6 +55,17 @@ def sample_tree(pid: int, cpu: dict[int, tuple[str, float]]) -> float:
     return total / 2**20
 
 
+def print_disk(workdir: Path, db: sqlite3.Connection, executed: int) -> None:
+    """Bytes left in mutants/ (regenerable artifacts) and the campaign folder (database, bug folders)."""
+    mutants, campaign = tree_bytes(workdir / "mutants"), tree_bytes(workdir / "bench")
+    bugs = tree_bytes(workdir / "bench" / "bugs")
+    kept = db.execute("SELECT COUNT(*) FROM executions WHERE artifact_dir IS NOT NULL").fetchone()[0]
+    per_model = format_size((mutants + campaign) / executed) if executed else "-"
+    print(f"- disk at end: mutants/ {format_size(mutants)} ({kept} artifacts kept of {executed} executed), "
+          f"campaign folder {format_size(campaign)} (bug folders {format_size(bugs)}); "
+          f"{per_model} per executed model")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--minutes", type=float, default=30.0)
@@ -59,6 +74,7 @@ def main() -> int:
     parser.add_argument("--backends")
     parser.add_argument("--search", default="mh")
     parser.add_argument("--sample-every", type=float, default=5.0, help="seconds between RSS and CPU samples")
+    parser.add_argument("--max-disk", help="memo fuzz --max-disk (default: memo's)")
     args = parser.parse_args()
 
     workdir = Path(tempfile.mkdtemp(prefix="memo-bench-campaign-"))
@@ -69,6 +85,8 @@ def main() -> int:
         cmd += ["--backends", args.backends]
     if args.jobs:
         cmd += ["--jobs", str(args.jobs)]
+    if args.max_disk:
+        cmd += ["--max-disk", args.max_disk]
     proc = subprocess.Popen(cmd, cwd=workdir, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
                             env={**os.environ, "PYTHONPATH": str(REPO)})
     rss: list[tuple[float, float]] = []
@@ -127,6 +145,7 @@ def main() -> int:
               f"{total:.0f} s in all over {wall:.0f} s of wall time on {os.cpu_count()} cores):")
         for role, seconds in sorted(by_role.items(), key=lambda item: -item[1]):
             print(f"  - {role}: {seconds:.0f} s ({100 * seconds / total:.0f} %)")
+    print_disk(workdir, db, executed)
     print(f"- campaign directory: {workdir / 'bench'}")
     return 0
 

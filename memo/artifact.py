@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 import numpy as np
 
@@ -56,15 +56,52 @@ class Artifact:
         return cls(**{key: Path(data[key]) for key in ("directory", "keras_path", "inputs_path", "ir_path")})
 
 
+def _artifact_in(directory: Path) -> Artifact:
+    return Artifact(directory=directory, keras_path=directory / ARTIFACT_FILES["keras"],
+                    inputs_path=directory / "inputs.npz", ir_path=directory / "model.ir.json")
+
+
 def prepare_artifact(ir: ModelIR, directory: Path, *, seed: int, weights: Weights | None = None) -> Artifact:
     """Write the ``.keras`` model (given weights, generated deterministically from ``seed`` where absent),
     the inputs drawn from ``seed`` and the IR into ``directory``. Raises InvalidModelError if Keras
     rejects the model."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    artifact = Artifact(directory=directory, keras_path=directory / ARTIFACT_FILES["keras"],
-                        inputs_path=directory / "inputs.npz", ir_path=directory / "model.ir.json")
+    artifact = _artifact_in(directory)
     save_keras_artifact(ir, artifact.keras_path, seed=seed, weights=weights)
     np.savez(artifact.inputs_path, **make_inputs(ir, seed))
     artifact.ir_path.write_text(json.dumps(ir.to_json(), indent=1, sort_keys=True))
     return artifact
+
+
+def ensure_artifact(ir: ModelIR, directory: Path, *, seed: int) -> Artifact:
+    """The artifact in ``directory`` if its model and inputs are there, else the same artifact rebuilt from
+    ``ir`` and the campaign ``seed`` (campaigns delete most artifacts; weights and inputs are deterministic).
+    A rebuilt artifact has no ONNX files or outputs until it is executed again."""
+    artifact = _artifact_in(Path(directory))
+    if artifact.keras_path.exists() and artifact.inputs_path.exists():
+        if not artifact.ir_path.exists():
+            artifact.ir_path.write_text(json.dumps(ir.to_json(), indent=1, sort_keys=True))
+        return artifact
+    return prepare_artifact(ir, directory, seed=seed)
+
+
+def slim_artifact(directory: Path, *, kinds: Iterable[str], backends: Iterable[str]) -> int:
+    """Delete the converted files not of ``kinds`` and the outputs not of ``backends`` from an executed
+    artifact (the model, inputs and IR always stay); returns the bytes freed. Campaigns keep artifacts for
+    triage, which reads only the files of the backends a finding involves."""
+    directory = Path(directory)
+    keep_kinds, keep_backends = set(kinds), set(backends)
+    doomed = [directory / name for kind, name in ARTIFACT_FILES.items() if kind != "keras" and kind not in keep_kinds]
+    outputs = directory / "outputs"
+    if outputs.is_dir():
+        doomed += [path for path in outputs.glob("*.npz") if path.stem not in keep_backends]
+    freed = 0
+    for path in doomed:
+        try:
+            size = path.stat().st_size
+            path.unlink()
+            freed += size
+        except FileNotFoundError:
+            continue
+    return freed

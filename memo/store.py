@@ -7,17 +7,19 @@ mutant in flight is lost, never a stored finding. WAL mode lets ``memo report`` 
 from __future__ import annotations
 
 import json
+import shutil
 import sqlite3
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 from memo.errors import UsageError
 
 DB_NAME = "campaign.sqlite"
 SCHEMA_VERSION = 1
+_IN_CHUNK = 500  # ids per "IN (...)" query (SQLite limits the parameters of one statement)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -182,3 +184,36 @@ class CampaignStore:
 
     def coverage_history(self) -> list[dict[str, Any]]:
         return self.rows("SELECT * FROM coverage_history ORDER BY id")
+
+    # ------------------------------------------------------------------ artifacts on disk
+    def artifact_dirs(self, mutant_ids: Iterable[int]) -> dict[int, str | None]:
+        """The stored artifact folder of each mutant (None: deleted, never kept, or not executed)."""
+        ids = list(dict.fromkeys(int(m) for m in mutant_ids))
+        found: dict[int, str | None] = dict.fromkeys(ids)
+        for start in range(0, len(ids), _IN_CHUNK):
+            chunk = ids[start:start + _IN_CHUNK]
+            found.update(self.db.execute(
+                f"SELECT mutant_id, artifact_dir FROM executions WHERE mutant_id IN ({','.join('?' * len(chunk))})",
+                chunk).fetchall())
+        return found
+
+    def release_artifact(self, mutant_id: int) -> int:
+        """Delete a mutant's artifact folder and record it as gone; returns the bytes freed (0 if none).
+
+        The folder goes first: on a full disk the database update may need the space it frees. A folder
+        deleted without the update is harmless, since readers check that the folder still exists and
+        :func:`memo.artifact.ensure_artifact` rebuilds it from the stored IR.
+        """
+        from memo.campaign.disk import tree_bytes  # noqa: PLC0415  (memo.campaign imports this module)
+
+        directory = self.artifact_dirs([mutant_id])[int(mutant_id)]
+        if directory is None:
+            return 0
+        freed = tree_bytes(Path(directory))
+        shutil.rmtree(directory, ignore_errors=True)
+        self.db.execute("UPDATE executions SET artifact_dir = NULL WHERE mutant_id = ?", (int(mutant_id),))
+        return freed
+
+    def clear_artifact_dirs(self) -> int:
+        """Record every artifact folder as gone (after ``memo clean`` deleted them); returns how many."""
+        return self.db.execute("UPDATE executions SET artifact_dir = NULL WHERE artifact_dir IS NOT NULL").rowcount

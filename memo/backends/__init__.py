@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import importlib
 
-from memo.backends.spec import ARTIFACT_KINDS, AnySpec, BackendSpec, ConverterSpec
+from memo.backends.spec import ARTIFACT_KINDS, AnySpec, BackendSpec, ConverterSpec, ReproRecipe
 
 REFERENCE = "keras-tensorflow"
 
@@ -39,4 +39,4 @@ def load_spec(name: str) -> AnySpec:
 
 
 __all__ = ["ARTIFACT_KINDS", "BACKENDS", "BackendSpec", "CONVERTERS", "ConverterSpec", "DEFAULT_BACKENDS",
-           "PRODUCERS", "REFERENCE", "load_spec"]
+           "PRODUCERS", "REFERENCE", "ReproRecipe", "load_spec"]

@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 from typing import Any, Iterator
 
-from memo.backends.spec import BackendSpec
+from memo.backends.spec import BackendSpec, ReproRecipe, UnsupportedPhrase
 from memo.backends.versions import distribution_versions
 
 UNSAFE_VARIABLE = "MEMO_KERAS_UNSAFE"
@@ -91,6 +91,17 @@ def _warm_up(keras: Any) -> None:
     keras.ops.convert_to_numpy(model(np.zeros((1, 4), dtype="float32"), training=False))
 
 
+# What each Keras backend says when it declines on purpose, besides NotImplementedError. TensorFlow has its
+# own "not implemented" status (UnimplementedError): a kernel missing for a device, layout or dtype.
+UNSUPPORTED: dict[str, tuple[UnsupportedPhrase, ...]] = {
+    "tensorflow": (UnsupportedPhrase(r".", exc_types=("UnimplementedError",),
+                                     example="The Conv2D op currently only supports the NHWC tensor format on "
+                                             "the CPU. The op was given the format: NCHW"),),
+    "jax": (),
+    "torch": (),
+}
+
+
 def keras_spec(keras_backend: str, libraries: tuple[str, ...]) -> BackendSpec:
     """The spec of Keras running on ``keras_backend`` (tensorflow, jax or torch)."""
     distributions = ("keras", *libraries)
@@ -104,4 +115,5 @@ def keras_spec(keras_backend: str, libraries: tuple[str, ...]) -> BackendSpec:
         return distribution_versions(distributions)
 
     return BackendSpec(name=f"keras-{keras_backend}", consumes="keras", load=_load, run=_run, setup=setup,
-                       distributions=distributions, env={"KERAS_BACKEND": keras_backend})
+                       distributions=distributions, env={"KERAS_BACKEND": keras_backend},
+                       unsupported_patterns=UNSUPPORTED.get(keras_backend, ()), repro=ReproRecipe())

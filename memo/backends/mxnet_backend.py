@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from memo.backends.spec import BackendSpec
+from memo.backends.spec import BackendSpec, ReproRecipe, UnsupportedPhrase
 from memo.backends.versions import distribution_versions
 
 DISTRIBUTIONS = ("mxnet", "onnx", "numpy")
@@ -67,7 +67,13 @@ def _run(bound: _Bound, inputs: dict[str, Any]) -> list[Any]:
     return bound.forward(list(inputs.values()))
 
 
+# MXNet's ONNX importer refuses ops with NotImplementedError ("Operator Resize not implemented."); the
+# one other deliberate refusal in it is Flatten's (mxnet/contrib/onnx/onnx2mx/_op_translations.py).
+UNSUPPORTED = (
+    UnsupportedPhrase(r"^Flatten operator only supports axis=1$", exc_types=("RuntimeError",),
+                      example="Flatten operator only supports axis=1"),
+)
+
 SPEC = BackendSpec(name="mxnet", consumes="onnx-opset11", convert=_convert, load=_load, run=_run, setup=_setup,
-                   distributions=DISTRIBUTIONS, python=MXNET_PYTHON,
-                   unsupported_patterns=(r"no conversion function registered", r"not (yet )?supported", r"only supports",
-                                         r"not implemented", r"unsupported"))
+                   distributions=DISTRIBUTIONS, python=MXNET_PYTHON, unsupported_patterns=UNSUPPORTED,
+                   repro=ReproRecipe(requirements=("mxnet==1.9.1", "numpy==1.23.5", "onnx==1.14.1", "protobuf<4")))

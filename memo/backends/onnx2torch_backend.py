@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from memo.backends.spec import BackendSpec
+from memo.backends.spec import BackendSpec, ReproRecipe
 from memo.backends.torch_common import eval_module, run_module, setup_torch
 from memo.backends.versions import distribution_versions
 
@@ -25,4 +25,4 @@ def _convert(path: Path) -> Any:
 
 
 SPEC = BackendSpec(name="onnx2torch", consumes="onnx", convert=_convert, load=eval_module, run=run_module,
-                   setup=_setup, distributions=DISTRIBUTIONS)
+                   setup=_setup, distributions=DISTRIBUTIONS, repro=ReproRecipe())

@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from memo.backends.spec import BackendSpec
+from memo.backends.spec import BackendSpec, ReproRecipe, UnsupportedPhrase
 from memo.backends.versions import distribution_versions
 
 DISTRIBUTIONS = ("onnxruntime", "onnx")
@@ -30,5 +30,13 @@ def _run(session: Any, inputs: dict[str, Any]) -> list[Any]:
     return session.run(None, feed)
 
 
+# ONNX Runtime's NOT_IMPLEMENTED status (its own exception class, not a NotImplementedError): no kernel
+# for an op, opset version or type.
+UNSUPPORTED = (
+    UnsupportedPhrase(r"NOT_IMPLEMENTED : Could not find an implementation for", exc_types=("NotImplemented",),
+                      example="[ONNXRuntimeError] : 9 : NOT_IMPLEMENTED : Could not find an implementation for "
+                              "ConvInteger(10) node with name 'conv'"),
+)
+
 SPEC = BackendSpec(name="onnxruntime", consumes="onnx", load=_load, run=_run, setup=_setup,
-                   distributions=DISTRIBUTIONS)
+                   distributions=DISTRIBUTIONS, unsupported_patterns=UNSUPPORTED, repro=ReproRecipe())

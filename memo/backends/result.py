@@ -3,21 +3,56 @@
 Statuses of a stage:
   ok          the stage finished
   error       the library raised an exception
-  unsupported the library declined on purpose (NotImplementedError, "not supported", an op tf2onnx left
-              unconverted): a known gap, kept apart from bugs
+  unsupported the library declined on purpose: NotImplementedError, or a phrase the backend's spec declares
+              (``unsupported_patterns``), or an op tf2onnx has no handler for; a known gap, kept apart from bugs
   crash       the worker process died (signal or exit code recorded, with the tail of its stderr)
   hang        the stage ran past the per-model timeout; the worker was killed
   skipped     the stage did not run (its input artifact is missing because a converter failed, or the
               backend is not installed)
+
+Stages, in order: ``start`` (the worker), ``trace`` (a converter's Keras load and ``tf.function`` trace:
+TensorFlow's graph mode, not the converter's), ``convert``, ``load``, ``execute``. Statuses and kinds live in
+:mod:`memo.kinds`; the tuples here are aliases of its values.
 """
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-STATUSES = ("ok", "error", "unsupported", "crash", "hang", "skipped")
-FAILURES = ("error", "unsupported", "crash", "hang")
-STAGES = ("start", "convert", "load", "execute")
+from memo.kinds import FAILURES, STATUSES, StageStatus
+
+STAGES = ("start", "trace", "convert", "load", "execute")
+TRACE_STAGE = "trace"
+
+
+class StageFailure(Exception):
+    """Raised by a callable that spans several stages to say in which one ``cause`` was raised.
+
+    tf2onnx's ``load`` is memo's Keras load plus ``tf.function`` trace (stage ``trace``, TensorFlow's) followed
+    by the freeze (stage ``load``, tf2onnx's); the worker records the failure under ``stage`` with the type,
+    message and traceback of ``cause``.
+    """
+
+    def __init__(self, stage: str, cause: BaseException) -> None:
+        super().__init__(f"{stage}: {type(cause).__name__}: {cause}")
+        self.stage = stage
+        self.cause = cause
+
+
+@dataclass
+class ConversionProblem:
+    """Something a converter noticed without raising (tf2onnx runs with ``continue_on_error``).
+
+    ``status`` "unsupported" for an op the converter has no handler for, "error" for an exception inside
+    a handler or rewriter that the converter logged and swallowed. ``feature`` names the op type, so
+    findings group by it.
+    """
+
+    status: str
+    message: str
+    exc_type: str | None = None
+    feature: str | None = None
+    traceback: str = ""
 
 
 @dataclass
@@ -33,7 +68,9 @@ class StageResult:
     stderr_tail: str = ""
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        data = asdict(self)
+        data["status"] = str(self.status)  # a plain string, never an enum member, in JSON and SQLite
+        return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "StageResult":
@@ -64,7 +101,8 @@ class BackendResult:
     @property
     def status(self) -> str:
         failure = self.failure
-        return failure.status if failure else ("ok" if self.stages else "skipped")
+        status = failure.status if failure else ("ok" if self.stages else "skipped")
+        return status.value if isinstance(status, StageStatus) else status
 
     @property
     def stage_reached(self) -> str:

@@ -17,13 +17,50 @@ from typing import Any, Callable, Sequence
 # the form MXNet's importer accepts.
 ARTIFACT_KINDS = ("keras", "onnx", "onnx-opset11")
 
-# Exception messages that mean "this library declines the feature on purpose" rather than "it broke".
-DEFAULT_UNSUPPORTED_PATTERNS: tuple[str, ...] = (
-    r"not (yet )?supported", r"unsupported", r"not implemented", r"no conversion function",
-    r"could not find an implementation", r"no converter", r"is not registered",
-)
+# Exception types that are never a deliberate refusal, whatever their message says (checked on the whole
+# class hierarchy): "unsupported operand type(s)", "... is not registered" in a KeyError are bugs.
+NEVER_UNSUPPORTED: tuple[str, ...] = ("TypeError", "KeyError", "IndexError", "AssertionError", "AttributeError")
+
+
+@dataclass(frozen=True)
+class UnsupportedPhrase:
+    """An exact message with which one library declines a feature on purpose.
+
+    ``pattern`` is a regular expression searched (case-sensitively) in ``str(exception)``; ``exc_types``
+    restricts it to exceptions whose class (or a base class) has one of these names (empty: any type but
+    :data:`NEVER_UNSUPPORTED`). ``example`` is a real message it matches (tests check every declared one).
+    """
+
+    pattern: str
+    exc_types: tuple[str, ...] = ()
+    example: str = ""
+
+
+# A backend declares its own phrases; by default only NotImplementedError means "unsupported". (Kept as a
+# name for plugins written against the old broad list, which is gone: it filed bugs as unsupported.)
+DEFAULT_UNSUPPORTED_PATTERNS: tuple[UnsupportedPhrase, ...] = ()
+UnsupportedPatterns = Sequence["UnsupportedPhrase | str"]
 
 Outputs = Any  # a list/tuple of arrays, a dict of arrays, or a single array
+
+
+@dataclass(frozen=True)
+class ReproRecipe:
+    """How a bug's standalone ``repro.py`` runs this library: with the worker's own code.
+
+    The script inlines the spec's callables (``convert``/``load``/``run``, or a converter's
+    ``load``/``export``) with ``inspect.getsource``, plus every module-level function, class, constant
+    and import they reference, transitively (:mod:`memo.triage.inline` finds them, so no list here can
+    drift from the code). It sets the spec's ``env`` and ``env`` below, and reads the artifact file the
+    spec ``consumes`` (``model.keras``, or ``model.onnx`` in the bug folder). That code must be
+    standalone: memo imports at module level only (they are inlined), none inside a function body.
+
+    ``requirements``: what ``pip install`` needs for the script (empty: the spec's ``distributions``
+    and numpy).
+    """
+
+    requirements: tuple[str, ...] = ()
+    env: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -47,7 +84,8 @@ class BackendSpec:
     env: dict[str, str] = field(default_factory=dict)
     python: str | None = None  # interpreter for the worker; None = the orchestrator's own
     group: str | None = None  # specs with the same group share one worker process
-    unsupported_patterns: Sequence[str] = DEFAULT_UNSUPPORTED_PATTERNS
+    unsupported_patterns: UnsupportedPatterns = DEFAULT_UNSUPPORTED_PATTERNS
+    repro: ReproRecipe | None = None  # None: memo writes no repro.py for this library's bugs
 
     def __post_init__(self) -> None:
         if self.consumes not in ARTIFACT_KINDS:
@@ -63,8 +101,9 @@ class ConverterSpec:
     """A converter between artifacts (tf2onnx): its failures are findings against the converter itself.
 
     ``export(handle, inputs, out_path)`` writes the converted file and returns the list of problems it
-    noticed without raising (ops left unconverted in the output graph): a non-empty list makes the stage
-    "unsupported" and the dependent backends are skipped.
+    noticed without raising: a string is an op left unconverted ("unsupported"); a
+    :class:`memo.backends.result.ConversionProblem` says its own status ("error" for an exception the
+    converter logged and swallowed). Any problem fails the stage and the dependent backends are skipped.
     """
 
     name: str
@@ -77,7 +116,8 @@ class ConverterSpec:
     env: dict[str, str] = field(default_factory=dict)
     python: str | None = None
     group: str | None = None
-    unsupported_patterns: Sequence[str] = DEFAULT_UNSUPPORTED_PATTERNS
+    unsupported_patterns: UnsupportedPatterns = DEFAULT_UNSUPPORTED_PATTERNS
+    repro: ReproRecipe | None = None  # None: memo writes no repro.py for this library's bugs
 
     @property
     def worker_group(self) -> str:

@@ -24,6 +24,8 @@ from memo.backends.result import StageResult
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 STDERR_TAIL_CHARS = 4000
+STDERR_SCAN_BYTES = 256_000  # how far back a native crash's faulthandler dump is looked for
+FAULTHANDLER_HEADER = "Fatal Python error"
 # One thread per library: workers run side by side on few cores, and oversubscribed thread pools
 # slow every library down. Override with MEMO_WORKER_THREADS.
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "TF_NUM_INTRAOP_THREADS",
@@ -216,13 +218,20 @@ class WorkerProcess:
                            stderr_tail=self.stderr_tail())
 
     def stderr_tail(self) -> str:
+        """The end of the worker's stderr; after a native crash, faulthandler's dump from its first line
+        (the signal and the innermost frames, "most recent call first"), which a plain tail would cut off
+        when many threads are dumped."""
         if self._stderr_path is None or not self._stderr_path.exists():
             return ""
         with open(self._stderr_path, "rb") as handle:
             handle.seek(0, os.SEEK_END)
             size = handle.tell()
-            handle.seek(max(0, size - STDERR_TAIL_CHARS))
-            return handle.read().decode("utf-8", "replace")
+            handle.seek(max(0, size - STDERR_SCAN_BYTES))
+            text = handle.read().decode("utf-8", "replace")
+        dump = text.rfind(FAULTHANDLER_HEADER)
+        if dump >= 0:
+            return text[dump:dump + 2 * STDERR_TAIL_CHARS]
+        return text[-STDERR_TAIL_CHARS:]
 
     def _next_event(self, deadline: float) -> dict[str, Any] | None:
         """The next JSON event from the worker; ``{"event": "eof"}`` when it died, None at the deadline."""

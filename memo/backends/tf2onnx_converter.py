@@ -5,20 +5,34 @@ worker caches what ``load`` returned, so the model is loaded, traced and frozen 
 ``tf2onnx`` at tf2onnx's default opset with a dynamic batch dimension, and ``tf2onnx-opset11`` at
 opset 11 with static shapes and every initializer also listed as a graph input (what MXNet imports).
 
-tf2onnx does not always raise when it cannot convert an op: it logs an error and leaves the TensorFlow
-node in the output graph. Such nodes (and logged errors) are returned as problems, which the worker
-reports as "unsupported" against tf2onnx.
+Stages: memo's own Keras load and ``tf.function`` trace of the model is TensorFlow's graph mode, not
+tf2onnx: a failure there is recorded at stage ``trace`` (the oracle files it against keras-tensorflow);
+the grappler freeze and the conversion are tf2onnx's (stages ``load`` and ``convert``).
+
+tf2onnx runs with ``continue_on_error``: it does not raise when it cannot convert an op, it logs an error
+and leaves the TensorFlow node in the output graph. memo reads those logs:
+
+* "Tensorflow op [NAME: OP] is not supported" (no handler for the op) and TensorFlow nodes left in the
+  graph are "unsupported" (a known gap, grouped by op type);
+* "Failed to convert node ..." (logged with the exception a handler raised) and "rewriter ...:
+  exception ..." are tf2onnx crashing: status "error" with the exception's type, unless the exception is
+  a deliberate refusal (NotImplementedError, or a phrase in ``UNSUPPORTED``).
 """
 from __future__ import annotations
 
 import logging
+import re
+import traceback
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from memo.backends.keras_common import _load as load_keras_model
 from memo.backends.keras_common import keras_spec
-from memo.backends.spec import ConverterSpec
+from memo.backends.result import TRACE_STAGE, ConversionProblem, StageFailure
+from memo.backends.spec import ConverterSpec, ReproRecipe, UnsupportedPhrase
 from memo.backends.versions import distribution_versions
+from memo.backends.worker import classify
 
 DISTRIBUTIONS = ("tf2onnx", "onnx", "tensorflow-cpu", "keras")
 STANDARD_DOMAINS = ("", "ai.onnx", "ai.onnx.ml")
@@ -33,16 +47,67 @@ def _setup() -> dict[str, str]:
 
 
 class _ErrorLog(logging.Handler):
+    """Collects tf2onnx's ERROR records (with their arguments and exception) during one conversion."""
+
     def __init__(self) -> None:
         super().__init__(level=logging.ERROR)
-        self.messages: list[str] = []
+        self.records: list[logging.LogRecord] = []
 
     def emit(self, record: logging.LogRecord) -> None:
-        self.messages.append(record.getMessage())
+        self.records.append(record)
 
 
-def unconverted_nodes(model: Any) -> list[str]:
-    """Nodes whose op is not an ONNX op of the model's opsets: what tf2onnx left unconverted."""
+# Only an op without a handler is "unsupported" for tf2onnx (and NotImplementedError): an exception inside an
+# op handler or a rewriter, even a precondition check of its own ("make_sure failure: ... not supported"),
+# is filed as a tf2onnx crash, since such handler failures are the converter faults users hit.
+UNSUPPORTED: tuple[UnsupportedPhrase, ...] = ()
+_NO_HANDLER = "Tensorflow op [%s: %s] is not supported"
+_HANDLER_FAILED = "Failed to convert node %r (fct=%r)\n%r"
+_REWRITER_FAILED = "rewriter %s: exception %s"
+
+
+def _op_of(summary: object) -> str | None:
+    match = re.search(r"^OP=(\S+)", str(summary), re.MULTILINE)
+    return match.group(1) if match else None
+
+
+def logged_problems(records: list[logging.LogRecord]) -> tuple[list[ConversionProblem], set[str]]:
+    """The problems in tf2onnx's ERROR log records, and the names of the nodes they concern.
+
+    Other ERROR lines (no exception, no missing handler) are not failures: when the output graph is
+    complete, the ONNX backends judge the conversion on its results.
+    """
+    problems: list[ConversionProblem] = []
+    nodes: set[str] = set()
+    for record in records:
+        args = record.args if isinstance(record.args, tuple) else ()
+        if record.msg == _NO_HANDLER and len(args) == 2:
+            name, op = str(args[0]), str(args[1])
+            nodes.add(name)
+            problems.append(ConversionProblem("unsupported", f"tf2onnx has no handler for op {op} (node {name!r})",
+                                              "UnconvertedOps", feature=op))
+        elif record.msg == _HANDLER_FAILED and record.exc_info and record.exc_info[1] is not None:
+            exc = record.exc_info[1]
+            name, op = str(args[0]) if args else "?", _op_of(args[2]) if len(args) > 2 else None
+            nodes.add(name)
+            text = " ".join(str(exc).split())
+            problems.append(ConversionProblem(
+                classify(exc, UNSUPPORTED), f"Failed to convert node {name!r} (op {op}): {type(exc).__name__}: {text}",
+                type(exc).__name__, feature=op,
+                traceback="".join(traceback.format_exception(*record.exc_info))))
+        elif record.msg == _REWRITER_FAILED and len(args) == 2 and isinstance(args[1], BaseException):
+            exc = args[1]
+            rewriter = getattr(args[0], "__name__", str(args[0]))
+            problems.append(ConversionProblem(
+                classify(exc, UNSUPPORTED), f"rewriter {rewriter} failed: {type(exc).__name__}: {exc}",
+                type(exc).__name__, feature=rewriter,
+                traceback="".join(traceback.format_exception(type(exc), exc, exc.__traceback__))))
+    return problems, nodes
+
+
+def unconverted_nodes(model: Any, skip: set[str] | frozenset[str] = frozenset()) -> list[str]:
+    """Nodes whose op is not an ONNX op of the model's opsets: what tf2onnx left unconverted (``skip``:
+    node names already reported from the log). Each message names the op type (the feature)."""
     import onnx  # noqa: PLC0415
 
     opsets = {entry.domain: entry.version for entry in model.opset_import}
@@ -50,7 +115,7 @@ def unconverted_nodes(model: Any) -> list[str]:
     for node in model.graph.node:
         domain = node.domain or ""
         known = domain in STANDARD_DOMAINS and onnx.defs.has(node.op_type, domain)
-        if not known:
+        if not known and node.name not in skip:
             problems.append(f"node {node.name!r} has op {domain + '::' if domain else ''}{node.op_type}, "
                             f"not an ONNX op (opset {opsets.get(domain, '?')})")
     return problems
@@ -74,11 +139,15 @@ def _freeze(path: Path) -> FrozenModel:
     from tf2onnx import tf_loader  # noqa: PLC0415
     from tf2onnx.convert import tensor_names_from_structed  # noqa: PLC0415
 
-    model = _KERAS_TF.load(path)
-    signature = [tf.TensorSpec((None, *[int(d) for d in tensor.shape[1:]]), tf.as_dtype(np.dtype(tensor.dtype)),
-                               name=tensor.name.split(":")[0]) for tensor in model.inputs]
-    function = tf.function(lambda *args: model(list(args), training=False))
-    concrete = function.get_concrete_function(*signature)
+    try:  # Keras on TensorFlow in graph mode: TensorFlow's stage, not tf2onnx's
+        model = load_keras_model(path)  # what keras-tensorflow's worker loads (_KERAS_TF.load)
+        signature = [tf.TensorSpec((None, *[int(d) for d in tensor.shape[1:]]),
+                                   tf.as_dtype(np.dtype(tensor.dtype)), name=tensor.name.split(":")[0])
+                     for tensor in model.inputs]
+        function = tf.function(lambda *args: model(list(args), training=False))
+        concrete = function.get_concrete_function(*signature)
+    except Exception as exc:
+        raise StageFailure(TRACE_STAGE, exc) from exc
     # Only the model's own inputs: the concrete function's later inputs are its captures (variables, and eager
     # constants such as an activity regularizer's factor), which the freeze turns into constants.
     inputs = [t.name for t in concrete.inputs[:len(signature)]]
@@ -90,7 +159,7 @@ def _freeze(path: Path) -> FrozenModel:
 
 
 def _export(frozen: FrozenModel, inputs: dict[str, Any], out_path: Path, *, opset: int | None, static: bool,
-            initializers_as_inputs: bool) -> list[str]:
+            initializers_as_inputs: bool) -> list[ConversionProblem | str]:
     """What ``tf2onnx.convert.from_function`` does after freezing (its ``_convert_common``), so that the
     trace and freeze are shared by both conversions. ``static`` fixes every input shape to the arrays'."""
     import onnx  # noqa: PLC0415
@@ -115,14 +184,15 @@ def _export(frozen: FrozenModel, inputs: dict[str, Any], out_path: Path, *, opse
                 proto.graph.input.append(onnx.helper.make_tensor_value_info(init.name, init.data_type, init.dims))
     out_path.parent.mkdir(parents=True, exist_ok=True)
     onnx.save(proto, str(out_path))
-    return unconverted_nodes(proto) + [f"tf2onnx logged: {message}" for message in errors.messages]
+    problems, reported = logged_problems(errors.records)
+    return [*problems, *unconverted_nodes(proto, reported)]
 
 
-def _export_default(frozen: FrozenModel, inputs: dict[str, Any], out_path: Path) -> list[str]:
+def _export_default(frozen: FrozenModel, inputs: dict[str, Any], out_path: Path) -> list[ConversionProblem | str]:
     return _export(frozen, inputs, out_path, opset=None, static=False, initializers_as_inputs=False)
 
 
-def _export_opset11(frozen: FrozenModel, inputs: dict[str, Any], out_path: Path) -> list[str]:
+def _export_opset11(frozen: FrozenModel, inputs: dict[str, Any], out_path: Path) -> list[ConversionProblem | str]:
     return _export(frozen, inputs, out_path, opset=11, static=True, initializers_as_inputs=True)
 
 
@@ -130,7 +200,8 @@ def _export_opset11(frozen: FrozenModel, inputs: dict[str, Any], out_path: Path)
 # (its "catch errors" mode); that copying was 55 % of conversion time on memo's mutants. Without it a
 # failing optimizer fails the conversion, which memo reports against tf2onnx: a finding, not noise.
 _COMMON = dict(consumes="keras", load=_freeze, setup=_setup, distributions=DISTRIBUTIONS,
-               env={**_KERAS_TF.env, "TF2ONNX_CATCH_ERRORS": "FALSE"}, group="tf2onnx")
+               env={**_KERAS_TF.env, "TF2ONNX_CATCH_ERRORS": "FALSE"}, group="tf2onnx",
+               unsupported_patterns=UNSUPPORTED, repro=ReproRecipe())
 SPEC = ConverterSpec(name="tf2onnx", produces="onnx", export=_export_default, **_COMMON)  # type: ignore[arg-type]
 SPEC_OPSET11 = ConverterSpec(name="tf2onnx-opset11", produces="onnx-opset11", export=_export_opset11,
                              **_COMMON)  # type: ignore[arg-type]

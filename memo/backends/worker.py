@@ -33,7 +33,8 @@ from typing import Any, Callable, TextIO
 import numpy as np
 
 from memo.backends import load_spec
-from memo.backends.spec import AnySpec, BackendSpec, ConverterSpec
+from memo.backends.result import ConversionProblem, StageFailure
+from memo.backends.spec import NEVER_UNSUPPORTED, AnySpec, BackendSpec, ConverterSpec, UnsupportedPatterns, UnsupportedPhrase
 
 
 def load_plugin(path: Path) -> BackendSpec:
@@ -49,12 +50,32 @@ def load_plugin(path: Path) -> BackendSpec:
     return spec
 
 
-def classify(exc: BaseException, patterns: Any) -> str:
-    """"unsupported" for a deliberate refusal (NotImplementedError or a known message), else "error"."""
+def _type_names(exc: BaseException) -> set[str]:
+    return {cls.__name__ for cls in type(exc).__mro__}
+
+
+def classify(exc: BaseException, patterns: UnsupportedPatterns = ()) -> str:
+    """"unsupported" for a deliberate refusal, else "error".
+
+    The exception type decides first: NotImplementedError is a refusal; a TypeError, KeyError, IndexError,
+    AssertionError or AttributeError never is, whatever its message ("unsupported operand type(s)" is a
+    bug). Otherwise only an exact phrase the backend declares (``patterns``: :class:`UnsupportedPhrase`, or a
+    plain regular expression applying to any other type) makes it one.
+    """
+    names = _type_names(exc)
     if isinstance(exc, NotImplementedError):
         return "unsupported"
-    text = f"{type(exc).__name__}: {exc}"
-    return "unsupported" if any(re.search(p, text, re.IGNORECASE) for p in patterns) else "error"
+    if names & set(NEVER_UNSUPPORTED):
+        return "error"
+    text = str(exc)
+    for phrase in patterns:
+        if isinstance(phrase, str):
+            phrase = UnsupportedPhrase(phrase)
+        if phrase.exc_types and not names & set(phrase.exc_types):
+            continue
+        if re.search(phrase.pattern, text):
+            return "unsupported"
+    return "error"
 
 
 class Worker:
@@ -78,8 +99,11 @@ class Worker:
         try:
             value = action()
         except Exception as exc:  # noqa: BLE001  (every library failure is a result, never a worker failure)
-            record.update(status=classify(exc, spec.unsupported_patterns), exc_type=type(exc).__name__,
-                          message=str(exc)[:4000], traceback=traceback.format_exc()[-8000:])
+            cause: BaseException = exc
+            if isinstance(exc, StageFailure):  # failed in an earlier stage of a multi-stage callable
+                record["stage"], cause = exc.stage, exc.cause
+            record.update(status=classify(cause, spec.unsupported_patterns), exc_type=type(cause).__name__,
+                          message=str(cause)[:4000], traceback=_format(cause)[-8000:])
         record["seconds"] = time.perf_counter() - start
         records.append(record)
         return record["status"] == "ok", value
@@ -97,7 +121,8 @@ class Worker:
                 ok, problems = self.stage(request_id, "convert", spec, records,
                                           lambda: spec.export(handle, inputs, out))
                 if ok and problems:
-                    records[-1].update(status="unsupported", exc_type="UnconvertedOps", message="; ".join(problems))
+                    records[-1].update(_problem_record(problems))
+                    ok = False
         else:
             source: Any = model_path
             if spec.convert is not None:
@@ -123,6 +148,28 @@ class Worker:
         if isinstance(self.cache[1], Exception):
             raise self.cache[1]
         return self.cache[1]
+
+
+def _format(exc: BaseException) -> str:
+    return "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+
+
+def _problem_record(problems: list[Any]) -> dict[str, Any]:
+    """The stage record for what a converter noticed without raising.
+
+    An exception inside a handler (status "error") is the converter crashing: the first one is the stage's
+    exception. Otherwise every problem is an op without a handler: "unsupported", named ``UnconvertedOps``.
+    """
+    items = [p if isinstance(p, ConversionProblem) else ConversionProblem("unsupported", str(p)) for p in problems]
+    errors = [p for p in items if p.status != "unsupported"]
+    if errors:
+        first = errors[0]
+        others = [p.message for p in items if p is not first]
+        message = first.message + (f" (and {len(others)} more: {'; '.join(others)})" if others else "")
+        return {"status": "error", "exc_type": first.exc_type or "ConversionError", "message": message[:4000],
+                "traceback": first.traceback[-8000:]}
+    return {"status": "unsupported", "exc_type": "UnconvertedOps",
+            "message": "; ".join(p.message for p in items)[:4000]}
 
 
 def _read_inputs(path: Path, names: list[str]) -> dict[str, np.ndarray]:

@@ -20,6 +20,11 @@ WORKER_SET_MEMORY_GB = 12
 SHARED_SET_REPLICAS = {"tf2onnx": 2}
 REPLICA_MEMORY_GB = 16
 
+# Artifacts kept per bug signature, and the default budget for a campaign's mutants/NAME folder
+# (memo.campaign.disk keeps the rest of its logic; these are here because the configuration stores them).
+KEEP_PER_SIGNATURE = 2
+DEFAULT_MAX_DISK = 2 * 2**30
+
 CAMPAIGNS_DIR = Path("campaigns")
 MUTANTS_DIR = Path("mutants")
 REPORTS_DIR = Path("reports")
@@ -64,6 +69,8 @@ class CampaignConfig:
     reduce_seeds: bool = True
     max_parent_layers: int = 0                  # a diverse mutant above this size is not kept as a parent (0: no bound)
     triage_budget_s: float = 120.0
+    max_disk_bytes: int = DEFAULT_MAX_DISK      # bytes of kept artifacts under mutants/NAME (0: no budget)
+    keep_per_signature: int = KEEP_PER_SIGNATURE  # full artifacts kept per bug signature
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

@@ -111,8 +111,12 @@ class LiveReporter(Reporter):
         for name, (covered, total) in snap["coverage"].items():
             share = 100.0 * covered / total if total else 0.0
             table.add_row(f"cov {name}", f"{covered} / {total} ({share:.1f} %)")
+        if snap.get("disk"):
+            table.add_row("disk", disk_line(snap["disk"]))
         findings = snap.get("findings", {})
         table.add_row("findings", ", ".join(f"{k}: {v}" for k, v in sorted(findings.items())) or "none yet")
+        if snap.get("triage"):
+            table.add_row("triage", triage_line(snap["triage"]))
         recent = Text("\n".join(self.recent), style="dim") if self.recent else Text("")
         return Group(table, recent)
 
@@ -122,13 +126,31 @@ def _clock(seconds: float | None) -> str:
     return f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
 
 
+def triage_line(triage: dict[str, Any]) -> str:
+    """What the background triage has done so far."""
+    errors = f", {triage['errors']} errors (see the report)" if triage.get("errors") else ""
+    return (f"{triage.get('reduced', 0)} bugs reduced, {triage.get('reproduced', 0)} reproduce standalone, "
+            f"{triage.get('merged', 0)} merged{errors}")
+
+
+def disk_line(disk: dict[str, Any]) -> str:
+    """``312 MB of 2.0 GB budget in artifacts (14 kept, 230 deleted)``."""
+    from memo.campaign.disk import format_size  # noqa: PLC0415
+
+    limit = disk.get("limit_bytes") or 0
+    budget = f" of {format_size(limit)} budget" if limit else " (no budget)"
+    return (f"{format_size(disk.get('used_bytes', 0))}{budget} in artifacts ({disk.get('kept', 0)} kept, "
+            f"{disk.get('deleted', 0)} deleted)")
+
+
 def summary_line(summary: dict[str, Any]) -> str:
     cov = ", ".join(f"{name} {c}/{t}" for name, (c, t) in summary.get("coverage", {}).items())
     findings = ", ".join(f"{k} {v}" for k, v in sorted(summary.get("findings", {}).items())) or "no findings"
+    disk = f"; disk {disk_line(summary['disk'])}" if summary.get("disk") else ""
     report = f"; report: {summary['report']}" if summary.get("report") else ""
     return (f"memo: campaign {summary['name']} {summary.get('stopped_because', 'ended')}: "
             f"{summary['generated']} mutants, {summary['executed']} executed in {_clock(summary['elapsed_s'])}; "
-            f"coverage {cov}; {findings}{report}")
+            f"coverage {cov}; {findings}{disk}{report}")
 
 
 REPORTERS: dict[str, Callable[[], Reporter]] = {

@@ -6,6 +6,9 @@ is diverse (UpdateSeeds), store the mutant together with the new campaign state 
 and, for a diverse mutant (or every valid one with ``--execute-all``), run it on every backend and
 store the verdicts. Execution never influences generation, so the same ``--seed`` gives the same
 mutants whatever the libraries do, and a resumed campaign continues the very same sequence.
+
+An executed artifact stays on disk only while triage may need it (:mod:`memo.campaign.disk`); a full
+disk, or the ``--max-disk`` budget with nothing left to delete, stops the campaign like Ctrl-C does.
 """
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ import queue
 import random
 import shutil
 import signal
+import sqlite3
 import threading
 import time
 import traceback
@@ -23,16 +27,23 @@ from typing import Any, Callable
 
 from memo.campaign.config import (MUTANTS_DIR, PIPELINES_PER_WORKER_SET, REPORTS_DIR, CampaignConfig,
                                   worker_replicas)
+from memo.campaign.disk import (DISK_STOPS, REWALK_EVERY_S, STOP_DISK_BUDGET, STOP_DISK_FULL, DiskBudget,
+                                is_disk_full, mentions_disk_full)
 from memo.campaign.progress import Reporter
 from memo.coverage import CRITERIA
 from memo.errors import InvalidModelError, MemoError, UsageError
+from memo.kinds import NON_FINDINGS
 from memo.model.ir import ModelIR
+from memo.mutation.nan import has_injection
 from memo.store import CampaignStore, MutantRecord, VerdictRecord
 
 PROGRESS_EVERY_S = 0.5
 HISTORY_EVERY_S = 10.0
-TRIAGE_EVERY_S = 600.0  # a background triage pass (dedup, localize, reduce, repro) at most this often
-NON_FINDINGS = frozenset({"invalid"})
+STOP_TRIAGE_WAIT_S = 10.0  # on Ctrl-C, how long the background triage may take to finish its unit of work
+FINAL_S_PER_BUG = 30.0  # final pass budget per bug still to reduce (median reduction is well under this)
+FINAL_S_PER_LOCALIZATION = 4.0
+FINAL_TRIAGE_CEILING_S = 1800.0  # for campaigns bounded by iterations only
+BUDGET_SPENT = "budget spent"
 
 
 @dataclass
@@ -50,10 +61,12 @@ class Execution:
     ident: str
     artifact_dir: Path
     future: Future[Any]
+    special_values: bool = False  # the model injects NaN/Inf on purpose (the NaN operator)
 
 
 class StopFlag:
-    """Set by SIGINT/SIGTERM; the loop checks it between steps and stops cleanly within seconds."""
+    """Set by SIGINT/SIGTERM (or :meth:`request`); the loop checks it between steps and stops cleanly
+    within seconds."""
 
     def __init__(self) -> None:
         self.reason: str | None = None
@@ -69,6 +82,11 @@ class StopFlag:
         for sig, handler in self._previous.items():
             signal.signal(sig, handler)
         self._previous.clear()
+
+    def request(self, reason: str) -> None:
+        """Stop for ``reason`` (a full disk, say), unless a stop is under way already."""
+        if self.reason is None:
+            self.reason = reason
 
     def _handle(self, signum: int, _frame: Any) -> None:
         if self.reason is not None:  # a second Ctrl-C: stop waiting for executions too
@@ -97,11 +115,15 @@ class Campaign:
         self.elapsed_before = 0.0
         self.counters = {"generated": 0, "valid": 0, "diverse": 0, "executed": 0, "internal_errors": 0}
         self.findings: dict[str, int] = {}
+        self.triage_service: Any = None  # a memo.triage.TriageService once findings exist
         try:
             if resume:
                 self._restore()
             else:
                 self._initialize()
+            self.disk = DiskBudget(self.store, self.artifacts_root, limit=config.max_disk_bytes,
+                                   per_signature=config.keep_per_signature)
+            self.disk.load()
         except BaseException:
             self.store.close()
             if fresh:  # a campaign that could not start leaves nothing behind
@@ -179,7 +201,7 @@ class Campaign:
         in_flight: list[Execution] = []
         created: list[Any] = []
         pool = ThreadPoolExecutor(max_workers=max(1, self.config.jobs), thread_name_prefix="memo-exec")
-        stopped_because = "budget spent"
+        stopped_because = BUDGET_SPENT
         try:
             jobs = max(1, self.config.jobs) if self.config.execute else 0
             for _ in range(-(-jobs // PIPELINES_PER_WORKER_SET)):
@@ -190,14 +212,15 @@ class Campaign:
                 self.store.set_meta("versions", created[0].versions())
             else:
                 self.pending_seed_runs = []
+            self.store.set_meta("artifacts_root", str(self.artifacts_root))
             backends = created[0].backend_names if created else []
             self.reporter.start({"name": self.config.name, "seeds": list(self.pool), "seed": self.config.seed,
                                  "backends": backends, "search": self.config.search,
                                  "directory": str(self.directory)})
             self._resubmit_unexecuted(pool, executors, in_flight)
             last_progress = last_history = 0.0
-            last_triage, triaged_findings = time.monotonic(), 0
-            triage_thread: threading.Thread | None = None
+            last_rewalk = time.monotonic()
+            triaged_findings = 0
             while True:
                 if self.stop:
                     stopped_because = self.stop.reason or "stopped"
@@ -216,28 +239,37 @@ class Campaign:
                 if now - last_history >= HISTORY_EVERY_S:
                     self._history_point()
                     last_history = now
+                if now - last_rewalk >= REWALK_EVERY_S:
+                    self.disk.rewalk()
+                    self._enforce_disk()
+                    last_rewalk = now
                 found = sum(self.findings.values())
-                if (found > triaged_findings and now - last_triage >= TRIAGE_EVERY_S
-                        and (triage_thread is None or not triage_thread.is_alive())):
-                    triage_thread = self._background_triage(created[0] if created else None)
-                    last_triage, triaged_findings = now, found
+                if found > triaged_findings and created:
+                    self._background_triage(created[0])
+                    triaged_findings = found
             if not self.stop:  # a stopped campaign leaves in-flight mutants to be re-run on resume
                 self._drain(in_flight)
-                if triage_thread is not None:
-                    triage_thread.join()
+                self._stop_triage(timeout_s=None)
                 self._triage(created[0] if created else None)
         except KeyboardInterrupt:
             stopped_because = "interrupted"
+        except (OSError, sqlite3.Error) as exc:
+            if not is_disk_full(exc):
+                raise
+            stopped_because = STOP_DISK_FULL  # the failed transaction rolled back: the store stays consistent
         finally:
             pool.shutdown(wait=False, cancel_futures=True)
+            self._stop_triage(timeout_s=STOP_TRIAGE_WAIT_S)
             for executor in created:
                 _close_quietly(executor)
             self.stop.restore()
-        self._history_point()
+        self._quietly_on_full_disk(self._history_point)
         summary = self.snapshot()
         summary.update({"name": self.config.name, "stopped_because": stopped_because,
                         "directory": str(self.directory)})
         summary["report"] = self._finish()
+        if self.stop.reason in DISK_STOPS and stopped_because == BUDGET_SPENT:  # the last writes found it full
+            summary["stopped_because"] = self.stop.reason
         self.reporter.end(summary)
         self.store.close()
         return summary
@@ -321,7 +353,7 @@ class Campaign:
             finally:
                 executors.put(executor)
 
-        in_flight.append(Execution(mutant_id, ident, directory, pool.submit(work)))
+        in_flight.append(Execution(mutant_id, ident, directory, pool.submit(work), has_injection(ir)))
 
     def _resubmit_unexecuted(self, pool: ThreadPoolExecutor, executors: "queue.Queue[Any]",
                              in_flight: list[Execution]) -> None:
@@ -356,16 +388,28 @@ class Campaign:
         try:
             result, seconds = execution.future.result()
         except Exception as exc:  # preparing the artifact failed: a defect of memo, recorded, not fatal
+            if is_disk_full(exc):  # not a defect: left unexecuted, so that --resume runs it again
+                self._disk_full()
+                return
             self.counters["internal_errors"] += 1
             with self.store.transaction():
                 self.store.add_execution(execution.mutant_id, {"error": f"{type(exc).__name__}: {exc}",
                                                                "traceback": traceback.format_exc()}, 0.0, None)
             return
-        verdicts = judge(result)
+        result_json = result.to_json()
+        if mentions_disk_full(result_json):  # a worker could not write its outputs: no finding, run it again
+            self._disk_full()
+            return
+        verdicts = judge(result, special_values=execution.special_values)
         findings = [v for v in verdicts if v.kind not in NON_FINDINGS]
-        keep = bool(findings)
+        try:
+            keep = self.disk.admit(execution.mutant_id, execution.artifact_dir, [v.to_json() for v in findings],
+                                   result_json)
+        except Exception:  # a defect in choosing what to keep must not end the campaign: keep it all
+            self.counters["internal_errors"] += 1
+            keep = True
         with self.store.transaction():
-            self.store.add_execution(execution.mutant_id, result.to_json(), seconds,
+            self.store.add_execution(execution.mutant_id, result_json, seconds,
                                      str(execution.artifact_dir) if keep else None)
             for verdict in verdicts:
                 self.store.add_verdict(VerdictRecord(execution.mutant_id, verdict.kind, verdict.backend, verdict.stage,
@@ -378,6 +422,26 @@ class Campaign:
                                    "stage": verdict.stage, "message": verdict.message})
         if not keep:
             shutil.rmtree(execution.artifact_dir, ignore_errors=True)
+        self._enforce_disk()
+
+    # ------------------------------------------------------------------ disk
+    def _enforce_disk(self) -> None:
+        """Over the --max-disk budget, delete what can be regenerated; with nothing left, stop cleanly."""
+        if not self.disk.enforce():
+            self.stop.request(STOP_DISK_BUDGET)
+
+    def _disk_full(self) -> None:
+        self.stop.request(STOP_DISK_FULL)
+
+    def _quietly_on_full_disk(self, write: Callable[[], Any]) -> Any:
+        """Run a last write (history point, report) that a full disk may refuse; nothing depends on it."""
+        try:
+            return write()
+        except (OSError, sqlite3.Error) as exc:
+            if not is_disk_full(exc):
+                raise
+            self._disk_full()
+            return None
 
     # ------------------------------------------------------------------ reporting
     def snapshot(self) -> dict[str, Any]:
@@ -387,30 +451,63 @@ class Campaign:
                 **self.counters, "iteration": self.iteration,
                 "generated_per_s": self.counters["generated"] / max(1e-9, elapsed),
                 "executed_per_s": self.counters["executed"] / active,
-                "coverage": self.tracker.counts(), "findings": dict(self.findings)}
+                "coverage": self.tracker.counts(), "findings": dict(self.findings), "disk": self.disk.figures(),
+                "triage": self._triage_figures()}
+
+    def _triage_figures(self) -> dict[str, Any]:
+        if self.triage_service is None:
+            return {}
+        totals = self.triage_service.totals
+        return {"reduced": totals.reduced, "scripts": totals.scripts, "reproduced": totals.reproduced,
+                "merged": totals.merged, "errors": len(totals.errors)}
 
     def _history_point(self) -> None:
         self.store.add_coverage_point(self._elapsed(), self.iteration, self.counters["generated"],
                                       self.counters["executed"], self.tracker.counts())
 
-    def _background_triage(self, executor: Any) -> threading.Thread | None:
-        """Triage new findings in a daemon thread that shares the campaign's warm workers (no extra
-        processes or memory); its runs interleave with the pipelines' for at most the triage budget."""
-        from memo.triage import start_background_triage  # noqa: PLC0415
+    def _background_triage(self, executor: Any) -> None:
+        """Once findings exist, triage runs beside the pipelines on the same warm workers (no extra processes
+        or memory), so bugs are reduced and checked during the campaign, not only at its end."""
+        from memo.triage import TriageService  # noqa: PLC0415
 
-        if executor is None:
-            return None
-        return start_background_triage(self.directory, executor=executor, time_budget_s=self.config.triage_budget_s)
+        if self.triage_service is None:
+            self.triage_service = TriageService(self.directory, executor, on_disk_full=self._disk_full).start()
+        else:
+            self.triage_service.poke()
+
+    def _stop_triage(self, timeout_s: float | None) -> None:
+        if self.triage_service is not None:
+            self.triage_service.stop(timeout_s)
+
+    def _final_triage_budget(self) -> float:
+        """Sized to the bugs still to triage (a short campaign's final pass finishes them), within the
+        configured floor and half the campaign's own length."""
+        from memo.triage import pending_bugs, pending_localizations  # noqa: PLC0415
+        from memo.triage.dedup import update_bugs  # noqa: PLC0415
+
+        update_bugs(self.store)
+        wanted = FINAL_S_PER_BUG * len(pending_bugs(self.store)) + FINAL_S_PER_LOCALIZATION * len(
+            pending_localizations(self.store))
+        ceiling = max(self.config.triage_budget_s, 0.5 * (self.config.budget.seconds or FINAL_TRIAGE_CEILING_S))
+        return min(ceiling, max(self.config.triage_budget_s, wanted))
 
     def _triage(self, executor: Any) -> None:
         """The final triage pass, on the campaign's warm workers; its failure loses nothing stored."""
         from memo.triage import triage_campaign  # noqa: PLC0415
+        from memo.triage.db import record_error  # noqa: PLC0415
 
         if executor is None:
             return
         try:
-            triage_campaign(self.store, executor=executor, time_budget_s=self.config.triage_budget_s)
+            budget = self._final_triage_budget()
+            self.reporter.finding({"mutant_id": "-", "kind": "triage", "backend": "memo",
+                                   "stage": "final", "message": f"final triage pass, up to {budget:.0f} s"})
+            triage_campaign(self.store, executor=executor, time_budget_s=budget)
         except Exception as exc:  # triage is best effort; the findings are stored already
+            if is_disk_full(exc):
+                self._disk_full()
+                return
+            record_error(self.store, None, "final pass", f"{type(exc).__name__}: {exc}")
             self.reporter.finding({"mutant_id": "-", "kind": "triage-error", "backend": "memo",
                                    "message": f"{type(exc).__name__}: {exc}"})
 
@@ -421,8 +518,11 @@ class Campaign:
         try:
             REPORTS_DIR.mkdir(parents=True, exist_ok=True)
             return str(write_report(self.directory, REPORTS_DIR / f"{self.config.name}.html"))
-        except MemoError as exc:
-            self.reporter.finding({"mutant_id": "-", "kind": "report-error", "backend": "memo", "message": str(exc)})
+        except Exception as exc:  # the data is stored; `memo report NAME` writes the report later
+            if is_disk_full(exc):
+                self._disk_full()
+            message = str(exc) if isinstance(exc, MemoError) else f"{type(exc).__name__}: {exc}"
+            self.reporter.finding({"mutant_id": "-", "kind": "report-error", "backend": "memo", "message": message})
             return None
 
 

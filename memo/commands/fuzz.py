@@ -3,9 +3,15 @@ from __future__ import annotations
 
 import argparse
 import os
+import sqlite3
+import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from memo.errors import UsageError
+
+if TYPE_CHECKING:
+    from memo.campaign import CampaignConfig
 
 
 DEFAULT_MAX_PARENT_LAYERS = 32
@@ -36,6 +42,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--max-parent-layers", type=int, default=DEFAULT_MAX_PARENT_LAYERS, metavar="N",
                    help="a diverse mutant with more layers is executed but not mutated further, so models stay "
                         f"cheap to run over long campaigns (default {DEFAULT_MAX_PARENT_LAYERS}; 0: no bound)")
+    p.add_argument("--max-disk", metavar="SIZE",
+                   help="budget for the campaign's regenerable artifacts under mutants/NAME, e.g. 2G or 500M "
+                        "(default 2G; 0: none): over it the oldest artifacts no bug needs are deleted, and with "
+                        "none left the campaign stops cleanly (exit 3) like a full disk does")
     p.add_argument("--no-reduce", action="store_true", help="mutate the original seeds, not the reduced ones")
     p.add_argument("--unsafe", action="store_true", help="allow seed files whose layers carry code (Lambda)")
     p.add_argument("--resume", metavar="CAMPAIGN", help="continue a stopped campaign (name or directory)")
@@ -64,12 +74,41 @@ def _unused_name(base: str, directory_of) -> str:
     return name
 
 
+def _disk_stop_message(reason: str, directory: Path, config: CampaignConfig) -> str:
+    """One line: why the campaign stopped, what to delete, how to continue."""
+    from memo.campaign import campaign_dir  # noqa: PLC0415
+    from memo.campaign.disk import STOP_DISK_FULL, format_size, regenerable_paths, tree_bytes  # noqa: PLC0415
+    from memo.store import CampaignStore  # noqa: PLC0415
+
+    ref = config.name if campaign_dir(config.name).resolve() == directory.resolve() else str(directory)
+    try:
+        with CampaignStore(directory) as store:
+            freeable = sum(tree_bytes(path) for path in regenerable_paths(store))
+    except Exception:  # the message must come out even when the database cannot be read
+        freeable = 0
+    if reason == STOP_DISK_FULL:
+        what = "disk full: stopped cleanly; free space"
+    else:
+        what = (f"disk budget of {format_size(config.max_disk_bytes)} reached with no regenerable artifact left "
+                "to delete: stopped cleanly; raise --max-disk or free space")
+    return (f"memo: {what} (memo clean {ref} frees {format_size(freeable)} of regenerable artifacts) and run "
+            f"memo fuzz --resume {ref}")
+
+
+def _max_disk(args: argparse.Namespace) -> int | None:
+    from memo.campaign.disk import parse_size  # noqa: PLC0415
+
+    return None if args.max_disk is None else parse_size(args.max_disk)
+
+
 def run(args: argparse.Namespace) -> int:
     from memo.campaign import Budget, Campaign, CampaignConfig, campaign_dir, default_name  # noqa: PLC0415
-    from memo.campaign.config import default_jobs  # noqa: PLC0415
+    from memo.campaign.config import DEFAULT_MAX_DISK, MUTANTS_DIR, default_jobs  # noqa: PLC0415
+    from memo.campaign.disk import DISK_STOPS, EXIT_DISK, is_disk_full, space_warning  # noqa: PLC0415
     from memo.campaign.progress import REPORTERS  # noqa: PLC0415
     from memo.store import CampaignStore  # noqa: PLC0415
 
+    max_disk = _max_disk(args)
     reporter = REPORTERS["json" if args.json else "quiet" if args.quiet else "live"]()
     for plugin in args.backend_plugin:
         if not Path(plugin).is_file():
@@ -87,7 +126,10 @@ def run(args: argparse.Namespace) -> int:
         if seconds is not None or args.iterations:
             # a new budget on resume counts from the campaign's start, like the original one
             config.budget = Budget(seconds=seconds, iterations=args.iterations)
-        campaign = Campaign(directory, config, reporter, resume=True)
+        if max_disk is not None:
+            config.max_disk_bytes = max_disk
+            with CampaignStore(directory) as store:
+                store.set_meta("config", config.to_json())
     else:
         name = args.name or _unused_name(default_name(args.seed), campaign_dir)
         config = CampaignConfig(
@@ -96,13 +138,28 @@ def run(args: argparse.Namespace) -> int:
             plugins=[os.path.abspath(p) for p in args.backend_plugin], seeds_dir=args.seeds_dir,
             search=args.search, operators=[o.strip() for o in args.ops.split(",")] if args.ops else None,
             execute_all=args.execute_all, execute=not args.no_execute, jobs=args.jobs or default_jobs(), timeout_s=args.timeout, safe_mode=not args.unsafe,
-            reduce_seeds=not args.no_reduce, max_parent_layers=args.max_parent_layers, triage_budget_s=_triage_budget(_budget_seconds(args)))
+            reduce_seeds=not args.no_reduce, max_parent_layers=args.max_parent_layers, triage_budget_s=_triage_budget(_budget_seconds(args)),
+            max_disk_bytes=DEFAULT_MAX_DISK if max_disk is None else max_disk)
         directory = Path(args.out) if args.out else campaign_dir(name)
         if (directory / "campaign.sqlite").exists():
             raise UsageError(f"campaign {directory} exists already; use --resume {directory} or another --name")
-        campaign = Campaign(directory, config, reporter)
+    try:
+        campaign = Campaign(directory, config, reporter, resume=bool(args.resume))
+    except (OSError, sqlite3.Error) as exc:
+        if not is_disk_full(exc):
+            raise
+        again = f"memo fuzz --resume {args.resume}" if args.resume else "memo fuzz again"
+        print(f"memo: disk full: the campaign could not start; free space and run {again}", file=sys.stderr)
+        return EXIT_DISK
+    warning = space_warning([MUTANTS_DIR, directory], config.max_disk_bytes) if config.execute else None
+    if warning:
+        print(warning, file=sys.stderr, flush=True)
     try:
         summary = campaign.run()
     finally:
         reporter.close()
-    return 130 if summary.get("stopped_because") == "interrupted" else 0
+    stopped = summary.get("stopped_because")
+    if stopped in DISK_STOPS:
+        print(_disk_stop_message(stopped, directory, config), file=sys.stderr, flush=True)
+        return EXIT_DISK
+    return 130 if stopped == "interrupted" else 0

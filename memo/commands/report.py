@@ -23,14 +23,15 @@ def run(args: argparse.Namespace) -> int:
     from memo.report import write_report  # noqa: PLC0415
     from memo.store import CampaignStore  # noqa: PLC0415
 
-    directory = campaign_dir(args.campaign)
-    if args.triage:
-        from memo.triage import triage_campaign  # noqa: PLC0415
+    from memo.triage import triage_campaign  # noqa: PLC0415
 
-        with CampaignStore(directory) as store:
-            summary = triage_campaign(store, time_budget_s=args.budget)
-        print(f"triage: {summary.bugs} bugs, {summary.reduced} reduced, {summary.scripts} scripts, "
-              f"{summary.reproduced} reproduced, {summary.seconds:.0f} s")
+    directory = campaign_dir(args.campaign)
+    with CampaignStore(directory) as store:
+        # without --triage: only the deduplication (no library runs), so the bug list is current
+        summary = triage_campaign(store, time_budget_s=args.budget if args.triage else 0.0)
+    if args.triage:
+        print(f"triage: {summary.bugs} bugs, {summary.reduced} reduced, {summary.merged} merged, "
+              f"{summary.scripts} scripts, {summary.reproduced} reproduced, {summary.seconds:.0f} s")
         for error in summary.errors:
             print(f"triage: {error.splitlines()[0]}")
     path = write_report(directory, args.output, args.fmt)

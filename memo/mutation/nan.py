@@ -12,10 +12,12 @@ that NaN/Inf in this model is intended (identical NaNs in every library are not 
 """
 from __future__ import annotations
 
+from memo.model.ir import ModelIR
 from memo.mutation.base import MutationFailed, MutationOperator, register
 from memo.mutation.editor import Editor
 
 SCALE = 1e30
+INJECTED_SCALE = 1e20  # a Rescaling at least this large feeding a square is the injection's overflow
 VALUES = ("nan", "inf")
 EXTENTS = ("all", "positive")
 
@@ -60,3 +62,31 @@ class NaNInjection(MutationOperator):
 def _injected(editor: Editor, node: str) -> bool:
     layer = editor.layer(node)
     return layer.class_name in ("Multiply", "Subtract") and len(set(layer.inputs)) == 1
+
+
+def has_injection(ir: ModelIR) -> bool:
+    """Whether ``ir`` holds a NaN/Inf-making sub-graph like the one :func:`inject` adds (pure, IR only).
+
+    Matches ``Rescaling`` with ``|scale| >= 1e20`` feeding a ``Multiply`` of one tensor with itself, and any
+    ``Multiply`` or ``Subtract`` whose inputs are all one tensor (``y * y`` overflows where y is huge;
+    ``y - y`` is NaN where y is Inf): the injection's shape even after later mutations changed the scale.
+    The oracle then judges numeric differences as special-value semantics (``judge(..., special_values=True)``).
+    """
+    for layer in ir.body:
+        if layer.class_name in ("Multiply", "Subtract") and len(layer.inputs) >= 2 and len(set(layer.inputs)) == 1:
+            return True
+        if layer.class_name == "Rescaling" and _huge(layer.config.get("scale", 1.0)) and _feeds_square(ir, layer.name):
+            return True
+    return False
+
+
+def _huge(scale: object) -> bool:
+    values = scale if isinstance(scale, (list, tuple)) else [scale]
+    try:
+        return any(abs(float(value)) >= INJECTED_SCALE for value in values)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return False
+
+
+def _feeds_square(ir: ModelIR, name: str) -> bool:
+    return any(layer.class_name == "Multiply" and layer.inputs and set(layer.inputs) == {name} for layer in ir.body)

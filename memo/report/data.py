@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from memo import __version__
+from memo.campaign.disk import disk_figures
 from memo.model.ir import ModelIR
 from memo.store import CampaignStore
 from memo.triage import db, dedup
@@ -20,15 +21,65 @@ COVERAGE_SERIES = (("types", "Layer types"), ("pairs", "Layer pairs"), ("params"
 CONFIG_PREVIEW_KEYS = 4
 
 
-def collect(store: CampaignStore, *, refresh: bool = True) -> dict[str, Any]:
-    """The report's content. ``refresh`` re-runs the cheap deduplication first (no execution)."""
-    if refresh:
-        dedup.update_bugs(store)
+def collect(store: CampaignStore) -> dict[str, Any]:
+    """The report's content, read from the store and the bug folders (nothing is written: deduplication
+    belongs to triage, which ``memo report`` runs first).
+
+    Bugs merged into another (same reduced model and symptom) appear inside that bug's entry, not as
+    their own; NaN/inconsistency findings not yet localized are listed apart, not as bugs. Bugs ready to
+    file (reduced, and their script reproduces them) come first.
+    """
     versions = backend_versions(store)
-    bugs = [bug_entry(store, bug, versions) for bug in db.load_bugs(store)]
+    rows = db.load_bugs(store)
+    merged: dict[str, list[db.BugRow]] = {}
+    for bug in rows:
+        if bug.merged_into:
+            merged.setdefault(bug.merged_into, []).append(bug)
+    primary = [bug for bug in rows if not bug.merged_into and not bug.unlocalized]
+    bugs = sorted((bug_entry(store, bug, versions, merged.get(bug.id, [])) for bug in primary), key=_filing_order)
     return {"memo_version": __version__, "generated": time.time(), "summary": summary(store),
             "coverage": coverage(store), "bugs": bugs, "unsupported": dedup.unsupported_groups(store),
+            "awaiting_localization": [{"kind": bug.kind, "library": bug.library, "findings": bug.occurrences}
+                                      for bug in rows if bug.unlocalized],
+            "special": special_groups(store), "triage": triage_status(bugs, rows),
+            "triage_errors": [{"bug": row["bug_id"], "step": row["step"], "message": row["message"]}
+                              for row in db.triage_errors(store)],
             "verdict_counts": verdict_counts(store)}
+
+
+def filing_status(entry: dict[str, Any]) -> str:
+    """Where a bug stands on its way to an upstream issue, in words a reader acts on."""
+    reduced = entry.get("reduced_layers") is not None and entry.get("original_layers") is not None \
+        and entry["reduced_layers"] < entry["original_layers"]
+    if entry.get("reproduces") is True:
+        return "ready to file" if reduced else "reproduces (not reduced)"
+    if entry.get("reproduces") is False:
+        return "does not reproduce"
+    return (entry.get("reduction") or {}).get("status") or "not triaged yet"
+
+
+def _filing_order(entry: dict[str, Any]) -> tuple[Any, ...]:
+    rank = {"ready to file": 0, "reproduces (not reduced)": 1}.get(entry["status"], 3 if entry["status"] ==
+                                                                   "does not reproduce" else 2)
+    return rank, -entry["occurrences"], entry["first_seen"]
+
+
+def triage_status(bugs: list[dict[str, Any]], rows: list[db.BugRow]) -> dict[str, Any]:
+    """How far triage got: the figures a reader checks before trusting the bug list."""
+    reduced = [b for b in bugs if b["reduced_layers"] is not None and b["original_layers"] is not None
+               and b["reduced_layers"] < b["original_layers"]]
+    sizes = sorted(b["reduced_layers"] for b in bugs if b["reduced_layers"] is not None)
+    return {"bugs": len(bugs), "entries_before_merging": len([r for r in rows if not r.unlocalized]),
+            "merged": len([r for r in rows if r.merged_into]), "reduced": len(reduced),
+            "reproduce": len([b for b in bugs if b["reproduces"] is True]),
+            "ready": len([b for b in bugs if b["status"] == "ready to file"]),
+            "median_layers": sizes[len(sizes) // 2] if sizes else None}
+
+
+def special_groups(store: CampaignStore) -> list[dict[str, Any]]:
+    """Findings on models whose NaN/Inf was injected on purpose: special-value semantics, not bugs."""
+    return store.rows("SELECT backend AS library, COUNT(*) AS count, MIN(message) AS example FROM verdicts"
+                      " WHERE kind = 'special' GROUP BY backend ORDER BY count DESC")
 
 
 def summary(store: CampaignStore) -> dict[str, Any]:
@@ -47,7 +98,8 @@ def summary(store: CampaignStore) -> dict[str, Any]:
             "generated_per_min": 60.0 * generated / elapsed if elapsed else None,
             "executed_per_min": 60.0 * executed / elapsed if elapsed else None,
             "versions": flatten_versions(backend_versions(store)),
-            "backends": config.get("backends"), "seed": config.get("seed"), "search": config.get("search")}
+            "backends": config.get("backends"), "seed": config.get("seed"), "search": config.get("search"),
+            "disk": disk_figures(store)}
 
 
 def backend_versions(store: CampaignStore) -> dict[str, Any]:
@@ -114,8 +166,9 @@ def _model_table(ir: ModelIR | None, shapes: dict[str, Any], highlight: str | No
     return rows
 
 
-def bug_entry(store: CampaignStore, bug: db.BugRow, versions: dict[str, Any]) -> dict[str, Any]:
-    """One bug with everything its report section needs."""
+def bug_entry(store: CampaignStore, bug: db.BugRow, versions: dict[str, Any],
+              merged: list[db.BugRow] | None = None) -> dict[str, Any]:
+    """One bug with everything its report section needs; ``merged``: the entries folded into it."""
     finding = _first_finding(store, bug.first_verdict)
     result = json.loads(finding["result"]) if finding.get("result") else None
     details = failure_details({**finding, "metrics": json.loads(finding.get("metrics") or "{}")}, result)
@@ -138,7 +191,11 @@ def bug_entry(store: CampaignStore, bug: db.BugRow, versions: dict[str, Any]) ->
         "reference": info.get("reference", ""), "model": _model_table(ir, info.get("shapes", {}), bug.layer),
         "repro_script": script_path.read_text() if script_path and script_path.exists() else "",
         "repro_command": info.get("repro_command", ""),
+        "merged": [{"id": other.id, "occurrences": other.occurrences, "signature": other.parts}
+                   for other in merged or []],
     }
+    entry["occurrences"] += sum(other.occurrences for other in merged or [])
+    entry["status"] = filing_status(entry)
     from memo.report.markdown import issue_markdown  # noqa: PLC0415  (markdown renders from this entry)
 
     entry["issue_markdown"] = issue_markdown(entry, versions)

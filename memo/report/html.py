@@ -7,6 +7,7 @@ from typing import Any
 
 import jinja2
 
+from memo.campaign.disk import format_size
 from memo.report.charts import line_chart
 from memo.triage.describe import symptom
 
@@ -45,7 +46,7 @@ def environment() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.PackageLoader("memo.report", "templates"),
                              autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True,
                              lstrip_blocks=True)
-    env.filters.update(when=_when, yesno=_yesno, shape=_shape, num=_num, symptom=symptom)
+    env.filters.update(when=_when, yesno=_yesno, shape=_shape, num=_num, symptom=symptom, size=format_size)
     return env
 
 
@@ -55,4 +56,6 @@ def render_html(data: dict[str, Any]) -> str:
     return environment().get_template(TEMPLATE).render(
         s=data["summary"], generated=_when(data["generated"]), memo_version=data["memo_version"],
         duration=_duration(data["summary"]["duration_s"]), charts=charts, bugs=data["bugs"], kinds=kinds,
-        unsupported=data["unsupported"], verdict_counts=data["verdict_counts"])
+        unsupported=data["unsupported"], verdict_counts=data["verdict_counts"], triage=data["triage"],
+        awaiting_localization=data["awaiting_localization"], special=data["special"],
+        triage_errors=data["triage_errors"])

@@ -64,13 +64,16 @@ def report_markdown(data: dict[str, Any]) -> str:
              *[f"- {name}: {versions}" for name, versions in s["versions"]], ""]
     lines += ["## Coverage", ""] + [f"- {c['title']}: {c['points'][-1][1] if c['points'] else 0:g}"
                                     + (f" of {c['total']}" if c["total"] else "") for c in data["coverage"]]
+    t = data["triage"]
     lines += ["", f"## Bugs ({len(data['bugs'])})", "",
-              "| id | kind | library | stage | layers | first seen | occurrences | reproduces |",
-              "|---|---|---|---|---|---|---|---|"]
+              f"{t['ready']} ready to file, {t['reduced']} reduced, {t['reproduce']} reproduce standalone, "
+              f"{t['merged']} entries merged into others.", "",
+              "| id | kind | library | stage | layers | first seen | occurrences | reproduces | status |",
+              "|---|---|---|---|---|---|---|---|---|"]
     for bug in data["bugs"]:
         lines.append(f"| {bug['id']} | {bug['kind']} | {bug['library']} | {bug['stage']} | "
                      f"{', '.join(bug['layers'])} | {_when(bug['first_seen'])} | {bug['occurrences']} | "
-                     f"{_reproduces(bug['reproduces'])} |")
+                     f"{_reproduces(bug['reproduces'])} | {bug['status']} |")
     for bug in data["bugs"]:
         lines += ["", f"## Bug {bug['id']}", "", bug["issue_markdown"]]
     lines += ["", "## Unsupported features (not bugs)", "", "| library | feature | occurrences |", "|---|---|---|"]

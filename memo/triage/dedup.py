@@ -105,6 +105,12 @@ def update_bugs(store: CampaignStore) -> BugUpdate:
     return BugUpdate(sorted(groups), sorted(set(groups) - known), sorted(stale))
 
 
+def bug_mutants(store: CampaignStore, bug_id: str) -> list[int]:
+    """The mutants in which ``bug_id`` occurred."""
+    return [row["mutant_id"] for row in store.rows("SELECT DISTINCT mutant_id FROM bug_occurrences WHERE bug_id = ?",
+                                                   (bug_id,))]
+
+
 def unsupported_groups(store: CampaignStore) -> list[dict[str, Any]]:
     """Unsupported findings grouped by library and feature: known gaps, not bugs."""
     groups: dict[tuple[str, str], dict[str, Any]] = {}

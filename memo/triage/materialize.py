@@ -9,20 +9,48 @@ from typing import Any
 import numpy as np
 
 from memo.artifact import ARTIFACT_FILES
-from memo.backends import load_spec
+from memo.backends.plugins import PluginInfo, read_plugin
+from memo.backends.spec import ConverterSpec
+from memo.errors import UsageError
 from memo.model.ir import ModelIR
 from memo.triage.describe import symptom as symptom_line
 from memo.triage.bugdir import EXPECTED_FILE, INPUTS_FILE, IR_FILE, MODEL_FILE, write_bug_file
 from memo.triage.probe import Roles, read_inputs
-from memo.triage.repro import RECIPES, ONNX_FILE, render_script, script_python
+from memo.triage.repro import NUMERIC_CHECKS, ONNX_FILE, PLUGIN_FILE, registered, render_script, script_python, supported
 
 
-def _consumed_file(library: str) -> str | None:
-    try:
-        kind = load_spec(library).consumes
-    except KeyError:
-        return None
+def _consumed_file(library: str, plugin: PluginInfo | None) -> str | None:
+    spec = registered(library)
+    kind = spec.consumes if spec is not None else plugin.consumes if plugin is not None else "keras"
     return ARTIFACT_FILES[kind] if kind != "keras" else None
+
+
+def campaign_plugins(folder: Path) -> list[str]:
+    """The plugin files of the campaign a bug folder (``campaigns/NAME/bugs/BUG``) belongs to, if any."""
+    from memo.store import DB_NAME, CampaignStore  # noqa: PLC0415
+
+    campaign = folder.resolve().parent.parent
+    if not (campaign / DB_NAME).exists():
+        return []
+    try:
+        with CampaignStore(campaign) as store:
+            return list((store.get_meta("config", {}) or {}).get("plugins") or [])
+    except Exception:  # a campaign being written, or an old one: no plugin scripts, never a failed triage
+        return []
+
+
+def find_plugin(library: str, paths: list[str]) -> PluginInfo | None:
+    """The plugin among ``paths`` that declares the backend ``library`` (None: a registered backend or none)."""
+    if registered(library) is not None:
+        return None
+    for path in paths:
+        try:
+            info = read_plugin(path)
+        except UsageError:
+            continue
+        if info.name == library:
+            return info
+    return None
 
 
 def _outputs(path: Path) -> list[np.ndarray]:
@@ -73,7 +101,11 @@ def _shapes(ir: ModelIR) -> dict[str, list[Any]]:
 def materialize(folder: Path, source: Path, ir: ModelIR, bug: dict[str, Any], roles: Roles | None,
                 extra: dict[str, Any]) -> dict[str, Any]:
     """Copy what the script needs from the executed artifact ``source`` into ``folder`` and write
-    ``bug.json`` and ``repro.py``. Returns the bug.json data."""
+    ``bug.json`` and ``repro.py``. Returns the bug.json data.
+
+    A plugin backend's script imports the plugin file, copied beside it; the plugin is looked up in
+    ``extra["plugins"]`` (paths), else in the configuration of the campaign the folder belongs to.
+    """
     folder.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(source / ARTIFACT_FILES["keras"], folder / MODEL_FILE)
     shutil.copyfile(source / INPUTS_FILE, folder / INPUTS_FILE)
@@ -81,28 +113,38 @@ def materialize(folder: Path, source: Path, ir: ModelIR, bug: dict[str, Any], ro
     library, kind = bug["library"], bug["kind"]
     faulty = roles.faulty if roles else library
     good = roles.good if roles else None
-    consumed = _consumed_file(faulty if faulty in RECIPES else library)
+    spec = registered(library)
+    # the backend whose code the script runs: the bug's library, or for a wrong conversion its consumer
+    runs = faulty if isinstance(spec, ConverterSpec) and kind in NUMERIC_CHECKS else library
+    plugins = list(extra.get("plugins") or []) or (campaign_plugins(folder) if registered(runs) is None else [])
+    plugin = find_plugin(runs, plugins)
+    consumed = _consumed_file(runs, plugin)
     if consumed and (source / consumed).exists():
         shutil.copyfile(source / consumed, folder / ONNX_FILE)
+    if plugin is not None:
+        shutil.copyfile(plugin.path, folder / PLUGIN_FILE)
     good_outputs = _outputs(source / "outputs" / f"{good}.npz") if good else []
     if good_outputs:
         np.savez(folder / EXPECTED_FILE, **{f"out_{i}": array for i, array in enumerate(good_outputs)})
     inputs = read_inputs(folder / INPUTS_FILE)
     data = {**bug, "reference": good or "", "faulty": faulty, "shapes": _shapes(ir),
             "io": io_summary(inputs, _outputs(source / "outputs" / f"{faulty}.npz"), good_outputs,
-                             (faulty, good or "reference")), **extra}
-    data["python_library"] = faulty if library not in RECIPES else library
-    if library in RECIPES and (kind not in ("nan", "inconsistency", "shape") or good_outputs):
+                             (faulty, good or "reference")), **{k: v for k, v in extra.items() if k != "plugins"}}
+    data["python_library"] = library if spec is not None else runs
+    plugin_path = plugin.path if plugin else None
+    scriptable = supported(library, plugin_path) and (runs == library or supported(runs, plugin_path))
+    if scriptable and (kind not in NUMERIC_CHECKS or good_outputs):
         text, _files = render_script(
             bug_id=bug["id"], kind=kind, library=library, faulty=faulty, symptom=symptom_line({**bug, **extra}),
             input_names=[layer.name for layer in ir.input_layers], reference=good or "",
-            expected_exception=bug.get("exception") or "", timeout_s=float(extra.get("timeout_s", 60.0)))
+            expected_exception=bug.get("exception") or "", expected_message=bug.get("error_message") or "",
+            expected_stage=bug.get("stage") or "", timeout_s=float(extra.get("timeout_s", 60.0)),
+            plugin=plugin_path, plugin_env=plugin.env if plugin else None)
         (folder / "repro.py").write_text(text)
         data["repro_command"] = "python -m memo repro " + bug["id"]
-        python = script_python(data["python_library"])
-        data["python"] = python
+        data["python"] = script_python(data["python_library"], plugin.python if plugin else None)
     else:
-        data["repro_missing"] = f"no script template for {library}" if library not in RECIPES else \
+        data["repro_missing"] = f"no reproduction recipe for {runs}" if not scriptable else \
             "no reference output to compare with"
     write_bug_file(folder, data)
     return data

@@ -1,104 +1,186 @@
-"""Standalone reproduction scripts, generated from templates: one *runner* per library (how it loads and
-runs the saved model) and one *check* per kind of bug (what the symptom is).
+"""Standalone reproduction scripts, built from the very code memo's workers ran.
 
-The script depends only on the faulty library and numpy (plus tf2onnx when the conversion is at fault),
-reads ``model.keras`` / ``model.onnx``, ``inputs.npz`` and ``expected.npz`` beside it, and exits 0 when the
-bug reproduces, 1 when it does not.
+A script is a shared frame (``templates/repro.py.j2``: header, environment, one check per kind of bug in
+``templates/checks/``) around memo's own code, inlined verbatim by :mod:`memo.triage.inline`:
+
+* the library: a registered backend's or converter's callables (the spec's ``convert``/``load``/``run``,
+  or ``load``/``export``) with every helper they use, for each spec that declares a ``repro`` recipe;
+  a plugin is not inlined: its file is copied beside the script (``plugin_backend.py``) and imported;
+* the worker's reading of inputs and writing of outputs, and its record of a converter's problems;
+* the symptom's test: the oracle's functions for nan / inconsistency / shape, and the bug signature's
+  message normalization for crashes (same type and normalized message), so a script and the campaign
+  cannot disagree on what "the same bug" is. A native crash is reproduced by the process dying the same
+  way, which :func:`memo.triage.rerun.interpret` accepts.
+
+The script depends only on the library and numpy (plus tf2onnx, TensorFlow and Keras when the conversion
+is at fault), reads the files beside it, and exits 0 when the bug reproduces, 1 when it does not.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
 
 import jinja2
 
+import memo
 from memo import __version__
-from memo.backends import CONVERTERS, load_spec
+from memo.backends import load_spec
+from memo.backends.spec import AnySpec, ConverterSpec
 from memo.oracle import Thresholds
 from memo.triage.bugdir import EXPECTED_FILE, INPUTS_FILE, MODEL_FILE
+from memo.triage.inline import Bundle
+from memo.triage.rerun import expected_death
+from memo.triage.signature import normalize_message
 
 ONNX_FILE = "model.onnx"
-_ONNX_PATH = 'os.path.join(HERE, "model.onnx")'
+PLUGIN_FILE = "plugin_backend.py"
+CHECKS = {"crash": "checks/crash.py.j2", "hang": "checks/hang.py.j2", "nan": "checks/nan.py.j2",
+          "inconsistency": "checks/inconsistency.py.j2", "shape": "checks/shape.py.j2"}
+NUMERIC_CHECKS = ("nan", "inconsistency", "shape")
+
+# memo code every script inlines, beside the library's: (module, name).
+_WORKER_IO = (("memo.backends.worker", "_read_inputs"), ("memo.backends.worker", "_write_outputs"))
+_CONVERTER_RECORD = ("memo.backends.worker", "_problem_record")
+_CHECK_CODE: dict[str, tuple[tuple[str, str], ...]] = {
+    "crash": (("memo.triage.signature", "normalize_message"),),
+    "hang": (),
+    "nan": (("memo.oracle", "_nan_problem"),),
+    "inconsistency": (("memo.oracle", "Thresholds"), ("memo.oracle", "mismatch")),
+    "shape": (("memo.oracle", "_shape_problem"),),
+}
+# Imports the frame itself makes (an inlined module's identical import is not repeated).
+_FRAME_IMPORTS = frozenset({"import faulthandler", "import os", "import sys", "import tempfile", "import traceback",
+                            "from pathlib import Path", "import numpy as np"})
 
 
 @dataclass(frozen=True)
-class Recipe:
-    """How a script runs one library: runner templates, the call (``{path}``: the ONNX file), set-up."""
-
-    runners: tuple[str, ...]
-    call: str
-    needs: str
-    model_file: str
-    environment: dict[str, str] = field(default_factory=dict)
-    params: dict[str, Any] = field(default_factory=dict)
+class _Section:
+    title: str
+    code: str
 
 
-def _keras(backend: str, library: str) -> Recipe:
-    return Recipe(("runners/keras.py.j2",), "run_keras()", f"keras, {library}, numpy", MODEL_FILE,
-                  {"KERAS_BACKEND": backend})
-
-
-def _tf2onnx(opset: int | None, static: bool) -> Recipe:
-    return Recipe(("runners/tf2onnx.py.j2",), "convert_tf2onnx()", "tf2onnx, tensorflow, keras, onnx, numpy",
-                  MODEL_FILE, {"KERAS_BACKEND": "tensorflow"},
-                  {"opset": opset, "static_shapes": static, "initializers_as_inputs": static})
-
-
-RECIPES: dict[str, Recipe] = {
-    "keras-tensorflow": _keras("tensorflow", "tensorflow"),
-    "keras-jax": _keras("jax", "jax"),
-    "keras-torch": _keras("torch", "torch"),
-    "onnxruntime": Recipe(("runners/onnxruntime.py.j2",), "run_onnxruntime({path})", "onnxruntime, numpy", ONNX_FILE),
-    "onnx2torch": Recipe(("runners/torch_module.py.j2", "runners/onnx2torch.py.j2"), "run_onnx2torch({path})",
-                         "onnx2torch, torch, numpy", ONNX_FILE),
-    "onnx2pytorch": Recipe(("runners/torch_module.py.j2", "runners/onnx2pytorch.py.j2"), "run_onnx2pytorch({path})",
-                           "onnx2pytorch, onnx, torch, numpy", ONNX_FILE),
-    "mxnet": Recipe(("runners/mxnet.py.j2",), "run_mxnet({path})", "mxnet 1.9, onnx, numpy", ONNX_FILE),
-    "tf2onnx": _tf2onnx(None, False),
-    "tf2onnx-opset11": _tf2onnx(11, True),
-}
-CHECKS = {"crash": "checks/crash.py.j2", "hang": "checks/hang.py.j2", "nan": "checks/nan.py.j2",
-          "inconsistency": "checks/inconsistency.py.j2", "shape": "checks/shape.py.j2"}
-
-
-def supported(library: str) -> bool:
-    return library in RECIPES
-
-
-def script_python(library: str) -> str | None:
-    """The interpreter the library needs (MXNet has its own environment); None: the current one."""
+def registered(library: str) -> AnySpec | None:
+    """The registered spec of ``library`` (None for a plugin or an unknown name)."""
     try:
-        return getattr(load_spec(library), "python", None)
+        return load_spec(library)
     except KeyError:
         return None
 
 
-def _plan(library: str, kind: str, faulty: str) -> tuple[Recipe, list[str], str, list[str]]:
-    """(recipe for set-up, runner templates, the call, files the script reads) for a bug's library."""
-    recipe = RECIPES[library]
-    if library in CONVERTERS and kind != "crash" and kind != "hang":
-        # the conversion is wrong: convert, then run the result with a library on that conversion
-        consumer = RECIPES[faulty]
-        return recipe, [*recipe.runners, *consumer.runners], consumer.call.format(path=recipe.call), [MODEL_FILE]
-    files = [recipe.model_file]
-    return recipe, list(recipe.runners), recipe.call.format(path=_ONNX_PATH), files
+def supported(library: str, plugin: Path | None = None) -> bool:
+    """Whether memo can write a script for bugs in ``library`` (a plugin: when its file is known)."""
+    spec = registered(library)
+    return plugin is not None if spec is None else spec.repro is not None
+
+
+def script_python(library: str, plugin_python: str | None = None) -> str | None:
+    """The interpreter the library needs (MXNet has its own environment); None: the current one."""
+    spec = registered(library)
+    return spec.python if spec is not None else plugin_python
+
+
+def _requirements(spec: AnySpec) -> list[str]:
+    assert spec.repro is not None
+    return list(spec.repro.requirements) or [*spec.distributions, "numpy"]
+
+
+def _library_section(bundle: Bundle, spec: AnySpec, names: tuple[str, ...]) -> _Section:
+    """The spec's callables (bound to ``names`` in the script) with everything they use."""
+    if isinstance(spec, ConverterSpec):
+        callables = [spec.load, spec.export]
+        bundle.add(*_CONVERTER_RECORD)
+    else:
+        callables = [spec.convert, spec.load, spec.run]
+    bound = [bundle.add_object(fn) if fn is not None else "None" for fn in callables]
+    module = ", ".join(dict.fromkeys(fn.__module__ for fn in callables if fn is not None))
+    code = bundle.take() + "\n\n\n# what memo's worker calls, stage by stage\n" + \
+        f"{', '.join(names)} = {', '.join(bound)}"
+    return _Section(f"{spec.name}: memo's worker code ({module})", code)
+
+
+def _plugin_section() -> _Section:
+    root = str(Path(memo.__file__).resolve().parents[1])
+    code = (f"# The plugin file memo's worker imported. A plugin is written against memo (its BackendSpec), so memo\n"
+            f"# must be importable for it; the code in this script does not use memo.\n"
+            f"sys.path.insert(0, HERE)\nsys.path.append({root!r})\n"
+            f"from plugin_backend import BACKEND  # noqa: E402\n\n"
+            f"CONVERT, LOAD, RUN = BACKEND.convert, BACKEND.load, BACKEND.run")
+    return _Section("the backend plugin (plugin_backend.py)", code)
 
 
 def render_script(*, bug_id: str, kind: str, library: str, faulty: str, symptom: str, input_names: list[str],
-                  reference: str, expected_exception: str = "", timeout_s: float = 60.0,
-                  thresholds: Thresholds = Thresholds()) -> tuple[str, list[str]]:
-    """The script's text and the data files it reads (besides ``inputs.npz``)."""
-    recipe, runners, call, files = _plan(library, kind, faulty)
-    if kind in ("nan", "inconsistency", "shape"):
+                  reference: str, expected_exception: str = "", expected_message: str = "",
+                  expected_stage: str = "", timeout_s: float = 60.0, thresholds: Thresholds = Thresholds(),
+                  plugin: Path | None = None, plugin_env: dict[str, str] | None = None) -> tuple[str, list[str]]:
+    """The script's text and the files it reads besides ``inputs.npz``.
+
+    ``library`` is the bug's library; ``faulty`` the backend whose outputs show a wrong conversion when
+    ``library`` is a converter (the script converts, then runs the conversion there). ``plugin``: the
+    plugin file when the backend that runs is a plugin (copied as ``plugin_backend.py``; ``plugin_env``
+    its declared environment). ``expected_*``: the exception, message and stage memo recorded for a crash.
+    """
+    from memo.backends.supervisor import THREAD_VARIABLES  # noqa: PLC0415
+
+    spec = registered(library)
+    converter = spec if isinstance(spec, ConverterSpec) else None
+    runs = faulty if converter is not None and kind not in ("crash", "hang") else (None if converter else library)
+    backend = registered(runs) if runs else None
+    if (spec is None and plugin is None) or (spec is not None and spec.repro is None):
+        raise ValueError(f"no repro recipe for {library}")
+    bundle = Bundle()
+    for module, name in _WORKER_IO:
+        bundle.add(module, name)
+    sections = [_Section("memo's worker: reading inputs, writing outputs (memo.backends.worker)", bundle.take())]
+    environment: dict[str, str] = {}
+    requirements: list[str] = []
+    files: list[str] = []
+    for part in (converter, backend):
+        if part is None:
+            continue
+        if part.repro is None:
+            raise ValueError(f"no repro recipe for {part.name}")
+        names = ("CONVERTER_LOAD", "CONVERTER_EXPORT") if isinstance(part, ConverterSpec) else ("CONVERT", "LOAD", "RUN")
+        sections.append(_library_section(bundle, part, names))
+        for key, value in {**part.env, **part.repro.env}.items():
+            if environment.setdefault(key, value) != value:
+                raise ValueError(f"{library}: conflicting {key} for the converter and the backend")
+        requirements += _requirements(part)
+    if runs and backend is None:
+        sections.append(_plugin_section())
+        environment.update(plugin_env or {})
+        requirements.append("numpy")
+        files.append(PLUGIN_FILE)
+    model_file = MODEL_FILE if converter is not None or _consumes_keras(backend, plugin) else ONNX_FILE
+    files.insert(0, model_file)
+    for module, name in _CHECK_CODE[kind]:
+        bundle.add(module, name)
+    sections.append(_Section(f"the symptom's test: memo's own ({', '.join(sorted({m for m, _ in _CHECK_CODE[kind]}))})",
+                             bundle.take()))
+    if kind in NUMERIC_CHECKS:
         files.append(EXPECTED_FILE)
-    environment = jinja2.Environment(loader=jinja2.PackageLoader("memo.triage", "templates"), autoescape=False,
-                                     trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
-                                     undefined=jinja2.StrictUndefined)
-    prefix = " ".join(f"{k}={v}" for k, v in recipe.environment.items())
-    text = environment.get_template("repro.py.j2").render(
+    death = expected_death({"exception": expected_exception, "error_message": expected_message}) \
+        if kind == "crash" else None
+    prefix = " ".join(f"{k}={v}" for k, v in environment.items() if k == "KERAS_BACKEND")
+    template = jinja2.Environment(loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"), autoescape=False,
+                                  trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
+                                  undefined=jinja2.StrictUndefined).get_template("repro.py.j2")
+    text = template.render(
         bug_id=bug_id, kind=kind, library=library, symptom=symptom, version=__version__,
-        command=f"{prefix + ' ' if prefix else ''}python repro.py", needs=recipe.needs,
-        files=", ".join([*files, INPUTS_FILE]), environment=recipe.environment, input_names=input_names,
-        runners=runners, run_expression=call, check=CHECKS[kind], expected_exception=expected_exception,
-        timeout_s=timeout_s, atol=thresholds.atol, rtol=thresholds.rtol, reference=reference, **recipe.params)
+        command=f"{prefix + ' ' if prefix else ''}python repro.py",
+        requirements=" ".join(dict.fromkeys(requirements)), plugin=runs is not None and backend is None,
+        files=", ".join([*files, INPUTS_FILE]), environment=environment, thread_variables=list(THREAD_VARIABLES),
+        imports=[line for line in bundle.import_lines() if line not in _FRAME_IMPORTS], sections=sections,
+        input_names=input_names, converter=converter.name if converter else None, backend=runs is not None,
+        model_file=model_file, check=CHECKS[kind], death=death, expected_exception=expected_exception,
+        expected_message=normalize_message(expected_message), expected_stage=expected_stage, timeout_s=timeout_s,
+        thresholds=", ".join(f"{k}={v!r}" for k, v in dataclasses.asdict(thresholds).items()), reference=reference)
     return text, files
+
+
+def _consumes_keras(backend: AnySpec | None, plugin: Path | None) -> bool:
+    if backend is not None:
+        return backend.consumes == "keras"
+    from memo.backends.plugins import read_plugin  # noqa: PLC0415
+
+    return plugin is not None and read_plugin(plugin).consumes == "keras"

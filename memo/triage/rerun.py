@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -28,28 +29,42 @@ class RerunResult:
         return "reproduces" if self.reproduces else "does not reproduce"
 
 
-def _expected_signal(bug: dict[str, Any]) -> int | None:
+_DEATH_IN_MESSAGE = (("signal", re.compile(r"killed by signal (\d+)")), ("exit", re.compile(r"exited with code (\d+)")))
+
+
+def expected_death(bug: dict[str, Any]) -> tuple[str, int] | None:
+    """``("signal", N)`` or ``("exit", N)`` when the bug is its worker dying rather than raising; else None.
+
+    A dead worker is recorded as exception ``WorkerDied`` with the message "worker process killed by
+    signal N (NAME)" / "exited with code N"; older records say ``signal N`` / ``exit N`` as the exception.
+    """
     exception = str(bug.get("exception") or "")
-    if exception.startswith("signal "):
-        try:
-            return int(exception.split()[1])
-        except ValueError:
-            return None
+    named = re.fullmatch(r"(signal|exit) (\d+)", exception)
+    if named:
+        return named.group(1), int(named.group(2))
+    if exception == "WorkerDied":
+        message = str(bug.get("error_message") or bug.get("message") or "")
+        for how, pattern in _DEATH_IN_MESSAGE:
+            found = pattern.search(message)
+            if found:
+                return how, int(found.group(1))
     return None
 
 
 def interpret(returncode: int | None, bug: dict[str, Any], *, timed_out: bool = False) -> bool | None:
-    """0: reproduces; 1: does not; killed by the bug's own signal, or still running for a hang: reproduces;
-    anything else: unknown."""
+    """0: reproduces; 1: does not; killed by the bug's own signal (or exiting with the dead worker's own
+    code), or still running for a hang: reproduces; another signal: does not; anything else: unknown."""
     if timed_out:
         return True if bug.get("kind") == "hang" else None
+    death = expected_death(bug)
+    if returncode is not None and death is not None and death[0] == "exit" and returncode == death[1]:
+        return True
     if returncode == 0:
         return True
     if returncode == 1:
         return False
-    expected = _expected_signal(bug)
-    if returncode is not None and returncode < 0 and expected is not None:
-        return -returncode == expected
+    if returncode is not None and returncode < 0 and death is not None:
+        return death == ("signal", -returncode)
     return None
 
 

@@ -45,8 +45,15 @@ _MASKS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"[\[({]\s*(?:-?\d+|None|\?|-1)?(?:\s*[,x×]\s*(?:-?\d+|None|\?))+\s*,?\s*[\])}]"), "SHAPE"),
     (re.compile(r"[\[(]\s*(?:-?\d+|None|\?)\s*,?\s*[\])]"), "SHAPE"),
     (re.compile(r"\b\d+(?:x\d+)+\b"), "SHAPE"),
-    # auto-generated layer/tensor names (conv2d_13, input_layer_2): the same bug hits differently named nodes
+    # MLIR / XLA-style shapes: tensor<2x?x4xf32>, 2x3x4
+    (re.compile(r"(?<![\w.])(?:\d+|\?)(?:x(?:\d+|\?))+(?:x(?:[fiu]\d+|bf16|i1))?(?![\w.])"), "SHAPE"),
+    # auto-generated layer/tensor names (conv2d_13, input_layer_2, Reshape__807): the same bug hits
+    # differently named nodes
     (re.compile(r"\b[A-Za-z]\w*?_\d+\b"), "NAME"),
+    # generated op names without an underscore before the counter (_minimum0, MXNet's _plus12, node3);
+    # dtype and opset words keep their numbers (float16 vs float32 is part of a bug)
+    (re.compile(r"(?<![\w.])(?!(?:u?int|float|bfloat|complex|opset|conv|pool|relu|log|exp|sqrt)\d+\b)"
+                r"_*[A-Za-z][A-Za-z_]*?[a-z_]\d+(?![\w.])"), "NAME"),
     (re.compile(r"(?<![\w.])[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?(?![\w.])"), "N"),
     (re.compile(r"\bnan\b|\binf\b", re.IGNORECASE), "N"),
 )
@@ -119,7 +126,9 @@ def failure_details(verdict: dict[str, Any], result: dict[str, Any] | None) -> d
     elif not exception and stage.get("exit_code") not in (None, 0):
         exception = f"exit {stage['exit_code']}"
     if not message and stderr.strip():
-        message = stderr.strip().splitlines()[-1]
+        lines = stderr.strip().splitlines()
+        fatal = [line for line in lines if line.startswith("Fatal Python error")]
+        message = fatal[0] if fatal else lines[-1]
     return {"exception": exception, "message": message or str(verdict.get("message") or ""),
             "traceback": str(stage.get("traceback") or ""), "stderr": stderr}
 
@@ -209,3 +218,17 @@ def unsupported_feature(verdict: dict[str, Any], message: str | None = None) -> 
             if not _NOT_A_FEATURE.search(found.group(1)):
                 return found.group(1)
     return normalize_message(text, limit=80) or "unknown"
+
+
+# The parts of a provisional signature that survive into the root-cause key; the masked message does not
+# (two wordings of one failure, e.g. with and without a shape, are one bug once the models coincide).
+_ROOT_CAUSE_PARTS = ("kind", "library", "stage", "exception", "frames", "reference", "layer")
+
+
+def reduced_key(parts: dict[str, Any], reduced: ModelIR) -> str:
+    """A bug's root-cause identity once its model is reduced: the failing library, its symptom (exception
+    type and library frames, or the misbehaving layer class) and the layer classes of the reduced model.
+    Two bugs with the same key are one bug found through different models."""
+    key = {name: parts[name] for name in _ROOT_CAUSE_PARTS if name in parts}
+    key["classes"] = sorted({layer.class_name for layer in reduced.body})
+    return digest(key)

@@ -126,6 +126,7 @@ def test_bad_flags_are_one_line_errors(tmp_path: Path, seeds_dir: Path) -> None:
         (["--no-execute"], "give a budget"),
         (["--iterations", "5", "--seeds-dir", str(tmp_path / "none"), "--no-execute"], "seed"),
         (["--resume", str(tmp_path / "ghost"), "--iterations", "3"], "no campaign"),
+        (["--iterations", "5", "--max-disk", "banana", "--no-execute"], "--max-disk 'banana'"),
     ]
     for args, message in cases:
         if "--seeds-dir" not in args and "--resume" not in args:
@@ -166,3 +167,105 @@ def test_parent_size_bound_keeps_large_mutants_out_of_the_pool(tmp_path: Path, s
     assert unbounded and max(layers[f"0/{p}"] for p in unbounded) > 9, "without a bound, lineages grow"
     bounded = [p for p in parents["9"] if not p.startswith("seed:")]
     assert all(layers[f"9/{p}"] <= 9 for p in bounded), "a mutant above the bound is never a parent"
+
+
+# ---------------------------------------------------------------------------- disk
+ABORT_PLUGIN = REPO / "tests" / "plugins" / "abort_on_poison.py"
+DISK_ARGS = ("--quiet", "--seed", "5", "--jobs", "1", "--execute-all", "--backends", "keras-tensorflow")
+
+
+def _stop_line(stderr: str) -> str:
+    lines = [line for line in stderr.strip().splitlines() if line.startswith("memo: ")]
+    assert lines, stderr
+    return lines[-1]
+
+
+def _consistent(campaign: Path) -> tuple[int, int]:
+    """(mutants stored, executions stored); the saved state is the last stored mutant's."""
+    with sqlite3.connect(campaign / "campaign.sqlite") as db:
+        assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        iteration = db.execute("SELECT iteration FROM state").fetchone()[0]
+        last = db.execute("SELECT MAX(iteration) FROM mutants").fetchone()[0]
+        assert iteration == last, "state and mutants were written together"
+        return (db.execute("SELECT COUNT(*) FROM mutants WHERE iteration >= 0").fetchone()[0],
+                db.execute("SELECT COUNT(*) FROM executions").fetchone()[0])
+
+
+def test_disk_budget_stops_cleanly_clean_frees_and_resume_continues(tmp_path: Path, seeds_dir: Path) -> None:
+    # every artifact path says "poison", so the plugin aborts on every model: every model has a finding
+    args = [*DISK_ARGS, "--seeds-dir", str(seeds_dir), "--backend-plugin", str(ABORT_PLUGIN), "--name", "poison"]
+    stopped = _fuzz(tmp_path, *args, "--iterations", "8", "--max-disk", "1K", timeout=600)
+    assert stopped.returncode == 3, stopped.stderr
+    line = _stop_line(stopped.stderr)
+    assert "disk budget of 1.0 KB reached" in line and "stopped cleanly" in line, line
+    assert "memo clean poison frees" in line and line.endswith("memo fuzz --resume poison"), line
+    assert (tmp_path / "reports" / "poison.html").exists(), "the report is still written"
+    campaign = tmp_path / "campaigns" / "poison"
+    generated, executed = _consistent(campaign)
+    assert generated < 8 and executed >= 1
+
+    dry = subprocess.run([sys.executable, "-m", "memo", "clean", "poison", "--dry-run"], cwd=tmp_path,
+                         capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=120)
+    assert dry.returncode == 0 and "would free" in dry.stdout, dry.stderr
+    assert (tmp_path / "mutants" / "poison").is_dir()
+    clean = subprocess.run([sys.executable, "-m", "memo", "clean", "poison"], cwd=tmp_path,
+                           capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=120)
+    assert clean.returncode == 0 and clean.stdout.startswith("memo clean: freed "), clean.stderr
+    assert not (tmp_path / "mutants" / "poison").exists() and (campaign / "campaign.sqlite").exists()
+
+    resumed = _fuzz(tmp_path, "--resume", "poison", "--iterations", "8", "--max-disk", "0", "--quiet", timeout=600)
+    assert resumed.returncode == 0, resumed.stderr
+    assert _consistent(campaign)[0] == 8
+    with sqlite3.connect(campaign / "campaign.sqlite") as db:
+        unexecuted = db.execute("SELECT COUNT(*) FROM mutants WHERE valid = 1 AND id NOT IN "
+                                "(SELECT mutant_id FROM executions)").fetchone()[0]
+        kept = db.execute("SELECT COUNT(*) FROM executions WHERE artifact_dir IS NOT NULL").fetchone()[0]
+        aborts = db.execute("SELECT COUNT(*) FROM verdicts WHERE backend = 'abort-on-poison' AND kind = 'crash'"
+                            ).fetchone()[0]
+    assert unexecuted == 0, "what the stop left unexecuted ran on resume"
+    assert aborts >= 8 and kept <= 2, "one bug: only its first two occurrences keep an artifact"
+    assert _mutants(campaign) == _mutants_of_dry_run(tmp_path, seeds_dir, "5", "8"), \
+        "deleting artifacts never changes generation"
+
+
+def test_a_full_disk_stops_cleanly_and_resume_continues_once_space_is_freed(tmp_path: Path,
+                                                                            seeds_dir: Path) -> None:
+    small = tmp_path / "small"
+    small.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(small)], capture_output=True,
+                             text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"mounting a 4 MB tmpfs needs root (CAP_SYS_ADMIN): {mounted.stderr.strip()}")
+    try:
+        filler = small / "filler"
+        with open(filler, "wb") as out:  # leave about 400 KB: the database fits, the artifacts do not
+            out.write(b"\0" * (shutil.disk_usage(small).free - 400 * 1024))
+        args = [*DISK_ARGS, "--seeds-dir", str(seeds_dir), "--name", "full", "--iterations", "6"]
+        stopped = _fuzz(small, *args, timeout=600)
+        assert stopped.returncode == 3, stopped.stderr
+        line = _stop_line(stopped.stderr)
+        assert line.startswith("memo: disk full: stopped cleanly; free space (memo clean full frees "), line
+        assert line.endswith("and run memo fuzz --resume full"), line
+        assert "Traceback" not in stopped.stderr
+        campaign = small / "campaigns" / "full"
+        generated, executed = _consistent(campaign)
+        assert executed <= generated
+
+        filler.unlink()
+        resumed = _fuzz(small, "--resume", "full", "--quiet", timeout=600)
+        assert resumed.returncode == 0, resumed.stderr
+        assert _consistent(campaign)[0] == 6
+        with sqlite3.connect(campaign / "campaign.sqlite") as db:
+            unexecuted = db.execute("SELECT COUNT(*) FROM mutants WHERE valid = 1 AND id NOT IN "
+                                    "(SELECT mutant_id FROM executions)").fetchone()[0]
+        assert unexecuted == 0
+        assert _mutants(campaign) == _mutants_of_dry_run(tmp_path, seeds_dir, "5", "6")
+    finally:
+        subprocess.run(["umount", "-l", str(small)], capture_output=True)
+
+
+def _mutants_of_dry_run(workdir: Path, seeds_dir: Path, seed: str, iterations: str) -> list:
+    done = _fuzz(workdir, "--no-execute", "--quiet", "--seeds-dir", str(seeds_dir), "--seed", seed, "--iterations",
+                 iterations, "--out", f"dry-{seed}-{iterations}")
+    assert done.returncode == 0, done.stderr
+    return _mutants(workdir / f"dry-{seed}-{iterations}")

@@ -83,4 +83,4 @@ def test_a_second_pass_does_nothing_and_the_report_shows_the_bugs(triaged, tmp_p
     again = triage_campaign(store, time_budget_s=60)
     assert again.new == 0 and again.reduced == 0 and again.seconds < 5
     html = write_report(root / "campaigns" / "t", tmp_path / "t.html").read_text()
-    assert html.count('class="bug-row"') == 2 and "AveragePooling1D" in html and "run_mxnet" in html
+    assert html.count('class="bug-row"') == 2 and "AveragePooling1D" in html and "onnx_mxnet.import_model" in html

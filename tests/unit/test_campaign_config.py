@@ -27,3 +27,11 @@ def test_default_jobs_fits_cores_and_memory(monkeypatch, cores, memory_gb, jobs)
 def test_shared_worker_set_gets_a_second_tf2onnx_where_memory_allows(monkeypatch, jobs, memory_gb, replicas) -> None:
     monkeypatch.setattr(config, "total_memory_gb", lambda: memory_gb)
     assert config.worker_replicas(jobs) == replicas
+
+
+def test_a_campaign_stored_before_the_disk_budget_resumes_with_the_defaults() -> None:
+    old = config.CampaignConfig(name="c").to_json()
+    del old["max_disk_bytes"], old["keep_per_signature"]
+    restored = config.CampaignConfig.from_json(old)
+    assert restored.max_disk_bytes == config.DEFAULT_MAX_DISK == 2 * 2**30
+    assert restored.keep_per_signature == config.KEEP_PER_SIGNATURE == 2

@@ -9,7 +9,9 @@ import numpy as np
 import pytest
 
 from memo.backends.result import BackendResult, ExecutionResult, StageResult
-from memo.oracle import Thresholds, Verdict, agree, compare, d_mad, judge, mad, nonfinite_mask
+from memo.kinds import VerdictKind
+from memo.oracle import (Thresholds, Verdict, agree, compare, d_mad, judge, mad, mismatch, nonfinite_mask,
+                         outputs_agree)
 
 REF = "keras-tensorflow"
 CONSUMES = {REF: "keras", "keras-jax": "keras", "keras-torch": "keras", "onnxruntime": "onnx",
@@ -166,6 +168,70 @@ def test_converter_not_blamed_when_its_backends_disagree_with_each_other() -> No
     assert sorted(v.backend for v in verdicts) == ["onnx2pytorch", "onnx2torch", "onnxruntime"]
 
 
+def test_reference_blamed_when_only_keras_backends_ran_and_they_agree() -> None:
+    # tf2onnx failed, so only keras-jax and keras-torch remain: agreeing with each other against TensorFlow
+    # is one TensorFlow finding (it used to need two artifact kinds and filed two bugs against JAX and torch).
+    names = [REF, "keras-jax", "keras-torch"]
+    outputs = same_outputs(BASE + np.float32(0.2), names)
+    outputs[REF]["out"] = BASE
+    verdicts = judge(make_result(names=names), outputs=outputs)
+    assert [(v.kind, v.backend) for v in verdicts] == [("inconsistency", REF)]
+    assert ["keras-jax", "keras-torch"] in verdicts[0].metrics["agreement"]
+
+
+def test_large_magnitude_outputs_with_relative_noise_agree() -> None:
+    big = (BASE * np.float32(1e29)).astype(np.float32)
+    rng = np.random.default_rng(3)
+    outputs = {name: {"out": (big * (1 + rng.normal(0, 1e-7, big.shape))).astype(np.float32)} for name in CONSUMES}
+    outputs["keras-jax"]["out"] = big.copy()  # a bit-exact peer: D_MAD is 1 for everyone else
+    assert judge(make_result(), outputs=outputs) == []
+    outputs["keras-torch"]["out"] = (big * np.float32(1.01)).astype(np.float32)
+    assert [(v.kind, v.backend) for v in judge(make_result(), outputs=outputs)] == [("inconsistency", "keras-torch")]
+
+
+def test_outputs_are_judged_one_by_one_and_the_verdict_names_the_output() -> None:
+    small, large = BASE, (BASE * np.float32(1e6)).astype(np.float32)
+    outputs = {name: {"small": small.copy(), "large": large.copy()} for name in CONSUMES}
+    outputs["onnxruntime"]["small"] = small + np.float32(0.05)  # invisible next to the large output if pooled
+    result = make_result()
+    result.output_names = ["small", "large"]
+    verdicts = judge(result, outputs=outputs)
+    assert [(v.kind, v.backend) for v in verdicts] == [("inconsistency", "onnxruntime")]
+    assert verdicts[0].metrics["output"] == 0 and verdicts[0].metrics["output_name"] == "small"
+    assert "output 0 (small)" in verdicts[0].message
+
+
+def test_half_precision_outputs_get_looser_tolerances() -> None:
+    half = BASE.astype(np.float16)
+    noisy = (half.astype(np.float32) * np.float32(1 + 3e-3)).astype(np.float16)  # a few float16 ulps
+    assert outputs_agree(noisy, half, Thresholds())
+    assert not outputs_agree(noisy.astype(np.float32) * np.float32(1.1), half.astype(np.float32), Thresholds())
+
+
+def test_mismatch_counts_elements_outside_the_scaled_tolerance() -> None:
+    o = np.full(10, 1e6, dtype=np.float64)
+    y = o.copy()
+    y[3] += 5e3  # 5e-3 relative: outside rtol 1e-3 + atol 1e-3 * 1e6
+    count, max_abs, tolerance = mismatch(y, o, Thresholds())
+    assert (count, max_abs, tolerance) == (1, 5e3, pytest.approx(1e3))
+    assert not outputs_agree(y, o, Thresholds()) and outputs_agree(o, o, Thresholds())
+
+
+def test_special_values_turn_numeric_findings_into_special() -> None:
+    outputs = same_outputs(BASE)
+    outputs["onnxruntime"]["out"][1, 2] = np.nan
+    outputs["keras-torch"]["out"] = BASE + np.float32(0.05)
+    verdicts = judge(make_result(), outputs=outputs, special_values=True)
+    assert sorted((v.kind, v.backend) for v in verdicts) == [("special", "keras-torch"), ("special", "onnxruntime")]
+    assert {v.metrics["numeric_kind"] for v in verdicts} == {"nan", "inconsistency"}
+
+
+def test_kinds_are_plain_strings_in_json() -> None:
+    verdict = Verdict(VerdictKind.CRASH, "keras-jax", "execute", "m")
+    assert verdict.kind == "crash" and type(verdict.to_json()["kind"]) is str
+    assert json.loads(json.dumps(verdict.to_json()))["kind"] == "crash"
+
+
 # ------------------------------------------------------------------ failures
 def test_one_failing_backend_is_a_crash_with_its_stage() -> None:
     failure = StageResult("execute", "crash", 0.2, exc_type="WorkerDied", message="killed by signal 11", signal=11)
@@ -190,10 +256,51 @@ def test_skipped_backends_are_not_findings() -> None:
     assert verdicts == []
 
 
-def test_model_failing_everywhere_is_invalid() -> None:
+def test_model_failing_on_every_keras_backend_is_one_keras_crash_not_invalid() -> None:
+    # Changed: this used to be one "invalid" verdict. The symbolic build accepted the model, so Keras failing
+    # at run time everywhere is a Keras finding; the ONNX backends' own failures are still reported.
     failures = {name: StageResult("load", "error", exc_type="ValueError", message="x") for name in CONSUMES}
     verdicts = judge(make_result(failures), outputs={})
-    assert [(v.kind, v.backend) for v in verdicts] == [("invalid", "*")]
+    assert verdicts[0].kind == "crash" and verdicts[0].backend == "keras" and verdicts[0].stage == "execute"
+    assert "every Keras backend failed at run time: ValueError: x" in verdicts[0].message
+    assert set(verdicts[0].metrics["backends"]) == {REF, "keras-jax", "keras-torch"}
+    assert sorted(v.backend for v in verdicts[1:]) == ["mxnet", "onnx2pytorch", "onnx2torch", "onnxruntime"]
+
+
+def test_keras_backend_failing_differently_keeps_its_own_crash_and_signals_stay_per_backend() -> None:
+    failures = {REF: StageResult("execute", "error", exc_type="ValueError", message="rank"),
+                "keras-jax": StageResult("execute", "error", exc_type="ValueError", message="rank"),
+                "keras-torch": StageResult("execute", "error", exc_type="RuntimeError", message="size"),
+                "mxnet": StageResult("execute", "crash", exc_type="WorkerDied", message="signal 11", signal=11)}
+    names = [REF, "keras-jax", "keras-torch", "mxnet"]
+    verdicts = judge(make_result(failures, names), outputs={})
+    assert sorted((v.kind, v.backend) for v in verdicts) == [("crash", "keras"), ("crash", "keras-torch"),
+                                                              ("crash", "mxnet")]
+
+
+def test_signal_death_of_every_keras_backend_is_per_backend() -> None:
+    failures = {name: StageResult("execute", "crash", exc_type="WorkerDied", message="signal 8", signal=8)
+                for name in (REF, "keras-jax", "keras-torch")}
+    verdicts = judge(make_result(failures, [REF, "keras-jax", "keras-torch"]), outputs={})
+    assert sorted(v.backend for v in verdicts) == ["keras-jax", "keras-tensorflow", "keras-torch"]
+
+
+def test_no_backend_result_at_all_is_invalid() -> None:
+    empty = ExecutionResult(artifact_dir="/nowhere", reference=REF, output_names=["out"], backends={})
+    assert [(v.kind, v.backend) for v in judge(empty)] == [("invalid", "*")]
+    skipped = make_result({name: StageResult("start", "skipped", message="unavailable") for name in CONSUMES})
+    assert [v.kind for v in judge(skipped, outputs={})] == ["invalid"]
+
+
+def test_trace_failure_of_both_conversions_is_one_tf_function_verdict() -> None:
+    trace = StageResult("trace", "error", exc_type="ValueError", message="Negative dimension size caused by ...")
+    skipped = StageResult("convert", "skipped", message="no onnx file: tf2onnx error")
+    result = make_result({name: skipped for name in ("onnxruntime", "onnx2torch", "onnx2pytorch", "mxnet")})
+    for converter, produces in (("tf2onnx", "onnx"), ("tf2onnx-opset11", "onnx-opset11")):
+        result.backends[converter] = BackendResult(converter, "keras", role="converter", stages=[trace])
+    verdicts = judge(result, outputs=same_outputs(BASE, [REF, "keras-jax", "keras-torch"]))
+    assert [(v.kind, v.backend, v.stage) for v in verdicts] == [("crash", REF, "tf-function")]
+    assert verdicts[0].metrics["converters"] == ["tf2onnx", "tf2onnx-opset11"]
 
 
 def test_reference_failure_leaves_only_the_crash() -> None:
@@ -219,3 +326,19 @@ def test_oracle_imports_no_dl_library() -> None:
             "print(sorted(heavy & {m.split('.')[0] for m in sys.modules}))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_has_injection_detects_the_nan_operators_subgraph() -> None:
+    from memo.model.ir import Layer, ModelIR
+    from memo.mutation.nan import has_injection
+
+    def model(*body: Layer) -> ModelIR:
+        return ModelIR(layers=[Layer("x", "InputLayer", {"batch_shape": [None, 4], "dtype": "float32"}), *body],
+                       outputs=[body[-1].name])
+
+    scaled = Layer("s", "Rescaling", {"scale": 1e30, "offset": 0.0}, ["x"])
+    assert has_injection(model(scaled, Layer("m", "Multiply", {}, ["s", "s"], call_style="list")))
+    assert has_injection(model(Layer("d", "Subtract", {}, ["x", "x"], call_style="list")))
+    assert not has_injection(model(Layer("d", "Dense", {"units": 2}, ["x"]),
+                                   Layer("m", "Multiply", {}, ["x", "d"], call_style="list")))
+    assert not has_injection(model(Layer("s", "Rescaling", {"scale": 2.0, "offset": 0.0}, ["x"])))

@@ -1,0 +1,98 @@
+"""Triage while a campaign runs: a thread that keeps working on the campaign's findings with its workers.
+
+The campaign's pipelines and this thread share one executor (``run`` is thread-safe and each worker serves
+one request at a time), so once findings exist triage gets a steady share of every worker it needs, about
+one pipeline's worth, instead of waiting for the end of the campaign. Passes are short, so new findings are
+deduplicated and picked up within a minute; when there is nothing to do the thread sleeps.
+"""
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any, Callable
+
+from memo.campaign.disk import is_disk_full
+from memo.store import CampaignStore
+from memo.triage import db
+from memo.triage.passes import triage_campaign
+from memo.triage.session import TriageSummary
+
+PASS_BUDGET_S = 60.0
+IDLE_WAIT_S = 15.0
+
+
+class TriageService:
+    """Runs triage passes in a daemon thread until :meth:`stop`; :attr:`totals` sums what they did."""
+
+    def __init__(self, campaign_dir: Path, executor: Any, *, pass_budget_s: float = PASS_BUDGET_S,
+                 on_disk_full: Callable[[], None] | None = None) -> None:
+        """``on_disk_full``: called (from the thread) when a pass fails for want of disk space."""
+        self.campaign_dir = Path(campaign_dir)
+        self.executor = executor
+        self.on_disk_full = on_disk_full
+        self.pass_budget_s = pass_budget_s
+        self.totals = TriageSummary()
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._thread = threading.Thread(target=self._work, name="memo-triage", daemon=True)
+
+    def start(self) -> "TriageService":
+        self._thread.start()
+        return self
+
+    def poke(self) -> None:
+        """New findings arrived: start the next pass now instead of after the idle wait."""
+        self._wake.set()
+
+    def stop(self, timeout_s: float | None = None) -> None:
+        """Finish the current unit of work (a bug's reduction is bounded) and end the thread."""
+        self._stop.set()
+        self._wake.set()
+        self._thread.join(timeout_s)
+
+    def _work(self) -> None:
+        while not self._stop.is_set():
+            summary = self._one_pass()
+            if not summary.worked:
+                self._wake.wait(IDLE_WAIT_S)
+                self._wake.clear()
+
+    def _one_pass(self) -> TriageSummary:
+        try:
+            with CampaignStore(self.campaign_dir) as store:
+                summary = triage_campaign(store, executor=self.executor, time_budget_s=self.pass_budget_s)
+        except Exception as exc:  # noqa: BLE001  (the campaign goes on; the error is kept for the report)
+            summary = TriageSummary(errors=[f"{type(exc).__name__}: {exc}"])
+            if is_disk_full(exc) and self.on_disk_full is not None:
+                self.on_disk_full()
+                self._stop.set()
+                return summary
+            try:
+                with CampaignStore(self.campaign_dir) as store:
+                    db.record_error(store, None, "background pass", summary.errors[0])
+            except Exception:  # noqa: BLE001  (no store to record into; the summary keeps it)
+                pass
+        for name in ("new", "localized", "reduced", "merged", "scripts", "reproduced"):
+            setattr(self.totals, name, getattr(self.totals, name) + getattr(summary, name))
+        self.totals.bugs = summary.bugs or self.totals.bugs
+        self.totals.seconds += summary.seconds
+        self.totals.errors.extend(summary.errors)
+        return summary
+
+
+def start_background_triage(campaign_dir: Path, *, executor: Any = None, time_budget_s: float = 120.0) -> threading.Thread:
+    """One triage pass in a daemon thread with its own connection; a failure is recorded in the store
+    when there is one, never raised into the caller."""
+    def work() -> None:
+        try:
+            with CampaignStore(Path(campaign_dir)) as store:
+                try:
+                    triage_campaign(store, executor=executor, time_budget_s=time_budget_s)
+                except Exception as exc:  # noqa: BLE001
+                    db.record_error(store, None, "background pass", f"{type(exc).__name__}: {exc}")
+        except Exception:  # noqa: BLE001  (no campaign there: nothing to triage, nothing to record into)
+            pass
+
+    thread = threading.Thread(target=work, name="memo-triage", daemon=True)
+    thread.start()
+    return thread

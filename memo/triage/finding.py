@@ -1,0 +1,69 @@
+"""A finding as triage needs it: the verdict, the execution result, the mutant's model and its artifact.
+
+The campaign keeps full artifacts only for the first occurrences of a signature (the disk budget), so a
+finding's artifact may be gone: its model is rebuilt from the stored IR (weights and inputs are drawn
+from the campaign seed, so the rebuilt files are the ones the campaign ran).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from memo.model.ir import ModelIR
+from memo.store import CampaignStore
+
+_FINDING_SQL = ("SELECT v.*, e.result, e.artifact_dir, m.ir FROM verdicts v LEFT JOIN executions e"
+                " ON e.mutant_id = v.mutant_id LEFT JOIN mutants m ON m.id = v.mutant_id WHERE v.id = ?")
+
+
+@dataclass
+class Finding:
+    """The first occurrence of a bug (or one numeric finding): verdict, result, model and artifact."""
+
+    verdict: dict[str, Any]
+    result: dict[str, Any] | None
+    ir: ModelIR | None
+    artifact_dir: Path | None
+
+    @property
+    def reference(self) -> str:
+        return str((self.result or {}).get("reference") or "keras-tensorflow")
+
+    @property
+    def kind(self) -> str:
+        return str(self.verdict["kind"])
+
+    @property
+    def mutant_id(self) -> int:
+        return int(self.verdict["mutant_id"])
+
+
+def _resolve(path: str | None, store: CampaignStore) -> Path | None:
+    """Artifact directories are stored relative to where the campaign ran (normally the project root)."""
+    if not path:
+        return None
+    candidate = Path(path)
+    for base in (Path.cwd(), store.directory.resolve().parent.parent):
+        full = candidate if candidate.is_absolute() else base / candidate
+        if (full / "model.keras").exists():
+            return full
+    return None
+
+
+def load_finding(store: CampaignStore, verdict_id: int) -> Finding | None:
+    """The finding of one verdict; ``artifact_dir`` is None when the campaign no longer keeps its files."""
+    rows = store.rows(_FINDING_SQL, (verdict_id,))
+    if not rows:
+        return None
+    row = rows[0]
+    verdict = {**row, "metrics": json.loads(row["metrics"] or "{}")}
+    ir = None
+    if row.get("ir"):
+        try:
+            ir = ModelIR.loads(row["ir"])
+        except Exception:  # an unreadable IR leaves the finding unreducible, nothing worse
+            ir = None
+    return Finding(verdict, json.loads(row["result"]) if row.get("result") else None, ir,
+                   _resolve(row.get("artifact_dir"), store))

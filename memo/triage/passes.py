@@ -1,0 +1,254 @@
+"""A triage pass: deduplicate, then spend the time budget on units of work, most useful first.
+
+Units alternate between reducing a bug (never-tried bugs first, then by occurrences) and localizing a
+NaN/inconsistency finding (one per library before a second of the same library), so that neither a flood of
+numeric findings nor a long list of crashes starves the other. Each reduced bug gets its root-cause key
+on the reduced model and is merged with an earlier bug that has the same key; its folder, script and
+repro check are written at once, so a pass that runs out of time leaves finished bugs, not half-finished
+ones. Idempotent: a finished bug is not redone; a reduction that ran out of time continues from its folder.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+from memo.campaign.disk import is_disk_full
+from memo.model.ir import ModelIR
+from memo.store import CampaignStore
+from memo.triage import db, dedup
+from memo.triage.bugdir import IR_FILE, bug_folder, read_bug_file
+from memo.triage.checker import Checker
+from memo.triage.finding import Finding, load_finding
+from memo.triage.localize import localize
+from memo.triage.materialize import materialize
+from memo.triage.probe import read_inputs
+from memo.triage.reduce import mentioned_layers, reduce_bug
+from memo.triage.rerun import rerun_script
+from memo.triage.session import Session, TriageSummary
+from memo.triage.signature import NUMERIC_KINDS, failure_details, reduced_key
+
+PER_BUG_S = 45.0
+NOT_REDUCED = "not reduced (no time or no executor)"
+RETRY_STATUSES = ("timeout", NOT_REDUCED)  # a later pass continues these from the folder's model
+HANG_NOTE = "hangs are not reduced (every candidate could take the whole timeout)"
+NOT_AGAIN = "not reduced: the model did not show the bug again when re-run (flaky or environment-dependent)"
+
+
+# ---------------------------------------------------------------------------- what is left to do
+def pending_localizations(store: CampaignStore) -> list[int]:
+    """NaN/inconsistency verdicts not yet localized, round-robin over (kind, library): the first finding
+    of every library before the second of any."""
+    done = db.localizations(store)
+    groups: dict[tuple[str, str], list[int]] = {}
+    localized: dict[tuple[str, str], int] = {}
+    for row in dedup.finding_rows(store, NUMERIC_KINDS):
+        key = (row["kind"], row["backend"])
+        if row["id"] in done:
+            localized[key] = localized.get(key, 0) + 1
+        else:
+            groups.setdefault(key, []).append(row["id"])
+    order: list[int] = []
+    depth = 0
+    while any(len(ids) > depth for ids in groups.values()):
+        for key in sorted(groups, key=lambda k: (localized.get(k, 0), k)):
+            if len(groups[key]) > depth:
+                order.append(groups[key][depth])
+        depth += 1
+    return order
+
+
+def pending_bugs(store: CampaignStore) -> list[db.BugRow]:
+    """Bugs to triage: without a folder, or whose reduction ran out of time; never-tried bugs first, then
+    the most frequent. Unlocalized numeric buckets are not bugs yet (their findings get localized)."""
+    todo = [bug for bug in db.load_bugs(store) if not bug.unlocalized and bug.merged_into is None
+            and (not (bug.bug_dir and Path(bug.bug_dir).exists()) or bug.reduction.get("status") in RETRY_STATUSES)]
+    return sorted(todo, key=lambda bug: (bug.attempted, -bug.occurrences, bug.first_seen))
+
+
+# ---------------------------------------------------------------------------- localization
+def _localize_one(session: Session, verdict_id: int) -> None:
+    store = session.store
+    finding = load_finding(store, verdict_id)
+    if finding is None or finding.ir is None:
+        db.save_localization(store, verdict_id, None, None, {"reason": "model not stored"})
+        return
+    executor = session.get_executor()
+    if executor is None:
+        return
+    artifact = session.artifact_of(finding)
+    directory = session.work / f"localize-{verdict_id}"
+    try:
+        found, _run = localize(executor, finding.ir, finding.kind, session.roles(finding), directory,
+                               seed=session.seed,
+                               inputs=read_inputs(artifact / "inputs.npz") if artifact is not None else None)
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+    db.save_localization(store, verdict_id, found.layer, found.layer_class, found.to_json())
+    session.summary.localized += found.layer is not None
+
+
+# ---------------------------------------------------------------------------- one bug
+def _bug_record(bug: db.BugRow, finding: Finding) -> dict[str, Any]:
+    details = failure_details(finding.verdict, finding.result)
+    return {"id": bug.id, "kind": bug.kind, "library": bug.library, "stage": bug.stage or "",
+            "signature": bug.parts, "exception": details["exception"], "error_message": details["message"],
+            "message": finding.verdict.get("message", ""), "layer_class": bug.layer_class}
+
+
+def _previous_reduction(folder: Path, original: ModelIR) -> tuple[ModelIR, dict[str, Any] | None]:
+    """The model an unfinished earlier reduction reached (and its bug.json), else the original model."""
+    data = read_bug_file(folder)
+    if not data or (data.get("reduction") or {}).get("status") not in RETRY_STATUSES:
+        return original, None
+    try:
+        return ModelIR.loads((folder / IR_FILE).read_text()), data
+    except Exception:  # an unreadable folder is redone from the original model
+        return original, None
+
+
+def _shows_again(checker: Checker, ir: ModelIR, directory: Path) -> bool:
+    """Whether the bug's own model still shows it when run again (one run before a reduction)."""
+    try:
+        return checker.run(ir, directory)[0]
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def _release_artifacts(session: Session, bug: db.BugRow) -> None:
+    """A finished bug folder holds everything its bug needs: its occurrences' artifacts can go."""
+    for mutant_id in dedup.bug_mutants(session.store, bug.id):
+        session.store.release_artifact(mutant_id)
+
+
+def _triage_bug(session: Session, bug: db.BugRow) -> None:
+    store = session.store
+    finding = load_finding(store, bug.first_verdict)
+    if finding is None or finding.ir is None:
+        db.update_bug(store, bug.id, reduction={"status": "model not stored"})
+        return
+    can_run = bug.kind != "hang" and session.remaining() > 1 and session.get_executor() is not None
+    source = session.artifact_of(finding) if can_run or finding.artifact_dir is not None else None
+    if source is None:
+        db.update_bug(store, bug.id, reduction={"status": NOT_REDUCED})
+        return
+    record = _bug_record(bug, finding)
+    located = db.localizations(store).get(bug.first_verdict) or {}
+    localized = located.get("layer")
+    roles = session.roles(finding)
+    ir, outcome = finding.ir, None
+    extra: dict[str, Any] = {"layer": localized, "timeout_s": session.timeout_s, "plugins": session.plugins,
+                             "localization": json.loads(located["details"]) if located.get("details") else {}}
+    folder = bug_folder(store.directory.resolve(), bug.id)
+    start, previous = _previous_reduction(folder, finding.ir)
+    if previous and not can_run:
+        return  # keep the folder of the earlier pass; a pass with time continues it
+    if previous:
+        localized = previous.get("layer") or localized
+    checker = Checker(session, bug.id, finding, source) if can_run else None
+    if checker is not None and previous is None and not _shows_again(checker, start, session.work / f"{bug.id}-start"):
+        can_run = False  # reducing would search for a symptom the model no longer shows
+        extra["reduction_note"] = NOT_AGAIN
+    if can_run and checker is not None:
+        budget = min(PER_BUG_S, session.remaining())
+        details = failure_details(finding.verdict, finding.result)
+        hints = mentioned_layers(start, " ".join((details["message"], details["traceback"], details["stderr"])))
+        outcome = reduce_bug(start, checker, budget_s=budget, localized=localized, hints=hints,
+                             numeric=bug.kind in NUMERIC_KINDS)
+        final = session.work / f"{bug.id}-final"
+        same, run, layer = checker.run(outcome.ir, final)
+        if same and run.artifact is not None:
+            ir, source = outcome.ir, run.artifact.directory
+            extra["layer"] = layer
+            if bug.kind in NUMERIC_KINDS:
+                extra["localization"] = {"layer": layer, "layer_class": outcome.ir.get(layer).class_name
+                                         if layer else None, "reason": "in the reduced model"}
+            session.summary.reduced += len(outcome.ir.body) < outcome.original_layers
+        else:
+            outcome.status = "final check failed; original model kept"
+            ir = finding.ir
+    shutil.rmtree(folder, ignore_errors=True)
+    reduction = outcome.to_json() if outcome else {
+        "status": HANG_NOTE if bug.kind == "hang" else extra.pop("reduction_note", NOT_REDUCED)}
+    reduction.update(original_layers=len(finding.ir.body), reduced_layers=len(ir.body))
+    extra["reduction"] = reduction
+    data = materialize(folder, source, ir, record, roles, extra)
+    shutil.rmtree(session.work / f"{bug.id}-final", ignore_errors=True)
+    has_script = (folder / "repro.py").exists()
+    session.summary.scripts += has_script
+    db.update_bug(store, bug.id, bug_dir=str(folder), original_layers=len(finding.ir.body),
+                  reduced_layers=len(ir.body), reduction=reduction, layer=extra.get("layer"),
+                  repro=str(folder / "repro.py") if has_script else None)
+    if outcome is not None and outcome.status not in RETRY_STATUSES:
+        merged = db.merge(store, bug.id, reduced_key(bug.parts, ir))
+        session.summary.merged += merged is not None
+    if has_script and session.remaining() > 0:
+        check = rerun_script(folder, data, timeout_s=session.timeout_s + 60)
+        db.update_bug(store, bug.id, reproduces=check.reproduces, checked=time.time())
+        session.summary.reproduced += bool(check.reproduces)
+    if reduction.get("status") not in RETRY_STATUSES:
+        _release_artifacts(session, bug)
+
+
+# ---------------------------------------------------------------------------- the pass
+def _needed_backends(session: Session, localizations: list[int], bugs: list[db.BugRow]) -> set[str]:
+    needed: set[str] = set()
+    for verdict_id in localizations[:20] + [bug.first_verdict for bug in bugs[:20]]:
+        finding = load_finding(session.store, verdict_id)
+        if finding is not None:
+            needed.update(session.roles(finding).backends)
+    return needed
+
+
+def _drop_stale(store: CampaignStore, stale: list[str]) -> None:
+    for bug_id in stale:
+        shutil.rmtree(bug_folder(store.directory, bug_id), ignore_errors=True)
+
+
+def triage_campaign(store: CampaignStore, *, executor: Any = None, time_budget_s: float = 120.0) -> TriageSummary:
+    """Dedup, then localize and reduce (bounded by ``time_budget_s``), write folders and scripts. Idempotent.
+
+    ``executor``: a :class:`memo.backends.executor.DifferentialExecutor` to reuse; without one, triage
+    starts its own (for the libraries its bugs involve) only when there is work that needs execution.
+    Every failure of triage itself is recorded in the store (the report lists them) and in the summary.
+    """
+    session = Session(store, executor, time_budget_s)
+    try:
+        update = dedup.update_bugs(store)
+        _drop_stale(store, update.stale)
+        localizations, bugs = pending_localizations(store), pending_bugs(store)
+        if session.remaining() > 0:
+            session.needed = _needed_backends(session, localizations, bugs)
+        turn, tried = 0, set()
+        while True:
+            bugs = [bug for bug in pending_bugs(store) if bug.id not in tried]
+            if bugs and (turn % 2 == 0 or not localizations or session.remaining() <= 0):
+                bug = bugs[0]
+                tried.add(bug.id)
+                session.summary.new += 1
+                try:
+                    _triage_bug(session, bug)
+                except Exception as exc:  # one bug's triage failing must not lose the others
+                    if is_disk_full(exc):
+                        raise  # not the bug's fault: the campaign stops cleanly (see TriageService)
+                    session.error(bug.id, "triage", exc)
+                    db.update_bug(store, bug.id, reduction={"status": f"triage failed: {type(exc).__name__}: {exc}"})
+            elif localizations and session.remaining() > 0:
+                verdict_id = localizations.pop(0)
+                try:
+                    _localize_one(session, verdict_id)
+                except Exception as exc:
+                    session.error(None, f"localizing verdict {verdict_id}", exc)
+                    db.save_localization(store, verdict_id, None, None, {"reason": f"failed: {exc}"})
+                update = dedup.update_bugs(store)
+                _drop_stale(store, update.stale)
+            else:
+                break
+            turn += 1
+        session.summary.bugs = len(dedup.update_bugs(store).all)
+    finally:
+        session.close()
+        session.summary.seconds = time.monotonic() - session.started
+    return session.summary

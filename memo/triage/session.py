@@ -1,0 +1,110 @@
+"""One triage pass's resources: the store, an executor (the campaign's, or one started on first need), the
+clock, a scratch directory, and a way to get a finding's artifact back when the campaign deleted it."""
+from __future__ import annotations
+
+import shutil
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memo.artifact import ensure_artifact
+from memo.backends import BACKENDS, DEFAULT_BACKENDS
+from memo.backends.executor import DifferentialExecutor
+from memo.store import CampaignStore
+from memo.triage import db
+from memo.triage.finding import Finding
+from memo.triage.probe import Roles, roles
+
+WORK_DIR = "triage-work"
+TRIAGE_TIMEOUT_S = 30.0
+
+
+@dataclass
+class TriageSummary:
+    bugs: int = 0
+    new: int = 0  # bugs triaged in this pass
+    localized: int = 0
+    reduced: int = 0
+    merged: int = 0
+    scripts: int = 0
+    reproduced: int = 0
+    seconds: float = 0.0
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def worked(self) -> bool:
+        return bool(self.new or self.localized)
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+class Session:
+    """One triage pass: the store, an executor created on first need, the clock."""
+
+    def __init__(self, store: CampaignStore, executor: Any, time_budget_s: float) -> None:
+        self.store = store
+        self.executor = executor
+        self.own_executor = False
+        self.started = time.monotonic()
+        self.deadline = self.started + max(0.0, time_budget_s)
+        config = store.get_meta("config", {}) or {}
+        self.seed = int(config.get("seed", 0) or 0)
+        self.timeout_s = float(config.get("timeout_s", TRIAGE_TIMEOUT_S) or TRIAGE_TIMEOUT_S)
+        self.available = list(config.get("backends") or DEFAULT_BACKENDS)
+        self.plugins: list[str] = list(config.get("plugins") or [])
+        self.work = store.directory.resolve() / WORK_DIR  # absolute: workers do not share our cwd
+        self.summary = TriageSummary()
+        self.executor_failed = False
+        self.needed: set[str] = set()  # the backends the pending work involves (set before any execution)
+
+    def remaining(self) -> float:
+        return self.deadline - time.monotonic()
+
+    def error(self, bug_id: str | None, step: str, exc: BaseException) -> None:
+        """Record a failure of triage itself, in the summary and in the store (the report shows it)."""
+        text = f"{type(exc).__name__}: {exc}"
+        self.summary.errors.append(f"{bug_id or '-'}: {step}: {text}")
+        db.record_error(self.store, bug_id, step, f"{text}\n{traceback.format_exc(limit=6)}")
+
+    def get_executor(self) -> Any:
+        """The caller's executor, or one started now for just the libraries the pending bugs involve."""
+        if self.executor is not None or self.executor_failed:
+            return self.executor
+        names = sorted(name for name in self.needed if name in BACKENDS)
+        try:
+            self.executor = DifferentialExecutor(backends=names, timeout_s=min(self.timeout_s, TRIAGE_TIMEOUT_S))
+            self.own_executor = True
+        except Exception as exc:  # no execution possible: triage continues without localization/reduction
+            self.executor_failed = True
+            self.error(None, "starting the executor", exc)
+        return self.executor
+
+    def close(self) -> None:
+        if self.own_executor and self.executor is not None:
+            try:
+                self.executor.close()
+            except Exception as exc:  # closing dead workers may fail; nothing is lost
+                self.summary.errors.append(f"closing executor: {exc}")
+        shutil.rmtree(self.work, ignore_errors=True)
+
+    def roles(self, finding: Finding) -> Roles:
+        return roles(finding.verdict, finding.reference, self.available)
+
+    def artifact_of(self, finding: Finding) -> Path | None:
+        """The finding's artifact directory; rebuilt from its IR (and re-run on the backends the bug
+        involves, so that the outputs the bug folder copies exist) when the campaign deleted it."""
+        if finding.artifact_dir is not None or finding.ir is None:
+            return finding.artifact_dir
+        directory = self.work / f"artifact-{finding.mutant_id}"
+        if not (directory / "outputs").exists():
+            artifact = ensure_artifact(finding.ir, directory, seed=self.seed)
+            executor = self.get_executor()
+            if executor is None:
+                return None
+            wanted = [name for name in self.roles(finding).backends if name in executor.backend_names]
+            executor.run(artifact, wanted)
+        finding.artifact_dir = directory
+        return directory

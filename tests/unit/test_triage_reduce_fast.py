@@ -1,0 +1,102 @@
+"""The fast reduction steps (a layer alone, the shortest failing prefix, layers the error names) and the
+root-cause key that merges bugs found through different models; pure predicates, Keras on numpy only."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from memo.model.ir import Layer, ModelIR
+from memo.triage import db
+from memo.triage.reduce import isolate, mentioned_layers, reduce_bug
+from memo.triage.signature import normalize_message, reduced_key
+from tests.unit.triage_store import add_finding, crash_result, make_campaign, model
+
+
+def _chain(classes: list[str]) -> ModelIR:
+    layers = [Layer("in", "InputLayer", {"batch_shape": [None, 8, 3], "dtype": "float32"})]
+    for i, name in enumerate(classes):
+        config = {"units": 5} if name == "Dense" else {}
+        layers.append(Layer(f"n{i}", name, config, [layers[-1].name]))
+    return ModelIR(layers, [layers[-1].name])
+
+
+def _counting(predicate):
+    calls: list[ModelIR] = []
+
+    def check(ir: ModelIR) -> bool:
+        calls.append(ir)
+        ir.validate()
+        return predicate(ir)
+    return check, calls
+
+
+def test_a_layer_alone_gets_fresh_inputs_of_its_input_shape_and_dtype() -> None:
+    ir = _chain(["Dense", "ReLU", "Softmax"])
+    alone = isolate(ir, "n1")
+    assert alone is not None and [layer.name for layer in alone.layers] == ["n0", "n1"]
+    assert alone.layers[0].class_name == "InputLayer"
+    assert alone.layers[0].config == {"batch_shape": [None, 8, 5], "dtype": "float32"}
+    assert alone.outputs == ["n1"]
+    alone.validate()
+
+
+def test_a_failure_in_one_layer_is_reduced_to_that_layer_in_few_runs() -> None:
+    classes = ["Dense", "ReLU", "LayerNormalization", "Dense", "Softmax", "Flatten", "Dense", "ReLU", "Dense",
+               "Activation", "Dense", "ReLU", "Dense", "ReLU", "Dense", "ReLU"]
+    ir = _chain(classes)
+    check, calls = _counting(lambda candidate: any(layer.class_name == "Softmax" for layer in candidate.body))
+    outcome = reduce_bug(ir, check, budget_s=60)
+    assert [layer.class_name for layer in outcome.ir.body] == ["Softmax"]
+    assert "n4 alone" in outcome.steps
+    assert len(calls) <= 12  # a prefix search and one isolation, not a ddmin over 16 layers
+
+
+def test_a_layer_named_in_the_error_is_tried_alone_first() -> None:
+    ir = _chain(["Dense", "ReLU", "Softmax", "Dense", "ReLU"])
+    text = "Failed to convert node functional_1/n2_1/Softmax: error in model/n2_1/Softmax:0"
+    assert mentioned_layers(ir, text) == ["n2"]
+    check, calls = _counting(lambda candidate: any(layer.class_name == "Softmax" for layer in candidate.body))
+    outcome = reduce_bug(ir, check, budget_s=60, hints=mentioned_layers(ir, text))
+    assert outcome.steps[0] == "n2 alone" and len(calls) <= 3
+
+
+def test_numeric_bugs_skip_the_prefix_search() -> None:
+    ir = _chain(["Dense", "ReLU", "Softmax", "Dense"])
+    check, _calls = _counting(lambda candidate: any(layer.class_name == "Softmax" for layer in candidate.body))
+    outcome = reduce_bug(ir, check, budget_s=60, localized="n2", numeric=True)
+    assert outcome.steps[:2] == ["cut at n2", "n2 alone"]
+
+
+def test_generated_names_and_shapes_of_every_library_are_masked() -> None:
+    a = normalize_message("Incompatible attr in node _minimum0 at 1-th input: expected [2,3], got (2, 4)")
+    b = normalize_message("Incompatible attr in node _minimum12 at 1-th input: expected [5,3], got (7, 4)")
+    assert a == b and "_minimum" not in a
+    assert normalize_message("Reshape__807 failed") == normalize_message("Reshape__12 failed")
+    assert normalize_message("tensor<2x?x4xf32>") == normalize_message("tensor<7x3xf16>")
+    kept = normalize_message("float16 vs float32 at opset11")
+    assert "float16" in kept and "float32" in kept and "opset11" in kept
+
+
+def test_bugs_whose_reduced_forms_coincide_merge_into_the_earliest(tmp_path: Path) -> None:
+    reduced = model("Softmax")
+    parts_a = {"kind": "crash", "library": "onnxruntime", "stage": "execute", "exception": "Fail",
+               "message": "shape (2, 3) bad", "frames": ["onnxruntime/x.py:run"]}
+    parts_b = {**parts_a, "message": "other wording"}
+    assert reduced_key(parts_a, reduced) == reduced_key(parts_b, reduced)
+    assert reduced_key(parts_a, reduced) != reduced_key(parts_a, model("ReLU"))
+    with make_campaign(tmp_path / "c") as store:
+        add_finding(store, 7, model("Dense", "Softmax"), crash_result("boom one"),
+                    [("crash", "onnxruntime", "execute", "RuntimeError: boom one")])
+        add_finding(store, 8, model("ReLU", "Softmax"), crash_result("a different text"),
+                    [("crash", "onnxruntime", "execute", "RuntimeError: a different text")])
+        from memo.triage.dedup import update_bugs
+
+        update_bugs(store)
+        bugs = [bug for bug in db.load_bugs(store) if bug.library == "onnxruntime" and bug.kind == "crash"
+                and bug.first_mutant > 6]
+        assert len(bugs) == 2
+        key = reduced_key(bugs[0].parts, reduced)
+        earlier, later = sorted(bugs, key=lambda bug: (bug.first_seen, bug.id))
+        assert db.merge(store, later.id, key) is None  # alone with its key so far
+        assert db.merge(store, earlier.id, key) is None  # the earlier bug is the primary entry
+        merged = {bug.id: bug.merged_into for bug in db.load_bugs(store)}
+        assert merged[later.id] == earlier.id and merged[earlier.id] is None
