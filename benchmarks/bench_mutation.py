@@ -26,7 +26,7 @@ from pathlib import Path
 
 import memo  # noqa: F401  (sets KERAS_BACKEND=numpy for this process)
 from memo.coverage import CoverageTracker, model_coverage
-from memo.model import keras_bridge
+from memo.model.build import build_keras_model
 from memo.mutation import OPERATORS, MutationFailed, Mutant, mutate, operator_names
 from memo.seeds import discover_seeds, reduced_seed
 
@@ -61,7 +61,7 @@ def generate(op: str, seeds: list, count: int, base_seed: int) -> dict:
     rebuild_started = time.perf_counter()
     for mutant in mutants:  # independent full Keras build from the serialized IR (what the campaign writes)
         try:
-            keras_bridge.build_keras_model(type(mutant.ir).loads(mutant.ir.dumps()))
+            build_keras_model(type(mutant.ir).loads(mutant.ir.dumps()))
             built += 1
         except Exception as exc:  # noqa: BLE001
             examples.append(f"{mutant.parent}: REBUILD FAILED {exc}")

@@ -22,8 +22,10 @@ import numpy as np
 
 import memo  # noqa: F401  (KERAS_BACKEND=numpy)
 from memo.coverage import model_coverage
+from memo.model.build import build_keras_model
+from memo.model.inputs import make_inputs
 from memo.model.ir import ModelIR
-from memo.model.keras_bridge import build_keras_model, generate_weights, make_inputs, set_weights
+from memo.model.weights import generate_weights, set_weights
 from memo.reduction import coverage_key, reduce_model
 from memo.seeds import SEEDS_DIR, discover_seeds
 

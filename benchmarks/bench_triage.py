@@ -27,7 +27,6 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from memo.store import CampaignStore  # noqa: E402
-from memo.triage import db, dedup  # noqa: E402
 from memo.triage.bugdir import read_bug_file  # noqa: E402
 from memo.triage.rerun import rerun_script  # noqa: E402
 from memo.triage.signature import BUG_KINDS, NUMERIC_KINDS  # noqa: E402
@@ -47,11 +46,11 @@ def run_campaign(minutes: float, seed: int, backends: str | None) -> Path:
 
 def measure(campaign: Path, recheck: bool) -> dict[str, object]:
     with CampaignStore(campaign) as store:
-        rows = db.load_bugs(store)
-        numeric = dedup.finding_rows(store, NUMERIC_KINDS)
-        localized = db.localizations(store)
-        findings = len(dedup.finding_rows(store, BUG_KINDS))
-        executed = store.count("executions")
+        rows = store.triage.load_bugs()
+        numeric = store.findings(NUMERIC_KINDS)
+        localized = store.triage.localizations()
+        findings = len(store.findings(BUG_KINDS))
+        executed = store.count_executions()
     real = [bug for bug in rows if not bug.unlocalized]
     primary = [bug for bug in real if bug.merged_into is None]
     reduced = [bug for bug in primary if bug.reduced_layers is not None and bug.original_layers is not None
@@ -68,7 +67,7 @@ def measure(campaign: Path, recheck: bool) -> dict[str, object]:
     unreduced = Counter(str(bug.reduction.get("status", "not triaged")) for bug in primary if bug not in reduced)
     return {"executed": executed, "findings": findings, "entries_before_merging": len(real),
             "bugs": len(primary), "merged": len(real) - len(primary),
-            "localized": f"{len([r for r in numeric if (localized.get(r['id']) or {}).get('layer')])}"
+            "localized": f"{len([r for r in numeric if r.id in localized and localized[r.id].layer])}"
                          f" of {len(numeric)}",
             "reduced": f"{len(reduced)} of {len(primary)}",
             "median_layers": statistics.median(sizes) if sizes else None, "max_layers": max(sizes) if sizes else None,

@@ -7,8 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import memo  # noqa: F401  (selects Keras's numpy backend: no library under test is loaded)
+from memo.model.build import build_keras_model
 from memo.model.ir import ModelIR
-from memo.model.keras_bridge import build_keras_model
+from memo.model.keras_runtime import keras_module
 
 HERE = Path(__file__).resolve().parent
 
@@ -65,8 +66,6 @@ def residual_net(keras):
 
 
 def main() -> None:
-    from memo.model.keras_bridge import keras_module  # noqa: PLC0415
-
     keras = keras_module()
     for make in (conv_net, lstm_net, residual_net):
         model = make(keras)

@@ -9,6 +9,9 @@ Primary (MEMO, Section 2.2):
 Secondary: (layer, input rank), (layer, input dtype), (layer, input-size bucket) and GraphFuzz's
 (layer, in-degree) and (layer, out-degree), each counted only inside its declared space.
 
+One shape, :class:`Coverage` (criterion name -> set of items), holds what a model covers, what it added to
+a tracker (its delta: the items that were new) and a tracker's totals.
+
 Every denominator comes from the catalogue (:func:`denominators`), so a figure can never exceed it.
 Pure Python: no Keras import. Layers outside the catalogue are ignored here and listed by
 :func:`unknown_layers`.
@@ -16,9 +19,10 @@ Pure Python: no Keras import. Layers outside the catalogue are ignored here and 
 from __future__ import annotations
 
 import json
+from collections.abc import Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from functools import lru_cache
-from typing import Any, Hashable, Iterable, Mapping
+from functools import lru_cache, reduce
+from typing import Any
 
 from memo.layers import CATALOGUE, possible_pairs
 from memo.layers.spec import Bucket, Shape
@@ -35,52 +39,83 @@ UNKNOWN_SIZE = "unknown"
 SIZE_LABELS = tuple(b.label for b in SIZE_BUCKETS) + (UNKNOWN_SIZE,)
 
 
-@dataclass(frozen=True)
-class ModelCoverage:
-    """What one model (or a union of models) covers, criterion by criterion."""
+class Coverage(Mapping[str, frozenset]):
+    """Criterion name -> the frozen set of items covered, for every name of :data:`CRITERIA`.
 
-    types: frozenset[str] = frozenset()
-    pairs: frozenset[tuple[str, str]] = frozenset()
-    params: frozenset[tuple[str, str, Hashable]] = frozenset()
-    input_ranks: frozenset[tuple[str, int]] = frozenset()
-    dtypes: frozenset[tuple[str, str]] = frozenset()
-    shapes: frozenset[tuple[str, str]] = frozenset()
-    in_degrees: frozenset[tuple[str, int]] = frozenset()
-    out_degrees: frozenset[tuple[str, int]] = frozenset()
+    Built like a dict (``Coverage({"types": ...})`` or ``Coverage(types=...)``); a criterion not given is
+    empty. Immutable: ``a | b`` is the union, ``a - b`` what ``a`` covers that ``b`` does not (a tracker's
+    delta). ``types``, ``pairs`` and ``params`` name the primary sets.
+    """
 
-    def union(self, other: "ModelCoverage") -> "ModelCoverage":
-        return ModelCoverage(**{name: getattr(self, name) | getattr(other, name) for name in CRITERIA})
+    __slots__ = ("_sets",)
+
+    def __init__(self, sets: Mapping[str, Iterable[Hashable]] | None = None,
+                 **criteria: Iterable[Hashable]) -> None:
+        given = {**(sets or {}), **criteria}
+        unknown = sorted(set(given) - set(CRITERIA))
+        if unknown:
+            raise ValueError(f"not coverage criteria: {', '.join(unknown)} (known: {', '.join(CRITERIA)})")
+        self._sets: dict[str, frozenset] = {name: frozenset(given.get(name, ())) for name in CRITERIA}
+
+    def __getitem__(self, name: str) -> frozenset:
+        return self._sets[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(CRITERIA)
+
+    def __len__(self) -> int:
+        return len(CRITERIA)
+
+    def __hash__(self) -> int:
+        return hash(tuple(self._sets[name] for name in CRITERIA))
+
+    def __repr__(self) -> str:
+        return f"Coverage({', '.join(f'{name}={len(items)}' for name, items in self._sets.items())})"
+
+    def __or__(self, other: Mapping[str, frozenset]) -> "Coverage":
+        # a criterion with nothing to add keeps its set as it is: a tracker adds a delta to its totals per model
+        return Coverage({name: self[name] | other[name] if other[name] else self[name] for name in CRITERIA})
+
+    def __sub__(self, other: Mapping[str, frozenset]) -> "Coverage":
+        return Coverage({name: self[name] - other[name] for name in CRITERIA})
+
+    @property
+    def types(self) -> frozenset[str]:
+        return self._sets["types"]
+
+    @property
+    def pairs(self) -> frozenset[tuple[str, str]]:
+        return self._sets["pairs"]
+
+    @property
+    def params(self) -> frozenset[tuple[str, str, Hashable]]:
+        return self._sets["params"]
 
     def counts(self) -> dict[str, int]:
-        return {name: len(getattr(self, name)) for name in CRITERIA}
-
-
-@dataclass
-class CoverageDelta:
-    """What a model adds to a tracker (empty sets when it adds nothing)."""
-
-    new_types: frozenset[str] = frozenset()
-    new_pairs: frozenset[tuple[str, str]] = frozenset()
-    new_params: frozenset[tuple[str, str, Hashable]] = frozenset()
-    new_input_ranks: frozenset[tuple[str, int]] = frozenset()
-    new_dtypes: frozenset[tuple[str, str]] = frozenset()
-    new_shapes: frozenset[tuple[str, str]] = frozenset()
-    new_in_degrees: frozenset[tuple[str, int]] = frozenset()
-    new_out_degrees: frozenset[tuple[str, int]] = frozenset()
+        """Criterion -> number of items."""
+        return {name: len(items) for name, items in self._sets.items()}
 
     def is_new(self) -> bool:
-        """True when the model covers a new layer type, layer pair or layer parameter (MEMO's diverse(m'))."""
-        return bool(self.new_types or self.new_pairs or self.new_params)
+        """True when it holds a layer type, pair or parameter value: for a delta, MEMO's diverse(m')."""
+        return any(self._sets[name] for name in PRIMARY)
 
     def size(self) -> int:
-        """Number of new primary items."""
-        return len(self.new_types) + len(self.new_pairs) + len(self.new_params)
+        """Number of primary items (for a delta: 0 exactly when the model is not diverse)."""
+        return sum(len(self._sets[name]) for name in PRIMARY)
 
     def secondary_size(self) -> int:
-        return sum(len(getattr(self, f"new_{name}")) for name in SECONDARY)
+        return sum(len(self._sets[name]) for name in SECONDARY)
 
-    def by_criterion(self) -> dict[str, int]:
-        return {name: len(getattr(self, f"new_{name}")) for name in CRITERIA}
+    def to_json(self) -> dict[str, list[Any]]:
+        """Criterion -> sorted items, tuples as lists."""
+        return {name: sorted((_jsonable(item) for item in items), key=json.dumps)
+                for name, items in self._sets.items()}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Iterable[Any]]) -> "Coverage":
+        """The inverse of :meth:`to_json` (a criterion missing from ``data`` is empty)."""
+        return cls({name: (tuple(item) if isinstance(item, list) else item for item in data.get(name, ()))
+                    for name in CRITERIA})
 
 
 # ----------------------------------------------------------------------------- denominators
@@ -136,7 +171,7 @@ def _policy_dtype(layer: Layer) -> str:
     return policy.split("_", 1)[1] if policy.startswith("mixed_") else policy
 
 
-def model_coverage(ir: ModelIR, shapes: Mapping[str, Shape] | None = None) -> ModelCoverage:
+def model_coverage(ir: ModelIR, shapes: Mapping[str, Shape] | None = None) -> Coverage:
     """Coverage of one model. ``shapes`` (node -> output shape, batch first) enables the rank/size criteria;
     without it they are counted only for layers fed directly by model inputs."""
     by_name = {layer.name: layer for layer in ir.layers}
@@ -171,8 +206,8 @@ def model_coverage(ir: ModelIR, shapes: Mapping[str, Shape] | None = None) -> Mo
                 if len(shape) in spec.input_ranks:
                     ranks.add((name, len(shape)))
                 sizes.add((name, size_label(shape)))
-    return ModelCoverage(frozenset(types), frozenset(pairs), frozenset(params), frozenset(ranks),
-                         frozenset(dtypes), frozenset(sizes), frozenset(ins), frozenset(outs))
+    return Coverage(types=types, pairs=pairs, params=params, input_ranks=ranks, dtypes=dtypes, shapes=sizes,
+                    in_degrees=ins, out_degrees=outs)
 
 
 def _shape_of(producer: Layer, shapes: Mapping[str, Shape] | None) -> Shape | None:
@@ -186,69 +221,45 @@ def _shape_of(producer: Layer, shapes: Mapping[str, Shape] | None) -> Shape | No
     return None
 
 
-def union_all(coverages: Iterable[ModelCoverage]) -> ModelCoverage:
-    total = ModelCoverage()
-    for coverage in coverages:
-        total = total.union(coverage)
-    return total
+def union_all(coverages: Iterable[Coverage]) -> Coverage:
+    return reduce(Coverage.__or__, coverages, Coverage())
 
 
 # ----------------------------------------------------------------------------- tracker
+TRACKER_FORMAT = "memo-coverage/1"
+
+
 @dataclass
 class CoverageTracker:
-    """The union of everything seen so far; :meth:`add` returns what a model contributed."""
+    """The union of everything seen so far (``covered``); :meth:`add` returns what a model contributed."""
 
-    covered: dict[str, set] = field(default_factory=lambda: {name: set() for name in CRITERIA})
+    covered: Coverage = field(default_factory=Coverage)
     models: int = 0
 
-    @property
-    def types(self) -> set[str]:
-        return self.covered["types"]
+    def delta(self, coverage: Coverage) -> Coverage:
+        """What ``coverage`` would add, without adding it."""
+        return coverage - self.covered
 
-    @property
-    def pairs(self) -> set[tuple[str, str]]:
-        return self.covered["pairs"]
-
-    @property
-    def params(self) -> set[tuple[str, str, Hashable]]:
-        return self.covered["params"]
-
-    def delta(self, mc: ModelCoverage) -> CoverageDelta:
-        """What ``mc`` would add, without adding it."""
-        return CoverageDelta(**{f"new_{name}": frozenset(getattr(mc, name) - self.covered[name])
-                                for name in CRITERIA})
-
-    def add(self, mc: ModelCoverage) -> CoverageDelta:
-        found = self.delta(mc)
-        for name in CRITERIA:
-            self.covered[name] |= getattr(found, f"new_{name}")
+    def add(self, coverage: Coverage) -> Coverage:
+        found = self.delta(coverage)
+        self.covered = self.covered | found
         self.models += 1
         return found
-
-    def coverage(self) -> ModelCoverage:
-        return ModelCoverage(**{name: frozenset(self.covered[name]) for name in CRITERIA})
 
     def counts(self) -> dict[str, tuple[int, int]]:
         """Criterion -> (covered, denominator)."""
         totals = denominators()
-        return {name: (len(self.covered[name]), totals[name]) for name in CRITERIA}
+        return {name: (len(items), totals[name]) for name, items in self.covered.items()}
 
     def to_json(self) -> dict[str, Any]:
-        return {"format": "memo-coverage/1", "models": self.models,
-                "covered": {name: sorted((_jsonable(item) for item in self.covered[name]), key=json.dumps)
-                            for name in CRITERIA}}
+        return {"format": TRACKER_FORMAT, "models": self.models, "covered": self.covered.to_json()}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> "CoverageTracker":
-        if data.get("format") != "memo-coverage/1":
+        if data.get("format") != TRACKER_FORMAT:
             raise ValueError(f"not a memo coverage document (format {data.get('format')!r})")
-        tracker = cls(models=int(data.get("models", 0)))
-        for name in CRITERIA:
-            items = data.get("covered", {}).get(name, [])
-            tracker.covered[name] = {tuple(item) if isinstance(item, list) else item for item in items}
-        return tracker
+        return cls(covered=Coverage.from_json(data.get("covered", {})), models=int(data.get("models", 0)))
 
 
 def _jsonable(item: Any) -> Any:
     return list(item) if isinstance(item, tuple) else item
-

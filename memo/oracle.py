@@ -40,9 +40,12 @@ output is, and the verdict names the output. For one output Y against the refere
 * element-wise: every element finite in both must satisfy ``|Y - O| <= atol * s + rtol * |O|``;
 * D_MAD (MEMO Eq. 5-6, after CRADLE): ``delta(Y, O) = mean |Y_i - O_i|`` and
   ``D_MAD(O, Y, Y') = |delta(Y,O) - delta(Y',O)| / (delta(Y,O) + delta(Y',O))`` (0 when both deltas are
-  0), Y' being the other backend closest to the reference on that output. Y is flagged when ``D_MAD > dmad``,
-  ``delta(Y, O) > delta(Y', O)`` and ``delta(Y, O) > max(mad_floor, p) * s``: the floor is relative to the
-  output's magnitude, so D_MAD (about 1 whenever the closest peer is bit-exact) never flags float noise.
+  0), Y' being the other backend closest to the reference on that output. D_MAD is reported with an
+  inconsistency (when ``D_MAD > dmad``, ``delta(Y, O) > delta(Y', O)`` and ``delta(Y, O) > max(mad_floor, p)
+  * s``) but does not make one on its own: an inconsistency needs elements outside the element-wise
+  tolerance, the one test that localization, reduction and the repro script (which see two libraries, not
+  a third) can apply again. D_MAD alone is about 1 whenever the closest peer is bit-exact, so it would
+  also call float noise an inconsistency.
 
 Attribution by agreement (reference included): backends are grouped by :func:`agree`.
 
@@ -346,7 +349,7 @@ def _row_flags(row: dict[str, Any], thresholds: Thresholds) -> list[tuple[str, s
             and row["mad"] > (row.get("peer_mad") or 0.0)):
         reasons.append(f"D_MAD {dmad_value:.3f} against {row['dmad_peer']} (MAD {row['mad']:.3g}, "
                        f"floor {row['mad_floor']:.3g})")
-    if reasons:
+    if row["mismatched"]:  # D_MAD supports a flag, never makes one: a two-library repro must confirm it
         flags.append((VerdictKind.INCONSISTENCY.value, "; ".join(reasons)))
     return flags
 

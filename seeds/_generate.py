@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 import memo  # noqa: F401  (sets KERAS_BACKEND=numpy)
-from memo.model.keras_bridge import _keras
+from memo.model.keras_runtime import keras_module
 
 HERE = Path(__file__).resolve().parent
 
@@ -79,7 +79,7 @@ def lstm_stock_price(k):
 
 
 def main() -> None:
-    keras = _keras()
+    keras = keras_module()
     for build in (lenet5, alexnet_cifar10, lstm_sine_wave, lstm_stock_price):
         model = build(keras)
         document = json.loads(model.to_json())

@@ -40,7 +40,7 @@ def executor() -> Iterator[Any]:
 def make_artifact(tmp_path: Path) -> Callable[..., Any]:
     """``make_artifact(ir_or_model_path, name="model", seed=0)`` writes an artifact under tmp_path."""
     from memo.artifact import prepare_artifact
-    from memo.model.keras_bridge import load_model_file
+    from memo.model.files import load_model_file
 
     def make(model: ModelIR | Path, name: str = "model", seed: int = 0) -> Any:
         weights = None

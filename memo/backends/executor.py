@@ -30,6 +30,7 @@ from memo.backends.plugins import PluginInfo, read_plugin
 from memo.backends.result import BackendResult, ExecutionResult, StageResult
 from memo.backends.supervisor import WorkerCommand, WorkerProcess
 from memo.backends.versions import versions_in
+from memo.defaults import DEFAULT_TIMEOUT_S
 from memo.errors import UsageError
 
 
@@ -70,9 +71,9 @@ def plugin_member(info: PluginInfo) -> Member:
 class DifferentialExecutor:
     """Runs artifacts on backends; a context manager whose warm workers serve many ``run`` calls."""
 
-    def __init__(self, backends: Sequence[str] | None = None, plugins: Sequence[Path] = (), timeout_s: float = 60.0,
-                 max_models_per_worker: int = 200, max_rss_mb: int = 3000, *, safe_mode: bool = True,
-                 replicas: Mapping[str, int] | None = None) -> None:
+    def __init__(self, backends: Sequence[str] | None = None, plugins: Sequence[Path] = (),
+                 timeout_s: float = DEFAULT_TIMEOUT_S, max_models_per_worker: int = 200, max_rss_mb: int = 3000,
+                 *, safe_mode: bool = True, replicas: Mapping[str, int] | None = None) -> None:
         """``safe_mode=False`` lets the Keras workers deserialize Python code (Lambda layers) from models:
         only for models the user trusts (``memo run --unsafe``). ``replicas``: worker processes per worker
         group (default one), for a library that would otherwise hold up concurrent ``run`` calls."""
@@ -262,7 +263,7 @@ class DifferentialExecutor:
         out.unlink(missing_ok=True)
         request = {"op": "export" if member.role == "converter" else "run", "backend": member.name,
                    "model": str(model_path), "inputs": str(artifact.inputs_path), "input_names": input_names,
-                   "out": str(out), "nodes": []}
+                   "out": str(out)}
         with self._lease(member.group) as worker:
             started = time.perf_counter()
             reply = worker.request(request, self.timeout_s)

@@ -6,13 +6,12 @@ library prints goes to stderr, which the supervisor writes to a file):
   -> {"event": "ready", "versions": {spec: {distribution: version}}}           once, after the imports
   -> {"event": "failed", "stage": "start", ...}                                 the library would not import
   <- {"id": 1, "op": "run", "backend": NAME, "model": PATH, "inputs": NPZ, "input_names": [...],
-      "out": NPZ, "nodes": []}                                  (op "export" for a converter; "exit" to stop)
+      "out": NPZ}                                               (op "export" for a converter; "exit" to stop)
   -> {"event": "stage", "id": 1, "stage": "load"}                               before each stage starts
   -> {"event": "done", "id": 1, "stages": [StageResult...], "outputs": PATH | null}
 
 Announcing each stage before starting it lets the supervisor name the stage in which the process died.
-Arrays travel through ``.npz`` files, never through the pipe. ``nodes`` (intermediate outputs to also
-return) is reserved for layer localization and ignored for now.
+Arrays travel through ``.npz`` files, never through the pipe.
 
 Imports stdlib and numpy only, so it runs in the MXNet environment as well.
 """

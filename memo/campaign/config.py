@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from memo.defaults import DEFAULT_MAX_PARENT_LAYERS, DEFAULT_TIMEOUT_S
 from memo.errors import UsageError
 
 # Pipelines sharing one set of warm workers: while one model converts, others run on the Keras backends.
@@ -64,10 +65,10 @@ class CampaignConfig:
     execute_all: bool = False
     execute: bool = True                        # False: generate and measure coverage only (ablations, dry runs)
     jobs: int = 1
-    timeout_s: float = 30.0
+    timeout_s: float = DEFAULT_TIMEOUT_S
     safe_mode: bool = True
     reduce_seeds: bool = True
-    max_parent_layers: int = 0                  # a diverse mutant above this size is not kept as a parent (0: no bound)
+    max_parent_layers: int = DEFAULT_MAX_PARENT_LAYERS  # a larger diverse mutant is not kept as a parent (0: no bound)
     triage_budget_s: float = 120.0
     max_disk_bytes: int = DEFAULT_MAX_DISK      # bytes of kept artifacts under mutants/NAME (0: no budget)
     keep_per_signature: int = KEEP_PER_SIGNATURE  # full artifacts kept per bug signature
@@ -79,6 +80,8 @@ class CampaignConfig:
     def from_json(cls, data: dict[str, Any]) -> "CampaignConfig":
         data = dict(data)
         data["budget"] = Budget(**data["budget"])
+        # stored before the bound existed: such a campaign ran unbounded, and resumes the same way
+        data.setdefault("max_parent_layers", 0)
         return cls(**data)
 
 

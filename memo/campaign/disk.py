@@ -153,8 +153,7 @@ def artifact_roots(store: CampaignStore) -> list[Path]:
     recorded = store.get_meta("artifacts_root")
     bases = (Path.cwd(), store.directory.resolve().parent.parent)
     candidates = [recorded] if recorded else [str(base / "mutants" / name) for base in bases]
-    candidates += [str(Path(row["artifact_dir"]).parent) for row in store.rows(
-        "SELECT DISTINCT artifact_dir FROM executions WHERE artifact_dir IS NOT NULL LIMIT 50")]
+    candidates += [str(Path(directory).parent) for directory in store.stored_artifact_dirs(limit=50)]
     campaign = store.directory.resolve()
     roots: list[Path] = []
     for candidate in candidates:
@@ -181,11 +180,11 @@ def disk_figures(store: CampaignStore) -> dict[str, Any]:
 
     artifacts = sum(tree_bytes(root) for root in artifact_roots(store))
     campaign = tree_bytes(store.directory)
-    executed = store.count("executions")
+    executed = store.count_executions()
     config = store.get_meta("config", {}) or {}
     return {"artifacts_bytes": artifacts, "campaign_bytes": campaign,
             "bugs_bytes": tree_bytes(store.directory / BUGS_DIR),
-            "artifacts_kept": store.count("executions", "artifact_dir IS NOT NULL"),
+            "artifacts_kept": store.count_executions(with_artifact=True),
             "budget_bytes": config.get("max_disk_bytes"),
             "bytes_per_executed": (artifacts + campaign) / executed if executed else None}
 
@@ -263,21 +262,18 @@ class DiskBudget:
         from memo.triage.signature import BUG_KINDS  # noqa: PLC0415
 
         self.bugs_dir = self.store.directory.resolve() / BUGS_DIR
-        kinds = sorted(BUG_KINDS)
         groups: dict[int, list[dict[str, Any]]] = {}
-        for row in self.store.rows("SELECT mutant_id, kind, backend, stage, message, metrics FROM verdicts WHERE kind"
-                                   f" IN ({','.join('?' * len(kinds))}) ORDER BY mutant_id, id", tuple(kinds)):
+        for row in self.store.verdicts(tuple(sorted(BUG_KINDS))):
             groups.setdefault(row["mutant_id"], []).append({**row, "metrics": json.loads(row["metrics"] or "{}")})
         # streamed: a long campaign's results are hundreds of megabytes
-        for mutant_id, result, directory in self.store.db.execute(
-                "SELECT mutant_id, result, artifact_dir FROM executions ORDER BY mutant_id"):
-            signatures = finding_signatures(groups[mutant_id], json.loads(result)) if mutant_id in groups else []
+        for execution in self.store.executions():
+            mutant_id, directory = execution.mutant_id, execution.artifact_dir
+            signatures = finding_signatures(groups[mutant_id], execution.result) if mutant_id in groups else []
             self._count(signatures)
             if directory and Path(directory).is_dir():
                 self.kept[mutant_id] = Kept(mutant_id, Path(directory), tree_bytes(Path(directory)),
                                             tuple(signatures))
-        dropped = {row["mutant_id"] for row in self.store.rows(
-            "SELECT mutant_id FROM executions WHERE artifact_dir IS NULL")}
+        dropped = self.store.mutants_without_artifact()
         for folder in _numbered_folders(self.root):
             if int(folder.name) in dropped:
                 shutil.rmtree(folder, ignore_errors=True)
@@ -354,14 +350,11 @@ class DiskBudget:
 
     def _triaged(self) -> set[int]:
         """Kept mutants all of whose bugs have a bug folder already (triage's tables, read only)."""
-        from memo.triage import db  # noqa: PLC0415
-
-        if self.bugs_dir is None or not db.has_tables(self.store):
+        if self.bugs_dir is None:
             return set()
-        bugs: dict[int, set[str]] = {}
-        for row in self.store.rows("SELECT mutant_id, bug_id FROM bug_occurrences"):
-            bugs.setdefault(row["mutant_id"], set()).add(row["bug_id"])
-        return {m for m, ids in bugs.items() if all((self.bugs_dir / bug).is_dir() for bug in ids)}
+        bugs_dir = self.bugs_dir
+        return {m for m, ids in self.store.triage.bugs_by_mutant().items()
+                if all((bugs_dir / bug).is_dir() for bug in ids)}
 
     def figures(self) -> dict[str, Any]:
         return {"used_bytes": self.used, "limit_bytes": self.limit, "kept": len(self.kept),

@@ -300,8 +300,7 @@ class Campaign:
             new_items = delta.size()  # primary items only: 0 exactly when the mutant is not diverse
             record.valid, record.ir_json, record.lineage = True, mutant.ir.dumps(), {"changes": mutant.changes}
             record.diverse = delta.is_new()
-            record.delta = {name: sorted(map(str, getattr(delta, f"new_{name}")))
-                            for name in CRITERIA if getattr(delta, f"new_{name}")}
+            record.delta = {name: sorted(map(str, delta[name])) for name in CRITERIA if delta[name]}
             self.counters["valid"] += 1
             if record.diverse:
                 self.counters["diverse"] += 1
@@ -360,12 +359,9 @@ class Campaign:
         """After a crash or kill of memo itself, run the stored mutants whose execution never finished."""
         if not self.config.execute:
             return
-        condition = "diverse = 1" if not self.config.execute_all else "valid = 1"
-        rows = self.store.rows(f"SELECT id, iteration, operator, ir FROM mutants WHERE ({condition} OR operator = 'seed')"
-                               " AND ir IS NOT NULL AND id NOT IN (SELECT mutant_id FROM executions) ORDER BY id")
-        for row in rows:
-            ident = f"m{row['iteration']}" if row["operator"] != "seed" else f"seed-{row['iteration']}"
-            self._submit(row["id"], ident, ModelIR.loads(row["ir"]), pool, executors, in_flight)
+        for mutant in self.store.unexecuted_mutants(self.config.execute_all):
+            ident = f"m{mutant.iteration}" if mutant.operator != "seed" else f"seed-{mutant.iteration}"
+            self._submit(mutant.id, ident, ModelIR.loads(mutant.ir_json), pool, executors, in_flight)
 
     def _collect(self, in_flight: list[Execution], limit: int | None = None) -> None:
         """Store every finished execution, in whatever order they finished (one slow model must not hold up
@@ -494,7 +490,6 @@ class Campaign:
     def _triage(self, executor: Any) -> None:
         """The final triage pass, on the campaign's warm workers; its failure loses nothing stored."""
         from memo.triage import triage_campaign  # noqa: PLC0415
-        from memo.triage.db import record_error  # noqa: PLC0415
 
         if executor is None:
             return
@@ -507,7 +502,7 @@ class Campaign:
             if is_disk_full(exc):
                 self._disk_full()
                 return
-            record_error(self.store, None, "final pass", f"{type(exc).__name__}: {exc}")
+            self.store.triage.record_error(None, "final pass", f"{type(exc).__name__}: {exc}")
             self.reporter.finding({"mutant_id": "-", "kind": "triage-error", "backend": "memo",
                                    "message": f"{type(exc).__name__}: {exc}"})
 

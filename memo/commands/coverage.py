@@ -1,5 +1,6 @@
 """``memo coverage PATH...``: layer type / pair / parameter coverage (and the secondary criteria) of model
-files or directories of them, each figure printed beside the catalogue's denominator."""
+files or directories of them, each figure printed beside the catalogue's denominator. Seed recipes (the
+bundled ImageNet seeds in ``seeds/``) count as the models they build."""
 from __future__ import annotations
 
 import argparse
@@ -15,7 +16,7 @@ MODEL_SUFFIXES = (".keras", ".h5", ".hdf5", ".json")
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser("coverage", help="coverage of model files against the layer catalogue")
     parser.add_argument("paths", nargs="+", type=Path, metavar="PATH",
-                        help=".keras, .h5 or .json model files, or directories holding them")
+                        help=".keras, .h5 or .json model files (seed recipes included), or directories holding them")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     parser.add_argument("--no-shapes", action="store_true",
                         help="skip shape inference (input rank and size criteria then count model inputs only)")
@@ -41,17 +42,21 @@ def model_files(paths: list[Path]) -> list[Path]:
 
 def measure(files: list[Path], *, shapes: bool, safe_mode: bool) -> dict[str, Any]:
     from memo.coverage import CoverageTracker, model_coverage, unknown_layers  # noqa: PLC0415
-    from memo.model.keras_bridge import infer_shapes, load_model_file  # noqa: PLC0415
+    from memo.model.build import infer_shapes  # noqa: PLC0415
+    from memo.model.files import load_model_file  # noqa: PLC0415
+    from memo.seeds.loading import recipe_model  # noqa: PLC0415
 
     tracker = CoverageTracker()
     unknown: dict[str, list[str]] = {}
     per_model = []
     for path in files:
-        ir = load_model_file(path, safe_mode=safe_mode).ir
+        ir = recipe_model(path)
+        if ir is None:
+            ir = load_model_file(path, safe_mode=safe_mode).ir
         delta = tracker.add(model_coverage(ir, infer_shapes(ir) if shapes else None))
         for name in unknown_layers(ir):
             unknown.setdefault(name, []).append(str(path))
-        per_model.append({"path": str(path), "layers": len(ir.body), "new": delta.by_criterion()})
+        per_model.append({"path": str(path), "layers": len(ir.body), "new": delta.counts()})
     return {"models": per_model, "counts": {k: list(v) for k, v in tracker.counts().items()},
             "unknown_layers": unknown, "coverage": tracker.to_json()}
 

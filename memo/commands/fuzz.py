@@ -8,13 +8,11 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from memo.defaults import DEFAULT_MAX_PARENT_LAYERS, DEFAULT_TIMEOUT_S
 from memo.errors import UsageError
 
 if TYPE_CHECKING:
     from memo.campaign import CampaignConfig
-
-
-DEFAULT_MAX_PARENT_LAYERS = 32
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -37,8 +35,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--ops", help="comma-separated mutation operators (default: all)")
     p.add_argument("--execute-all", action="store_true", help="also execute mutants that add no coverage")
     p.add_argument("--no-execute", action="store_true", help="generate mutants and measure coverage only")
-    p.add_argument("--timeout", type=float, default=30.0, help="seconds a backend may spend on one model "
-                   "(default 30; a typical reduced-seed mutant takes under 3)")
+    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="seconds a backend may spend on one "
+                   f"model (default {DEFAULT_TIMEOUT_S:g}; a typical reduced-seed mutant takes under 3)")
     p.add_argument("--max-parent-layers", type=int, default=DEFAULT_MAX_PARENT_LAYERS, metavar="N",
                    help="a diverse mutant with more layers is executed but not mutated further, so models stay "
                         f"cheap to run over long campaigns (default {DEFAULT_MAX_PARENT_LAYERS}; 0: no bound)")

@@ -30,7 +30,7 @@ def load_parent(text: str, *, full: bool, safe_mode: bool) -> tuple[str, Any]:
 
     path = Path(text)
     if path.exists():
-        from memo.model.keras_bridge import load_model_file  # noqa: PLC0415
+        from memo.model.files import load_model_file  # noqa: PLC0415
 
         return path.stem, load_model_file(path, safe_mode=safe_mode).ir
     from memo.seeds import discover_seeds, reduced_seed  # noqa: PLC0415
@@ -82,9 +82,9 @@ def handle(args: argparse.Namespace) -> int:
         stem = f"{name}-{op.name}-{index:03d}"
         (args.out / f"{stem}.json").write_text(mutant.ir.dumps())
         entry = {"file": f"{stem}.json", **mutant.lineage(), "seed": args.seed, "index": index,
-                 "new_coverage": delta.by_criterion()}
+                 "new_coverage": delta.counts()}
         if args.keras:
-            from memo.model.keras_bridge import save_keras_artifact  # noqa: PLC0415
+            from memo.model.files import save_keras_artifact  # noqa: PLC0415
 
             save_keras_artifact(mutant.ir, args.out / f"{stem}.keras", seed=args.seed)
             entry["keras"] = f"{stem}.keras"

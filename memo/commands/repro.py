@@ -41,14 +41,13 @@ def find_bug_folder(bug: str, campaign: str | None) -> Path:
 def _record(folder: Path, reproduces: bool | None) -> None:
     """Store the outcome in the campaign's bug table when the folder belongs to a campaign."""
     from memo.store import DB_NAME, CampaignStore  # noqa: PLC0415
-    from memo.triage import db  # noqa: PLC0415
 
     campaign = folder.resolve().parent.parent
     if not (campaign / DB_NAME).exists():
         return
     with CampaignStore(campaign) as store:
-        if db.load_bug(store, folder.name) is not None:
-            db.update_bug(store, folder.name, reproduces=reproduces, checked=time.time())
+        if store.triage.load_bug(folder.name) is not None:
+            store.triage.update_bug(folder.name, reproduces=reproduces, checked=time.time())
 
 
 def run(args: argparse.Namespace) -> int:

@@ -7,6 +7,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from memo.defaults import DEFAULT_TIMEOUT_S
 from memo.errors import UsageError
 
 
@@ -21,7 +22,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     parser.add_argument("--out", type=Path, help="keep the artifact (model, inputs, outputs) in this directory")
     parser.add_argument("--seed", type=int, default=0, help="seed for generated weights and inputs (default 0)")
-    parser.add_argument("--timeout", type=float, default=60.0, help="seconds per backend per model (default 60)")
+    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S,
+                        help=f"seconds per backend per model (default {DEFAULT_TIMEOUT_S:g})")
     parser.add_argument("--unsafe", action="store_true",
                         help="allow layers that carry Python code (Lambda): runs code from the model file")
     parser.set_defaults(func=handle)
@@ -39,7 +41,7 @@ def _backend_names(text: str | None) -> list[str] | None:
 def handle(args: argparse.Namespace) -> int:
     from memo.artifact import prepare_artifact  # noqa: PLC0415  (lazy: keeps `memo --help` fast)
     from memo.backends.executor import DifferentialExecutor  # noqa: PLC0415
-    from memo.model.keras_bridge import load_model_file  # noqa: PLC0415
+    from memo.model.files import load_model_file  # noqa: PLC0415
     from memo.oracle import Thresholds, compare, judge, load_outputs  # noqa: PLC0415
 
     if args.timeout <= 0:
@@ -47,7 +49,7 @@ def handle(args: argparse.Namespace) -> int:
     names = _backend_names(args.backends)
     loaded = load_model_file(args.model, safe_mode=not args.unsafe)
     if args.unsafe:  # the user trusts this file: let the orchestrator's Keras rebuild its Lambda layers too
-        from memo.model.keras_bridge import allow_unsafe_deserialization  # noqa: PLC0415
+        from memo.model.keras_runtime import allow_unsafe_deserialization  # noqa: PLC0415
 
         allow_unsafe_deserialization()
     with DifferentialExecutor(names, plugins=args.backend_plugin, timeout_s=args.timeout,

@@ -1,6 +1,6 @@
 """Build one catalogue layer on given input shapes: the check behind the catalogue's validity claim.
 
-``single_layer_ir`` is pure; ``build_rate`` imports Keras (numpy backend) through memo's bridge.
+``single_layer_ir`` is pure; ``build_rate`` imports Keras (numpy backend) through :mod:`memo.model.build`.
 """
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import random
 
 from memo.errors import InvalidModelError
 from memo.layers.spec import LayerSpec, Shape
+from memo.model.build import build_keras_model
 from memo.model.ir import Layer, ModelIR
 
 
@@ -29,8 +30,6 @@ def single_layer_ir(spec: LayerSpec, config: dict, shapes: list[Shape], name: st
 def build_rate(spec: LayerSpec, samples: int, seed: int) -> tuple[float, list[str]]:
     """Share of ``samples`` random (shapes, sampled config) that Keras builds with a declared output rank,
     and the first few failures."""
-    from memo.model.keras_bridge import build_keras_model  # noqa: PLC0415 (Keras import is slow)
-
     rng = random.Random(seed)
     ok, errors = 0, []
     for _ in range(samples):

@@ -14,7 +14,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any, Callable, Hashable, Mapping, Sequence
 
-Shape = tuple[int | None, ...]  # batch dimension first (None)
+from memo.model.ir import Shape  # batch dimension first (None)
 
 RARE = 0.05  # chance that a fresh draw picks an open-ended bucket (keeps generated models small)
 

@@ -25,6 +25,7 @@ from memo.errors import InvalidModelError, ModelLoadError
 IR_FORMAT = "memo-ir/1"
 INPUT_CLASS = "InputLayer"
 CALL_STYLES = ("single", "list", "positional")
+Shape = tuple[int | None, ...]  # a tensor shape, batch dimension first (None)
 
 
 @dataclass
@@ -343,7 +344,7 @@ def _from_sequential_config(config: dict[str, Any]) -> ModelIR:
     return ir
 
 
-def input_shape(layer: Layer) -> tuple[int | None, ...]:
+def input_shape(layer: Layer) -> Shape:
     """The batch shape declared by an ``InputLayer`` node (first entry is the batch dimension)."""
     conf = layer.config
     shape = conf.get("batch_shape") or conf.get("batch_input_shape")

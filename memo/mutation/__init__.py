@@ -9,11 +9,11 @@ import random
 from typing import Mapping
 
 from memo.coverage import CoverageTracker
-from memo.errors import InvalidModelError, UsageError
+from memo.errors import InvalidModelError, MutationFailed, UsageError
 from memo.model.ir import ModelIR
 from memo.mutation import blocks, inputs, lemon, nan, params, removal, structure  # noqa: F401  (they register)
 from memo.mutation.analysis import Shape, analyse, verify, weight_count
-from memo.mutation.base import OPERATORS, Mutant, MutationFailed, MutationOperator
+from memo.mutation.base import OPERATORS, Mutant, MutationOperator
 from memo.mutation.editor import Editor
 from memo.mutation.preference import CoverageView
 

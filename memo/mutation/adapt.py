@@ -15,8 +15,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from memo.errors import MutationFailed
 from memo.mutation.analysis import Shape, TensorInfo
-from memo.mutation.base import MutationFailed
 
 Step = tuple[str, dict[str, Any]]
 

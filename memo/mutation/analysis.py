@@ -15,11 +15,10 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Hashable, Sequence
 
-from memo.errors import InvalidModelError
-from memo.model import keras_bridge
-from memo.model.ir import Layer, ModelIR, input_dtype, input_shape
-
-Shape = tuple[int | None, ...]
+from memo.errors import InvalidModelError, one_line
+from memo.model.build import build_keras_model
+from memo.model.ir import Layer, ModelIR, Shape, input_dtype, input_shape
+from memo.model.keras_runtime import deserialize_layer, keras_module, weights_deferred
 
 _ANALYSIS_CACHE_SIZE = 512
 _CALL_CACHE_SIZE = 8192
@@ -104,8 +103,8 @@ def analyse(ir: ModelIR) -> dict[str, TensorInfo]:
     cached = _analyses.get(key)
     if cached is not None:
         return dict(cached)
-    with keras_bridge.weights_deferred():
-        model = keras_bridge.build_keras_model(ir)
+    with weights_deferred():
+        model = build_keras_model(ir)
     infos = {layer.name: _info_of(layer.output, layer) for layer in model.layers}
     _analyses.put(key, infos)
     return dict(infos)
@@ -180,19 +179,19 @@ def _symbolic_call(layer: Layer, inputs: Sequence[TensorInfo]) -> TensorInfo:
         # initializers can fail for other dtypes (orthogonal in float16: numpy's linalg refuses it), and
         # the artifact writer initializes every weight: check that here too
         return _symbolic_call_in_scope(layer, inputs)
-    with keras_bridge.weights_deferred():
+    with weights_deferred():
         return _symbolic_call_in_scope(layer, inputs)
 
 
 def _symbolic_call_in_scope(layer: Layer, inputs: Sequence[TensorInfo]) -> TensorInfo:
-    keras = keras_bridge.keras_module()
+    keras = keras_module()
     try:
-        obj = keras_bridge.deserialize_layer(keras, Layer(name="probe", class_name=layer.class_name,
-                                                           config=layer.config, module=layer.module))
+        obj = deserialize_layer(keras, Layer(name="probe", class_name=layer.class_name,
+                                              config=layer.config, module=layer.module))
         args = [keras.KerasTensor(info.shape, dtype=info.dtype) for info in inputs]
         out = obj(args, **layer.call_kwargs) if layer.call_style == "list" else obj(*args, **layer.call_kwargs)
     except Exception as exc:  # Keras raises ValueError, TypeError, KeyError ... for invalid settings
-        raise InvalidModelError(f"{layer.class_name}: {keras_bridge.one_line(exc)}") from exc
+        raise InvalidModelError(f"{layer.class_name}: {one_line(exc)}") from exc
     if isinstance(out, (list, tuple)):
         raise InvalidModelError(f"{layer.class_name} returns several tensors")
     return _info_of(out, obj)

@@ -1,4 +1,4 @@
-"""The operator framework: what a mutant is, the retryable failure, and the operator registry.
+"""The operator framework: what a mutant is and the operator registry.
 
 An operator is a small class with a ``name``, a one-line ``summary`` and an ``apply(editor)`` method that
 edits the copy of the model held by an :class:`~memo.mutation.editor.Editor` (which also carries the
@@ -13,17 +13,10 @@ random generator, the coverage view and the lineage being written). Registering 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
-from memo.errors import MemoError
 from memo.model.ir import ModelIR
-
-if TYPE_CHECKING:
-    from memo.mutation.editor import Editor
-
-
-class MutationFailed(MemoError):
-    """Retryable: the operator found no applicable site in this model (the campaign tries another seed)."""
+from memo.mutation.editor import Editor
 
 
 @dataclass
@@ -50,9 +43,8 @@ class MutationOperator:
 
     name: ClassVar[str] = ""
     summary: ClassVar[str] = ""
-    memo: ClassVar[bool] = False  # one of the seven operators of the MEMO paper
 
-    def apply(self, editor: "Editor") -> None:  # pragma: no cover - abstract
+    def apply(self, editor: Editor) -> None:  # pragma: no cover - abstract
         raise NotImplementedError
 
 

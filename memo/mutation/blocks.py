@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Callable
 
-from memo.errors import InvalidModelError
+from memo.errors import InvalidModelError, MutationFailed
 from memo.layers import MERGING
-from memo.mutation.base import MutationFailed, MutationOperator, register
+from memo.mutation.base import MutationOperator, register
 from memo.mutation.editor import Editor
 from memo.mutation.insertion import site_tier, splice_after
 from memo.mutation.preference import by_tier

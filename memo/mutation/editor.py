@@ -16,11 +16,10 @@ import random
 import re
 from typing import Any, Callable, Iterable, Mapping
 
-from memo.errors import InvalidModelError
+from memo.errors import InvalidModelError, MutationFailed
 from memo.model.ir import Layer, ModelIR
 from memo.mutation import adapt as adaptation
 from memo.mutation.analysis import TensorInfo, call_layer
-from memo.mutation.base import MutationFailed
 from memo.mutation.preference import CoverageView
 
 GROWTH_FLOOR = 1 << 18  # a propagated tensor may grow up to max(this, 2x its old size) per sample

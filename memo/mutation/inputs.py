@@ -7,8 +7,9 @@ compute in float16, float64 or bfloat16 where the catalogue says the layer API a
 from __future__ import annotations
 
 from memo.coverage import size_label
+from memo.errors import MutationFailed
 from memo.layers import get_spec
-from memo.mutation.base import MutationFailed, MutationOperator, register
+from memo.mutation.base import MutationOperator, register
 from memo.mutation.analysis import TensorInfo, policy_name
 from memo.mutation.editor import Editor, dtype_policy
 from memo.mutation.preference import SEEN, by_tier

@@ -12,8 +12,9 @@ that NaN/Inf in this model is intended (identical NaNs in every library are not 
 """
 from __future__ import annotations
 
+from memo.errors import MutationFailed
 from memo.model.ir import ModelIR
-from memo.mutation.base import MutationFailed, MutationOperator, register
+from memo.mutation.base import MutationOperator, register
 from memo.mutation.editor import Editor
 
 SCALE = 1e30
@@ -44,7 +45,6 @@ def inject(editor: Editor, target: str, source: str, value: str, extent: str) ->
 class NaNInjection(MutationOperator):
     name = "NaN"
     summary = "make one layer's input contain NaN or Inf"
-    memo = True
 
     def apply(self, editor: Editor) -> None:
         edges = [(layer.name, src) for layer in editor.ir.body for src in dict.fromkeys(layer.inputs)

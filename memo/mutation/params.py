@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from memo.errors import MutationFailed
 from memo.layers import get_spec
 from memo.layers.spec import MODE, SHAPE
-from memo.mutation.base import MutationFailed, MutationOperator, register
+from memo.mutation.base import MutationOperator, register
 from memo.mutation.editor import Editor
 from memo.mutation.preference import by_tier
 
@@ -73,7 +74,6 @@ class _ChangeParams(MutationOperator):
 class ChangeShape(_ChangeParams):
     name = "CShape"
     summary = "set shape parameters of 1-5 layers to values not yet covered"
-    memo = True
     kind = SHAPE
 
 
@@ -81,5 +81,4 @@ class ChangeShape(_ChangeParams):
 class ChangeMode(_ChangeParams):
     name = "CMode"
     summary = "set mode parameters of 1-5 layers to values not yet covered"
-    memo = True
     kind = MODE

@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 from typing import Callable, Hashable, Iterable, Mapping, Sequence, TypeVar
 
-from memo.coverage import CoverageTracker, ModelCoverage, model_coverage
+from memo.coverage import Coverage, CoverageTracker, model_coverage
 from memo.layers.spec import Shape
 from memo.model.ir import ModelIR
 
@@ -24,14 +24,14 @@ class CoverageView:
 
     def __init__(self, tracker: CoverageTracker | None, seed: ModelIR,
                  shapes: Mapping[str, Shape] | None = None) -> None:
-        self.campaign: ModelCoverage = tracker.coverage() if tracker is not None else ModelCoverage()
-        self.seed: ModelCoverage = model_coverage(seed, shapes)
+        self.campaign: Coverage = tracker.covered if tracker is not None else Coverage()
+        self.seed: Coverage = model_coverage(seed, shapes)
 
     def tier(self, criterion: str, key: Hashable) -> int:
         """``criterion`` is a :data:`memo.coverage.CRITERIA` name (``types``, ``pairs``, ``params``, ``dtypes`` ...)."""
-        if key not in getattr(self.campaign, criterion):
+        if key not in self.campaign[criterion]:
             return NEW
-        return NOT_IN_SEED if key not in getattr(self.seed, criterion) else SEEN
+        return NOT_IN_SEED if key not in self.seed[criterion] else SEEN
 
     def type_tier(self, class_name: str) -> int:
         return self.tier("types", class_name)

@@ -5,9 +5,10 @@ edge meets the layer after it). Shapes that no longer match are adapted back (Ed
 """
 from __future__ import annotations
 
+from memo.errors import MutationFailed
 from memo.layers import get_spec
 from memo.mutation.analysis import call_layer
-from memo.mutation.base import MutationFailed, MutationOperator, register
+from memo.mutation.base import MutationOperator, register
 from memo.mutation.editor import Editor
 from memo.mutation.preference import SEEN, by_tier
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from memo.errors import InvalidModelError
+from memo.errors import InvalidModelError, MutationFailed
 from memo.layers import CATALOGUE, MERGING, RESHAPING
 from memo.mutation.analysis import TensorInfo, call_layer
-from memo.mutation.base import MutationFailed, MutationOperator, register
+from memo.mutation.base import MutationOperator, register
 from memo.mutation.editor import Editor
 from memo.mutation.insertion import insert_layer, site_tier, splice_after
 from memo.mutation.preference import by_tier
@@ -46,7 +46,6 @@ class _InsertAPIs(MutationOperator):
 class NewLayerAddition(_InsertAPIs):
     name = "NLA"
     summary = "insert 1-5 layer APIs, uncovered ones first"
-    memo = True
     pool_name = "catalogue"
 
     def pool(self) -> list[str]:
@@ -57,7 +56,6 @@ class NewLayerAddition(_InsertAPIs):
 class LayerReshaping(_InsertAPIs):
     name = "LResh"
     summary = "insert 1-5 reshaping layer APIs, uncovered ones first"
-    memo = True
     pool_name = "reshaping"
 
     def pool(self) -> list[str]:
@@ -91,7 +89,6 @@ def merge_two(editor: Editor, merge: str, first: str, second: str) -> str:
 class LayerMerging(MutationOperator):
     name = "LMerg"
     summary = "merge two tensors of compatible shape with a merging layer"
-    memo = True
 
     def apply(self, editor: Editor) -> None:
         sites = editor.sites()
@@ -155,7 +152,6 @@ def _call(editor: Editor, name: str) -> TensorInfo:
 class LayerConnecting(MutationOperator):
     name = "LConn"
     summary = "connect two existing layers so that an uncovered layer pair appears"
-    memo = True
 
     def apply(self, editor: Editor) -> None:
         order = {layer.name: i for i, layer in enumerate(editor.ir.layers)}

@@ -52,7 +52,7 @@ COVERAGE_FIXES = frozenset({"pairs", "params"})  # what .absorb may fix in an ed
 
 
 def coverage_key(coverage: Any) -> CoverageKey:
-    """What reduction must preserve: the three sets of a ``ModelCoverage``."""
+    """What reduction must preserve: the primary sets of a :class:`memo.coverage.Coverage`."""
     return frozenset(coverage.types), frozenset(coverage.pairs), frozenset(coverage.params)
 
 

@@ -17,8 +17,9 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from memo.model import keras_bridge
+from memo.model.build import build_keras_model
 from memo.model.ir import Layer, ModelIR
+from memo.model.keras_runtime import deserialize_layer, keras_module, weights_deferred
 from memo.reduction.graph import layer_signature
 
 Spec = tuple[tuple[int | None, ...], str]
@@ -60,9 +61,9 @@ class SpecTable:
 
 @contextlib.contextmanager
 def _shapes_only() -> Iterator[None]:
-    """A symbolic build that allocates no weights (:func:`keras_bridge.weights_deferred`; allocating them
+    """A symbolic build that allocates no weights (:func:`weights_deferred`; allocating them
     was most of the reduction time: a 3x3 convolution on 2080 channels draws 28 M numbers), quietly."""
-    with keras_bridge.weights_deferred(), warnings.catch_warnings(), np.errstate(all="ignore"):
+    with weights_deferred(), warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
         yield
 
@@ -74,7 +75,7 @@ def _spec(tensor: Any) -> Spec:
 def full_specs(ir: ModelIR) -> SpecTable:
     """Specs of every node by one symbolic build (raises :class:`InvalidModelError` if Keras rejects it)."""
     with _shapes_only():
-        model = keras_bridge.build_keras_model(ir)
+        model = build_keras_model(ir)
     outputs = {layer.name: _spec(layer.output) for layer in model.layers}
     return SpecTable(outputs, {layer.name: tuple(outputs[src] for src in layer.inputs) for layer in ir.layers},
                      {layer.name: int(layer.count_params()) for layer in model.layers},
@@ -84,14 +85,14 @@ def full_specs(ir: ModelIR) -> SpecTable:
 def weight_shapes(ir: ModelIR) -> dict[str, list[tuple[int, ...]]]:
     """Shape of every weight array of every layer, by a symbolic build that allocates none."""
     with _shapes_only():
-        model = keras_bridge.build_keras_model(ir)
+        model = build_keras_model(ir)
     return {layer.name: [tuple(int(d) for d in w.shape) for w in layer.weights] for layer in model.layers}
 
 
 def _call(keras: Any, layer: Layer, inputs: tuple[Spec, ...]) -> tuple[Spec, int] | None:
     tensors = [keras.KerasTensor(shape, dtype=dtype) for shape, dtype in inputs]
     try:
-        obj = keras_bridge.deserialize_layer(keras, layer)
+        obj = deserialize_layer(keras, layer)
         with _shapes_only():
             out = obj(tensors, **layer.call_kwargs) if layer.call_style == "list" else obj(*tensors,
                                                                                           **layer.call_kwargs)
@@ -132,7 +133,7 @@ def propagate(ir: ModelIR, table: SpecTable) -> tuple[SpecTable, int]:
             continue
         key = (layer_signature(layer), inputs)
         if key not in table.calls:
-            keras = keras or keras_bridge.keras_module()
+            keras = keras or keras_module()
             table.calls[key] = _call(keras, layer, inputs)
             rebuilt += 1
         called = table.calls[key]

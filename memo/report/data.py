@@ -12,8 +12,8 @@ from typing import Any
 from memo import __version__
 from memo.campaign.disk import disk_figures
 from memo.model.ir import ModelIR
-from memo.store import CampaignStore
-from memo.triage import db, dedup
+from memo.store import BugRow, CampaignStore
+from memo.triage import dedup
 from memo.triage.bugdir import REPRO_FILE, bug_layers, read_bug_file
 from memo.triage.signature import failure_details
 
@@ -30,8 +30,8 @@ def collect(store: CampaignStore) -> dict[str, Any]:
     file (reduced, and their script reproduces them) come first.
     """
     versions = backend_versions(store)
-    rows = db.load_bugs(store)
-    merged: dict[str, list[db.BugRow]] = {}
+    rows = store.triage.load_bugs()
+    merged: dict[str, list[BugRow]] = {}
     for bug in rows:
         if bug.merged_into:
             merged.setdefault(bug.merged_into, []).append(bug)
@@ -41,10 +41,10 @@ def collect(store: CampaignStore) -> dict[str, Any]:
             "coverage": coverage(store), "bugs": bugs, "unsupported": dedup.unsupported_groups(store),
             "awaiting_localization": [{"kind": bug.kind, "library": bug.library, "findings": bug.occurrences}
                                       for bug in rows if bug.unlocalized],
-            "special": special_groups(store), "triage": triage_status(bugs, rows),
-            "triage_errors": [{"bug": row["bug_id"], "step": row["step"], "message": row["message"]}
-                              for row in db.triage_errors(store)],
-            "verdict_counts": verdict_counts(store)}
+            "special": store.special_groups(), "triage": triage_status(bugs, rows),
+            "triage_errors": [{"bug": error.bug_id, "step": error.step, "message": error.message}
+                              for error in store.triage.errors()],
+            "verdict_counts": store.verdict_counts()}
 
 
 def filing_status(entry: dict[str, Any]) -> str:
@@ -64,7 +64,7 @@ def _filing_order(entry: dict[str, Any]) -> tuple[Any, ...]:
     return rank, -entry["occurrences"], entry["first_seen"]
 
 
-def triage_status(bugs: list[dict[str, Any]], rows: list[db.BugRow]) -> dict[str, Any]:
+def triage_status(bugs: list[dict[str, Any]], rows: list[BugRow]) -> dict[str, Any]:
     """How far triage got: the figures a reader checks before trusting the bug list."""
     reduced = [b for b in bugs if b["reduced_layers"] is not None and b["original_layers"] is not None
                and b["reduced_layers"] < b["original_layers"]]
@@ -76,12 +76,6 @@ def triage_status(bugs: list[dict[str, Any]], rows: list[db.BugRow]) -> dict[str
             "median_layers": sizes[len(sizes) // 2] if sizes else None}
 
 
-def special_groups(store: CampaignStore) -> list[dict[str, Any]]:
-    """Findings on models whose NaN/Inf was injected on purpose: special-value semantics, not bugs."""
-    return store.rows("SELECT backend AS library, COUNT(*) AS count, MIN(message) AS example FROM verdicts"
-                      " WHERE kind = 'special' GROUP BY backend ORDER BY count DESC")
-
-
 def summary(store: CampaignStore) -> dict[str, Any]:
     history = store.coverage_history()
     started = store.get_meta("started")
@@ -89,12 +83,12 @@ def summary(store: CampaignStore) -> dict[str, Any]:
     elapsed = float((state[1] if state else {}).get("elapsed", 0.0) or 0.0)
     if history:
         elapsed = max(elapsed, float(history[-1]["elapsed"]))
-    generated = store.count("mutants", "operator != 'seed'")
-    executed = store.count("executions")
+    generated = store.count_mutants()
+    executed = store.count_executions()
     config = store.get_meta("config", {}) or {}
     return {"campaign": store.get_meta("campaign_name") or store.directory.name, "directory": str(store.directory),
             "started": started, "duration_s": elapsed, "generated": generated,
-            "valid": store.count("mutants", "valid = 1 AND operator != 'seed'"), "executed": executed,
+            "valid": store.count_mutants(valid=True), "executed": executed,
             "generated_per_min": 60.0 * generated / elapsed if elapsed else None,
             "executed_per_min": 60.0 * executed / elapsed if elapsed else None,
             "versions": flatten_versions(backend_versions(store)),
@@ -107,8 +101,8 @@ def backend_versions(store: CampaignStore) -> dict[str, Any]:
     recorded = store.get_meta("versions", {}) or {}
     if recorded and "error" not in recorded:
         return recorded
-    for row in store.rows("SELECT result FROM executions ORDER BY mutant_id LIMIT 5"):
-        backends = (json.loads(row["result"]) or {}).get("backends") or {}
+    for row in store.executions(limit=5):
+        backends = (row.result or {}).get("backends") or {}
         found = {name: entry.get("versions") for name, entry in backends.items() if entry.get("versions")}
         if found:
             return found
@@ -140,17 +134,6 @@ def coverage(store: CampaignStore) -> list[dict[str, Any]]:
     return out
 
 
-def verdict_counts(store: CampaignStore) -> dict[str, int]:
-    return {row["kind"]: row["n"] for row in store.rows("SELECT kind, COUNT(*) AS n FROM verdicts GROUP BY kind")}
-
-
-def _first_finding(store: CampaignStore, verdict_id: int) -> dict[str, Any]:
-    rows = store.rows("SELECT v.*, e.result, e.artifact_dir, m.ir FROM verdicts v LEFT JOIN executions e"
-                      " ON e.mutant_id = v.mutant_id LEFT JOIN mutants m ON m.id = v.mutant_id WHERE v.id = ?",
-                      (verdict_id,))
-    return rows[0] if rows else {}
-
-
 def _model_table(ir: ModelIR | None, shapes: dict[str, Any], highlight: str | None) -> list[dict[str, Any]]:
     if ir is None:
         return []
@@ -166,15 +149,15 @@ def _model_table(ir: ModelIR | None, shapes: dict[str, Any], highlight: str | No
     return rows
 
 
-def bug_entry(store: CampaignStore, bug: db.BugRow, versions: dict[str, Any],
-              merged: list[db.BugRow] | None = None) -> dict[str, Any]:
+def bug_entry(store: CampaignStore, bug: BugRow, versions: dict[str, Any],
+              merged: list[BugRow] | None = None) -> dict[str, Any]:
     """One bug with everything its report section needs; ``merged``: the entries folded into it."""
-    finding = _first_finding(store, bug.first_verdict)
-    result = json.loads(finding["result"]) if finding.get("result") else None
-    details = failure_details({**finding, "metrics": json.loads(finding.get("metrics") or "{}")}, result)
+    finding = store.finding(bug.first_verdict)
+    result = finding.result if finding else None
+    details = failure_details(finding.verdict if finding else {"metrics": {}}, result)
     folder = Path(bug.bug_dir) if bug.bug_dir else None
     info = read_bug_file(folder) if folder else {}
-    ir = _load_ir(folder, finding.get("ir"))
+    ir = _load_ir(folder, finding.ir_json if finding else None)
     script_path = folder / REPRO_FILE if folder else None
     localization = info.get("localization") or {}
     entry = {
@@ -183,11 +166,12 @@ def bug_entry(store: CampaignStore, bug: db.BugRow, versions: dict[str, Any],
         "occurrences": bug.occurrences, "first_mutant": bug.first_mutant,
         "layers": bug_layers(ir) if ir else [], "layer": bug.layer or localization.get("layer"),
         "layer_class": bug.layer_class, "reproduces": bug.reproduces, "checked": bug.checked,
-        "message": finding.get("message", ""), "metrics": json.loads(finding.get("metrics") or "{}"),
+        "message": finding.message if finding else "", "metrics": finding.metrics if finding else {},
         "exception": details["exception"], "error_message": details["message"], "traceback": details["traceback"],
         "stderr": details["stderr"], "reduction": bug.reduction, "original_layers": bug.original_layers,
         "reduced_layers": bug.reduced_layers, "bug_dir": str(folder) if folder else None,
-        "artifact_dir": finding.get("artifact_dir"), "localization": localization, "io": info.get("io", {}),
+        "artifact_dir": finding.artifact_dir if finding else None, "localization": localization,
+        "io": info.get("io", {}),
         "reference": info.get("reference", ""), "model": _model_table(ir, info.get("shapes", {}), bug.layer),
         "repro_script": script_path.read_text() if script_path and script_path.exists() else "",
         "repro_command": info.get("repro_command", ""),

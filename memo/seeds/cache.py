@@ -17,7 +17,7 @@ from typing import Any
 import memo
 from memo.model.ir import ModelIR
 from memo.reduction import CoverageFn, default_coverage_fn, reduce_model
-from memo.model.keras_bridge import Weights
+from memo.model.weights import Weights
 from memo.reduction.specs import full_specs, weight_shapes
 from memo.seeds.loading import Seed
 

@@ -11,10 +11,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import memo
-from memo.errors import ModelLoadError, UnsupportedLayerError
-from memo.model import keras_bridge
+from memo.errors import ModelLoadError, UnsupportedLayerError, one_line
+from memo.model.files import load_model_file
 from memo.model.ir import ModelIR
-from memo.model.keras_bridge import Weights
+from memo.model.weights import Weights
 from memo.seeds.recipes import cached_recipe, is_recipe, normalize
 
 SEEDS_DIR = Path(memo.__file__).resolve().parent.parent / "seeds"
@@ -47,15 +47,26 @@ def load_seed(path: Path | str, *, safe_mode: bool = True, recipe_cache: Path | 
     Recipes are built through ``recipe_cache`` (``None``: always build).
     """
     path = Path(path)
-    if path.suffix.lower() == ".json" and path.is_file():
-        try:
-            document = json.loads(path.read_text())
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise ModelLoadError(f"{path}: not valid JSON ({keras_bridge.one_line(exc)})") from exc
-        if is_recipe(document):
-            return _checked(Seed(path.stem, path, cached_recipe(document, path, recipe_cache), None))
-    loaded = keras_bridge.load_model_file(path, safe_mode=safe_mode)
+    ir = recipe_model(path, recipe_cache=recipe_cache)
+    if ir is not None:
+        return _checked(Seed(path.stem, path, ir, None))
+    loaded = load_model_file(path, safe_mode=safe_mode)
     return _checked(Seed(path.stem, path, normalize(loaded.ir), loaded.weights))
+
+
+def recipe_model(path: Path, *, recipe_cache: Path | None = RECIPE_CACHE) -> ModelIR | None:
+    """The model of a seed recipe file (built through ``recipe_cache``; ``None``: always build), or ``None``
+    when ``path`` is not a recipe. A recipe is no Keras file: ``load_model_file`` cannot read one.
+
+    :class:`ModelLoadError` for a ``.json`` file that is not valid JSON.
+    """
+    if path.suffix.lower() != ".json" or not path.is_file():
+        return None
+    try:
+        document = json.loads(path.read_text())
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ModelLoadError(f"{path}: not valid JSON ({one_line(exc)})") from exc
+    return cached_recipe(document, path, recipe_cache) if is_recipe(document) else None
 
 
 def _checked(seed: Seed) -> Seed:

@@ -18,9 +18,9 @@ from typing import Any, Callable
 import numpy as np
 
 import memo
-from memo.errors import ModelLoadError
-from memo.model import keras_bridge
+from memo.errors import ModelLoadError, one_line
 from memo.model.ir import Layer, ModelIR
+from memo.model.keras_runtime import keras_module
 
 RECIPE_FORMAT = "memo-seed/1"
 
@@ -74,13 +74,13 @@ def build_recipe(document: dict[str, Any], path: Path) -> ModelIR:
                              f"(allowed: {', '.join(sorted(ALLOWED_KWARGS))})")
     if "input_shape" in kwargs:
         kwargs = {**kwargs, "input_shape": tuple(kwargs["input_shape"])}
-    keras = keras_bridge.keras_module()
+    keras = keras_module()
     try:
         with warnings.catch_warnings(), np.errstate(all="ignore"):
             warnings.simplefilter("ignore")
             model = getattr(keras.applications, BUILDERS[builder])(weights=None, **kwargs)
     except Exception as exc:
-        raise ModelLoadError(f"{path}: {builder} rejected its arguments ({keras_bridge.one_line(exc)})") from exc
+        raise ModelLoadError(f"{path}: {builder} rejected its arguments ({one_line(exc)})") from exc
     ir = ModelIR.from_keras_config(model.get_config())
     ir.name = str(document.get("name") or path.stem)
     return normalize(ir)

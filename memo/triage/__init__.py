@@ -3,7 +3,8 @@ merge bugs whose reduced forms coincide, and write a standalone reproduction scr
 
 The face of the package; the work lives in :mod:`memo.triage.passes` (one pass), :mod:`.session` (its
 executor and clock), :mod:`.checker` (the reduction predicate), :mod:`.background` (triage while a
-campaign runs), :mod:`.signature` / :mod:`.dedup` (what makes findings one bug) and :mod:`.db` (its tables).
+campaign runs) and :mod:`.signature` / :mod:`.dedup` (what makes findings one bug); its tables live in
+:mod:`memo.store.triage` (``store.triage``).
 """
 from __future__ import annotations
 

@@ -13,7 +13,6 @@ from typing import Any, Callable
 
 from memo.campaign.disk import is_disk_full
 from memo.store import CampaignStore
-from memo.triage import db
 from memo.triage.passes import triage_campaign
 from memo.triage.session import TriageSummary
 
@@ -69,7 +68,7 @@ class TriageService:
                 return summary
             try:
                 with CampaignStore(self.campaign_dir) as store:
-                    db.record_error(store, None, "background pass", summary.errors[0])
+                    store.triage.record_error(None, "background pass", summary.errors[0])
             except Exception:  # noqa: BLE001  (no store to record into; the summary keeps it)
                 pass
         for name in ("new", "localized", "reduced", "merged", "scripts", "reproduced"):
@@ -89,7 +88,7 @@ def start_background_triage(campaign_dir: Path, *, executor: Any = None, time_bu
                 try:
                     triage_campaign(store, executor=executor, time_budget_s=time_budget_s)
                 except Exception as exc:  # noqa: BLE001
-                    db.record_error(store, None, "background pass", f"{type(exc).__name__}: {exc}")
+                    store.triage.record_error(None, "background pass", f"{type(exc).__name__}: {exc}")
         except Exception:  # noqa: BLE001  (no campaign there: nothing to triage, nothing to record into)
             pass
 

@@ -52,6 +52,22 @@ class Checker:
                    and signature(v.to_json(), result, ir, divergent_layer=layer) == self.bug_id for v in verdicts)
         return same, run, layer
 
+    def shows_again(self, ir: ModelIR, directory: Path) -> bool:
+        """Whether the bug's own model still shows it when run again as the campaign ran it (the plain
+        model, not the probe: exposing every layer as an output may change how a library compiles it)."""
+        try:
+            run = run_model(self.session.executor, ir, directory, seed=self.session.seed, inputs=self.inputs,
+                            backends=self.roles.backends)
+            if run.result is None:
+                return False
+            result = run.result.to_json()
+            # a numeric bug's signature needs localization, which reduction checks on every candidate
+            return any(v.kind == self.kind and v.backend == self.backend
+                       and (self.kind in NUMERIC_KINDS or signature(v.to_json(), result, ir) == self.bug_id)
+                       for v in judge(run.result, special_values=has_injection(ir)))
+        finally:
+            shutil.rmtree(directory, ignore_errors=True)
+
     def __call__(self, ir: ModelIR) -> bool:
         self.count += 1
         directory = self.session.work / f"{self.bug_id}-c{self.count}"

@@ -6,16 +6,12 @@ from the campaign seed, so the rebuilt files are the ones the campaign ran).
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from memo.model.ir import ModelIR
 from memo.store import CampaignStore
-
-_FINDING_SQL = ("SELECT v.*, e.result, e.artifact_dir, m.ir FROM verdicts v LEFT JOIN executions e"
-                " ON e.mutant_id = v.mutant_id LEFT JOIN mutants m ON m.id = v.mutant_id WHERE v.id = ?")
 
 
 @dataclass
@@ -54,16 +50,13 @@ def _resolve(path: str | None, store: CampaignStore) -> Path | None:
 
 def load_finding(store: CampaignStore, verdict_id: int) -> Finding | None:
     """The finding of one verdict; ``artifact_dir`` is None when the campaign no longer keeps its files."""
-    rows = store.rows(_FINDING_SQL, (verdict_id,))
-    if not rows:
+    row = store.finding(verdict_id)
+    if row is None:
         return None
-    row = rows[0]
-    verdict = {**row, "metrics": json.loads(row["metrics"] or "{}")}
     ir = None
-    if row.get("ir"):
+    if row.ir_json:
         try:
-            ir = ModelIR.loads(row["ir"])
+            ir = ModelIR.loads(row.ir_json)
         except Exception:  # an unreadable IR leaves the finding unreducible, nothing worse
             ir = None
-    return Finding(verdict, json.loads(row["result"]) if row.get("result") else None, ir,
-                   _resolve(row.get("artifact_dir"), store))
+    return Finding(row.verdict, row.result, ir, _resolve(row.artifact_dir, store))

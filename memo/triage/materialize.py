@@ -9,10 +9,13 @@ from typing import Any
 import numpy as np
 
 from memo.artifact import ARTIFACT_FILES
+from memo.backends import PRODUCERS, REFERENCE
 from memo.backends.plugins import PluginInfo, read_plugin
+from memo.backends.result import TRACE_STAGE
 from memo.backends.spec import ConverterSpec
 from memo.errors import UsageError
 from memo.model.ir import ModelIR
+from memo.oracle import KERAS_FRONT_END, TF_FUNCTION_STAGE
 from memo.triage.describe import symptom as symptom_line
 from memo.triage.bugdir import EXPECTED_FILE, INPUTS_FILE, IR_FILE, MODEL_FILE, write_bug_file
 from memo.triage.probe import Roles, read_inputs
@@ -91,11 +94,22 @@ def io_summary(inputs: dict[str, np.ndarray], faulty: list[np.ndarray], good: li
 
 def _shapes(ir: ModelIR) -> dict[str, list[Any]]:
     try:
-        from memo.model.keras_bridge import infer_shapes  # noqa: PLC0415
+        from memo.model.build import infer_shapes  # noqa: PLC0415
 
         return {name: list(shape) for name, shape in infer_shapes(ir).items()}
     except Exception:  # shapes are decoration; a model Keras rejects has none
         return {}
+
+
+def script_target(library: str, stage: str) -> tuple[str, str]:
+    """Whose code a bug's script runs, and at which stage: a failure of Keras' shared front end (every Keras
+    backend alike) runs on the reference's Keras; TensorFlow's graph-mode trace ran in tf2onnx's worker
+    (its "trace" stage), so that is the code that shows it."""
+    if library == KERAS_FRONT_END:
+        return REFERENCE, stage
+    if library == REFERENCE and stage == TF_FUNCTION_STAGE:
+        return PRODUCERS["onnx"], TRACE_STAGE
+    return library, stage
 
 
 def materialize(folder: Path, source: Path, ir: ModelIR, bug: dict[str, Any], roles: Roles | None,
@@ -110,7 +124,8 @@ def materialize(folder: Path, source: Path, ir: ModelIR, bug: dict[str, Any], ro
     shutil.copyfile(source / ARTIFACT_FILES["keras"], folder / MODEL_FILE)
     shutil.copyfile(source / INPUTS_FILE, folder / INPUTS_FILE)
     (folder / IR_FILE).write_text(ir.dumps())
-    library, kind = bug["library"], bug["kind"]
+    library, stage = script_target(bug["library"], bug.get("stage") or "")
+    kind = bug["kind"]
     faulty = roles.faulty if roles else library
     good = roles.good if roles else None
     spec = registered(library)
@@ -138,7 +153,7 @@ def materialize(folder: Path, source: Path, ir: ModelIR, bug: dict[str, Any], ro
             bug_id=bug["id"], kind=kind, library=library, faulty=faulty, symptom=symptom_line({**bug, **extra}),
             input_names=[layer.name for layer in ir.input_layers], reference=good or "",
             expected_exception=bug.get("exception") or "", expected_message=bug.get("error_message") or "",
-            expected_stage=bug.get("stage") or "", timeout_s=float(extra.get("timeout_s", 60.0)),
+            expected_stage=stage, timeout_s=float(extra.get("timeout_s", 60.0)),
             plugin=plugin_path, plugin_env=plugin.env if plugin else None)
         (folder / "repro.py").write_text(text)
         data["repro_command"] = "python -m memo repro " + bug["id"]

@@ -9,7 +9,6 @@ ones. Idempotent: a finished bug is not redone; a reduction that ran out of time
 """
 from __future__ import annotations
 
-import json
 import shutil
 import time
 from pathlib import Path
@@ -17,8 +16,8 @@ from typing import Any
 
 from memo.campaign.disk import is_disk_full
 from memo.model.ir import ModelIR
-from memo.store import CampaignStore
-from memo.triage import db, dedup
+from memo.store import BugRow, CampaignStore
+from memo.triage import dedup
 from memo.triage.bugdir import IR_FILE, bug_folder, read_bug_file
 from memo.triage.checker import Checker
 from memo.triage.finding import Finding, load_finding
@@ -41,15 +40,15 @@ NOT_AGAIN = "not reduced: the model did not show the bug again when re-run (flak
 def pending_localizations(store: CampaignStore) -> list[int]:
     """NaN/inconsistency verdicts not yet localized, round-robin over (kind, library): the first finding
     of every library before the second of any."""
-    done = db.localizations(store)
+    done = store.triage.localizations()
     groups: dict[tuple[str, str], list[int]] = {}
     localized: dict[tuple[str, str], int] = {}
-    for row in dedup.finding_rows(store, NUMERIC_KINDS):
-        key = (row["kind"], row["backend"])
-        if row["id"] in done:
+    for row in store.findings(NUMERIC_KINDS):
+        key = (row.kind, row.backend)
+        if row.id in done:
             localized[key] = localized.get(key, 0) + 1
         else:
-            groups.setdefault(key, []).append(row["id"])
+            groups.setdefault(key, []).append(row.id)
     order: list[int] = []
     depth = 0
     while any(len(ids) > depth for ids in groups.values()):
@@ -60,10 +59,10 @@ def pending_localizations(store: CampaignStore) -> list[int]:
     return order
 
 
-def pending_bugs(store: CampaignStore) -> list[db.BugRow]:
+def pending_bugs(store: CampaignStore) -> list[BugRow]:
     """Bugs to triage: without a folder, or whose reduction ran out of time; never-tried bugs first, then
     the most frequent. Unlocalized numeric buckets are not bugs yet (their findings get localized)."""
-    todo = [bug for bug in db.load_bugs(store) if not bug.unlocalized and bug.merged_into is None
+    todo = [bug for bug in store.triage.load_bugs() if not bug.unlocalized and bug.merged_into is None
             and (not (bug.bug_dir and Path(bug.bug_dir).exists()) or bug.reduction.get("status") in RETRY_STATUSES)]
     return sorted(todo, key=lambda bug: (bug.attempted, -bug.occurrences, bug.first_seen))
 
@@ -73,7 +72,7 @@ def _localize_one(session: Session, verdict_id: int) -> None:
     store = session.store
     finding = load_finding(store, verdict_id)
     if finding is None or finding.ir is None:
-        db.save_localization(store, verdict_id, None, None, {"reason": "model not stored"})
+        store.triage.save_localization(verdict_id, None, None, {"reason": "model not stored"})
         return
     executor = session.get_executor()
     if executor is None:
@@ -86,12 +85,12 @@ def _localize_one(session: Session, verdict_id: int) -> None:
                                inputs=read_inputs(artifact / "inputs.npz") if artifact is not None else None)
     finally:
         shutil.rmtree(directory, ignore_errors=True)
-    db.save_localization(store, verdict_id, found.layer, found.layer_class, found.to_json())
+    store.triage.save_localization(verdict_id, found.layer, found.layer_class, found.to_json())
     session.summary.localized += found.layer is not None
 
 
 # ---------------------------------------------------------------------------- one bug
-def _bug_record(bug: db.BugRow, finding: Finding) -> dict[str, Any]:
+def _bug_record(bug: BugRow, finding: Finding) -> dict[str, Any]:
     details = failure_details(finding.verdict, finding.result)
     return {"id": bug.id, "kind": bug.kind, "library": bug.library, "stage": bug.stage or "",
             "signature": bug.parts, "exception": details["exception"], "error_message": details["message"],
@@ -109,38 +108,32 @@ def _previous_reduction(folder: Path, original: ModelIR) -> tuple[ModelIR, dict[
         return original, None
 
 
-def _shows_again(checker: Checker, ir: ModelIR, directory: Path) -> bool:
-    """Whether the bug's own model still shows it when run again (one run before a reduction)."""
-    try:
-        return checker.run(ir, directory)[0]
-    finally:
-        shutil.rmtree(directory, ignore_errors=True)
-
-
-def _release_artifacts(session: Session, bug: db.BugRow) -> None:
+def _release_artifacts(session: Session, bug: BugRow) -> None:
     """A finished bug folder holds everything its bug needs: its occurrences' artifacts can go."""
-    for mutant_id in dedup.bug_mutants(session.store, bug.id):
+    for mutant_id in session.store.triage.bug_mutants(bug.id):
         session.store.release_artifact(mutant_id)
 
 
-def _triage_bug(session: Session, bug: db.BugRow) -> None:
+def _triage_bug(session: Session, bug: BugRow) -> None:
     store = session.store
     finding = load_finding(store, bug.first_verdict)
     if finding is None or finding.ir is None:
-        db.update_bug(store, bug.id, reduction={"status": "model not stored"})
+        store.triage.update_bug(bug.id, reduction={"status": "model not stored"})
         return
     can_run = bug.kind != "hang" and session.remaining() > 1 and session.get_executor() is not None
-    source = session.artifact_of(finding) if can_run or finding.artifact_dir is not None else None
+    hang = bug.kind == "hang"  # its folder needs the model's files, not a run (that would hang again)
+    source = (session.artifact_of(finding, execute=not hang) if can_run or hang or finding.artifact_dir is not None
+              else None)
     if source is None:
-        db.update_bug(store, bug.id, reduction={"status": NOT_REDUCED})
+        store.triage.update_bug(bug.id, reduction={"status": NOT_REDUCED})
         return
     record = _bug_record(bug, finding)
-    located = db.localizations(store).get(bug.first_verdict) or {}
-    localized = located.get("layer")
+    located = store.triage.localizations().get(bug.first_verdict)
+    localized = located.layer if located else None
     roles = session.roles(finding)
     ir, outcome = finding.ir, None
     extra: dict[str, Any] = {"layer": localized, "timeout_s": session.timeout_s, "plugins": session.plugins,
-                             "localization": json.loads(located["details"]) if located.get("details") else {}}
+                             "localization": located.details if located else {}}
     folder = bug_folder(store.directory.resolve(), bug.id)
     start, previous = _previous_reduction(folder, finding.ir)
     if previous and not can_run:
@@ -148,7 +141,7 @@ def _triage_bug(session: Session, bug: db.BugRow) -> None:
     if previous:
         localized = previous.get("layer") or localized
     checker = Checker(session, bug.id, finding, source) if can_run else None
-    if checker is not None and previous is None and not _shows_again(checker, start, session.work / f"{bug.id}-start"):
+    if checker is not None and previous is None and not checker.shows_again(start, session.work / f"{bug.id}-start"):
         can_run = False  # reducing would search for a symptom the model no longer shows
         extra["reduction_note"] = NOT_AGAIN
     if can_run and checker is not None:
@@ -178,22 +171,22 @@ def _triage_bug(session: Session, bug: db.BugRow) -> None:
     shutil.rmtree(session.work / f"{bug.id}-final", ignore_errors=True)
     has_script = (folder / "repro.py").exists()
     session.summary.scripts += has_script
-    db.update_bug(store, bug.id, bug_dir=str(folder), original_layers=len(finding.ir.body),
-                  reduced_layers=len(ir.body), reduction=reduction, layer=extra.get("layer"),
-                  repro=str(folder / "repro.py") if has_script else None)
+    store.triage.update_bug(bug.id, bug_dir=str(folder), original_layers=len(finding.ir.body),
+                            reduced_layers=len(ir.body), reduction=reduction, layer=extra.get("layer"),
+                            repro=str(folder / "repro.py") if has_script else None)
     if outcome is not None and outcome.status not in RETRY_STATUSES:
-        merged = db.merge(store, bug.id, reduced_key(bug.parts, ir))
+        merged = store.triage.merge_bug(bug.id, reduced_key(bug.parts, ir))
         session.summary.merged += merged is not None
     if has_script and session.remaining() > 0:
         check = rerun_script(folder, data, timeout_s=session.timeout_s + 60)
-        db.update_bug(store, bug.id, reproduces=check.reproduces, checked=time.time())
+        store.triage.update_bug(bug.id, reproduces=check.reproduces, checked=time.time())
         session.summary.reproduced += bool(check.reproduces)
     if reduction.get("status") not in RETRY_STATUSES:
         _release_artifacts(session, bug)
 
 
 # ---------------------------------------------------------------------------- the pass
-def _needed_backends(session: Session, localizations: list[int], bugs: list[db.BugRow]) -> set[str]:
+def _needed_backends(session: Session, localizations: list[int], bugs: list[BugRow]) -> set[str]:
     needed: set[str] = set()
     for verdict_id in localizations[:20] + [bug.first_verdict for bug in bugs[:20]]:
         finding = load_finding(session.store, verdict_id)
@@ -221,8 +214,11 @@ def triage_campaign(store: CampaignStore, *, executor: Any = None, time_budget_s
         localizations, bugs = pending_localizations(store), pending_bugs(store)
         if session.remaining() > 0:
             session.needed = _needed_backends(session, localizations, bugs)
+        # a pass without a budget (``memo report``) writes folders from the kept artifacts; a pass whose
+        # budget ran out leaves the remaining bugs to the next one instead of marking them "not reduced"
+        quick = time_budget_s <= 0
         turn, tried = 0, set()
-        while True:
+        while quick or session.remaining() > 0:
             bugs = [bug for bug in pending_bugs(store) if bug.id not in tried]
             if bugs and (turn % 2 == 0 or not localizations or session.remaining() <= 0):
                 bug = bugs[0]
@@ -234,14 +230,14 @@ def triage_campaign(store: CampaignStore, *, executor: Any = None, time_budget_s
                     if is_disk_full(exc):
                         raise  # not the bug's fault: the campaign stops cleanly (see TriageService)
                     session.error(bug.id, "triage", exc)
-                    db.update_bug(store, bug.id, reduction={"status": f"triage failed: {type(exc).__name__}: {exc}"})
+                    store.triage.update_bug(bug.id, reduction={"status": f"triage failed: {type(exc).__name__}: {exc}"})
             elif localizations and session.remaining() > 0:
                 verdict_id = localizations.pop(0)
                 try:
                     _localize_one(session, verdict_id)
                 except Exception as exc:
                     session.error(None, f"localizing verdict {verdict_id}", exc)
-                    db.save_localization(store, verdict_id, None, None, {"reason": f"failed: {exc}"})
+                    store.triage.save_localization(verdict_id, None, None, {"reason": f"failed: {exc}"})
                 update = dedup.update_bugs(store)
                 _drop_stale(store, update.stale)
             else:

@@ -18,7 +18,7 @@ from memo.backends import CONVERTERS, load_spec
 from memo.backends.result import ExecutionResult
 from memo.errors import InvalidModelError
 from memo.model.ir import ModelIR
-from memo.oracle import load_outputs
+from memo.oracle import KERAS_FRONT_END, TF_FUNCTION_STAGE, load_outputs
 
 
 @dataclass
@@ -78,10 +78,6 @@ def run_model(executor: Any, ir: ModelIR, directory: Path, *, seed: int,
     return run
 
 
-KERAS_FRONT_END = "keras"  # the oracle's name for a failure every Keras backend shares
-TRACE_STAGE = "tf-function"  # the oracle's stage for TensorFlow's graph-mode trace (run by the converter)
-
-
 @dataclass(frozen=True)
 class Roles:
     """Who is wrong and who is right for a numeric finding, and which backends must run to see it."""
@@ -111,7 +107,7 @@ def roles(verdict: dict[str, Any], reference: str, available: list[str]) -> Role
     if backend == KERAS_FRONT_END:  # every Keras backend failed alike: any of them shows it
         keras = [name for name in available if _consumes(name) == "keras"]
         return Roles(reference, reference, tuple(dict.fromkeys([reference, *keras])))
-    if backend == reference and verdict.get("stage") == TRACE_STAGE:
+    if backend == reference and verdict.get("stage") == TF_FUNCTION_STAGE:
         # TensorFlow's graph-mode trace runs in the converter's worker: a backend on its output runs it
         readers = [name for name in available if name not in CONVERTERS and _consumes(name) == "onnx"]
         return Roles(reference, reference, tuple(dict.fromkeys([reference, *readers[:1]])))

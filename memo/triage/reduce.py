@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from memo.model.ir import Layer, ModelIR
+from memo.model.keras_runtime import keras_module
 from memo.mutation.analysis import analyse
 from memo.reduction.edits import Edit, apply_edit
 
@@ -113,8 +114,7 @@ def _normalized(value: Any) -> Any:
 
 def layer_defaults(class_name: str) -> dict[str, Any]:
     """JSON-representable defaults of a Keras layer's constructor (empty for unknown classes)."""
-    import keras  # noqa: PLC0415  (numpy backend in the orchestrator)
-
+    keras = keras_module()  # numpy backend in the orchestrator
     cls = getattr(keras.layers, class_name, None)
     if cls is None:
         return {}

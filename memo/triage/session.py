@@ -12,13 +12,13 @@ from typing import Any
 from memo.artifact import ensure_artifact
 from memo.backends import BACKENDS, DEFAULT_BACKENDS
 from memo.backends.executor import DifferentialExecutor
+from memo.defaults import DEFAULT_TIMEOUT_S
 from memo.store import CampaignStore
-from memo.triage import db
 from memo.triage.finding import Finding
 from memo.triage.probe import Roles, roles
 
 WORK_DIR = "triage-work"
-TRIAGE_TIMEOUT_S = 30.0
+TRIAGE_TIMEOUT_S = DEFAULT_TIMEOUT_S
 
 
 @dataclass
@@ -67,7 +67,7 @@ class Session:
         """Record a failure of triage itself, in the summary and in the store (the report shows it)."""
         text = f"{type(exc).__name__}: {exc}"
         self.summary.errors.append(f"{bug_id or '-'}: {step}: {text}")
-        db.record_error(self.store, bug_id, step, f"{text}\n{traceback.format_exc(limit=6)}")
+        self.store.triage.record_error(bug_id, step, f"{text}\n{traceback.format_exc(limit=6)}")
 
     def get_executor(self) -> Any:
         """The caller's executor, or one started now for just the libraries the pending bugs involve."""
@@ -93,14 +93,15 @@ class Session:
     def roles(self, finding: Finding) -> Roles:
         return roles(finding.verdict, finding.reference, self.available)
 
-    def artifact_of(self, finding: Finding) -> Path | None:
-        """The finding's artifact directory; rebuilt from its IR (and re-run on the backends the bug
-        involves, so that the outputs the bug folder copies exist) when the campaign deleted it."""
+    def artifact_of(self, finding: Finding, *, execute: bool = True) -> Path | None:
+        """The finding's artifact directory; rebuilt from its IR (and, with ``execute``, re-run on the
+        backends the bug involves, so that the outputs the bug folder copies exist) when the campaign
+        deleted it."""
         if finding.artifact_dir is not None or finding.ir is None:
             return finding.artifact_dir
         directory = self.work / f"artifact-{finding.mutant_id}"
-        if not (directory / "outputs").exists():
-            artifact = ensure_artifact(finding.ir, directory, seed=self.seed)
+        artifact = ensure_artifact(finding.ir, directory, seed=self.seed)
+        if execute and not (directory / "outputs").exists():
             executor = self.get_executor()
             if executor is None:
                 return None

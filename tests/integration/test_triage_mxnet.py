@@ -2,6 +2,7 @@
 localized, reduced, scripted, and their scripts reproduce them in a fresh process."""
 from __future__ import annotations
 
+import json
 import os
 import statistics
 import sys
@@ -40,20 +41,19 @@ def triaged(tmp_path_factory: pytest.TempPathFactory):
 def test_findings_are_deduplicated_and_localized(triaged) -> None:
     _root, store, summary = triaged
     assert summary.errors == [] and summary.bugs == 2
-    bugs = {row["kind"]: row for row in store.rows("SELECT * FROM bugs")}
+    bugs = {bug.kind: bug for bug in store.triage.load_bugs()}
     assert set(bugs) == {"inconsistency", "crash"}
-    assert bugs["inconsistency"]["occurrences"] == 2 and bugs["inconsistency"]["library"] == "mxnet"
-    assert bugs["inconsistency"]["layer_class"] == "AveragePooling1D"
-    assert bugs["crash"]["stage"] == "convert" and "KeyError" in bugs["crash"]["parts"]
+    assert bugs["inconsistency"].occurrences == 2 and bugs["inconsistency"].library == "mxnet"
+    assert bugs["inconsistency"].layer_class == "AveragePooling1D"
+    assert bugs["crash"].stage == "convert" and "KeyError" in json.dumps(bugs["crash"].parts, sort_keys=True)
 
 
 def test_every_bug_is_reduced_to_a_minimal_model(triaged) -> None:
     from memo.model.ir import ModelIR
-    from memo.triage import db
 
     _root, store, _summary = triaged
     sizes = []
-    for bug in db.load_bugs(store):
+    for bug in store.triage.load_bugs():
         reduced = ModelIR.loads((Path(bug.bug_dir) / "ir.json").read_text())
         sizes.append(len(reduced.body))
         assert bug.reduced_layers == len(reduced.body) < bug.original_layers
@@ -68,8 +68,8 @@ def test_scripts_reproduce_in_a_fresh_process(triaged) -> None:
     from memo.cli import main
 
     root, store, _summary = triaged
-    assert [row["reproduces"] for row in store.rows("SELECT reproduces FROM bugs")] == [1, 1]
-    bug_id = store.rows("SELECT id FROM bugs WHERE kind = 'crash'")[0]["id"]
+    assert [bug.reproduces for bug in store.triage.load_bugs()] == [1, 1]
+    bug_id = next(bug.id for bug in store.triage.load_bugs() if bug.kind == "crash")
     script = (root / "campaigns" / "t" / "bugs" / bug_id / "repro.py").read_text()
     assert "import mxnet" in script and "import keras" not in script and "tensorflow" not in script
     assert main(["repro", bug_id, "--campaign", str(root / "campaigns" / "t")]) == 0

@@ -35,3 +35,18 @@ def test_a_campaign_stored_before_the_disk_budget_resumes_with_the_defaults() ->
     restored = config.CampaignConfig.from_json(old)
     assert restored.max_disk_bytes == config.DEFAULT_MAX_DISK == 2 * 2**30
     assert restored.keep_per_signature == config.KEEP_PER_SIGNATURE == 2
+
+
+def test_the_parent_bound_and_timeout_defaults_are_the_command_line_ones() -> None:
+    from memo.cli import build_parser
+
+    args = build_parser().parse_args(["fuzz", "--iterations", "1"])
+    defaults = config.CampaignConfig(name="c")
+    assert args.max_parent_layers == defaults.max_parent_layers == 32
+    assert args.timeout == defaults.timeout_s == build_parser().parse_args(["run", "m.keras"]).timeout == 30.0
+
+
+def test_a_campaign_stored_before_the_parent_bound_resumes_unbounded() -> None:
+    old = config.CampaignConfig(name="c").to_json()
+    del old["max_parent_layers"]
+    assert config.CampaignConfig.from_json(old).max_parent_layers == 0

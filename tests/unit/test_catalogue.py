@@ -117,7 +117,7 @@ def test_accepts_checks_rank_and_arity():
 
 def test_with_param_sets_every_declared_value_it_can():
     """Every (param, value) of Conv2D is reachable on a roomy input, and the result builds in Keras."""
-    from memo.model.keras_bridge import build_keras_model
+    from memo.model.build import build_keras_model
 
     spec = CATALOGUE["Conv2D"]
     shapes = [(None, 12, 12, 60)]  # 60 channels: a divisor in every groups bucket
@@ -148,7 +148,7 @@ def test_with_param_keeps_other_settings_and_refuses_impossible_values():
 def test_with_param_results_are_valid(name):
     """For each entry, forcing random (param, value) pairs gives configs Keras builds, or None."""
     from memo.errors import InvalidModelError
-    from memo.model.keras_bridge import build_keras_model
+    from memo.model.build import build_keras_model
 
     spec = CATALOGUE[name]
     if not spec.params:
@@ -185,7 +185,7 @@ def test_pair_possible_follows_ranks():
 
 def test_keras_written_configs_map_into_declared_spaces():
     """A config as Keras's get_config() writes it (serialized initializers, tuples) is canonicalized."""
-    from memo.model.keras_bridge import keras_module
+    from memo.model.keras_runtime import keras_module
 
     keras = keras_module()
     layer = keras.layers.Conv2D(8, 3, kernel_initializer="he_normal", kernel_regularizer="l1l2",

@@ -107,3 +107,13 @@ def test_verdicts_are_plain_json(case: str) -> None:
     result, outputs, _ = load(case)
     for verdict in judge(result, outputs=outputs):
         assert json.loads(json.dumps(verdict.to_json()))["kind"] == verdict.kind and type(verdict.kind) is str
+
+
+@pytest.mark.parametrize("pair", ["mxnet_minimum", "mxnet_reshape"])
+def test_occurrences_differing_only_in_generated_names_are_one_bug(pair: str) -> None:
+    from memo.triage.signature import failure_details, signature
+
+    data = json.loads((CORPUS / "duplicate_pairs.json").read_text())["pairs"][pair]
+    (a, b) = [(item["verdict"], item["result"]) for item in data]
+    assert failure_details(*a)["message"] != failure_details(*b)["message"]  # the raw messages differ
+    assert signature(*a, None) == signature(*b, None)

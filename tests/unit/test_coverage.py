@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from memo.coverage import (CRITERIA, DEGREE_CAP, CoverageTracker, ModelCoverage, denominators, model_coverage,
-                           size_label, union_all, unknown_layers)
+from memo.coverage import (CRITERIA, DEGREE_CAP, Coverage, CoverageTracker, denominators, model_coverage, size_label,
+                           union_all, unknown_layers)
 from memo.layers import CATALOGUE, possible_pairs
 from memo.model.ir import Layer, ModelIR
 
@@ -73,13 +73,13 @@ def test_pairs_are_counted_only_where_declared_reachable():
 
 def test_secondary_criteria_with_shapes():
     mc = model_coverage(image_model(), SHAPES)
-    assert ("Conv2D", 4) in mc.input_ranks and ("Dense", 2) in mc.input_ranks
-    assert ("Conv2D", "float32") in mc.dtypes
-    assert ("Conv2D", "17-256") in mc.shapes and ("Dense", "17-256") in mc.shapes
-    assert ("Add", 2) in mc.in_degrees and ("Conv2D", 1) in mc.in_degrees
-    assert ("Conv2D", 2) in mc.out_degrees and ("Add", 2) in mc.out_degrees and ("Dense", 0) in mc.out_degrees
+    assert ("Conv2D", 4) in mc["input_ranks"] and ("Dense", 2) in mc["input_ranks"]
+    assert ("Conv2D", "float32") in mc["dtypes"]
+    assert ("Conv2D", "17-256") in mc["shapes"] and ("Dense", "17-256") in mc["shapes"]
+    assert ("Add", 2) in mc["in_degrees"] and ("Conv2D", 1) in mc["in_degrees"]
+    assert ("Conv2D", 2) in mc["out_degrees"] and ("Add", 2) in mc["out_degrees"] and ("Dense", 0) in mc["out_degrees"]
     without = model_coverage(image_model())
-    assert without.input_ranks == {("Conv2D", 4)}  # only the layer fed by a model input has a known shape
+    assert without["input_ranks"] == {("Conv2D", 4)}  # only the layer fed by a model input has a known shape
 
 
 def test_degrees_are_capped():
@@ -87,8 +87,8 @@ def test_degrees_are_capped():
     layers += [Layer(f"d{i}", "Dense", {"units": 4}, ["x"]) for i in range(7)]
     layers.append(Layer("sum", "Add", {}, [f"d{i}" for i in range(7)], call_style="list"))
     mc = model_coverage(_ir(*layers, outputs=["sum"]))
-    assert ("Add", DEGREE_CAP) in mc.in_degrees
-    assert all(degree <= DEGREE_CAP for _, degree in mc.out_degrees)
+    assert ("Add", DEGREE_CAP) in mc["in_degrees"]
+    assert all(degree <= DEGREE_CAP for _, degree in mc["out_degrees"])
 
 
 def test_size_label():
@@ -103,14 +103,14 @@ def test_tracker_delta_add_and_counts():
     preview = tracker.delta(first)
     assert preview.is_new() and tracker.counts()["types"][0] == 0  # delta() does not add
     added = tracker.add(first)
-    assert added.new_types == first.types and added.size() == len(first.types) + len(first.pairs) + len(first.params)
+    assert added.types == first.types and added.size() == len(first.types) + len(first.pairs) + len(first.params)
     again = tracker.add(first)
     assert not again.is_new() and again.size() == 0 and again.secondary_size() == 0
     counts = tracker.counts()
     totals = denominators()
     assert counts["types"] == (6, totals["types"]) and counts["pairs"] == (6, totals["pairs"])
     assert all(covered <= total for covered, total in counts.values())
-    assert tracker.types == first.types and tracker.params == first.params
+    assert tracker.covered.types == first.types and tracker.covered.params == first.params
 
 
 def test_tracker_json_round_trip():
@@ -118,7 +118,7 @@ def test_tracker_json_round_trip():
     tracker.add(model_coverage(image_model(), SHAPES))
     data = json.loads(json.dumps(tracker.to_json()))
     restored = CoverageTracker.from_json(data)
-    assert restored.coverage() == tracker.coverage()
+    assert restored.covered == tracker.covered
     assert restored.models == 1
     assert not restored.delta(model_coverage(image_model(), SHAPES)).is_new()
     with pytest.raises(ValueError):
@@ -127,7 +127,7 @@ def test_tracker_json_round_trip():
 
 def test_union_and_model_coverage_counts():
     a = model_coverage(image_model())
-    b = ModelCoverage(types=frozenset({"LSTM"}))
+    b = Coverage(types={"LSTM"})
     both = union_all([a, b])
     assert both.types == a.types | {"LSTM"}
     assert set(both.counts()) == set(CRITERIA)
@@ -153,3 +153,37 @@ def test_coverage_command_prints_table_and_json(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "denominator" in out and str(len(CATALOGUE)) in out and "MyCustomLayer" in out
     assert main(["coverage", str(tmp_path / "missing.keras")]) == 2
+
+
+def test_tracker_reads_a_document_saved_by_earlier_versions():
+    saved = {"format": "memo-coverage/1", "models": 2,
+             "covered": {"types": ["Conv2D", "Dense"], "pairs": [["Conv2D", "Dense"]],
+                         "params": [["Dense", "activation", "relu"]], "input_ranks": [["Dense", 2]],
+                         "dtypes": [["Dense", "float32"]], "shapes": [["Dense", "17-256"]],
+                         "in_degrees": [["Dense", 1]], "out_degrees": [["Dense", 0]]}}
+    tracker = CoverageTracker.from_json(saved)
+    assert tracker.models == 2 and tracker.covered.pairs == {("Conv2D", "Dense")}
+    assert tracker.covered["in_degrees"] == {("Dense", 1)}
+    assert tracker.to_json() == saved
+    delta = tracker.add(Coverage(types={"Dense"}, shapes={("Dense", "1-16")}))
+    assert not delta.is_new() and delta.size() == 0 and delta.secondary_size() == 1  # secondary: not diverse
+
+
+def test_coverage_is_one_mapping_over_every_criterion():
+    coverage = Coverage({"types": ["Dense"]}, pairs={("Dense", "Dense")})
+    assert list(coverage) == list(CRITERIA) and coverage["dtypes"] == frozenset()
+    assert (coverage | Coverage(types={"LSTM"})).types == {"Dense", "LSTM"}
+    assert (coverage - Coverage(types={"Dense"})).counts() == {**dict.fromkeys(CRITERIA, 0), "pairs": 1}
+    with pytest.raises(ValueError, match="not coverage criteria: new_types"):
+        Coverage(new_types={"Dense"})
+
+
+def test_coverage_command_counts_the_bundled_seed_recipes(capsys):
+    from memo.cli import main
+    from memo.seeds import SEEDS_DIR, discover_seeds
+
+    assert main(["coverage", str(SEEDS_DIR), "--json", "--no-shapes"]) == 0  # six of the ten are recipes
+    report = json.loads(capsys.readouterr().out)
+    expected = union_all(model_coverage(seed.ir) for seed in discover_seeds())
+    assert len(report["models"]) == 10 and not report["unknown_layers"]
+    assert {name: covered for name, (covered, _) in report["counts"].items()} == expected.counts()

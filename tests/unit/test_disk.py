@@ -17,7 +17,6 @@ from memo.campaign.progress import disk_line
 from memo.cli import main
 from memo.errors import UsageError
 from memo.store import CampaignStore, MutantRecord, VerdictRecord
-from memo.triage import db
 from tests.unit.triage_store import crash_result
 
 FILES = ("model.keras", "inputs.npz", "model.ir.json", "onnx/model.onnx", "onnx/model.opset11.onnx",
@@ -84,7 +83,7 @@ def _crash(message: str) -> tuple[dict[str, Any], dict[str, Any]]:
 
 def _execute(store: CampaignStore, budget: DiskBudget, root: Path, message: str) -> tuple[int, bool]:
     """What the runner does for one executed mutant with one onnxruntime crash."""
-    iteration = store.count("mutants")
+    iteration = store.count_mutants(seeds=True)
     mutant_id = store.add_mutant(MutantRecord(iteration, "s", "NLA", "seed:s", "s", {}, "{}", True, diverse=True))
     folder = _artifact(root, mutant_id)
     verdict, result = _crash(message)
@@ -155,9 +154,8 @@ def test_over_the_budget_repeats_then_triaged_bugs_go_and_then_the_campaign_must
 
     budget.limit = one + one // 2
     assert not budget.enforce(), "only first occurrences of untriaged bugs are left: nothing may go"
-    db.ensure_tables(store)
     bug_id = "crash-onnxruntime-0123456789"
-    store.db.execute("INSERT INTO bug_occurrences(verdict_id, bug_id, mutant_id) VALUES (1, ?, ?)", (bug_id, first_a))
+    store.triage.replace_occurrences({bug_id: [(1, first_a)]})
     (store.directory / "bugs" / bug_id).mkdir(parents=True)
     assert budget.enforce(), "once its bug has a bug folder, the oldest kept artifact may go"
     assert store.artifact_dirs([first_a])[first_a] is None and (root / str(first_b)).exists()

@@ -13,7 +13,7 @@ ATTEMPTS = 40
 
 
 def _realize(a: str, b: str, rng: random.Random) -> bool:
-    from memo.model.keras_bridge import build_keras_model
+    from memo.model.build import build_keras_model
 
     spec_a, spec_b = CATALOGUE[a], CATALOGUE[b]
     for _ in range(ATTEMPTS):

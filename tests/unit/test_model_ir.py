@@ -1,4 +1,4 @@
-"""The model IR: JSON round trips, Keras config round trips, validation, and the Keras bridge."""
+"""The model IR (JSON and Keras config round trips, validation); building, weights, inputs, model files."""
 from __future__ import annotations
 
 import json
@@ -9,6 +9,10 @@ import pytest
 
 from memo.errors import InvalidModelError, ModelLoadError
 from memo.model import Layer, ModelIR
+from memo.model.build import build_keras_model, infer_shapes
+from memo.model.files import load_model_file, save_keras_artifact
+from memo.model.inputs import make_inputs
+from memo.model.weights import generate_weights
 
 
 def _residual_ir() -> ModelIR:
@@ -76,61 +80,53 @@ def test_toposort_orders_and_detects_cycles() -> None:
 
 
 def test_build_infers_shapes_and_names_the_bad_layer() -> None:
-    from memo.model import keras_bridge as kb
-
     ir = _residual_ir()
-    shapes = kb.infer_shapes(ir)
+    shapes = infer_shapes(ir)
     assert shapes["add"] == (None, 8, 8, 3)
     assert shapes["dense"] == (None, 4)
     ir.get("conv").config["padding"] = "valid"  # 6x6 output can no longer be added to the 8x8 input
     with pytest.raises(InvalidModelError, match="'add'"):
-        kb.infer_shapes(ir)
+        infer_shapes(ir)
 
 
 def test_weights_and_inputs_are_deterministic(tmp_path: Path) -> None:
-    from memo.model import keras_bridge as kb
-
     ir = _residual_ir()
-    first = kb.generate_weights(kb.build_keras_model(ir), seed=7)
-    second = kb.generate_weights(kb.build_keras_model(ir), seed=7)
-    other = kb.generate_weights(kb.build_keras_model(ir), seed=8)
+    first = generate_weights(build_keras_model(ir), seed=7)
+    second = generate_weights(build_keras_model(ir), seed=7)
+    other = generate_weights(build_keras_model(ir), seed=8)
     assert all(np.array_equal(a, b) for a, b in zip(first["conv"], second["conv"]))
     assert not np.array_equal(first["conv"][0], other["conv"][0])
     assert np.any(first["conv"][1] != 0), "biases are randomized so they are not an identity"
-    inputs = kb.make_inputs(ir, seed=3)
-    assert inputs["x"].shape == (2, 8, 8, 3) and np.array_equal(inputs["x"], kb.make_inputs(ir, seed=3)["x"])
+    inputs = make_inputs(ir, seed=3)
+    assert inputs["x"].shape == (2, 8, 8, 3) and np.array_equal(inputs["x"], make_inputs(ir, seed=3)["x"])
 
 
 def test_save_and_load_keras_artifact_keeps_weights(tmp_path: Path) -> None:
-    from memo.model import keras_bridge as kb
-
     ir = _residual_ir().prune()
     path = tmp_path / "m.keras"
-    kb.save_keras_artifact(ir, path, seed=5)
-    loaded = kb.load_model_file(path)
+    save_keras_artifact(ir, path, seed=5)
+    loaded = load_model_file(path)
     assert [(l.name, l.class_name, l.inputs) for l in loaded.ir] == [(l.name, l.class_name, l.inputs) for l in ir]
     assert loaded.ir.get("conv").config["padding"] == "same"  # Keras adds defaults; declared values survive
-    expected = kb.generate_weights(kb.build_keras_model(ir), seed=5)
+    expected = generate_weights(build_keras_model(ir), seed=5)
     assert np.allclose(loaded.weights["dense"][0], expected["dense"][0])
 
 
 def test_load_refuses_lambda_and_bad_files(tmp_path: Path) -> None:
-    from memo.model import keras_bridge as kb
-
     config = _residual_ir().prune().to_keras_config()
     config["layers"][3]["class_name"] = "Lambda"
     lam = tmp_path / "lambda.json"
     lam.write_text(json.dumps({"class_name": "Functional", "config": config}))
     with pytest.raises(ModelLoadError, match="Lambda"):
-        kb.load_model_file(lam)
+        load_model_file(lam)
     bad = tmp_path / "bad.keras"
     bad.write_bytes(b"not a zip")
     with pytest.raises(ModelLoadError, match="not a valid .keras"):
-        kb.load_model_file(bad)
+        load_model_file(bad)
     with pytest.raises(ModelLoadError, match="no such file"):
-        kb.load_model_file(tmp_path / "missing.h5")
+        load_model_file(tmp_path / "missing.h5")
     with pytest.raises(ModelLoadError, match="unknown model format"):
-        kb.load_model_file(lam.with_suffix(".txt").touch() or lam.with_suffix(".txt"))
+        load_model_file(lam.with_suffix(".txt").touch() or lam.with_suffix(".txt"))
 
 
 def test_sequential_config_is_read() -> None:

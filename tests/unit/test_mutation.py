@@ -10,11 +10,13 @@ import numpy as np
 import pytest
 
 from memo.cli import main as cli_main
-from memo.coverage import CoverageTracker, ModelCoverage
+from memo.coverage import Coverage, CoverageTracker
 from memo.errors import UsageError
 from memo.layers import CATALOGUE
-from memo.model import keras_bridge
+from memo.model.build import build_keras_model, infer_shapes
+from memo.model.inputs import make_inputs
 from memo.model.ir import Layer, ModelIR
+from memo.model.weights import generate_weights, set_weights
 from memo.mutation import EXTRA_OPERATORS, LEMON_OPERATORS, MEMO_OPERATORS, OPERATORS, MutationFailed, mutate
 
 
@@ -69,7 +71,7 @@ def test_every_operator_gives_a_mutant_that_builds(op: str, model: str) -> None:
     assert mutant.operator == op and mutant.parent == model and mutant.changes
     json.dumps(mutant.changes)  # lineage is JSON-able
     assert mutant.ir.dumps() != parent.dumps()
-    shapes = keras_bridge.infer_shapes(ModelIR.loads(mutant.ir.dumps()))  # rebuilt from its serialized form
+    shapes = infer_shapes(ModelIR.loads(mutant.ir.dumps()))  # rebuilt from its serialized form
     assert set(mutant.ir.outputs) <= set(shapes)
 
 
@@ -88,7 +90,7 @@ def test_weight_count_matches_keras_and_bounds_what_a_mutation_may_add(monkeypat
 
     parent = lenet()
     parent_weights = weight_count(analyse(parent))
-    assert parent_weights == keras_bridge.build_keras_model(parent).count_params() == 11_126
+    assert parent_weights == build_keras_model(parent).count_params() == 11_126
     def grown(seed: int) -> int:
         return weight_count(analyse(mutate(parent, "NLA", random.Random(seed), CoverageTracker()).ir)) - parent_weights
 
@@ -109,8 +111,7 @@ def _tracker_covering_all_but(types: set[str] = frozenset(), params: set = froze
     tracker = CoverageTracker()
     every_param = {(name, space.name, value) for name, spec in CATALOGUE.items()
                    for space in spec.params for value in space.values}
-    tracker.add(ModelCoverage(types=frozenset(set(CATALOGUE) - set(types)),
-                              params=frozenset(every_param - set(params))))
+    tracker.add(Coverage(types=set(CATALOGUE) - set(types), params=every_param - set(params)))
     return tracker
 
 
@@ -136,13 +137,13 @@ def test_nan_injection_really_produces_nan_or_inf() -> None:
         mutant = mutate(parent, "NaN", random.Random(seed), None)
         injected = [c for c in mutant.changes if c["action"] == "inject"]
         assert injected and injected[0]["value"] in ("nan", "inf")
-        model = keras_bridge.build_keras_model(mutant.ir)
+        model = build_keras_model(mutant.ir)
         # read the injected tensor itself (the model output may be a softmax that hides it)
         probe_ir = mutant.ir.copy()
         probe_ir.outputs = [injected[0]["nodes"][-1]]
-        probe = keras_bridge.build_keras_model(probe_ir.prune())
-        keras_bridge.set_weights(probe, keras_bridge.generate_weights(probe, 0))
-        values = np.asarray(probe(keras_bridge.make_inputs(mutant.ir, 0)))
+        probe = build_keras_model(probe_ir.prune())
+        set_weights(probe, generate_weights(probe, 0))
+        values = np.asarray(probe(make_inputs(mutant.ir, 0)))
         special = np.isnan(values) if injected[0]["value"] == "nan" else np.isinf(values)
         assert special.any(), injected[0]
         assert model is not None
@@ -183,7 +184,7 @@ def test_incremental_verification_agrees_with_a_full_keras_build() -> None:
     for op in ("NLA", "TSM", "CShape"):
         mutant = mutate(parent, op, random.Random(3), None).ir
         facts = verify(mutant, parent, parent_infos)
-        assert {name: info.shape for name, info in facts.items()} == keras_bridge.infer_shapes(mutant)
+        assert {name: info.shape for name, info in facts.items()} == infer_shapes(mutant)
     broken = parent.copy()
     broken.get("conv_a").config = {**broken.get("conv_a").config, "kernel_size": [40, 40], "padding": "valid"}
     with pytest.raises(InvalidModelError, match="conv_a|Conv2D"):

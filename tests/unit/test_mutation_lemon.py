@@ -7,7 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memo.model import keras_bridge as kb
+from memo.model.build import infer_shapes
+from memo.model.files import load_model_file, save_keras_artifact
 from memo.model.ir import Layer, ModelIR
 from memo.mutation import LEMON_OPERATORS, mutate
 
@@ -35,7 +36,7 @@ def test_lemon_operators_make_valid_deterministic_mutants(operator: str) -> None
     again = mutate(ir, operator, random.Random(4), None)
     assert first.ir.dumps() == again.ir.dumps()
     assert first.ir.dumps() != ir.dumps() and first.changes
-    kb.infer_shapes(first.ir)  # builds in Keras
+    infer_shapes(first.ir)  # builds in Keras
     assert ModelIR.loads(first.ir.dumps()).dumps() == first.ir.dumps()
 
 
@@ -43,10 +44,10 @@ def test_weight_edits_change_exactly_the_chosen_units(tmp_path: Path) -> None:
     ir = conv_net()
     mutant = mutate(ir, "LEMON-NEB", random.Random(1), None).ir
     (edit,) = mutant.weight_edits
-    kb.save_keras_artifact(ir, tmp_path / "parent.keras", seed=3)
-    kb.save_keras_artifact(mutant, tmp_path / "mutant.keras", seed=3)
-    parent_w = kb.load_model_file(tmp_path / "parent.keras").weights[edit["layer"]]
-    mutant_w = kb.load_model_file(tmp_path / "mutant.keras").weights[edit["layer"]]
+    save_keras_artifact(ir, tmp_path / "parent.keras", seed=3)
+    save_keras_artifact(mutant, tmp_path / "mutant.keras", seed=3)
+    parent_w = load_model_file(tmp_path / "parent.keras").weights[edit["layer"]]
+    mutant_w = load_model_file(tmp_path / "mutant.keras").weights[edit["layer"]]
     blocked = mutant_w[0][..., edit["units"]]
     assert np.all(blocked == 0) and not np.all(parent_w[0][..., edit["units"]] == 0)
     others = [u for u in range(parent_w[0].shape[-1]) if u not in edit["units"]]

@@ -8,7 +8,7 @@ import pytest
 
 from memo.coverage import model_coverage
 from memo.model import Layer, ModelIR
-from memo.model.keras_bridge import build_keras_model
+from memo.model.build import build_keras_model
 from memo.reduction import coverage_key, reduce_model
 from memo.reduction.edits import Edit, apply_edit, remove_span
 from memo.reduction.graph import cut_nodes, repeated_groups, spans

@@ -11,7 +11,8 @@ import pytest
 from memo.cli import main
 from memo.errors import ModelLoadError, UnsupportedLayerError
 from memo.model import Layer, ModelIR
-from memo.model.keras_bridge import build_keras_model, make_inputs
+from memo.model.build import build_keras_model
+from memo.model.inputs import make_inputs
 from memo.seeds import SEEDS_DIR, discover_seeds, load_seed, matching_weights
 from memo.seeds.recipes import normalize
 
@@ -100,7 +101,7 @@ def test_discover_skips_bad_files_only_when_asked(tmp_path: Path) -> None:
 
 
 def test_keras_file_seed_keeps_its_weights(tmp_path: Path) -> None:
-    from memo.model.keras_bridge import save_keras_artifact
+    from memo.model.files import save_keras_artifact
 
     seed = load_seed(SEEDS_DIR / "lenet5.json")
     save_keras_artifact(seed.ir, tmp_path / "lenet.keras", seed=3)

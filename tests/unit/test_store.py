@@ -27,7 +27,7 @@ def test_mutants_verdicts_and_state_persist(tmp_path: Path) -> None:
         store.add_coverage_point(1.0, 2, 3, 3, {"types": (5, 90), "pairs": (7, 900), "params": (9, 1000)})
     with CampaignStore(tmp_path / "c1") as store:
         assert store.get_meta("config")["seed"] == 3
-        assert store.count("mutants") == 3 and store.count("mutants", "diverse = 1") == 2
+        assert store.count_mutants(seeds=True) == 3 and store.count_mutants(diverse=True, seeds=True) == 2
         assert store.load_state() == (2, {"iteration": 2})
         verdicts = store.verdicts(("crash",))
         assert len(verdicts) == 3 and verdicts[0]["message"] == "boom <b>"
@@ -42,7 +42,7 @@ def test_a_failed_transaction_leaves_nothing(tmp_path: Path) -> None:
                 store.add_mutant(_mutant(0))
                 store.save_state(0, {"iteration": 0})
                 raise RuntimeError("killed mid-write")
-        assert store.count("mutants") == 0 and store.load_state() is None
+        assert store.count_mutants(seeds=True) == 0 and store.load_state() is None
 
 
 def test_opening_a_missing_campaign_is_a_usage_error(tmp_path: Path) -> None:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from memo.triage import db, dedup
+from memo.triage import dedup
 from tests.unit.triage_store import bug_kinds, make_campaign
 
 
@@ -12,11 +12,10 @@ def test_findings_with_one_signature_are_one_bug_with_occurrences(tmp_path: Path
         update = dedup.update_bugs(store)
         assert len(update.all) == len(update.new) == 3 and not update.stale
         assert bug_kinds(store) == [("crash", "onnxruntime", 1), ("crash", "onnxruntime", 3), ("nan", "keras-jax", 1)]
-        bug = next(b for b in db.load_bugs(store) if b.occurrences == 3)
+        bug = next(b for b in store.triage.load_bugs() if b.occurrences == 3)
         assert bug.parts["exception"] == "RuntimeError" and bug.first_mutant == 1
         assert bug.id.startswith("crash-onnxruntime-")
-        occurrences = store.rows("SELECT mutant_id FROM bug_occurrences WHERE bug_id = ? ORDER BY mutant_id", (bug.id,))
-        assert [row["mutant_id"] for row in occurrences] == [1, 2, 3]
+        assert sorted(store.triage.bug_mutants(bug.id)) == [1, 2, 3]
 
 
 def test_deduplication_is_idempotent(tmp_path: Path) -> None:
@@ -24,17 +23,17 @@ def test_deduplication_is_idempotent(tmp_path: Path) -> None:
         first = dedup.update_bugs(store)
         second = dedup.update_bugs(store)
         assert second.all == first.all and second.new == [] and second.stale == []
-        assert store.rows("SELECT COUNT(*) AS n FROM bug_occurrences")[0]["n"] == 5
+        assert sum(len(store.triage.bug_mutants(bug_id)) for bug_id in store.triage.bug_ids()) == 5
 
 
 def test_localization_moves_a_numeric_finding_to_its_layer_bug(tmp_path: Path) -> None:
     with make_campaign(tmp_path / "c") as store:
         dedup.update_bugs(store)
         nan_verdict = store.verdicts(("nan",))[0]["id"]
-        db.save_localization(store, nan_verdict, "softmax_1", "Softmax", {"reason": "test"})
+        store.triage.save_localization(nan_verdict, "softmax_1", "Softmax", {"reason": "test"})
         update = dedup.update_bugs(store)
         assert len(update.new) == 1 and len(update.stale) == 1
-        nan_bug = next(b for b in db.load_bugs(store) if b.kind == "nan")
+        nan_bug = next(b for b in store.triage.load_bugs() if b.kind == "nan")
         assert nan_bug.parts["layer"] == "Softmax" and nan_bug.layer_class == "Softmax"
 
 
@@ -43,4 +42,4 @@ def test_unsupported_findings_are_grouped_by_library_and_feature_not_counted_as_
         groups = dedup.unsupported_groups(store)
         assert [(g["library"], g["feature"], g["count"]) for g in groups] == [("tf2onnx", "Erfinv", 2)]
         dedup.update_bugs(store)
-        assert all(b.kind != "unsupported" for b in db.load_bugs(store))
+        assert all(b.kind != "unsupported" for b in store.triage.load_bugs())

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from memo.triage import NOT_REDUCED, db, start_background_triage, triage_campaign
+from memo.triage import NOT_REDUCED, start_background_triage, triage_campaign
 from tests.unit.triage_store import add_finding, make_campaign, model
 
 
@@ -29,14 +29,14 @@ def test_a_pass_without_budget_writes_folders_and_scripts_from_the_original_arti
         summary = triage_campaign(store, time_budget_s=0)
         # four signatures; the unlocalized NaN bucket awaits localization and is not triaged as a bug
         assert summary.bugs == 4 and summary.new == 3 and summary.scripts == 1 and summary.reduced == 0
-        jax_bug = next(bug for bug in db.load_bugs(store) if bug.library == "keras-jax" and bug.kind == "crash")
+        jax_bug = next(bug for bug in store.triage.load_bugs() if bug.library == "keras-jax" and bug.kind == "crash")
         folder = Path(jax_bug.bug_dir)
         assert sorted(p.name for p in folder.iterdir()) == ["bug.json", "expected.npz", "inputs.npz", "ir.json",
                                                              "model.keras", "repro.py"]
         script = (folder / "repro.py").read_text()
         assert 'EXPECTED_TYPE = "XlaRuntimeError"' in script and '"jax"' in script
         assert jax_bug.reduction["status"].startswith("not reduced") and jax_bug.reproduces is None
-        others = [bug for bug in db.load_bugs(store) if bug.id != jax_bug.id]
+        others = [bug for bug in store.triage.load_bugs() if bug.id != jax_bug.id]
         # no artifact and no time to rebuild one: not reduced yet, a later pass rebuilds it from the IR
         assert all(bug.reduction == {"status": NOT_REDUCED} and bug.bug_dir is None for bug in others
                    if not bug.unlocalized)
@@ -57,7 +57,7 @@ def test_background_triage_finishes_and_swallows_errors(tmp_path: Path) -> None:
     from memo.store import CampaignStore
 
     with CampaignStore(tmp_path / "c") as store:
-        assert len(db.load_bugs(store)) == 3
+        assert len(store.triage.load_bugs()) == 3
     broken = start_background_triage(tmp_path / "missing", time_budget_s=0)
     broken.join(60)
     assert not broken.is_alive() and not (tmp_path / "missing").exists()

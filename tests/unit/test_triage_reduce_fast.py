@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from memo.model.ir import Layer, ModelIR
-from memo.triage import db
 from memo.triage.reduce import isolate, mentioned_layers, reduce_bug
 from memo.triage.signature import normalize_message, reduced_key
 from tests.unit.triage_store import add_finding, crash_result, make_campaign, model
@@ -91,12 +90,12 @@ def test_bugs_whose_reduced_forms_coincide_merge_into_the_earliest(tmp_path: Pat
         from memo.triage.dedup import update_bugs
 
         update_bugs(store)
-        bugs = [bug for bug in db.load_bugs(store) if bug.library == "onnxruntime" and bug.kind == "crash"
+        bugs = [bug for bug in store.triage.load_bugs() if bug.library == "onnxruntime" and bug.kind == "crash"
                 and bug.first_mutant > 6]
         assert len(bugs) == 2
         key = reduced_key(bugs[0].parts, reduced)
         earlier, later = sorted(bugs, key=lambda bug: (bug.first_seen, bug.id))
-        assert db.merge(store, later.id, key) is None  # alone with its key so far
-        assert db.merge(store, earlier.id, key) is None  # the earlier bug is the primary entry
-        merged = {bug.id: bug.merged_into for bug in db.load_bugs(store)}
+        assert store.triage.merge_bug(later.id, key) is None  # alone with its key so far
+        assert store.triage.merge_bug(earlier.id, key) is None  # the earlier bug is the primary entry
+        merged = {bug.id: bug.merged_into for bug in store.triage.load_bugs()}
         assert merged[later.id] == earlier.id and merged[earlier.id] is None

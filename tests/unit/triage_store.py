@@ -65,6 +65,5 @@ def make_campaign(directory: Path) -> CampaignStore:
 
 
 def bug_kinds(store: CampaignStore) -> list[tuple[str, str, int]]:
-    return sorted((row["kind"], row["library"], row["occurrences"])
-                  for row in store.rows("SELECT kind, library, occurrences FROM bugs"))
+    return sorted((bug.kind, bug.library, bug.occurrences) for bug in store.triage.load_bugs())
 

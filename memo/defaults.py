@@ -1,0 +1,16 @@
+"""Defaults that the command line shows and the objects it configures apply, each defined once.
+
+Stdlib only: the command modules read these when the parser is built, and importing
+:mod:`memo.campaign` or :mod:`memo.backends.executor` there would load numpy and Keras for every
+``memo`` invocation, ``memo --help`` included.
+"""
+from __future__ import annotations
+
+# Seconds a backend may spend on one model (``memo fuzz --timeout``, ``memo run --timeout``,
+# CampaignConfig.timeout_s, DifferentialExecutor's timeout_s, triage's cap). A typical reduced-seed
+# mutant takes under 3 s; a library past this is recorded as a hang.
+DEFAULT_TIMEOUT_S = 30.0
+
+# A diverse mutant with more layers is executed but not kept as a parent (0: no bound); see
+# docs/architecture.md, "Throughput".
+DEFAULT_MAX_PARENT_LAYERS = 32

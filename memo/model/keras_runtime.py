@@ -1,0 +1,80 @@
+"""The one place that imports Keras in the orchestrator, and the private patches memo applies to it.
+
+In the orchestrator Keras runs on its numpy backend (``memo/__init__.py`` sets ``KERAS_BACKEND``): enough
+to build a model symbolically (shape inference, which is how mutants are validated), to draw
+deterministic weights and to write the ``.keras`` artifact that every backend loads. No library under
+test is imported here.
+
+Keras is imported lazily, inside :func:`keras_module` (and the ``keras.src`` internals inside the
+functions that patch them), never at module import time: it costs about 1.5 s even on the numpy
+backend, ``memo --help`` and the pure-Python parts of memo must not pay it, and a worker process must
+be able to choose its own backend before Keras is first imported.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import warnings
+from typing import Any, Iterator
+
+from memo.model.ir import Layer
+
+
+def keras_module() -> Any:
+    """Keras, imported the orchestrator's way (numpy backend, TensorFlow kept out, build warnings off)."""
+    import keras  # noqa: PLC0415
+
+    # Symbolic builds of mutants trigger Keras's advice (masks dropped, layers unbuilt...): noise here.
+    warnings.filterwarnings("ignore", category=UserWarning, module=r"keras(\.|$)")
+    _keep_tensorflow_out(keras)
+    return keras
+
+
+@contextlib.contextmanager
+def weights_deferred() -> Iterator[None]:
+    """Build layers symbolically without drawing or allocating their weights (most of a numpy-backend
+    build's time; shapes and weight counts do not depend on weight values).
+
+    Inside Keras's StatelessScope, variables made from an initializer are only registered, in a global
+    list, for later initialization; the list is restored to a copy taken on entry, so nothing registered
+    here accumulates (the scope appends to the list that is there, so restoring that same object would not).
+    """
+    keras = keras_module()
+    from keras.src.backend.common import global_state  # noqa: PLC0415
+
+    pending = list(global_state.get_global_attribute("uninitialized_variables", [], set_to_default=True))
+    try:
+        with keras.StatelessScope(initialize_variables=False):
+            yield
+    finally:
+        global_state.set_global_attribute("uninitialized_variables", pending)
+
+
+def allow_unsafe_deserialization() -> None:
+    """Let Keras deserialize layers that carry Python code (Lambda). Only on the user's explicit request."""
+    keras_module().config.enable_unsafe_deserialization()
+
+
+def _keep_tensorflow_out(keras: Any) -> None:
+    """On the numpy backend, stop Keras from importing TensorFlow just because it is installed.
+
+    Keras's serializer asks ``tf.available`` (importing TensorFlow, 3+ s and hundreds of MB) merely
+    to check ``isinstance(obj, tf.TensorShape)``. The orchestrator must stay free of every library
+    under test, so we tell Keras's lazy module that TensorFlow is absent.
+    """
+    if keras.backend.backend() != "numpy" or "tensorflow" in sys.modules:
+        return
+    if os.environ.get("KERAS_BACKEND", "numpy") != "numpy":
+        return
+    from keras.src.utils import module_utils  # noqa: PLC0415
+
+    module_utils.tensorflow._available = False
+
+
+def deserialize_layer(keras: Any, layer: Layer) -> Any:
+    """A Keras layer object from an IR node (its class, module and config), not yet called on anything."""
+    conf = dict(layer.config)
+    conf["name"] = layer.name
+    return keras.layers.deserialize({"module": layer.module, "class_name": layer.class_name, "config": conf,
+                                     "registered_name": None})

@@ -1,0 +1,239 @@
+"""The campaign store: one SQLite database per campaign, the single source for the report and for resume.
+
+Every mutant is written in the same transaction as the campaign state that produced it, so a campaign
+killed at any instant (even ``kill -9``) resumes exactly after the last committed mutant: at most the
+mutant in flight is lost, never a stored finding. WAL mode lets ``memo report`` read while ``fuzz`` runs.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+from memo.errors import UsageError
+from memo.store.records import ExecutionRow, FindingRow, MutantRecord, PendingMutant, VerdictRecord
+from memo.store.schema import DB_NAME, SCHEMA_VERSION, connect, dict_rows
+from memo.store.triage import TriageTables
+
+_IN_CHUNK = 500  # ids per "IN (...)" query (SQLite limits the parameters of one statement)
+
+# a verdict with its execution's result and its mutant's IR: what triage and the report read of a finding
+_FINDING_SELECT = ("SELECT v.id, v.mutant_id, v.kind, v.backend, v.stage, v.message, v.metrics, v.signature,"
+                   " v.created, e.result, m.ir, e.artifact_dir FROM verdicts v"
+                   " LEFT JOIN executions e ON e.mutant_id = v.mutant_id LEFT JOIN mutants m ON m.id = v.mutant_id")
+
+
+def _placeholders(count: int) -> str:
+    return ",".join("?" * count)
+
+
+class CampaignStore:
+    """A campaign's database. Use as a context manager or call :meth:`close`.
+
+    Triage's tables are reached through :attr:`triage` (a :class:`memo.store.triage.TriageTables`)."""
+
+    def __init__(self, directory: Path, *, create: bool = False) -> None:
+        self.directory = Path(directory)
+        self.path = self.directory / DB_NAME
+        if not create and not self.path.exists():
+            raise UsageError(f"no campaign at {self.directory} (expected {self.path})")
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self._db = connect(self.path)
+        self.triage = TriageTables(self._db)
+        if create and self.get_meta("schema_version") is None:
+            self.set_meta("schema_version", SCHEMA_VERSION)
+
+    # ------------------------------------------------------------------ plumbing
+    def __enter__(self) -> "CampaignStore":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._db.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """All writes inside commit together or not at all."""
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            yield self._db
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
+
+    def _rows(self, sql: str, params: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
+        return dict_rows(self._db, sql, params)
+
+    def _scalar(self, sql: str, params: tuple[Any, ...] = ()) -> int:
+        return int(self._db.execute(sql, params).fetchone()[0])
+
+    # ------------------------------------------------------------------ meta and state
+    def set_meta(self, key: str, value: Any) -> None:
+        self._db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, json.dumps(value)))
+
+    def get_meta(self, key: str, default: Any = None) -> Any:
+        row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return json.loads(row[0]) if row else default
+
+    def save_state(self, iteration: int, data: dict[str, Any]) -> None:
+        self._db.execute("INSERT OR REPLACE INTO state(id, iteration, data) VALUES (1, ?, ?)",
+                         (iteration, json.dumps(data)))
+
+    def load_state(self) -> tuple[int, dict[str, Any]] | None:
+        row = self._db.execute("SELECT iteration, data FROM state WHERE id = 1").fetchone()
+        return (row[0], json.loads(row[1])) if row else None
+
+    # ------------------------------------------------------------------ records
+    def add_mutant(self, record: MutantRecord) -> int:
+        cursor = self._db.execute(
+            "INSERT INTO mutants(iteration, slot, operator, parent, seed, lineage, ir, valid, error, diverse, delta,"
+            " gen_seconds, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (record.iteration, record.slot, record.operator, record.parent, record.seed, json.dumps(record.lineage),
+             record.ir_json, int(record.valid), record.error, int(record.diverse), json.dumps(record.delta),
+             record.gen_seconds, time.time()))
+        return int(cursor.lastrowid)
+
+    def add_execution(self, mutant_id: int, result: dict[str, Any], seconds: float,
+                      artifact_dir: str | None) -> None:
+        self._db.execute("INSERT OR REPLACE INTO executions(mutant_id, result, seconds, artifact_dir) VALUES (?,?,?,?)",
+                         (mutant_id, json.dumps(result), seconds, artifact_dir))
+
+    def add_verdict(self, record: VerdictRecord) -> int:
+        cursor = self._db.execute(
+            "INSERT INTO verdicts(mutant_id, kind, backend, stage, message, metrics, signature, created)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (record.mutant_id, record.kind, record.backend, record.stage, record.message,
+             json.dumps(record.metrics), record.signature, time.time()))
+        return int(cursor.lastrowid)
+
+    def add_coverage_point(self, elapsed: float, iteration: int, generated: int, executed: int,
+                           counts: dict[str, tuple[int, int]]) -> None:
+        primary = {name: counts.get(name, (0, 0))[0] for name in ("types", "pairs", "params")}
+        extra = {name: list(value) for name, value in counts.items()}
+        self._db.execute(
+            "INSERT INTO coverage_history(elapsed, iteration, generated, executed, types, pairs, params, extra)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (elapsed, iteration, generated, executed, primary["types"], primary["pairs"], primary["params"],
+             json.dumps(extra)))
+
+    # ------------------------------------------------------------------ mutants
+    def mutant(self, mutant_id: int) -> dict[str, Any] | None:
+        found = self._rows("SELECT * FROM mutants WHERE id = ?", (mutant_id,))
+        return found[0] if found else None
+
+    def count_mutants(self, *, valid: bool | None = None, diverse: bool | None = None, seeds: bool = False) -> int:
+        """Stored mutants, the campaign's seeds only with ``seeds``; ``valid``/``diverse``: only those (not)."""
+        conditions, params = ["1"], []
+        if not seeds:
+            conditions.append("operator != 'seed'")
+        for column, wanted in (("valid", valid), ("diverse", diverse)):
+            if wanted is not None:
+                conditions.append(f"{column} = ?")
+                params.append(int(wanted))
+        return self._scalar(f"SELECT COUNT(*) FROM mutants WHERE {' AND '.join(conditions)}", tuple(params))
+
+    def unexecuted_mutants(self, execute_all: bool) -> list[PendingMutant]:
+        """Stored mutants the campaign runs (diverse ones and seeds; every valid one with ``execute_all``)
+        that have no execution yet, in order."""
+        condition = "diverse = 1" if not execute_all else "valid = 1"
+        return [PendingMutant(*row) for row in self._db.execute(
+            f"SELECT id, iteration, operator, ir FROM mutants WHERE ({condition} OR operator = 'seed')"
+            " AND ir IS NOT NULL AND id NOT IN (SELECT mutant_id FROM executions) ORDER BY id")]
+
+    # ------------------------------------------------------------------ executions
+    def count_executions(self, *, with_artifact: bool = False) -> int:
+        """Stored executions; ``with_artifact``: only those whose artifact folder is still kept."""
+        where = " WHERE artifact_dir IS NOT NULL" if with_artifact else ""
+        return self._scalar("SELECT COUNT(*) FROM executions" + where)
+
+    def executions(self, limit: int | None = None) -> Iterator[ExecutionRow]:
+        """Executions by mutant id, streamed (a long campaign's results are hundreds of megabytes)."""
+        sql = "SELECT mutant_id, result, artifact_dir FROM executions ORDER BY mutant_id"
+        params: tuple[Any, ...] = ()
+        if limit is not None:
+            sql, params = sql + " LIMIT ?", (int(limit),)
+        for mutant_id, result, directory in self._db.execute(sql, params):
+            yield ExecutionRow(mutant_id, result, directory)
+
+    # ------------------------------------------------------------------ verdicts and findings
+    def verdicts(self, kinds: tuple[str, ...] | None = None) -> list[dict[str, Any]]:
+        sql = "SELECT * FROM verdicts"
+        params: tuple[Any, ...] = ()
+        if kinds:
+            sql += f" WHERE kind IN ({_placeholders(len(kinds))})"
+            params = tuple(kinds)
+        return self._rows(sql + " ORDER BY id", params)
+
+    def verdict_counts(self) -> dict[str, int]:
+        """``{kind: verdicts}``."""
+        return dict(self._db.execute("SELECT kind, COUNT(*) FROM verdicts GROUP BY kind").fetchall())
+
+    def special_groups(self) -> list[dict[str, Any]]:
+        """Findings on models whose NaN/Inf was injected on purpose, per library: ``library``, ``count``
+        and an ``example`` message, most frequent first."""
+        return self._rows("SELECT backend AS library, COUNT(*) AS count, MIN(message) AS example FROM verdicts"
+                          " WHERE kind = 'special' GROUP BY backend ORDER BY count DESC")
+
+    def finding(self, verdict_id: int) -> FindingRow | None:
+        """One verdict with its execution result, mutant IR and artifact folder."""
+        row = self._db.execute(_FINDING_SELECT + " WHERE v.id = ?", (verdict_id,)).fetchone()
+        return FindingRow(*row) if row else None
+
+    def findings(self, kinds: Iterable[str]) -> list[FindingRow]:
+        """Every verdict of ``kinds`` with its execution result, mutant IR and artifact folder, by id."""
+        ordered = sorted(kinds)
+        return [FindingRow(*row) for row in self._db.execute(
+            _FINDING_SELECT + f" WHERE v.kind IN ({_placeholders(len(ordered))}) ORDER BY v.id", tuple(ordered))]
+
+    # ------------------------------------------------------------------ coverage
+    def coverage_history(self) -> list[dict[str, Any]]:
+        return self._rows("SELECT * FROM coverage_history ORDER BY id")
+
+    # ------------------------------------------------------------------ artifacts on disk
+    def artifact_dirs(self, mutant_ids: Iterable[int]) -> dict[int, str | None]:
+        """The stored artifact folder of each mutant (None: deleted, never kept, or not executed)."""
+        ids = list(dict.fromkeys(int(m) for m in mutant_ids))
+        found: dict[int, str | None] = dict.fromkeys(ids)
+        for start in range(0, len(ids), _IN_CHUNK):
+            chunk = ids[start:start + _IN_CHUNK]
+            found.update(self._db.execute(
+                f"SELECT mutant_id, artifact_dir FROM executions WHERE mutant_id IN ({_placeholders(len(chunk))})",
+                chunk).fetchall())
+        return found
+
+    def stored_artifact_dirs(self, limit: int) -> list[str]:
+        """Up to ``limit`` distinct artifact folders still recorded as kept (where the artifacts lie)."""
+        return [row[0] for row in self._db.execute(
+            "SELECT DISTINCT artifact_dir FROM executions WHERE artifact_dir IS NOT NULL LIMIT ?", (int(limit),))]
+
+    def mutants_without_artifact(self) -> set[int]:
+        """Executed mutants whose artifact folder is recorded as gone (or was never kept)."""
+        return {row[0] for row in self._db.execute("SELECT mutant_id FROM executions WHERE artifact_dir IS NULL")}
+
+    def release_artifact(self, mutant_id: int) -> int:
+        """Delete a mutant's artifact folder and record it as gone; returns the bytes freed (0 if none).
+
+        The folder goes first: on a full disk the database update may need the space it frees. A folder
+        deleted without the update is harmless, since readers check that the folder still exists and
+        :func:`memo.artifact.ensure_artifact` rebuilds it from the stored IR.
+        """
+        from memo.campaign.disk import tree_bytes  # noqa: PLC0415  (memo.campaign imports this module)
+
+        directory = self.artifact_dirs([mutant_id])[int(mutant_id)]
+        if directory is None:
+            return 0
+        freed = tree_bytes(Path(directory))
+        shutil.rmtree(directory, ignore_errors=True)
+        self._db.execute("UPDATE executions SET artifact_dir = NULL WHERE mutant_id = ?", (int(mutant_id),))
+        return freed
+
+    def clear_artifact_dirs(self) -> int:
+        """Record every artifact folder as gone (after ``memo clean`` deleted them); returns how many."""
+        return self._db.execute("UPDATE executions SET artifact_dir = NULL WHERE artifact_dir IS NOT NULL").rowcount

@@ -1,0 +1,170 @@
+"""The typed records the campaign store takes and returns.
+
+Rows that carry large JSON (an execution's result, a mutant's IR) keep the text and decode it only when
+read: deduplication walks every finding and most of them never need their result decoded twice.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+
+@dataclass
+class MutantRecord:
+    """One generated mutant, valid or not, and what it added to coverage."""
+
+    iteration: int
+    slot: str
+    operator: str
+    parent: str
+    seed: str
+    lineage: dict[str, Any]
+    ir_json: str | None
+    valid: bool
+    error: str | None = None
+    diverse: bool = False
+    delta: dict[str, Any] = field(default_factory=dict)
+    gen_seconds: float = 0.0
+
+
+@dataclass
+class VerdictRecord:
+    mutant_id: int
+    kind: str
+    backend: str
+    stage: str | None
+    message: str
+    metrics: dict[str, Any]
+    signature: str | None = None
+
+
+@dataclass
+class PendingMutant:
+    """A stored mutant whose execution never finished (memo itself was killed while it ran)."""
+
+    id: int
+    iteration: int
+    operator: str
+    ir_json: str
+
+
+@dataclass
+class ExecutionRow:
+    """One stored execution: the result JSON (often large) is decoded on first use."""
+
+    mutant_id: int
+    result_json: str
+    artifact_dir: str | None
+
+    @cached_property
+    def result(self) -> dict[str, Any] | None:
+        return json.loads(self.result_json) if self.result_json else None
+
+
+@dataclass
+class FindingRow:
+    """A verdict with its execution's result, its mutant's IR text and the artifact folder (None: the
+    campaign did not keep it, or the mutant was not executed)."""
+
+    id: int
+    mutant_id: int
+    kind: str
+    backend: str
+    stage: str | None
+    message: str
+    metrics_json: str
+    signature: str | None
+    created: float
+    result_json: str | None
+    ir_json: str | None
+    artifact_dir: str | None
+
+    @cached_property
+    def metrics(self) -> dict[str, Any]:
+        return json.loads(self.metrics_json or "{}") or {}
+
+    @cached_property
+    def result(self) -> dict[str, Any] | None:
+        return json.loads(self.result_json) if self.result_json else None
+
+    @property
+    def verdict(self) -> dict[str, Any]:
+        """The verdict as the signature functions read it (``Verdict.to_json()``'s keys, metrics decoded)."""
+        return {"id": self.id, "mutant_id": self.mutant_id, "kind": self.kind, "backend": self.backend,
+                "stage": self.stage, "message": self.message, "metrics": self.metrics,
+                "signature": self.signature, "created": self.created}
+
+
+@dataclass
+class BugRow:
+    """A deduplicated bug as stored; the report reads these."""
+
+    id: str
+    kind: str
+    library: str
+    stage: str | None
+    parts: dict[str, Any]
+    first_verdict: int
+    first_mutant: int
+    first_seen: float
+    last_seen: float
+    occurrences: int
+    layer: str | None = None
+    layer_class: str | None = None
+    bug_dir: str | None = None
+    original_layers: int | None = None
+    reduced_layers: int | None = None
+    reduction: dict[str, Any] = field(default_factory=dict)
+    repro: str | None = None
+    reproduces: bool | None = None
+    checked: float | None = None
+    final_key: str | None = None
+    merged_into: str | None = None
+
+    @property
+    def attempted(self) -> bool:
+        """Whether a triage pass has worked on this bug (its folder exists or its reduction has a status)."""
+        return bool(self.bug_dir) or bool(self.reduction)
+
+    @property
+    def unlocalized(self) -> bool:
+        """A NaN/inconsistency bucket whose findings still await localization: not a bug yet."""
+        return self.kind in ("nan", "inconsistency") and self.parts.get("layer") == "?"
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> "BugRow":
+        data = dict(row)
+        data["parts"] = json.loads(data["parts"])
+        data["reduction"] = json.loads(data["reduction"]) if data.get("reduction") else {}
+        data["reproduces"] = None if data.get("reproduces") is None else bool(data["reproduces"])
+        return cls(**data)
+
+
+@dataclass
+class LocalizationRow:
+    """The first misbehaving node of one NaN/inconsistency verdict (``layer`` None: not found, or failed;
+    ``details`` says why)."""
+
+    verdict_id: int
+    layer: str | None
+    layer_class: str | None
+    details: dict[str, Any]
+    created: float
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> "LocalizationRow":
+        return cls(row["verdict_id"], row["layer"], row["layer_class"],
+                   json.loads(row["details"]) if row["details"] else {}, row["created"])
+
+
+@dataclass
+class TriageError:
+    """One failure of triage itself (``bug_id`` None: not about one bug)."""
+
+    id: int
+    bug_id: str | None
+    step: str
+    message: str
+    created: float
