@@ -21,7 +21,7 @@ import time
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Collection, Iterator, Mapping, Sequence
+from typing import Callable, Collection, Iterator, Mapping, Protocol, Sequence
 
 from memo.artifact import Artifact
 from memo.backends import BACKENDS, DEFAULT_BACKENDS, PRODUCERS, REFERENCE, load_spec
@@ -35,6 +35,28 @@ from memo.errors import UsageError
 
 
 LOST = {"crash": "crashed", "hang": "hung"}
+
+
+class Executor(Protocol):
+    """What the campaign and triage use of an executor: :class:`DifferentialExecutor` is memo's one, and
+    these four are all a stand-in needs. ``run`` must be safe to call from several threads at once."""
+
+    @property
+    def backend_names(self) -> list[str]:
+        """The backends it runs (converters excluded)."""
+        ...
+
+    def run(self, artifact: Artifact, backends: Collection[str] | None = None) -> ExecutionResult:
+        """Run ``artifact`` on every backend, or only on ``backends``; never raises for what a library does."""
+        ...
+
+    def versions(self) -> dict[str, dict[str, str]]:
+        """``{backend or converter: {distribution: version}}``."""
+        ...
+
+    def close(self) -> None:
+        """Stop its workers."""
+        ...
 
 
 @dataclass

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
 from memo.campaign.disk import is_disk_full
 from memo.store import CampaignStore
 from memo.triage.passes import triage_campaign
 from memo.triage.session import TriageSummary
+from memo.backends.executor import Executor
 
 PASS_BUDGET_S = 60.0
 IDLE_WAIT_S = 15.0
@@ -23,7 +24,7 @@ IDLE_WAIT_S = 15.0
 class TriageService:
     """Runs triage passes in a daemon thread until :meth:`stop`; :attr:`totals` sums what they did."""
 
-    def __init__(self, campaign_dir: Path, executor: Any, *, pass_budget_s: float = PASS_BUDGET_S,
+    def __init__(self, campaign_dir: Path, executor: Executor, *, pass_budget_s: float = PASS_BUDGET_S,
                  on_disk_full: Callable[[], None] | None = None) -> None:
         """``on_disk_full``: called (from the thread) when a pass fails for want of disk space."""
         self.campaign_dir = Path(campaign_dir)
@@ -79,7 +80,7 @@ class TriageService:
         return summary
 
 
-def start_background_triage(campaign_dir: Path, *, executor: Any = None, time_budget_s: float = 120.0) -> threading.Thread:
+def start_background_triage(campaign_dir: Path, *, executor: Executor | None = None, time_budget_s: float = 120.0) -> threading.Thread:
     """One triage pass in a daemon thread with its own connection; a failure is recorded in the store
     when there is one, never raised into the caller."""
     def work() -> None:

@@ -16,6 +16,7 @@ import numpy as np
 from memo.model.ir import ModelIR
 from memo.oracle import Thresholds, agree, mad, nonfinite_mask
 from memo.triage.probe import Roles, Run, probe_ir, run_model
+from memo.backends.executor import Executor
 
 
 @dataclass
@@ -60,7 +61,7 @@ def first_divergence(ir: ModelIR, kind: str, faulty: dict[str, np.ndarray], good
     return Localization(None, None, "no node of the probe model differs", nodes)
 
 
-def localize(executor: Any, ir: ModelIR, kind: str, roles: Roles, directory: Path, *, seed: int,
+def localize(executor: Executor, ir: ModelIR, kind: str, roles: Roles, directory: Path, *, seed: int,
              inputs: dict[str, np.ndarray] | None) -> tuple[Localization, Run]:
     """Run the probe of ``ir`` and localize; the run is returned too (reduction reuses its verdicts)."""
     run = run_model(executor, probe_ir(ir), directory, seed=seed, inputs=inputs, backends=roles.backends)

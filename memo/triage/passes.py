@@ -28,6 +28,7 @@ from memo.triage.reduce import mentioned_layers, reduce_bug
 from memo.triage.rerun import rerun_script
 from memo.triage.session import Session, TriageSummary
 from memo.triage.signature import NUMERIC_KINDS, failure_details, reduced_key
+from memo.backends.executor import Executor
 
 PER_BUG_S = 45.0
 NOT_REDUCED = "not reduced (no time or no executor)"
@@ -200,7 +201,7 @@ def _drop_stale(store: CampaignStore, stale: list[str]) -> None:
         shutil.rmtree(bug_folder(store.directory, bug_id), ignore_errors=True)
 
 
-def triage_campaign(store: CampaignStore, *, executor: Any = None, time_budget_s: float = 120.0) -> TriageSummary:
+def triage_campaign(store: CampaignStore, *, executor: Executor | None = None, time_budget_s: float = 120.0) -> TriageSummary:
     """Dedup, then localize and reduce (bounded by ``time_budget_s``), write folders and scripts. Idempotent.
 
     ``executor``: a :class:`memo.backends.executor.DifferentialExecutor` to reuse; without one, triage

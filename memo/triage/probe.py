@@ -19,6 +19,7 @@ from memo.backends.result import ExecutionResult
 from memo.errors import InvalidModelError
 from memo.model.ir import ModelIR
 from memo.oracle import KERAS_FRONT_END, TF_FUNCTION_STAGE, load_outputs
+from memo.backends.executor import Executor
 
 
 @dataclass
@@ -57,7 +58,7 @@ def _keep_inputs(artifact: Artifact, inputs: dict[str, np.ndarray]) -> None:
     np.savez(artifact.inputs_path, **merged)
 
 
-def run_model(executor: Any, ir: ModelIR, directory: Path, *, seed: int,
+def run_model(executor: Executor, ir: ModelIR, directory: Path, *, seed: int,
               inputs: dict[str, np.ndarray] | None = None, backends: Sequence[str] | None = None) -> Run:
     """Write and execute ``ir`` (on ``backends`` of the executor's, or all); an invalid model comes back
     with ``error`` set and no result."""

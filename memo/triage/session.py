@@ -11,7 +11,7 @@ from typing import Any
 
 from memo.artifact import ensure_artifact
 from memo.backends import BACKENDS, DEFAULT_BACKENDS
-from memo.backends.executor import DifferentialExecutor
+from memo.backends.executor import DifferentialExecutor, Executor
 from memo.defaults import DEFAULT_TIMEOUT_S
 from memo.store import CampaignStore
 from memo.triage.finding import Finding
@@ -44,7 +44,7 @@ class TriageSummary:
 class Session:
     """One triage pass: the store, an executor created on first need, the clock."""
 
-    def __init__(self, store: CampaignStore, executor: Any, time_budget_s: float) -> None:
+    def __init__(self, store: CampaignStore, executor: Executor | None, time_budget_s: float) -> None:
         self.store = store
         self.executor = executor
         self.own_executor = False
@@ -69,7 +69,7 @@ class Session:
         self.summary.errors.append(f"{bug_id or '-'}: {step}: {text}")
         self.store.triage.record_error(bug_id, step, f"{text}\n{traceback.format_exc(limit=6)}")
 
-    def get_executor(self) -> Any:
+    def get_executor(self) -> Executor | None:
         """The caller's executor, or one started now for just the libraries the pending bugs involve."""
         if self.executor is not None or self.executor_failed:
             return self.executor

@@ -16,7 +16,10 @@ import json
 import re
 from typing import Any, Iterable
 
+from memo.backends import CONVERTERS, REFERENCE
+from memo.backends.result import TRACE_STAGE
 from memo.model.ir import ModelIR
+from memo.oracle import KERAS_FRONT_END, TF_FUNCTION_STAGE
 
 # Verdict kinds that are bugs, and how each is identified.
 MESSAGE_KINDS = frozenset({"crash", "hang", "shape"})
@@ -45,6 +48,8 @@ _MASKS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"[\[({]\s*(?:-?\d+|None|\?|-1)?(?:\s*[,x×]\s*(?:-?\d+|None|\?))+\s*,?\s*[\])}]"), "SHAPE"),
     (re.compile(r"[\[(]\s*(?:-?\d+|None|\?)\s*,?\s*[\])]"), "SHAPE"),
     (re.compile(r"\b\d+(?:x\d+)+\b"), "SHAPE"),
+    # einsum equations ('BTNH,BSNH->BNTS'): which of a model's einsums a failure names varies between runs
+    (re.compile(r"(['\"`]?)[A-Za-z.]+(?:,[A-Za-z.]+)*->[A-Za-z.]*\1"), r"\1EQUATION\1"),
     # MLIR / XLA-style shapes: tensor<2x?x4xf32>, 2x3x4
     (re.compile(r"(?<![\w.])(?:\d+|\?)(?:x(?:\d+|\?))+(?:x(?:[fiu]\d+|bf16|i1))?(?![\w.])"), "SHAPE"),
     # auto-generated layer/tensor names (conv2d_13, input_layer_2, Reshape__807): the same bug hits
@@ -102,9 +107,22 @@ def library_frames(traceback_text: str | None, modules: Iterable[str], top: int 
     return (frames if innermost_first else frames[::-1])[:top]
 
 
+def _recorded_as(backend: str, stage: str | None) -> tuple[str, str | None, tuple[str, ...]]:
+    """Where the oracle's verdict was recorded by the workers: (backend, stage, other backends to look in).
+    A failure of Keras' shared front end is the reference's own record; TensorFlow's graph-mode trace
+    ("tf-function") was recorded by the converters at their "trace" stage."""
+    if backend == KERAS_FRONT_END:
+        return REFERENCE, stage, ()
+    if backend == REFERENCE and stage == TF_FUNCTION_STAGE:
+        return next(iter(CONVERTERS)), TRACE_STAGE, tuple(CONVERTERS)
+    return backend, stage, ()
+
+
 def _stage_record(result: dict[str, Any] | None, backend: str, stage: str | None) -> dict[str, Any]:
     """The failing stage of ``backend`` in an ``ExecutionResult.to_json()`` document (``{}`` if absent)."""
-    entry = ((result or {}).get("backends") or {}).get(backend) or {}
+    backend, stage, others = _recorded_as(backend, stage)
+    entries = (result or {}).get("backends") or {}
+    entry = next((entries[name] for name in (backend, *others) if name in entries), {})
     stages = [s for s in entry.get("stages", []) if isinstance(s, dict)]
     named = [s for s in stages if s.get("stage") == stage]
     failed = [s for s in stages if s.get("status") not in (None, "ok")]
@@ -220,15 +238,18 @@ def unsupported_feature(verdict: dict[str, Any], message: str | None = None) -> 
     return normalize_message(text, limit=80) or "unknown"
 
 
-# The parts of a provisional signature that survive into the root-cause key; the masked message does not
-# (two wordings of one failure, e.g. with and without a shape, are one bug once the models coincide).
-_ROOT_CAUSE_PARTS = ("kind", "library", "stage", "exception", "frames", "reference", "layer")
+# The parts of a provisional signature that survive into the root-cause key. The masked message does not
+# (two wordings of one failure, with and without a shape, are one bug once the models coincide), nor does
+# the stage (one native crash kills the eager run and the graph-mode trace alike).
+_ROOT_CAUSE_PARTS = ("kind", "library", "exception", "frames", "reference", "layer")
 
 
 def reduced_key(parts: dict[str, Any], reduced: ModelIR) -> str:
     """A bug's root-cause identity once its model is reduced: the failing library, its symptom (exception
-    type and library frames, or the misbehaving layer class) and the layer classes of the reduced model.
-    Two bugs with the same key are one bug found through different models."""
+    type and library frames, or the misbehaving layer class) and the class of the culprit, the reduced
+    model's output layer (reduction cuts a failure at the node that fails). Two bugs with the same key
+    are one bug found through different models."""
     key = {name: parts[name] for name in _ROOT_CAUSE_PARTS if name in parts}
-    key["classes"] = sorted({layer.class_name for layer in reduced.body})
+    layers = reduced.by_name()
+    key["culprit"] = sorted({layers[name].class_name for name in reduced.outputs if name in layers})
     return digest(key)

@@ -45,14 +45,14 @@ def crashing_model() -> ModelIR:
 
 
 def record_campaign(directory: Path, artifacts: Path, executor: Any, models: list[ModelIR],
-                    name: str = "triage-test") -> CampaignStore:
+                    name: str = "triage-test", backends: list[str] = BACKENDS) -> CampaignStore:
     """Run ``models`` through the real executor and oracle and store them as a campaign would."""
     from memo.artifact import prepare_artifact
     from memo.oracle import judge
 
     store = CampaignStore(directory, create=True)
     store.set_meta("campaign_name", name)
-    store.set_meta("config", {"seed": SEED, "backends": BACKENDS, "timeout_s": 60.0, "search": "mh"})
+    store.set_meta("config", {"seed": SEED, "backends": backends, "timeout_s": 60.0, "search": "mh"})
     store.set_meta("started", 0.0)
     for iteration, ir in enumerate(models):
         mutant_id = store.add_mutant(MutantRecord(iteration, ir.name, "NLA", "seed", ir.name, {}, ir.dumps(), True,

@@ -82,7 +82,7 @@ def _crash(message: str) -> tuple[dict[str, Any], dict[str, Any]]:
 
 
 def _execute(store: CampaignStore, budget: DiskBudget, root: Path, message: str) -> tuple[int, bool]:
-    """What the runner does for one executed mutant with one onnxruntime crash."""
+    """What the pipeline does for one executed mutant with one onnxruntime crash."""
     iteration = store.count_mutants(seeds=True)
     mutant_id = store.add_mutant(MutantRecord(iteration, "s", "NLA", "seed:s", "s", {}, "{}", True, diverse=True))
     folder = _artifact(root, mutant_id)

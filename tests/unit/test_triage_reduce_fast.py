@@ -82,6 +82,7 @@ def test_bugs_whose_reduced_forms_coincide_merge_into_the_earliest(tmp_path: Pat
     parts_b = {**parts_a, "message": "other wording"}
     assert reduced_key(parts_a, reduced) == reduced_key(parts_b, reduced)
     assert reduced_key(parts_a, reduced) != reduced_key(parts_a, model("ReLU"))
+    assert reduced_key(parts_a, reduced) == reduced_key({**parts_a, "stage": "tf-function"}, model("Dense", "Softmax"))
     with make_campaign(tmp_path / "c") as store:
         add_finding(store, 7, model("Dense", "Softmax"), crash_result("boom one"),
                     [("crash", "onnxruntime", "execute", "RuntimeError: boom one")])

@@ -1,0 +1,174 @@
+"""The campaign: start, generate and execute until the budget is spent or a stop is requested, finish.
+
+The generation loop (:mod:`memo.campaign.loop`) advances one step at a time; the pipelines
+(:mod:`memo.campaign.pipeline`) execute, judge and record its mutants beside it; between steps the
+campaign does its periodic work (:mod:`memo.campaign.schedule`). A full disk, or the ``--max-disk``
+budget with nothing left to delete, stops the campaign like Ctrl-C does.
+
+:mod:`memo.report` is imported where it is used: it imports :mod:`memo.campaign.config`, and so this
+package, which would otherwise import it back half-initialized.
+"""
+from __future__ import annotations
+
+import shutil
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any, Callable, TypeVar
+
+from memo.campaign.config import MUTANTS_DIR, REPORTS_DIR, CampaignConfig
+from memo.campaign.disk import DISK_STOPS, REWALK_EVERY_S, STOP_DISK_FULL, DiskBudget, is_disk_full
+from memo.campaign.loop import GenerationLoop
+from memo.campaign.pipeline import Pipeline
+from memo.campaign.progress import Reporter
+from memo.campaign.schedule import HISTORY_EVERY_S, PROGRESS_EVERY_S, STOP_TRIAGE_WAIT_S, Every, TriageSchedule
+from memo.campaign.stop import BUDGET_SPENT, StopFlag
+from memo.errors import MemoError
+from memo.store import CampaignStore
+
+T = TypeVar("T")
+
+
+class Campaign:
+    """A campaign bound to its store; :meth:`run` fuzzes until the budget or a signal stops it."""
+
+    def __init__(self, directory: Path, config: CampaignConfig, reporter: Reporter, *, resume: bool = False) -> None:
+        self.directory = Path(directory)
+        self.config = config
+        self.reporter = reporter
+        fresh = not resume and not self.directory.exists()
+        self.store = CampaignStore(self.directory, create=not resume)
+        self.artifacts_root = (MUTANTS_DIR / config.name).resolve()  # workers run in other directories
+        self.stop = StopFlag()
+        self.loop = GenerationLoop(config, self.store)
+        self.triage = TriageSchedule(self.directory, self.store, config, reporter, self.stop)
+        try:
+            if resume:
+                self.loop.restore()
+            else:
+                self.loop.initialize()
+            self.disk = DiskBudget(self.store, self.artifacts_root, limit=config.max_disk_bytes,
+                                   per_signature=config.keep_per_signature)
+            self.disk.load()
+        except BaseException:
+            self.store.close()
+            if fresh:  # a campaign that could not start leaves nothing behind
+                shutil.rmtree(self.directory, ignore_errors=True)
+            raise
+
+    def run(self) -> dict[str, Any]:
+        """Fuzz, then finish: the summary (also given to the reporter's ``end``), with the report's path.
+        A stopped campaign leaves its in-flight mutants to be executed again on ``--resume``."""
+        self.loop.start_clock()
+        self.stop.install()
+        pipeline = Pipeline(self.config, self.store, self.disk, self.stop, self.reporter, self.loop.counters,
+                            self.loop.findings, self.artifacts_root)
+        stopped_because = BUDGET_SPENT
+        try:
+            pipeline.start()
+            self._start(pipeline)
+            stopped_because = self._fuzz(pipeline)
+            if not self.stop:
+                pipeline.drain()
+                self.triage.stop(timeout_s=None)
+                self.triage.final_pass(pipeline.executor)
+        except KeyboardInterrupt:
+            stopped_because = "interrupted"
+        except (OSError, sqlite3.Error) as exc:
+            if not is_disk_full(exc):
+                raise
+            stopped_because = STOP_DISK_FULL  # the failed transaction rolled back: the store stays consistent
+        finally:
+            pipeline.cancel()
+            self.triage.stop(timeout_s=STOP_TRIAGE_WAIT_S)
+            pipeline.close()
+            self.stop.restore()
+        return self._end(stopped_because)
+
+    def _start(self, pipeline: Pipeline) -> None:
+        executor = pipeline.executor
+        if executor is not None:
+            self.store.set_meta("versions", executor.versions())
+        else:
+            self.loop.pending_seed_runs = []
+        self.store.set_meta("artifacts_root", str(self.artifacts_root))
+        self.reporter.start({"name": self.config.name, "seeds": list(self.loop.seed_pool), "seed": self.config.seed,
+                             "backends": executor.backend_names if executor is not None else [],
+                             "search": self.config.search, "directory": str(self.directory)})
+        pipeline.resubmit_unexecuted()
+
+    def _fuzz(self, pipeline: Pipeline) -> str:
+        """Step until the budget is spent (:data:`BUDGET_SPENT`) or a stop is requested (its reason)."""
+        progress, history = Every(PROGRESS_EVERY_S), Every(HISTORY_EVERY_S)
+        rewalk = Every(REWALK_EVERY_S, last=time.monotonic())
+        while True:
+            if self.stop:
+                return self.stop.reason or "stopped"
+            if self.config.budget.exhausted(self.loop.elapsed(), self.loop.counters["generated"]):
+                return BUDGET_SPENT
+            pipeline.collect(limit=2 * max(1, self.config.jobs))
+            self.loop.advance(pipeline.submit)
+            now = time.monotonic()
+            if progress.due(now):
+                self.reporter.progress(self.snapshot())
+            if history.due(now):
+                self._history_point()
+            if rewalk.due(now):
+                self.disk.rewalk()
+                pipeline.enforce_disk()
+            self.triage.keep_up(sum(self.loop.findings.values()), pipeline.executor)
+
+    def _end(self, stopped_because: str) -> dict[str, Any]:
+        self._quietly_on_full_disk(self._history_point)
+        summary = self.snapshot()
+        summary.update({"name": self.config.name, "stopped_because": stopped_because,
+                        "directory": str(self.directory)})
+        summary["report"] = self._write_report()
+        if self.stop.reason in DISK_STOPS and stopped_because == BUDGET_SPENT:  # the last writes found it full
+            summary["stopped_because"] = self.stop.reason
+        self.reporter.end(summary)
+        self.store.close()
+        return summary
+
+    # ------------------------------------------------------------------ figures
+    def snapshot(self) -> dict[str, Any]:
+        """The figures of a progress line."""
+        loop = self.loop
+        elapsed = loop.elapsed()
+        active = max(1e-9, time.monotonic() - loop.started)
+        return {"elapsed_s": round(elapsed, 1), "remaining_s": self.config.budget.remaining(elapsed),
+                **loop.counters, "iteration": loop.iteration,
+                "generated_per_s": loop.counters["generated"] / max(1e-9, elapsed),
+                "executed_per_s": loop.counters["executed"] / active,
+                "coverage": loop.tracker.counts(), "findings": dict(loop.findings), "disk": self.disk.figures(),
+                "triage": self.triage.figures()}
+
+    def _history_point(self) -> None:
+        loop = self.loop
+        self.store.add_coverage_point(loop.elapsed(), loop.iteration, loop.counters["generated"],
+                                      loop.counters["executed"], loop.tracker.counts())
+
+    # ------------------------------------------------------------------ last writes
+    def _quietly_on_full_disk(self, write: Callable[[], T]) -> T | None:
+        """Run a last write (history point, report) that a full disk may refuse; nothing depends on it."""
+        try:
+            return write()
+        except (OSError, sqlite3.Error) as exc:
+            if not is_disk_full(exc):
+                raise
+            self.stop.disk_full()
+            return None
+
+    def _write_report(self) -> str | None:
+        """Write the HTML report; a failure here never loses the campaign's data."""
+        from memo.report import write_report  # noqa: PLC0415  (see the module's docstring)
+
+        try:
+            REPORTS_DIR.mkdir(parents=True, exist_ok=True)
+            return str(write_report(self.directory, REPORTS_DIR / f"{self.config.name}.html"))
+        except Exception as exc:  # the data is stored; `memo report NAME` writes the report later
+            if is_disk_full(exc):
+                self.stop.disk_full()
+            message = str(exc) if isinstance(exc, MemoError) else f"{type(exc).__name__}: {exc}"
+            self.reporter.finding({"mutant_id": "-", "kind": "report-error", "backend": "memo", "message": message})
+            return None

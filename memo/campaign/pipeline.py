@@ -1,0 +1,181 @@
+"""Execution: execute -> judge -> record, for the mutants the generation loop hands over.
+
+``--jobs`` pipelines (threads) each take the next submitted mutant, write its artifact and run it on a
+set of warm workers borrowed from a queue; every :data:`PIPELINES_PER_WORKER_SET` pipelines share one
+set. Finished executions are judged and stored in whatever order they finish. An executed artifact stays
+on disk only while triage may need it (:class:`memo.campaign.disk.DiskBudget`); a full disk, or the
+``--max-disk`` budget with nothing left to delete, requests a clean stop, and what was not stored runs
+again on ``--resume`` (:meth:`Pipeline.resubmit_unexecuted`).
+"""
+from __future__ import annotations
+
+import queue
+import shutil
+import time
+import traceback
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from pathlib import Path
+
+from memo.artifact import prepare_artifact
+from memo.backends.executor import DifferentialExecutor, Executor
+from memo.backends.result import ExecutionResult
+from memo.campaign.config import PIPELINES_PER_WORKER_SET, CampaignConfig, worker_replicas
+from memo.campaign.disk import STOP_DISK_BUDGET, DiskBudget, is_disk_full, mentions_disk_full
+from memo.campaign.progress import Reporter
+from memo.campaign.stop import StopFlag
+from memo.kinds import NON_FINDINGS
+from memo.model.ir import ModelIR
+from memo.mutation.nan import has_injection
+from memo.oracle import judge
+from memo.store import CampaignStore, VerdictRecord
+
+
+@dataclass
+class Execution:
+    """A submitted mutant: where its artifact goes, and its (result, seconds) once a pipeline ran it."""
+
+    mutant_id: int
+    ident: str
+    artifact_dir: Path
+    future: Future[tuple[ExecutionResult, float]]
+    special_values: bool = False  # the model injects NaN/Inf on purpose (the NaN operator)
+
+
+class Pipeline:
+    """The execution pipelines of one campaign run. ``counters`` and ``findings`` are the generation loop's
+    (updated in place, so that they are saved with the next mutant)."""
+
+    def __init__(self, config: CampaignConfig, store: CampaignStore, disk: DiskBudget, stop: StopFlag,
+                 reporter: Reporter, counters: dict[str, int], findings: dict[str, int],
+                 artifacts_root: Path) -> None:
+        self.config = config
+        self.store = store
+        self.disk = disk
+        self.stop = stop
+        self.reporter = reporter
+        self.counters = counters
+        self.findings = findings
+        self.artifacts_root = artifacts_root
+        self.threads = ThreadPoolExecutor(max_workers=max(1, config.jobs), thread_name_prefix="memo-exec")
+        self.worker_sets: queue.Queue[Executor] = queue.Queue()  # one entry per pipeline that may borrow it
+        self.executors: list[Executor] = []
+        self.in_flight: list[Execution] = []
+
+    # ------------------------------------------------------------------ workers
+    def start(self) -> None:
+        """Start the worker sets (none with ``--no-execute``); a set serves several pipelines."""
+        jobs = max(1, self.config.jobs) if self.config.execute else 0
+        for _ in range(-(-jobs // PIPELINES_PER_WORKER_SET)):
+            self.executors.append(self._worker_set())
+        for job in range(jobs):
+            self.worker_sets.put(self.executors[job // PIPELINES_PER_WORKER_SET])
+
+    def _worker_set(self) -> Executor:
+        return DifferentialExecutor(backends=self.config.backends, plugins=[Path(p) for p in self.config.plugins],
+                                    timeout_s=self.config.timeout_s, replicas=worker_replicas(self.config.jobs))
+
+    @property
+    def executor(self) -> Executor | None:
+        """The first worker set, which triage borrows; None when nothing executes."""
+        return self.executors[0] if self.executors else None
+
+    def cancel(self) -> None:
+        """Run nothing more: executions not started are dropped (they run again on ``--resume``)."""
+        self.threads.shutdown(wait=False, cancel_futures=True)
+
+    def close(self) -> None:
+        """Stop every worker set (after :meth:`cancel` and after triage stopped borrowing them)."""
+        for executor in self.executors:
+            try:
+                executor.close()
+            except Exception:  # closing workers after a crash may fail; nothing to save there
+                pass
+
+    # ------------------------------------------------------------------ submit, collect
+    def submit(self, mutant_id: int, ident: str, ir: ModelIR) -> None:
+        """Queue a stored mutant for execution on the next free pipeline."""
+        directory = self.artifacts_root / str(mutant_id)
+        seed = self.config.seed
+        worker_sets = self.worker_sets
+
+        def work() -> tuple[ExecutionResult, float]:
+            executor = worker_sets.get()
+            began = time.perf_counter()
+            try:
+                artifact = prepare_artifact(ir, directory, seed=seed)
+                return executor.run(artifact), time.perf_counter() - began
+            finally:
+                worker_sets.put(executor)
+
+        self.in_flight.append(Execution(mutant_id, ident, directory, self.threads.submit(work), has_injection(ir)))
+
+    def resubmit_unexecuted(self) -> None:
+        """After a crash or kill of memo itself, run the stored mutants whose execution never finished."""
+        if not self.config.execute:
+            return
+        for mutant in self.store.unexecuted_mutants(self.config.execute_all):
+            ident = f"m{mutant.iteration}" if mutant.operator != "seed" else f"seed-{mutant.iteration}"
+            self.submit(mutant.id, ident, ModelIR.loads(mutant.ir_json))
+
+    def collect(self, limit: int | None = None) -> None:
+        """Store every finished execution, in whatever order they finished (one slow model must not hold up
+        the others' pipelines); with ``limit``, wait until fewer than ``limit`` remain (checking for a stop)."""
+        while True:
+            for execution in [e for e in self.in_flight if e.future.done()]:
+                self.in_flight.remove(execution)
+                self._store_execution(execution)
+            if limit is None or len(self.in_flight) < limit or self.stop:
+                return
+            wait([e.future for e in self.in_flight], timeout=0.25, return_when=FIRST_COMPLETED)
+
+    def drain(self) -> None:
+        """Wait for every execution in flight and store it, in submission order."""
+        while self.in_flight:
+            self._store_execution(self.in_flight.pop(0))
+
+    # ------------------------------------------------------------------ judge, record
+    def _store_execution(self, execution: Execution) -> None:
+        try:
+            result, seconds = execution.future.result()
+        except Exception as exc:  # preparing the artifact failed: a defect of memo, recorded, not fatal
+            if is_disk_full(exc):  # not a defect: left unexecuted, so that --resume runs it again
+                self.stop.disk_full()
+                return
+            self.counters["internal_errors"] += 1
+            with self.store.transaction():
+                self.store.add_execution(execution.mutant_id, {"error": f"{type(exc).__name__}: {exc}",
+                                                               "traceback": traceback.format_exc()}, 0.0, None)
+            return
+        result_json = result.to_json()
+        if mentions_disk_full(result_json):  # a worker could not write its outputs: no finding, run it again
+            self.stop.disk_full()
+            return
+        verdicts = judge(result, special_values=execution.special_values)
+        findings = [v for v in verdicts if v.kind not in NON_FINDINGS]
+        try:
+            keep = self.disk.admit(execution.mutant_id, execution.artifact_dir, [v.to_json() for v in findings],
+                                   result_json)
+        except Exception:  # a defect in choosing what to keep must not end the campaign: keep it all
+            self.counters["internal_errors"] += 1
+            keep = True
+        with self.store.transaction():
+            self.store.add_execution(execution.mutant_id, result_json, seconds,
+                                     str(execution.artifact_dir) if keep else None)
+            for verdict in verdicts:
+                self.store.add_verdict(VerdictRecord(execution.mutant_id, verdict.kind, verdict.backend, verdict.stage,
+                                                     verdict.message, dict(verdict.metrics)))
+        self.counters["executed"] += 1
+        for verdict in findings:
+            label = f"{verdict.kind}:{verdict.backend}"
+            self.findings[label] = self.findings.get(label, 0) + 1
+            self.reporter.finding({"mutant_id": execution.mutant_id, "kind": verdict.kind, "backend": verdict.backend,
+                                   "stage": verdict.stage, "message": verdict.message})
+        if not keep:
+            shutil.rmtree(execution.artifact_dir, ignore_errors=True)
+        self.enforce_disk()
+
+    def enforce_disk(self) -> None:
+        """Over the --max-disk budget, delete what can be regenerated; with nothing left, stop cleanly."""
+        if not self.disk.enforce():
+            self.stop.request(STOP_DISK_BUDGET)

@@ -1,0 +1,103 @@
+"""The execution pipelines on a stand-in executor: results stored as they finish (out of order), findings
+counted in the campaign state's counters, and what was stored but never executed run again on resume."""
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Collection, Iterator
+
+import pytest
+
+from memo.artifact import Artifact
+from memo.backends.executor import Executor
+from memo.backends.result import ExecutionResult
+from memo.campaign.config import CampaignConfig
+from memo.campaign.disk import DiskBudget
+from memo.campaign.pipeline import Pipeline
+from memo.campaign.progress import Reporter
+from memo.campaign.stop import StopFlag
+from memo.store import CampaignStore, MutantRecord
+from tests.unit.triage_store import crash_result, model
+
+
+class StandIn:
+    """An :class:`Executor` whose every run is an onnxruntime crash, held until the test releases it."""
+
+    def __init__(self) -> None:
+        self.release: dict[str, threading.Event] = {}
+        self.closed = False
+
+    @property
+    def backend_names(self) -> list[str]:
+        return ["keras-tensorflow", "onnxruntime"]
+
+    def run(self, artifact: Artifact, backends: Collection[str] | None = None) -> ExecutionResult:
+        self.release.setdefault(artifact.directory.name, threading.Event()).wait(30)
+        return ExecutionResult.from_json(crash_result(f"boom in {artifact.directory.name}"))
+
+    def versions(self) -> dict[str, dict[str, str]]:
+        return {}
+
+    def close(self) -> None:
+        self.closed = True
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[CampaignStore]:
+    store = CampaignStore(tmp_path / "campaigns" / "p", create=True)
+    yield store
+    store.close()
+
+
+def _pipeline(store: CampaignStore, root: Path, executor: Executor, jobs: int) -> tuple[Pipeline, dict[str, int]]:
+    config = CampaignConfig(name="p", jobs=jobs)
+    disk = DiskBudget(store, root, limit=0, per_signature=config.keep_per_signature)
+    counters = {"executed": 0, "internal_errors": 0}
+    pipeline = Pipeline(config, store, disk, StopFlag(), Reporter(), counters, {}, root)
+    pipeline.executors.append(executor)
+    for _ in range(jobs):
+        pipeline.worker_sets.put(executor)
+    return pipeline, counters
+
+
+def _stored(store: CampaignStore, iteration: int) -> int:
+    return store.add_mutant(MutantRecord(iteration, "s", "NLA", "seed:s", "s", {}, model("Dense").dumps(), True,
+                                         diverse=True))
+
+
+def test_executions_are_stored_as_they_finish_and_counted(store: CampaignStore, tmp_path: Path) -> None:
+    executor = StandIn()
+    pipeline, counters = _pipeline(store, tmp_path / "mutants" / "p", executor, jobs=2)
+    try:
+        first, second = _stored(store, 0), _stored(store, 1)
+        for mutant_id in (first, second):
+            pipeline.submit(mutant_id, f"m{mutant_id}", model("Dense"))
+        executor.release.setdefault(str(second), threading.Event()).set()
+        pipeline.in_flight[1].future.result(timeout=60)
+        pipeline.collect()
+        assert [row.mutant_id for row in store.executions()] == [second], "the slow first one holds up nothing"
+        executor.release.setdefault(str(first), threading.Event()).set()
+        pipeline.drain()
+    finally:
+        pipeline.cancel()
+        pipeline.close()
+    assert executor.closed and not pipeline.in_flight
+    assert sorted(row.mutant_id for row in store.executions()) == [first, second]
+    assert counters == {"executed": 2, "internal_errors": 0}
+    assert pipeline.findings == {"crash:onnxruntime": 2}
+
+
+def test_resume_resubmits_what_was_stored_but_never_executed(store: CampaignStore, tmp_path: Path) -> None:
+    executor = StandIn()
+    pipeline, _ = _pipeline(store, tmp_path / "mutants" / "p", executor, jobs=1)
+    try:
+        pending = [_stored(store, iteration) for iteration in range(3)]
+        for mutant_id in pending:
+            executor.release.setdefault(str(mutant_id), threading.Event()).set()
+        pipeline.resubmit_unexecuted()
+        assert [(e.mutant_id, e.ident) for e in pipeline.in_flight] == list(zip(pending, ["m0", "m1", "m2"]))
+        pipeline.drain()
+    finally:
+        pipeline.cancel()
+        pipeline.close()
+    assert store.unexecuted_mutants(execute_all=False) == []
