@@ -25,7 +25,7 @@ import psutil
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from memo.campaign.disk import format_size, tree_bytes  # noqa: E402
+from memo.diskspace import format_size, tree_bytes  # noqa: E402
 
 
 def process_role(proc: psutil.Process) -> str:

@@ -2,6 +2,9 @@
 
 Keras fixes its backend at import, so each is its own worker process. All of them load the very same
 ``.keras`` file (written once by the orchestrator), so they run identical weights.
+
+Keras (and JAX) are imported inside the functions below, which run in the worker only: the orchestrator
+imports this module to read the specs and must never import a library under test.
 """
 from __future__ import annotations
 
@@ -10,6 +13,8 @@ import os
 from pathlib import Path
 from typing import Any, Iterator
 
+import numpy as np
+
 from memo.backends.spec import BackendSpec, ReproRecipe, UnsupportedPhrase
 from memo.backends.versions import distribution_versions
 
@@ -17,7 +22,7 @@ UNSAFE_VARIABLE = "MEMO_KERAS_UNSAFE"
 
 
 def _load(path: Path) -> Any:
-    import keras  # noqa: PLC0415  (imported in the worker only)
+    import keras
 
     # safe_mode: never deserialize Python code from the artifact, unless the user allowed it (memo run
     # --unsafe sets MEMO_KERAS_UNSAFE=1 for the workers).
@@ -33,8 +38,7 @@ def _zero_initializers() -> Iterator[None]:
     On JAX every initializer call compiles an XLA program per new shape (orthogonal and glorot initializers
     of a 10-layer LSTM took 10 s to load); mutants keep bringing new shapes, so this cost would recur.
     """
-    import numpy as np  # noqa: PLC0415
-    from keras.src import backend  # noqa: PLC0415
+    from keras.src import backend
 
     variable_class = backend.Variable
     original = variable_class.__dict__.get("_initialize_with_initializer")
@@ -53,7 +57,7 @@ def _zero_initializers() -> Iterator[None]:
 
 
 def _run(model: Any, inputs: dict[str, Any]) -> list[Any]:
-    import keras  # noqa: PLC0415
+    import keras
 
     arrays = [inputs[name] for name in inputs]
     call = _COMPILED_CALLS.get(keras.backend.backend())
@@ -69,7 +73,7 @@ def _jax_call(model: Any, arrays: list[Any]) -> Any:
     Eager JAX compiles every primitive for every new shape; one program per model is both what users
     run and about 35 % cheaper on memo's mutants (median 0.30 s against 0.45 s per model, 60 mutants).
     """
-    import jax  # noqa: PLC0415
+    import jax
 
     def forward(trainable: Any, non_trainable: Any, xs: Any) -> Any:
         return model.stateless_call(trainable, non_trainable, xs, training=False)[0]
@@ -85,8 +89,6 @@ _COMPILED_CALLS = {"jax": _jax_call}
 def _warm_up(keras: Any) -> None:
     """Run a tiny model once, so the backend's one-time initialization (JAX/XLA's takes seconds) happens at
     worker start, under the start-up timeout, and not inside the first model's per-model timeout."""
-    import numpy as np  # noqa: PLC0415
-
     model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])
     keras.ops.convert_to_numpy(model(np.zeros((1, 4), dtype="float32"), training=False))
 
@@ -107,7 +109,7 @@ def keras_spec(keras_backend: str, libraries: tuple[str, ...]) -> BackendSpec:
     distributions = ("keras", *libraries)
 
     def setup() -> dict[str, str]:
-        import keras  # noqa: PLC0415
+        import keras
 
         if keras.backend.backend() != keras_backend:
             raise RuntimeError(f"Keras started on {keras.backend.backend()!r}, expected {keras_backend!r}")

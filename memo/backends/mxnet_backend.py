@@ -2,7 +2,9 @@
 
 Consumes the opset-11, static-shape conversion (every initializer also listed as a graph input):
 MXNet's importer needs both (opset 13+ gives Squeeze/Unsqueeze axes as inputs, which it rejects).
-Imports only stdlib, numpy, onnx and mxnet.
+Imports only stdlib, numpy, onnx and mxnet; onnx and mxnet inside the functions below, which run in
+the worker only: the orchestrator imports this module to read the spec and must never import a library
+under test (nor could it: MXNet lives in its own virtual environment).
 """
 from __future__ import annotations
 
@@ -19,14 +21,14 @@ MXNET_PYTHON = os.environ.get("MEMO_MXNET_PYTHON",
 
 
 def _setup() -> dict[str, str]:
-    import mxnet  # noqa: F401, PLC0415
+    import mxnet  # noqa: F401
 
     return distribution_versions(DISTRIBUTIONS)
 
 
 def _convert(path: Path) -> tuple[Any, Any, Any, list[str]]:
-    import onnx  # noqa: PLC0415
-    from mxnet.contrib import onnx as onnx_mxnet  # noqa: PLC0415
+    import onnx
+    from mxnet.contrib import onnx as onnx_mxnet
 
     graph = onnx.load(str(path)).graph
     initializers = {init.name for init in graph.initializer}
@@ -45,7 +47,7 @@ class _Bound:
         self.shapes: list[tuple[int, ...]] = []
 
     def forward(self, arrays: list[Any]) -> list[Any]:
-        import mxnet as mx  # noqa: PLC0415
+        import mxnet as mx
 
         shapes = [tuple(array.shape) for array in arrays]
         if self.module is None or shapes != self.shapes:

@@ -1,4 +1,8 @@
-"""onnx2pytorch: converts the ONNX model into a ``torch.nn.Module``, run by PyTorch."""
+"""onnx2pytorch: converts the ONNX model into a ``torch.nn.Module``, run by PyTorch.
+
+onnx and onnx2pytorch are imported inside the functions below, which run in the worker only: the
+orchestrator imports this module to read the spec and must never import a library under test.
+"""
 from __future__ import annotations
 
 from pathlib import Path
@@ -12,15 +16,15 @@ DISTRIBUTIONS = ("onnx2pytorch", "torch", "onnx")
 
 
 def _setup() -> dict[str, str]:
-    import onnx2pytorch  # noqa: F401, PLC0415
+    import onnx2pytorch  # noqa: F401
 
     setup_torch()
     return distribution_versions(DISTRIBUTIONS)
 
 
 def _convert(path: Path) -> Any:
-    import onnx  # noqa: PLC0415
-    import onnx2pytorch  # noqa: PLC0415
+    import onnx
+    import onnx2pytorch
 
     # experimental=True: without it onnx2pytorch refuses batch sizes other than 1.
     return onnx2pytorch.ConvertModel(onnx.load(str(path)), experimental=True)

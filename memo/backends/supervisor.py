@@ -13,6 +13,7 @@ import os
 import selectors
 import signal
 import subprocess
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -255,8 +256,6 @@ class WorkerProcess:
 
 
 def _current_python() -> str:
-    import sys  # noqa: PLC0415
-
     return sys.executable
 
 

@@ -17,6 +17,9 @@ and leaves the TensorFlow node in the output graph. memo reads those logs:
 * "Failed to convert node ..." (logged with the exception a handler raised) and "rewriter ...:
   exception ..." are tf2onnx crashing: status "error" with the exception's type, unless the exception is
   a deliberate refusal (NotImplementedError, or a phrase in ``UNSUPPORTED``).
+
+TensorFlow, tf2onnx and onnx are imported inside the functions that use them, which run in the worker
+only: the orchestrator imports this module to read the specs and must never import a library under test.
 """
 from __future__ import annotations
 
@@ -26,6 +29,8 @@ import traceback
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from memo.backends.keras_common import _load as load_keras_model
 from memo.backends.keras_common import keras_spec
@@ -40,7 +45,7 @@ _KERAS_TF = keras_spec("tensorflow", ("tensorflow-cpu",))
 
 
 def _setup() -> dict[str, str]:
-    import tf2onnx  # noqa: F401, PLC0415
+    import tf2onnx  # noqa: F401
 
     _KERAS_TF.setup()  # type: ignore[misc]
     return distribution_versions(DISTRIBUTIONS)
@@ -108,7 +113,7 @@ def logged_problems(records: list[logging.LogRecord]) -> tuple[list[ConversionPr
 def unconverted_nodes(model: Any, skip: set[str] | frozenset[str] = frozenset()) -> list[str]:
     """Nodes whose op is not an ONNX op of the model's opsets: what tf2onnx left unconverted (``skip``:
     node names already reported from the log). Each message names the op type (the feature)."""
-    import onnx  # noqa: PLC0415
+    import onnx
 
     opsets = {entry.domain: entry.version for entry in model.opset_import}
     problems = []
@@ -134,10 +139,9 @@ class FrozenModel:
 
 def _freeze(path: Path) -> FrozenModel:
     """Load the ``.keras`` model on TensorFlow and freeze it with a dynamic batch dimension."""
-    import numpy as np  # noqa: PLC0415
-    import tensorflow as tf  # noqa: PLC0415
-    from tf2onnx import tf_loader  # noqa: PLC0415
-    from tf2onnx.convert import tensor_names_from_structed  # noqa: PLC0415
+    import tensorflow as tf
+    from tf2onnx import tf_loader
+    from tf2onnx.convert import tensor_names_from_structed
 
     try:  # Keras on TensorFlow in graph mode: TensorFlow's stage, not tf2onnx's
         model = load_keras_model(path)  # what keras-tensorflow's worker loads (_KERAS_TF.load)
@@ -162,9 +166,9 @@ def _export(frozen: FrozenModel, inputs: dict[str, Any], out_path: Path, *, opse
             initializers_as_inputs: bool) -> list[ConversionProblem | str]:
     """What ``tf2onnx.convert.from_function`` does after freezing (its ``_convert_common``), so that the
     trace and freeze are shared by both conversions. ``static`` fixes every input shape to the arrays'."""
-    import onnx  # noqa: PLC0415
-    import tensorflow as tf  # noqa: PLC0415
-    from tf2onnx.convert import _convert_common  # noqa: PLC0415
+    import onnx
+    import tensorflow as tf
+    from tf2onnx.convert import _convert_common
 
     shapes = {name: list(array.shape) for name, array in zip(frozen.input_names, inputs.values())} if static else None
     errors = _ErrorLog()

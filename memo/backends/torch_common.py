@@ -1,11 +1,15 @@
-"""Running a converted ``torch.nn.Module`` (onnx2torch, onnx2pytorch) on numpy inputs."""
+"""Running a converted ``torch.nn.Module`` (onnx2torch, onnx2pytorch) on numpy inputs.
+
+torch is imported inside the functions below, which run in the worker only: the orchestrator imports
+this module to read the specs and must never import a library under test.
+"""
 from __future__ import annotations
 
 from typing import Any
 
 
 def setup_torch() -> None:
-    import torch  # noqa: PLC0415
+    import torch
 
     torch.set_num_threads(1)
 
@@ -16,7 +20,7 @@ def eval_module(module: Any) -> Any:
 
 def run_module(module: Any, inputs: dict[str, Any]) -> list[Any]:
     """Call ``module`` positionally in model-input order; return its outputs as numpy arrays."""
-    import torch  # noqa: PLC0415
+    import torch
 
     with torch.no_grad():
         outputs = module(*(torch.from_numpy(array) for array in inputs.values()))

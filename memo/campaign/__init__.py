@@ -1,5 +1,6 @@
-"""The fuzzing campaign: configuration, the generation loop, the execution pipelines, live progress."""
-from memo.campaign.campaign import Campaign
-from memo.campaign.config import Budget, CampaignConfig, campaign_dir, default_name
+"""The fuzzing campaign: configuration (:mod:`~memo.campaign.config`), the generation loop
+(:mod:`~memo.campaign.loop`), the execution pipelines (:mod:`~memo.campaign.pipeline`), the campaign
+itself (:mod:`~memo.campaign.campaign`), its disk use and live progress.
 
-__all__ = ["Budget", "Campaign", "CampaignConfig", "campaign_dir", "default_name"]
+Nothing is imported here, so that importing one light module (the configuration) costs only that module.
+"""

@@ -4,9 +4,6 @@ The generation loop (:mod:`memo.campaign.loop`) advances one step at a time; the
 (:mod:`memo.campaign.pipeline`) execute, judge and record its mutants beside it; between steps the
 campaign does its periodic work (:mod:`memo.campaign.schedule`). A full disk, or the ``--max-disk``
 budget with nothing left to delete, stops the campaign like Ctrl-C does.
-
-:mod:`memo.report` is imported where it is used: it imports :mod:`memo.campaign.config`, and so this
-package, which would otherwise import it back half-initialized.
 """
 from __future__ import annotations
 
@@ -16,14 +13,16 @@ import time
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
-from memo.campaign.config import MUTANTS_DIR, REPORTS_DIR, CampaignConfig
-from memo.campaign.disk import DISK_STOPS, REWALK_EVERY_S, STOP_DISK_FULL, DiskBudget, is_disk_full
+from memo.campaign.config import MUTANTS_DIR, CampaignConfig
+from memo.campaign.disk import DISK_STOPS, REWALK_EVERY_S, STOP_DISK_FULL, DiskBudget
 from memo.campaign.loop import GenerationLoop
 from memo.campaign.pipeline import Pipeline
 from memo.campaign.progress import Reporter
 from memo.campaign.schedule import HISTORY_EVERY_S, PROGRESS_EVERY_S, STOP_TRIAGE_WAIT_S, Every, TriageSchedule
 from memo.campaign.stop import BUDGET_SPENT, StopFlag
+from memo.diskspace import is_disk_full
 from memo.errors import MemoError
+from memo.report import REPORTS_DIR, write_report
 from memo.store import CampaignStore
 
 T = TypeVar("T")
@@ -161,8 +160,6 @@ class Campaign:
 
     def _write_report(self) -> str | None:
         """Write the HTML report; a failure here never loses the campaign's data."""
-        from memo.report import write_report  # noqa: PLC0415  (see the module's docstring)
-
         try:
             REPORTS_DIR.mkdir(parents=True, exist_ok=True)
             return str(write_report(self.directory, REPORTS_DIR / f"{self.config.name}.html"))

@@ -7,6 +7,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 from memo.defaults import DEFAULT_MAX_PARENT_LAYERS, DEFAULT_TIMEOUT_S
 from memo.errors import UsageError
 
@@ -28,7 +30,6 @@ DEFAULT_MAX_DISK = 2 * 2**30
 
 CAMPAIGNS_DIR = Path("campaigns")
 MUTANTS_DIR = Path("mutants")
-REPORTS_DIR = Path("reports")
 
 
 @dataclass
@@ -98,8 +99,6 @@ def campaign_dir(name_or_path: str) -> Path:
 
 
 def total_memory_gb() -> float:
-    import psutil  # noqa: PLC0415
-
     return psutil.virtual_memory().total / 2**30
 
 

@@ -6,22 +6,27 @@ keeps a full artifact only for the first :data:`KEEP_PER_SIGNATURE` occurrences 
 (what triage reads), slims those to the files their findings involve, and deletes the rest as soon as
 the execution is stored. :class:`DiskBudget` keeps a running byte count of what stays (re-walked now and
 then, since triage releases artifacts too) and, over the budget, deletes the least useful artifacts
-first; only when nothing is left to delete does the campaign stop (:data:`STOP_DISK_BUDGET`).
+first; only when nothing is left to delete does the campaign stop (:data:`STOP_DISK_BUDGET`). Sizes and
+the detection of a full disk, which the store, triage and the report need too, are :mod:`memo.diskspace`.
 """
 from __future__ import annotations
 
-import errno
+import json
 import os
-import re
 import shutil
-import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable
 
+from memo.artifact import slim_artifact
+from memo.backends import CONVERTERS, load_spec
 from memo.campaign.config import DEFAULT_MAX_DISK, KEEP_PER_SIGNATURE
-from memo.errors import UsageError
+from memo.diskspace import format_size, tree_bytes
 from memo.store import CampaignStore
+from memo.triage.bugdir import BUGS_DIR
+from memo.triage.probe import roles
+from memo.triage.session import WORK_DIR
+from memo.triage.signature import BUG_KINDS, reference_of, signature
 
 REWALK_EVERY_S = 60.0         # the running count misses what triage releases and in-flight artifacts
 STOP_DISK_FULL = "disk full"
@@ -29,58 +34,8 @@ STOP_DISK_BUDGET = "disk budget reached"
 DISK_STOPS = frozenset({STOP_DISK_FULL, STOP_DISK_BUDGET})
 EXIT_DISK = 3                 # distinct from 2 (usage errors) and 130 (interrupted)
 
-_UNITS = {"": 1, "B": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*([KMGT]?)(?:I?B)?\s*$", re.IGNORECASE)
-_FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
-_FULL_MARKERS = ("no space left on device", "disk quota exceeded", "database or disk is full",
-                 "[errno 28]", "[errno 122]")
-_SQLITE_FULL = 13
 
-
-# ---------------------------------------------------------------------------- sizes
-def parse_size(text: str) -> int:
-    """Bytes from ``2G``, ``500M``, ``1.5GB``, ``64k`` or a plain byte count (binary units: 1G = 2**30)."""
-    match = _SIZE.match(str(text))
-    if not match:
-        raise UsageError(f"--max-disk {text!r}: expected a size such as 2G, 500M or 0 (no budget)")
-    number, unit = match.groups()
-    return int(float(number) * _UNITS[unit.upper()])
-
-
-def format_size(size: float) -> str:
-    """``1.2 GB``, ``340 MB``, ``12 KB`` (binary units, like :func:`parse_size`)."""
-    for unit, scale in (("GB", 2**30), ("MB", 2**20), ("KB", 2**10)):
-        if abs(size) >= scale:
-            value = size / scale
-            return f"{value:.1f} {unit}" if value < 100 else f"{value:.0f} {unit}"
-    return f"{int(size)} B"
-
-
-def tree_bytes(path: Path) -> int:
-    """Bytes allocated on disk under ``path`` (like ``du``; 0 if it does not exist). Files vanishing
-    during the walk (triage and pipelines delete folders concurrently) are skipped."""
-    path = Path(path)
-    try:
-        if not path.is_dir():
-            return _allocated(path.stat()) if path.exists() else 0
-    except OSError:
-        return 0
-    total = 0
-    for root, _dirs, files in os.walk(path):
-        for name in files:
-            try:
-                total += _allocated(os.lstat(os.path.join(root, name)))
-            except OSError:
-                continue
-    return total
-
-
-def _allocated(stat: os.stat_result) -> int:
-    blocks = getattr(stat, "st_blocks", None)
-    return blocks * 512 if blocks is not None else stat.st_size
-
-
-# ---------------------------------------------------------------------------- free space and a full disk
+# ---------------------------------------------------------------------------- free space
 def existing_ancestor(path: Path) -> Path:
     """``path`` or its nearest existing parent (a campaign's folders may not exist yet)."""
     path = Path(path).resolve()
@@ -111,90 +66,18 @@ def space_warning(paths: Iterable[Path], budget: int) -> str | None:
             "disk budget")
 
 
-def is_disk_full(exc: BaseException | None) -> bool:
-    """Whether ``exc`` (or an exception it was raised from) means a full disk or an exhausted quota:
-    ENOSPC / EDQUOT, SQLite's SQLITE_FULL, or a library that re-raised one as text."""
-    seen: set[int] = set()
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        if isinstance(exc, OSError) and exc.errno in _FULL_ERRNOS:
-            return True
-        if isinstance(exc, sqlite3.Error) and getattr(exc, "sqlite_errorcode", None) == _SQLITE_FULL:
-            return True
-        if any(marker in str(exc).lower() for marker in _FULL_MARKERS):
-            return True
-        exc = exc.__cause__ or exc.__context__
-    return False
-
-
-def mentions_disk_full(document: Any) -> bool:
-    """Whether any text in a JSON-like document (an execution result) reports a full disk: a worker that
-    could not write its outputs or its ONNX file reports it as its own failure, which is no finding."""
-    return any(marker in text.lower() for text in _strings(document) for marker in _FULL_MARKERS)
-
-
-def _strings(document: Any) -> Iterator[str]:
-    if isinstance(document, str):
-        yield document
-    elif isinstance(document, dict):
-        for value in document.values():
-            yield from _strings(value)
-    elif isinstance(document, (list, tuple)):
-        for value in document:
-            yield from _strings(value)
-
-
 # ---------------------------------------------------------------------------- where a campaign's bytes are
-def artifact_roots(store: CampaignStore) -> list[Path]:
-    """The campaign's artifact folders (``mutants/NAME``): the one it recorded (older campaigns: guessed like
-    triage does) and those its stored artifacts lie in. A folder is only ever a root if it is named after
-    the campaign and does not contain the campaign."""
-    name = (store.get_meta("config", {}) or {}).get("name") or store.get_meta("campaign_name") or store.directory.name
-    recorded = store.get_meta("artifacts_root")
-    bases = (Path.cwd(), store.directory.resolve().parent.parent)
-    candidates = [recorded] if recorded else [str(base / "mutants" / name) for base in bases]
-    candidates += [str(Path(directory).parent) for directory in store.stored_artifact_dirs(limit=50)]
-    campaign = store.directory.resolve()
-    roots: list[Path] = []
-    for candidate in candidates:
-        if not candidate:
-            continue
-        root = Path(candidate).resolve()
-        if root.name == name and root.is_dir() and not campaign.is_relative_to(root) and root not in roots:
-            roots.append(root)
-    return roots
-
-
 def regenerable_paths(store: CampaignStore) -> list[Path]:
     """What ``memo clean`` deletes: the artifact folders and triage's scratch folder, never the database
     or the bug folders."""
-    from memo.triage import WORK_DIR  # noqa: PLC0415
-
     work = store.directory.resolve() / WORK_DIR
-    return artifact_roots(store) + ([work] if work.is_dir() else [])
-
-
-def disk_figures(store: CampaignStore) -> dict[str, Any]:
-    """Bytes of the artifacts, the campaign folder and its bug folders, for the report and ``memo clean``."""
-    from memo.triage.bugdir import BUGS_DIR  # noqa: PLC0415
-
-    artifacts = sum(tree_bytes(root) for root in artifact_roots(store))
-    campaign = tree_bytes(store.directory)
-    executed = store.count_executions()
-    config = store.get_meta("config", {}) or {}
-    return {"artifacts_bytes": artifacts, "campaign_bytes": campaign,
-            "bugs_bytes": tree_bytes(store.directory / BUGS_DIR),
-            "artifacts_kept": store.count_executions(with_artifact=True),
-            "budget_bytes": config.get("max_disk_bytes"),
-            "bytes_per_executed": (artifacts + campaign) / executed if executed else None}
+    return store.artifact_roots() + ([work] if work.is_dir() else [])
 
 
 # ---------------------------------------------------------------------------- what to keep
 def finding_signatures(verdicts: Iterable[dict[str, Any]], result: dict[str, Any] | None) -> list[str]:
     """Signatures of the bug findings among ``verdicts`` (``Verdict.to_json()`` dicts), as triage computes
     them before localization; unsupported features and invalid models need no artifact."""
-    from memo.triage.signature import BUG_KINDS, signature  # noqa: PLC0415
-
     return list(dict.fromkeys(signature(v, result, None) for v in verdicts if v.get("kind") in BUG_KINDS))
 
 
@@ -202,10 +85,6 @@ def needed_files(verdicts: Iterable[dict[str, Any]], result: dict[str, Any] | No
     """(artifact kinds, backends whose outputs) triage may read for these findings, or None when it cannot
     tell (then nothing is slimmed). Per finding: the file every involved backend consumes (and what a
     blamed converter produces) and the outputs of the faulty and the reference library."""
-    from memo.backends import CONVERTERS, load_spec  # noqa: PLC0415
-    from memo.triage.probe import roles  # noqa: PLC0415
-    from memo.triage.signature import BUG_KINDS, reference_of  # noqa: PLC0415
-
     available = list(((result or {}).get("backends") or {}))
     kinds, backends = {"keras"}, set()
     try:
@@ -256,11 +135,6 @@ class DiskBudget:
     def load(self) -> None:
         """Signature counts from every stored finding; the artifacts still on disk; the true byte count.
         Folders of executions stored as not kept (a kill between commit and delete) are deleted now."""
-        import json  # noqa: PLC0415
-
-        from memo.triage.bugdir import BUGS_DIR  # noqa: PLC0415
-        from memo.triage.signature import BUG_KINDS  # noqa: PLC0415
-
         self.bugs_dir = self.store.directory.resolve() / BUGS_DIR
         groups: dict[int, list[dict[str, Any]]] = {}
         for row in self.store.verdicts(tuple(sorted(BUG_KINDS))):
@@ -291,8 +165,6 @@ class DiskBudget:
               result: dict[str, Any] | None) -> bool:
         """Whether to keep the just-executed artifact in ``directory``; a kept one is slimmed and counted.
         The caller stores the execution and deletes the folder of one not kept."""
-        from memo.artifact import slim_artifact  # noqa: PLC0415
-
         signatures = finding_signatures(verdicts, result)
         if not self._count(signatures):
             self.discarded += 1

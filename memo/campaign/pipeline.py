@@ -21,9 +21,10 @@ from memo.artifact import prepare_artifact
 from memo.backends.executor import DifferentialExecutor, Executor
 from memo.backends.result import ExecutionResult
 from memo.campaign.config import PIPELINES_PER_WORKER_SET, CampaignConfig, worker_replicas
-from memo.campaign.disk import STOP_DISK_BUDGET, DiskBudget, is_disk_full, mentions_disk_full
+from memo.campaign.disk import STOP_DISK_BUDGET, DiskBudget
 from memo.campaign.progress import Reporter
 from memo.campaign.stop import StopFlag
+from memo.diskspace import is_disk_full, mentions_disk_full
 from memo.kinds import NON_FINDINGS
 from memo.model.ir import ModelIR
 from memo.mutation.nan import has_injection

@@ -10,6 +10,13 @@ import sys
 import time
 from typing import Any, Callable, TextIO
 
+from rich.console import Console, Group
+from rich.live import Live
+from rich.table import Table
+from rich.text import Text
+
+from memo.diskspace import format_size
+
 
 class Reporter:
     """Base reporter: ignores everything."""
@@ -62,9 +69,6 @@ class LiveReporter(Reporter):
     """A rich panel redrawn a few times a second: time, throughput, coverage with denominators, findings."""
 
     def __init__(self) -> None:
-        from rich.console import Console  # noqa: PLC0415
-        from rich.live import Live  # noqa: PLC0415
-
         self.console = Console(stderr=False)
         self.live = Live(console=self.console, refresh_per_second=4, transient=False)
         self.recent: list[str] = []
@@ -97,10 +101,6 @@ class LiveReporter(Reporter):
             self.started = False
 
     def _render(self, snap: dict[str, Any]) -> Any:
-        from rich.table import Table  # noqa: PLC0415
-        from rich.text import Text  # noqa: PLC0415
-        from rich.console import Group  # noqa: PLC0415
-
         table = Table(show_header=False, box=None, padding=(0, 1))
         remaining = snap.get("remaining_s")
         table.add_row("time", f"{_clock(snap['elapsed_s'])} elapsed"
@@ -135,8 +135,6 @@ def triage_line(triage: dict[str, Any]) -> str:
 
 def disk_line(disk: dict[str, Any]) -> str:
     """``312 MB of 2.0 GB budget in artifacts (14 kept, 230 deleted)``."""
-    from memo.campaign.disk import format_size  # noqa: PLC0415
-
     limit = disk.get("limit_bytes") or 0
     budget = f" of {format_size(limit)} budget" if limit else " (no budget)"
     return (f"{format_size(disk.get('used_bytes', 0))}{budget} in artifacts ({disk.get('kept', 0)} kept, "

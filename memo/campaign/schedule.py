@@ -1,23 +1,19 @@
 """The campaign's periodic work between steps: timers (progress, coverage history, disk re-walk), and
 triage beside the campaign (started on the first findings, poked on new ones) and after it.
-
-:mod:`memo.triage` is imported where it is used: it imports :mod:`memo.campaign.disk`, and so this
-package, which would otherwise import it back half-initialized.
 """
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from memo.backends.executor import Executor
 from memo.campaign.config import CampaignConfig
-from memo.campaign.disk import is_disk_full
 from memo.campaign.progress import Reporter
 from memo.campaign.stop import StopFlag
+from memo.diskspace import is_disk_full
 from memo.store import CampaignStore
-
-if TYPE_CHECKING:
-    from memo.triage import TriageService
+from memo.triage import TriageService, pending_bugs, pending_localizations, triage_campaign
+from memo.triage.dedup import update_bugs
 
 PROGRESS_EVERY_S = 0.5
 HISTORY_EVERY_S = 10.0
@@ -59,8 +55,6 @@ class TriageSchedule:
         """Start the background triage on the first findings, and wake it on each new one."""
         if findings <= self.triaged_findings or executor is None:
             return
-        from memo.triage import TriageService  # noqa: PLC0415  (see the module's docstring)
-
         if self.service is None:
             self.service = TriageService(self.directory, executor, on_disk_full=self.stop_flag.disk_full).start()
         else:
@@ -83,9 +77,6 @@ class TriageSchedule:
     def final_budget(self) -> float:
         """Sized to the bugs still to triage (a short campaign's final pass finishes them), within the
         configured floor and half the campaign's own length."""
-        from memo.triage import pending_bugs, pending_localizations  # noqa: PLC0415  (see the module's docstring)
-        from memo.triage.dedup import update_bugs  # noqa: PLC0415
-
         update_bugs(self.store)
         wanted = FINAL_S_PER_BUG * len(pending_bugs(self.store)) + FINAL_S_PER_LOCALIZATION * len(
             pending_localizations(self.store))
@@ -94,8 +85,6 @@ class TriageSchedule:
 
     def final_pass(self, executor: Executor | None) -> None:
         """The final triage pass, on the campaign's warm workers; its failure loses nothing stored."""
-        from memo.triage import triage_campaign  # noqa: PLC0415  (see the module's docstring)
-
         if executor is None:
             return
         try:

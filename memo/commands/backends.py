@@ -6,6 +6,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+# The handlers below import the rest of memo when they run: the CLI imports every command module to
+# build its parser, and `memo --help` must not pay for the campaign, triage, Keras or rich.
+
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser("backends", help="list backends, their library versions and availability")
@@ -17,9 +20,9 @@ def register(subparsers: Any) -> None:
 
 def describe(plugins: list[Path]) -> list[dict[str, Any]]:
     """One row per registered backend, converter and plugin (reads package metadata; imports no library)."""
-    from memo.backends import BACKENDS, CONVERTERS, DEFAULT_BACKENDS, REFERENCE  # noqa: PLC0415
-    from memo.backends.executor import registered_member  # noqa: PLC0415
-    from memo.backends.plugins import read_plugin  # noqa: PLC0415
+    from memo.backends import BACKENDS, CONVERTERS, DEFAULT_BACKENDS, REFERENCE
+    from memo.backends.executor import registered_member
+    from memo.backends.plugins import read_plugin
 
     rows = []
     for name in [*BACKENDS, *CONVERTERS]:
@@ -40,8 +43,8 @@ def handle(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"backends": rows}, indent=1))
         return 0
-    from rich.console import Console  # noqa: PLC0415
-    from rich.table import Table  # noqa: PLC0415
+    from rich.console import Console
+    from rich.table import Table
 
     table = Table(title="memo backends")
     for column in ("name", "role", "consumes", "versions", "available"):

@@ -9,6 +9,11 @@ from __future__ import annotations
 import argparse
 import shutil
 
+from memo.diskspace import format_size, tree_bytes
+
+# The handlers below import the rest of memo when they run: the CLI imports every command module to
+# build its parser, and `memo --help` must not pay for the campaign, triage, Keras or rich.
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("clean", help="delete a campaign's regenerable artifacts (mutants/NAME)",
@@ -21,9 +26,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from memo.campaign.config import campaign_dir  # noqa: PLC0415
-    from memo.campaign.disk import format_size, regenerable_paths, tree_bytes  # noqa: PLC0415
-    from memo.store import CampaignStore  # noqa: PLC0415
+    from memo.campaign.config import campaign_dir
+    from memo.campaign.disk import regenerable_paths
+    from memo.store import CampaignStore
 
     with CampaignStore(campaign_dir(args.campaign)) as store:
         paths = regenerable_paths(store)

@@ -10,6 +10,9 @@ from typing import Any
 
 from memo.errors import UsageError
 
+# The handlers below import the rest of memo when they run: the CLI imports every command module to
+# build its parser, and `memo --help` must not pay for the campaign, triage, Keras or rich.
+
 MODEL_SUFFIXES = (".keras", ".h5", ".hdf5", ".json")
 
 
@@ -41,10 +44,10 @@ def model_files(paths: list[Path]) -> list[Path]:
 
 
 def measure(files: list[Path], *, shapes: bool, safe_mode: bool) -> dict[str, Any]:
-    from memo.coverage import CoverageTracker, model_coverage, unknown_layers  # noqa: PLC0415
-    from memo.model.build import infer_shapes  # noqa: PLC0415
-    from memo.model.files import load_model_file  # noqa: PLC0415
-    from memo.seeds.loading import recipe_model  # noqa: PLC0415
+    from memo.coverage import CoverageTracker, model_coverage, unknown_layers
+    from memo.model.build import infer_shapes
+    from memo.model.files import load_model_file
+    from memo.seeds.loading import recipe_model
 
     tracker = CoverageTracker()
     unknown: dict[str, list[str]] = {}
@@ -66,10 +69,10 @@ def handle(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(report, indent=1))
         return 0
-    from rich.console import Console  # noqa: PLC0415
-    from rich.table import Table  # noqa: PLC0415
+    from rich.console import Console
+    from rich.table import Table
 
-    from memo.coverage import PRIMARY  # noqa: PLC0415
+    from memo.coverage import PRIMARY
 
     table = Table(title=f"memo coverage of {len(report['models'])} model(s)")
     for column, justify in (("criterion", "left"), ("covered", "right"), ("denominator", "right"),

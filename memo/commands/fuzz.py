@@ -9,10 +9,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memo.defaults import DEFAULT_MAX_PARENT_LAYERS, DEFAULT_TIMEOUT_S
+from memo.diskspace import format_size, is_disk_full, parse_size, tree_bytes
 from memo.errors import UsageError
 
 if TYPE_CHECKING:
-    from memo.campaign import CampaignConfig
+    from memo.campaign.config import CampaignConfig
+
+# The handlers below import the rest of memo when they run: the CLI imports every command module to
+# build its parser, and `memo --help` must not pay for the campaign, triage, Keras or rich.
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -74,9 +78,9 @@ def _unused_name(base: str, directory_of) -> str:
 
 def _disk_stop_message(reason: str, directory: Path, config: CampaignConfig) -> str:
     """One line: why the campaign stopped, what to delete, how to continue."""
-    from memo.campaign import campaign_dir  # noqa: PLC0415
-    from memo.campaign.disk import STOP_DISK_FULL, format_size, regenerable_paths, tree_bytes  # noqa: PLC0415
-    from memo.store import CampaignStore  # noqa: PLC0415
+    from memo.campaign.config import campaign_dir
+    from memo.campaign.disk import STOP_DISK_FULL, regenerable_paths
+    from memo.store import CampaignStore
 
     ref = config.name if campaign_dir(config.name).resolve() == directory.resolve() else str(directory)
     try:
@@ -94,17 +98,16 @@ def _disk_stop_message(reason: str, directory: Path, config: CampaignConfig) -> 
 
 
 def _max_disk(args: argparse.Namespace) -> int | None:
-    from memo.campaign.disk import parse_size  # noqa: PLC0415
-
     return None if args.max_disk is None else parse_size(args.max_disk)
 
 
 def run(args: argparse.Namespace) -> int:
-    from memo.campaign import Budget, Campaign, CampaignConfig, campaign_dir, default_name  # noqa: PLC0415
-    from memo.campaign.config import DEFAULT_MAX_DISK, MUTANTS_DIR, default_jobs  # noqa: PLC0415
-    from memo.campaign.disk import DISK_STOPS, EXIT_DISK, is_disk_full, space_warning  # noqa: PLC0415
-    from memo.campaign.progress import REPORTERS  # noqa: PLC0415
-    from memo.store import CampaignStore  # noqa: PLC0415
+    from memo.campaign.campaign import Campaign
+    from memo.campaign.config import (DEFAULT_MAX_DISK, MUTANTS_DIR, Budget, CampaignConfig, campaign_dir,
+                                      default_jobs, default_name)
+    from memo.campaign.disk import DISK_STOPS, EXIT_DISK, space_warning
+    from memo.campaign.progress import REPORTERS
+    from memo.store import CampaignStore
 
     max_disk = _max_disk(args)
     reporter = REPORTERS["json" if args.json else "quiet" if args.quiet else "live"]()

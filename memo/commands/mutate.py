@@ -7,6 +7,11 @@ import random
 from pathlib import Path
 from typing import Any
 
+from memo.errors import UsageError
+
+# The handlers below import the rest of memo when they run: the CLI imports every command module to
+# build its parser, and `memo --help` must not pay for the campaign, triage, Keras or rich.
+
 ATTEMPTS_PER_MUTANT = 5  # MutationFailed is retryable: the next attempt draws from a fresh generator
 
 
@@ -26,14 +31,12 @@ def register(subparsers: Any) -> None:
 
 def load_parent(text: str, *, full: bool, safe_mode: bool) -> tuple[str, Any]:
     """(name, IR) of a model file path or of a bundled seed (reduced unless ``full``)."""
-    from memo.errors import UsageError  # noqa: PLC0415
-
     path = Path(text)
     if path.exists():
-        from memo.model.files import load_model_file  # noqa: PLC0415
+        from memo.model.files import load_model_file
 
         return path.stem, load_model_file(path, safe_mode=safe_mode).ir
-    from memo.seeds import discover_seeds, reduced_seed  # noqa: PLC0415
+    from memo.seeds import discover_seeds, reduced_seed
 
     seeds = {seed.name: seed for seed in discover_seeds(safe_mode=safe_mode)}
     if text not in seeds:
@@ -54,9 +57,8 @@ def describe(change: dict[str, Any]) -> str:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from memo.coverage import CoverageTracker, model_coverage  # noqa: PLC0415
-    from memo.errors import UsageError  # noqa: PLC0415
-    from memo.mutation import MutationFailed, get_operator, mutate  # noqa: PLC0415
+    from memo.coverage import CoverageTracker, model_coverage
+    from memo.mutation import MutationFailed, get_operator, mutate
 
     op = get_operator(args.op)  # unknown operator: UsageError before any work
     if args.n < 1:
@@ -84,7 +86,7 @@ def handle(args: argparse.Namespace) -> int:
         entry = {"file": f"{stem}.json", **mutant.lineage(), "seed": args.seed, "index": index,
                  "new_coverage": delta.counts()}
         if args.keras:
-            from memo.model.files import save_keras_artifact  # noqa: PLC0415
+            from memo.model.files import save_keras_artifact
 
             save_keras_artifact(mutant.ir, args.out / f"{stem}.keras", seed=args.seed)
             entry["keras"] = f"{stem}.keras"

@@ -4,6 +4,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+# The handlers below import the rest of memo when they run: the CLI imports every command module to
+# build its parser, and `memo --help` must not pay for the campaign, triage, Keras or rich.
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("report", help="write a campaign's report (also while it runs)",
@@ -19,11 +22,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from memo.campaign.config import campaign_dir  # noqa: PLC0415
-    from memo.report import write_report  # noqa: PLC0415
-    from memo.store import CampaignStore  # noqa: PLC0415
-
-    from memo.triage import triage_campaign  # noqa: PLC0415
+    from memo.campaign.config import campaign_dir
+    from memo.report import write_report
+    from memo.store import CampaignStore
+    from memo.triage import triage_campaign
 
     directory = campaign_dir(args.campaign)
     with CampaignStore(directory) as store:

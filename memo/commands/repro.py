@@ -7,6 +7,9 @@ from pathlib import Path
 
 from memo.errors import UsageError
 
+# The handlers below import the rest of memo when they run: the CLI imports every command module to
+# build its parser, and `memo --help` must not pay for the campaign, triage, Keras or rich.
+
 EXIT_REPRODUCES, EXIT_FIXED, EXIT_UNKNOWN = 0, 1, 2
 
 
@@ -21,8 +24,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def find_bug_folder(bug: str, campaign: str | None) -> Path:
-    from memo.campaign.config import CAMPAIGNS_DIR, campaign_dir  # noqa: PLC0415
-    from memo.triage.bugdir import BUGS_DIR, REPRO_FILE  # noqa: PLC0415
+    from memo.campaign.config import CAMPAIGNS_DIR, campaign_dir
+    from memo.triage.bugdir import BUGS_DIR, REPRO_FILE
 
     direct = Path(bug)
     if (direct / REPRO_FILE).exists():
@@ -40,7 +43,7 @@ def find_bug_folder(bug: str, campaign: str | None) -> Path:
 
 def _record(folder: Path, reproduces: bool | None) -> None:
     """Store the outcome in the campaign's bug table when the folder belongs to a campaign."""
-    from memo.store import DB_NAME, CampaignStore  # noqa: PLC0415
+    from memo.store import DB_NAME, CampaignStore
 
     campaign = folder.resolve().parent.parent
     if not (campaign / DB_NAME).exists():
@@ -51,8 +54,8 @@ def _record(folder: Path, reproduces: bool | None) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from memo.triage.bugdir import read_bug_file  # noqa: PLC0415
-    from memo.triage.rerun import rerun_script  # noqa: PLC0415
+    from memo.triage.bugdir import read_bug_file
+    from memo.triage.rerun import rerun_script
 
     folder = find_bug_folder(args.bug, args.campaign)
     bug = read_bug_file(folder)

@@ -10,6 +10,9 @@ from typing import Any
 from memo.defaults import DEFAULT_TIMEOUT_S
 from memo.errors import UsageError
 
+# The handlers below import the rest of memo when they run: the CLI imports every command module to
+# build its parser, and `memo --help` must not pay for the campaign, triage, Keras or rich.
+
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser("run", help="differential-test one model (.keras, .h5 or Keras JSON)",
@@ -39,17 +42,17 @@ def _backend_names(text: str | None) -> list[str] | None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from memo.artifact import prepare_artifact  # noqa: PLC0415  (lazy: keeps `memo --help` fast)
-    from memo.backends.executor import DifferentialExecutor  # noqa: PLC0415
-    from memo.model.files import load_model_file  # noqa: PLC0415
-    from memo.oracle import Thresholds, compare, judge, load_outputs  # noqa: PLC0415
+    from memo.artifact import prepare_artifact
+    from memo.backends.executor import DifferentialExecutor
+    from memo.model.files import load_model_file
+    from memo.oracle import Thresholds, compare, judge, load_outputs
 
     if args.timeout <= 0:
         raise UsageError("--timeout must be positive")
     names = _backend_names(args.backends)
     loaded = load_model_file(args.model, safe_mode=not args.unsafe)
     if args.unsafe:  # the user trusts this file: let the orchestrator's Keras rebuild its Lambda layers too
-        from memo.model.keras_runtime import allow_unsafe_deserialization  # noqa: PLC0415
+        from memo.model.keras_runtime import allow_unsafe_deserialization
 
         allow_unsafe_deserialization()
     with DifferentialExecutor(names, plugins=args.backend_plugin, timeout_s=args.timeout,
@@ -77,8 +80,8 @@ def _number(value: float | None, spec: str) -> str:
 
 def print_run(model: str, result: Any, comparisons: dict[str, Any], verdicts: list[Any]) -> None:
     """The per-library table and the verdicts, for a terminal."""
-    from rich.console import Console  # noqa: PLC0415
-    from rich.table import Table  # noqa: PLC0415
+    from rich.console import Console
+    from rich.table import Table
 
     console = Console(width=max(Console().width, 110))
     table = Table(title=f"{model}  (reference: {result.reference}, {result.seconds:.2f} s)")

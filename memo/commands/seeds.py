@@ -9,6 +9,9 @@ from typing import Any
 
 from memo.errors import UsageError
 
+# The handlers below import the rest of memo when they run: the CLI imports every command module to
+# build its parser, and `memo --help` must not pay for the campaign, triage, Keras or rich.
+
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser("seeds", help="list seed models or add one")
@@ -32,7 +35,7 @@ def register(subparsers: Any) -> None:
 
 
 def _dirs(args: argparse.Namespace) -> tuple[Path, Path]:
-    from memo.seeds import DEFAULT_CACHE, SEEDS_DIR  # noqa: PLC0415
+    from memo.seeds import DEFAULT_CACHE, SEEDS_DIR
 
     return args.seeds_dir or SEEDS_DIR, args.cache_dir or DEFAULT_CACHE
 
@@ -48,7 +51,7 @@ def _row(summary: Any) -> list[str]:
 
 
 def handle_list(args: argparse.Namespace) -> int:
-    from memo.seeds import discover_seeds, seed_summary  # noqa: PLC0415
+    from memo.seeds import discover_seeds, seed_summary
 
     seeds_dir, cache_dir = _dirs(args)
     problems: list[str] = []
@@ -57,8 +60,8 @@ def handle_list(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"seeds": [s.to_json() for s in summaries], "skipped": problems}, indent=1))
         return 0
-    from rich.console import Console  # noqa: PLC0415
-    from rich.table import Table  # noqa: PLC0415
+    from rich.console import Console
+    from rich.table import Table
 
     table = Table(title=f"memo seeds ({seeds_dir})")
     for column in ("seed", "layers", "weights", "types/pairs/params", "reduce s"):
@@ -73,7 +76,7 @@ def handle_list(args: argparse.Namespace) -> int:
 
 
 def handle_add(args: argparse.Namespace) -> int:
-    from memo.seeds import cached_entry, has_seed_name, is_seed_file, load_seed, store_entry  # noqa: PLC0415
+    from memo.seeds import cached_entry, has_seed_name, is_seed_file, load_seed, store_entry
 
     seeds_dir, cache_dir = _dirs(args)
     source: Path = args.path

@@ -1,7 +1,7 @@
 """Model files: saving the ``.keras`` artifact, and loading ``.keras``, ``.h5`` and JSON model files safely.
 
 Keras comes from :func:`memo.model.keras_runtime.keras_module` only when a file's weights are read or an
-artifact is written; h5py (a Keras dependency) is imported only when an ``.h5`` file is read.
+artifact is written.
 """
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import h5py
 import numpy as np
 
 from memo.errors import ModelLoadError, one_line
@@ -113,8 +114,6 @@ def _load_keras_zip(path: Path, safe_mode: bool) -> LoadedModel:
 
 def _load_h5(path: Path, safe_mode: bool) -> LoadedModel:
     try:
-        import h5py  # noqa: PLC0415
-
         with h5py.File(path, "r") as handle:
             raw = handle.attrs.get("model_config")
     except OSError as exc:

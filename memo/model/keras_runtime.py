@@ -23,7 +23,7 @@ from memo.model.ir import Layer
 
 def keras_module() -> Any:
     """Keras, imported the orchestrator's way (numpy backend, TensorFlow kept out, build warnings off)."""
-    import keras  # noqa: PLC0415
+    import keras
 
     # Symbolic builds of mutants trigger Keras's advice (masks dropped, layers unbuilt...): noise here.
     warnings.filterwarnings("ignore", category=UserWarning, module=r"keras(\.|$)")
@@ -41,7 +41,7 @@ def weights_deferred() -> Iterator[None]:
     here accumulates (the scope appends to the list that is there, so restoring that same object would not).
     """
     keras = keras_module()
-    from keras.src.backend.common import global_state  # noqa: PLC0415
+    from keras.src.backend.common import global_state
 
     pending = list(global_state.get_global_attribute("uninitialized_variables", [], set_to_default=True))
     try:
@@ -67,7 +67,7 @@ def _keep_tensorflow_out(keras: Any) -> None:
         return
     if os.environ.get("KERAS_BACKEND", "numpy") != "numpy":
         return
-    from keras.src.utils import module_utils  # noqa: PLC0415
+    from keras.src.utils import module_utils
 
     module_utils.tensorflow._available = False
 

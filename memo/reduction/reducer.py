@@ -30,6 +30,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
+from memo.coverage import model_coverage
 from memo.errors import InvalidModelError
 from memo.model.ir import ModelIR
 from memo.reduction import graph
@@ -57,8 +58,6 @@ def coverage_key(coverage: Any) -> CoverageKey:
 
 
 def default_coverage_fn() -> CoverageFn:
-    from memo.coverage import model_coverage  # noqa: PLC0415  (the catalogue is imported only when needed)
-
     return model_coverage
 
 

@@ -5,29 +5,21 @@ import json
 from pathlib import Path
 from typing import Callable
 
-from memo.campaign.config import REPORTS_DIR
 from memo.errors import UsageError
+from memo.report.data import collect
+from memo.report.html import render_html
+from memo.report.markdown import report_markdown
 from memo.store import CampaignStore
 
-
-def _render_html(data: dict) -> str:
-    from memo.report.html import render_html  # noqa: PLC0415  (jinja2 only when HTML is asked for)
-
-    return render_html(data)
+REPORTS_DIR = Path("reports")
 
 
 def _render_json(data: dict) -> str:
     return json.dumps(data, indent=1, sort_keys=True, default=str)
 
 
-def _render_markdown(data: dict) -> str:
-    from memo.report.markdown import report_markdown  # noqa: PLC0415
-
-    return report_markdown(data)
-
-
 FORMATS: dict[str, tuple[str, Callable[[dict], str]]] = {
-    "html": (".html", _render_html), "json": (".json", _render_json), "markdown": (".md", _render_markdown)}
+    "html": (".html", render_html), "json": (".json", _render_json), "markdown": (".md", report_markdown)}
 
 
 def default_report_path(campaign_name: str, fmt: str = "html") -> Path:
@@ -42,8 +34,6 @@ def write_report(campaign_dir: Path, out: Path | None = None, fmt: str = "html")
     """
     if fmt not in FORMATS:
         raise UsageError(f"unknown report format {fmt!r} (choose from {', '.join(FORMATS)})")
-    from memo.report.data import collect  # noqa: PLC0415
-
     with CampaignStore(Path(campaign_dir)) as store:
         data = collect(store)
     out = Path(out) if out is not None else default_report_path(data["summary"]["campaign"], fmt)
@@ -54,4 +44,4 @@ def write_report(campaign_dir: Path, out: Path | None = None, fmt: str = "html")
     return out
 
 
-__all__ = ["FORMATS", "default_report_path", "write_report"]
+__all__ = ["FORMATS", "REPORTS_DIR", "default_report_path", "write_report"]

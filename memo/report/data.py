@@ -10,11 +10,12 @@ from pathlib import Path
 from typing import Any
 
 from memo import __version__
-from memo.campaign.disk import disk_figures
+from memo.diskspace import tree_bytes
 from memo.model.ir import ModelIR
+from memo.report.markdown import issue_markdown
 from memo.store import BugRow, CampaignStore
 from memo.triage import dedup
-from memo.triage.bugdir import REPRO_FILE, bug_layers, read_bug_file
+from memo.triage.bugdir import BUGS_DIR, REPRO_FILE, bug_layers, read_bug_file
 from memo.triage.signature import failure_details
 
 COVERAGE_SERIES = (("types", "Layer types"), ("pairs", "Layer pairs"), ("params", "Layer parameter values"))
@@ -94,6 +95,19 @@ def summary(store: CampaignStore) -> dict[str, Any]:
             "versions": flatten_versions(backend_versions(store)),
             "backends": config.get("backends"), "seed": config.get("seed"), "search": config.get("search"),
             "disk": disk_figures(store)}
+
+
+def disk_figures(store: CampaignStore) -> dict[str, Any]:
+    """Bytes of the artifacts, the campaign folder and its bug folders."""
+    artifacts = sum(tree_bytes(root) for root in store.artifact_roots())
+    campaign = tree_bytes(store.directory)
+    executed = store.count_executions()
+    config = store.get_meta("config", {}) or {}
+    return {"artifacts_bytes": artifacts, "campaign_bytes": campaign,
+            "bugs_bytes": tree_bytes(store.directory / BUGS_DIR),
+            "artifacts_kept": store.count_executions(with_artifact=True),
+            "budget_bytes": config.get("max_disk_bytes"),
+            "bytes_per_executed": (artifacts + campaign) / executed if executed else None}
 
 
 def backend_versions(store: CampaignStore) -> dict[str, Any]:
@@ -180,8 +194,6 @@ def bug_entry(store: CampaignStore, bug: BugRow, versions: dict[str, Any],
     }
     entry["occurrences"] += sum(other.occurrences for other in merged or [])
     entry["status"] = filing_status(entry)
-    from memo.report.markdown import issue_markdown  # noqa: PLC0415  (markdown renders from this entry)
-
     entry["issue_markdown"] = issue_markdown(entry, versions)
     return entry
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import jinja2
 
-from memo.campaign.disk import format_size
+from memo.diskspace import format_size
 from memo.report.charts import line_chart
 from memo.triage.describe import symptom
 

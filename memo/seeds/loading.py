@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import memo
+from memo.coverage import unknown_layers
 from memo.errors import ModelLoadError, UnsupportedLayerError, one_line
 from memo.model.files import load_model_file
 from memo.model.ir import ModelIR
@@ -80,8 +81,6 @@ def check_catalogue(ir: ModelIR, path: Path) -> None:
     memo can neither count coverage for such a layer nor mutate it, and a backend may not know it either,
     so the seed is refused rather than silently fuzzed in part.
     """
-    from memo.coverage import unknown_layers  # noqa: PLC0415  (the catalogue is imported only when needed)
-
     unknown = unknown_layers(ir)
     if unknown:
         shown = ", ".join(unknown[:8]) + (f" and {len(unknown) - 8} more" if len(unknown) > 8 else "")

@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
+from memo.diskspace import tree_bytes
 from memo.errors import UsageError
 from memo.store.records import ExecutionRow, FindingRow, MutantRecord, PendingMutant, VerdictRecord
 from memo.store.schema import DB_NAME, SCHEMA_VERSION, connect, dict_rows
@@ -213,6 +214,25 @@ class CampaignStore:
         return [row[0] for row in self._db.execute(
             "SELECT DISTINCT artifact_dir FROM executions WHERE artifact_dir IS NOT NULL LIMIT ?", (int(limit),))]
 
+    def artifact_roots(self) -> list[Path]:
+        """The campaign's artifact folders (``mutants/NAME``): the one it recorded (older campaigns: guessed like
+        triage does) and those its stored artifacts lie in. A folder is only ever a root if it is named after
+        the campaign and does not contain the campaign."""
+        name = (self.get_meta("config", {}) or {}).get("name") or self.get_meta("campaign_name") or self.directory.name
+        recorded = self.get_meta("artifacts_root")
+        bases = (Path.cwd(), self.directory.resolve().parent.parent)
+        candidates = [recorded] if recorded else [str(base / "mutants" / name) for base in bases]
+        candidates += [str(Path(directory).parent) for directory in self.stored_artifact_dirs(limit=50)]
+        campaign = self.directory.resolve()
+        roots: list[Path] = []
+        for candidate in candidates:
+            if not candidate:
+                continue
+            root = Path(candidate).resolve()
+            if root.name == name and root.is_dir() and not campaign.is_relative_to(root) and root not in roots:
+                roots.append(root)
+        return roots
+
     def mutants_without_artifact(self) -> set[int]:
         """Executed mutants whose artifact folder is recorded as gone (or was never kept)."""
         return {row[0] for row in self._db.execute("SELECT mutant_id FROM executions WHERE artifact_dir IS NULL")}
@@ -224,8 +244,6 @@ class CampaignStore:
         deleted without the update is harmless, since readers check that the folder still exists and
         :func:`memo.artifact.ensure_artifact` rebuilds it from the stored IR.
         """
-        from memo.campaign.disk import tree_bytes  # noqa: PLC0415  (memo.campaign imports this module)
-
         directory = self.artifact_dirs([mutant_id])[int(mutant_id)]
         if directory is None:
             return 0

@@ -11,7 +11,7 @@ import threading
 from pathlib import Path
 from typing import Callable
 
-from memo.campaign.disk import is_disk_full
+from memo.diskspace import is_disk_full
 from memo.store import CampaignStore
 from memo.triage.passes import triage_campaign
 from memo.triage.session import TriageSummary

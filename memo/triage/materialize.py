@@ -14,8 +14,10 @@ from memo.backends.plugins import PluginInfo, read_plugin
 from memo.backends.result import TRACE_STAGE
 from memo.backends.spec import ConverterSpec
 from memo.errors import UsageError
+from memo.model.build import infer_shapes
 from memo.model.ir import ModelIR
 from memo.oracle import KERAS_FRONT_END, TF_FUNCTION_STAGE
+from memo.store import DB_NAME, CampaignStore
 from memo.triage.describe import symptom as symptom_line
 from memo.triage.bugdir import EXPECTED_FILE, INPUTS_FILE, IR_FILE, MODEL_FILE, write_bug_file
 from memo.triage.probe import Roles, read_inputs
@@ -30,8 +32,6 @@ def _consumed_file(library: str, plugin: PluginInfo | None) -> str | None:
 
 def campaign_plugins(folder: Path) -> list[str]:
     """The plugin files of the campaign a bug folder (``campaigns/NAME/bugs/BUG``) belongs to, if any."""
-    from memo.store import DB_NAME, CampaignStore  # noqa: PLC0415
-
     campaign = folder.resolve().parent.parent
     if not (campaign / DB_NAME).exists():
         return []
@@ -94,8 +94,6 @@ def io_summary(inputs: dict[str, np.ndarray], faulty: list[np.ndarray], good: li
 
 def _shapes(ir: ModelIR) -> dict[str, list[Any]]:
     try:
-        from memo.model.build import infer_shapes  # noqa: PLC0415
-
         return {name: list(shape) for name, shape in infer_shapes(ir).items()}
     except Exception:  # shapes are decoration; a model Keras rejects has none
         return {}

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from memo.campaign.disk import is_disk_full
+from memo.diskspace import is_disk_full
 from memo.model.ir import ModelIR
 from memo.store import BugRow, CampaignStore
 from memo.triage import dedup
@@ -31,9 +31,9 @@ from memo.triage.signature import NUMERIC_KINDS, failure_details, reduced_key
 from memo.backends.executor import Executor
 
 PER_BUG_S = 45.0
+HANG_TIMEOUTS = 5  # a hang's reduction may spend this many timeouts (each hanging candidate costs one)
 NOT_REDUCED = "not reduced (no time or no executor)"
 RETRY_STATUSES = ("timeout", NOT_REDUCED)  # a later pass continues these from the folder's model
-HANG_NOTE = "hangs are not reduced (every candidate could take the whole timeout)"
 NOT_AGAIN = "not reduced: the model did not show the bug again when re-run (flaky or environment-dependent)"
 
 
@@ -121,7 +121,7 @@ def _triage_bug(session: Session, bug: BugRow) -> None:
     if finding is None or finding.ir is None:
         store.triage.update_bug(bug.id, reduction={"status": "model not stored"})
         return
-    can_run = bug.kind != "hang" and session.remaining() > 1 and session.get_executor() is not None
+    can_run = session.remaining() > 1 and session.get_executor() is not None
     hang = bug.kind == "hang"  # its folder needs the model's files, not a run (that would hang again)
     source = (session.artifact_of(finding, execute=not hang) if can_run or hang or finding.artifact_dir is not None
               else None)
@@ -146,7 +146,7 @@ def _triage_bug(session: Session, bug: BugRow) -> None:
         can_run = False  # reducing would search for a symptom the model no longer shows
         extra["reduction_note"] = NOT_AGAIN
     if can_run and checker is not None:
-        budget = min(PER_BUG_S, session.remaining())
+        budget = min(HANG_TIMEOUTS * session.timeout_s if hang else PER_BUG_S, session.remaining())
         details = failure_details(finding.verdict, finding.result)
         hints = mentioned_layers(start, " ".join((details["message"], details["traceback"], details["stderr"])))
         outcome = reduce_bug(start, checker, budget_s=budget, localized=localized, hints=hints,
@@ -165,7 +165,7 @@ def _triage_bug(session: Session, bug: BugRow) -> None:
             ir = finding.ir
     shutil.rmtree(folder, ignore_errors=True)
     reduction = outcome.to_json() if outcome else {
-        "status": HANG_NOTE if bug.kind == "hang" else extra.pop("reduction_note", NOT_REDUCED)}
+        "status": extra.pop("reduction_note", NOT_REDUCED)}
     reduction.update(original_layers=len(finding.ir.body), reduced_layers=len(ir.body))
     extra["reduction"] = reduction
     data = materialize(folder, source, ir, record, roles, extra)

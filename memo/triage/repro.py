@@ -26,7 +26,9 @@ import jinja2
 import memo
 from memo import __version__
 from memo.backends import load_spec
+from memo.backends.plugins import read_plugin
 from memo.backends.spec import AnySpec, ConverterSpec
+from memo.backends.supervisor import THREAD_VARIABLES
 from memo.oracle import Thresholds
 from memo.triage.bugdir import EXPECTED_FILE, INPUTS_FILE, MODEL_FILE
 from memo.triage.inline import Bundle
@@ -120,8 +122,6 @@ def render_script(*, bug_id: str, kind: str, library: str, faulty: str, symptom:
     plugin file when the backend that runs is a plugin (copied as ``plugin_backend.py``; ``plugin_env``
     its declared environment). ``expected_*``: the exception, message and stage memo recorded for a crash.
     """
-    from memo.backends.supervisor import THREAD_VARIABLES  # noqa: PLC0415
-
     spec = registered(library)
     converter = spec if isinstance(spec, ConverterSpec) else None
     runs = faulty if converter is not None and kind not in ("crash", "hang") else (None if converter else library)
@@ -181,6 +181,4 @@ def render_script(*, bug_id: str, kind: str, library: str, faulty: str, symptom:
 def _consumes_keras(backend: AnySpec | None, plugin: Path | None) -> bool:
     if backend is not None:
         return backend.consumes == "keras"
-    from memo.backends.plugins import read_plugin  # noqa: PLC0415
-
     return plugin is not None and read_plugin(plugin).consumes == "keras"

@@ -16,7 +16,7 @@ import json
 import re
 from typing import Any, Iterable
 
-from memo.backends import CONVERTERS, REFERENCE
+from memo.backends import CONVERTERS, REFERENCE, load_spec
 from memo.backends.result import TRACE_STAGE
 from memo.model.ir import ModelIR
 from memo.oracle import KERAS_FRONT_END, TF_FUNCTION_STAGE
@@ -78,8 +78,6 @@ def library_modules(backend: str) -> tuple[str, ...]:
     """Top-level Python packages whose frames count as "inside the library" for ``backend``."""
     name = backend.split(":")[0]
     try:
-        from memo.backends import load_spec  # noqa: PLC0415  (stdlib-only registry)
-
         distributions = list(load_spec(name).distributions)
     except Exception:  # an unknown or plugin backend: guess from its name
         distributions = [part for part in re.split(r"[-_]", name) if part]

@@ -1,6 +1,6 @@
 """Triage inside a real campaign, started as the README starts one: a planted bug (a plugin engine that
-refuses any model holding a Relu) must come out of the campaign as ONE bug, reduced to a layer or two,
-with a standalone script that reproduces it in a fresh process."""
+fails, or never finishes, on any model holding a Relu) must come out of the campaign as ONE bug, reduced
+to a layer or two, with a standalone script that reproduces it in a fresh process."""
 from __future__ import annotations
 
 import json
@@ -15,31 +15,36 @@ import pytest
 pytestmark = pytest.mark.integration
 
 REPO = Path(__file__).resolve().parents[2]
-PLUGIN = REPO / "tests" / "plugins" / "crash_on_relu.py"
+PLANTED = {  # plugin: (bug kind, exception, extra fuzz flags)
+    "crash-on-relu": ("crash", "ValueError", ()),
+    "hang-on-relu": ("hang", "Timeout", ("--timeout", "6")),
+}
 
 
-def test_a_planted_bug_is_one_reduced_reproducing_bug_at_the_end_of_a_campaign(tmp_path: Path) -> None:
+@pytest.mark.parametrize("plugin", sorted(PLANTED))
+def test_a_planted_bug_is_one_reduced_reproducing_bug_at_the_end_of_a_campaign(tmp_path: Path, plugin: str) -> None:
+    kind, exception, flags = PLANTED[plugin]
     seeds = tmp_path / "seeds"
     seeds.mkdir()
     shutil.copy(REPO / "seeds" / "lenet5.json", seeds / "lenet5.json")
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
     fuzz = subprocess.run(
         [sys.executable, "-m", "memo", "fuzz", "--iterations", "12", "--seed", "3", "--jobs", "1", "--quiet",
-         "--seeds-dir", str(seeds), "--backends", "keras-tensorflow", "--backend-plugin", str(PLUGIN),
-         "--name", "planted"], cwd=tmp_path, capture_output=True, text=True, timeout=900,
-        env={**os.environ, "PYTHONPATH": str(REPO)})
+         "--seeds-dir", str(seeds), "--backends", "keras-tensorflow", "--name", "planted", *flags,
+         "--backend-plugin", str(REPO / "tests" / "plugins" / f"{plugin.replace('-', '_')}.py")],
+        cwd=tmp_path, capture_output=True, text=True, timeout=1200, env=env)
     assert fuzz.returncode == 0, fuzz.stderr[-3000:]
     report = subprocess.run([sys.executable, "-m", "memo", "report", "planted", "--format", "json", "-o", "r.json"],
-                            cwd=tmp_path, capture_output=True, text=True, timeout=300,
-                            env={**os.environ, "PYTHONPATH": str(REPO)})
+                            cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env)
     assert report.returncode == 0, report.stderr[-3000:]
     data = json.loads((tmp_path / "r.json").read_text())
-    planted = [bug for bug in data["bugs"] if bug["library"] == "crash-on-relu"]
+    planted = [bug for bug in data["bugs"] if bug["library"] == plugin]
     assert len(planted) == 1, [(bug["id"], bug["error_message"]) for bug in planted]
     bug = planted[0]
-    assert bug["kind"] == "crash" and bug["exception"] == "ValueError" and bug["occurrences"] >= 2
+    assert bug["kind"] == kind and bug["exception"] == exception and bug["occurrences"] >= 2, bug["signature"]
     assert bug["reduced_layers"] is not None and bug["reduced_layers"] <= 2 < bug["original_layers"], bug["reduction"]
     assert bug["reproduces"] is True and bug["status"] == "ready to file"
-    folder = Path(bug["bug_dir"])
-    rerun = subprocess.run([sys.executable, "repro.py"], cwd=folder, capture_output=True, text=True, timeout=300)
+    rerun = subprocess.run([sys.executable, "repro.py"], cwd=Path(bug["bug_dir"]), capture_output=True, text=True,
+                           timeout=300)
     assert rerun.returncode == 0, rerun.stdout[-2000:] + rerun.stderr[-2000:]
     assert "reproduces" in rerun.stdout

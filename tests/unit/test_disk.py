@@ -12,10 +12,12 @@ import pytest
 
 from memo.artifact import slim_artifact
 from memo.campaign import disk
-from memo.campaign.disk import DiskBudget, format_size, is_disk_full, mentions_disk_full, parse_size
+from memo.campaign.disk import DiskBudget
 from memo.campaign.progress import disk_line
 from memo.cli import main
+from memo.diskspace import format_size, is_disk_full, mentions_disk_full, parse_size, tree_bytes
 from memo.errors import UsageError
+from memo.report.data import disk_figures
 from memo.store import CampaignStore, MutantRecord, VerdictRecord
 from tests.unit.triage_store import crash_result
 
@@ -115,7 +117,7 @@ def test_only_the_first_occurrences_of_a_signature_keep_their_artifact(campaign)
     assert kept == [True, True, False, True], "the third 'bad dims' is the same bug: deleted"
     assert sorted(int(p.name) for p in root.iterdir()) == [1, 2, 4]
     assert budget.figures()["kept"] == 3 and budget.figures()["deleted"] == 1
-    assert budget.used == disk.tree_bytes(root)
+    assert budget.used == tree_bytes(root)
 
     resumed = DiskBudget(store, root, limit=0, per_signature=2)
     resumed.load()
@@ -165,7 +167,7 @@ def test_release_artifact_deletes_the_folder_and_the_record(campaign) -> None:
     store, root = campaign
     budget = DiskBudget(store, root, limit=0)
     mutant_id, _ = _execute(store, budget, root, "boom")
-    size = disk.tree_bytes(root / str(mutant_id))
+    size = tree_bytes(root / str(mutant_id))
     assert store.release_artifact(mutant_id) == size > 0
     assert store.artifact_dirs([mutant_id, 404]) == {mutant_id: None, 404: None}
     assert store.release_artifact(mutant_id) == 0, "releasing twice frees nothing"
@@ -190,7 +192,7 @@ def test_clean_frees_artifacts_but_never_the_database_or_bug_folders(campaign, c
     mutant_id, _ = _execute(store, budget, root, "boom")
     (store.directory / "bugs" / "crash-x").mkdir(parents=True)
     (store.directory / "triage-work" / "c1").mkdir(parents=True)
-    size = disk.tree_bytes(root)
+    size = tree_bytes(root)
 
     assert main(["clean", str(store.directory), "--dry-run"]) == 0
     assert f"would free {format_size(size)}" in capsys.readouterr().out
@@ -207,8 +209,8 @@ def test_clean_frees_artifacts_but_never_the_database_or_bug_folders(campaign, c
 def test_disk_figures_and_progress_line(campaign) -> None:
     store, root = campaign
     _execute(store, DiskBudget(store, root, limit=0), root, "boom")
-    figures = disk.disk_figures(store)
-    assert figures["artifacts_kept"] == 1 and figures["artifacts_bytes"] == disk.tree_bytes(root)
+    figures = disk_figures(store)
+    assert figures["artifacts_kept"] == 1 and figures["artifacts_bytes"] == tree_bytes(root)
     assert figures["budget_bytes"] == 2**30
     assert figures["bytes_per_executed"] == figures["artifacts_bytes"] + figures["campaign_bytes"]
     line = disk_line({"used_bytes": 300 * 2**20, "limit_bytes": 2 * 2**30, "kept": 14, "deleted": 230})

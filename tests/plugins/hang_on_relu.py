@@ -1,0 +1,22 @@
+"""Test plugin: ONNX Runtime, except that a model holding a Relu node never finishes running: a planted hang
+that triage must reduce to the one layer that makes a Relu and reproduce."""
+import time
+
+import onnx
+
+from memo.backends import BackendSpec
+from memo.backends.onnxruntime_backend import SPEC as ORT
+
+
+def load(path):
+    return onnx.load(str(path)), ORT.load(path)
+
+
+def run(handle, inputs):
+    model, session = handle
+    if any(node.op_type == "Relu" for node in model.graph.node):
+        time.sleep(3600)
+    return ORT.run(session, inputs)
+
+
+BACKEND = BackendSpec(name="hang-on-relu", consumes="onnx", load=load, run=run, setup=ORT.setup)
