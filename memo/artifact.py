@@ -21,13 +21,13 @@ from typing import Any, Iterable
 
 import numpy as np
 
+from memo.backends.spec import ARTIFACT_FILES
 from memo.model.files import save_keras_artifact
 from memo.model.inputs import make_inputs
 from memo.model.ir import ModelIR
 from memo.model.weights import Weights
 from memo.mutation import lemon  # noqa: F401  (registers LEMON's weight edits, which a stored IR may carry)
 
-ARTIFACT_FILES = {"keras": "model.keras", "onnx": "onnx/model.onnx", "onnx-opset11": "onnx/model.opset11.onnx"}
 
 
 @dataclass

@@ -12,10 +12,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-# The artifact files a backend can consume. "onnx" is tf2onnx's default-opset conversion (dynamic batch);
-# "onnx-opset11" is the opset-11, static-shape conversion with every initializer listed as a graph input,
-# the form MXNet's importer accepts.
-ARTIFACT_KINDS = ("keras", "onnx", "onnx-opset11")
+# The artifact files a backend can consume, by kind, relative to the artifact's directory. "onnx" is
+# tf2onnx's default-opset conversion (dynamic batch); "onnx-opset11" is the opset-11, static-shape
+# conversion with every initializer listed as a graph input, the form MXNet's importer accepts.
+ARTIFACT_FILES = {"keras": "model.keras", "onnx": "onnx/model.onnx", "onnx-opset11": "onnx/model.opset11.onnx"}
+ARTIFACT_KINDS = tuple(ARTIFACT_FILES)
 
 # Exception types that are never a deliberate refusal, whatever their message says (checked on the whole
 # class hierarchy): "unsupported operand type(s)", "... is not registered" in a KeyError are bugs.

@@ -23,7 +23,7 @@ from memo.store.triage import TriageTables
 _IN_CHUNK = 500  # ids per "IN (...)" query (SQLite limits the parameters of one statement)
 
 # a verdict with its execution's result and its mutant's IR: what triage and the report read of a finding
-_FINDING_SELECT = ("SELECT v.id, v.mutant_id, v.kind, v.backend, v.stage, v.message, v.metrics, v.signature,"
+_FINDING_SELECT = ("SELECT v.id, v.mutant_id, v.kind, v.backend, v.stage, v.message, v.metrics,"
                    " v.created, e.result, m.ir, e.artifact_dir FROM verdicts v"
                    " LEFT JOIN executions e ON e.mutant_id = v.mutant_id LEFT JOIN mutants m ON m.id = v.mutant_id")
 
@@ -108,10 +108,10 @@ class CampaignStore:
 
     def add_verdict(self, record: VerdictRecord) -> int:
         cursor = self._db.execute(
-            "INSERT INTO verdicts(mutant_id, kind, backend, stage, message, metrics, signature, created)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO verdicts(mutant_id, kind, backend, stage, message, metrics, created)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
             (record.mutant_id, record.kind, record.backend, record.stage, record.message,
-             json.dumps(record.metrics), record.signature, time.time()))
+             json.dumps(record.metrics), time.time()))
         return int(cursor.lastrowid)
 
     def add_coverage_point(self, elapsed: float, iteration: int, generated: int, executed: int,

@@ -37,7 +37,6 @@ class VerdictRecord:
     stage: str | None
     message: str
     metrics: dict[str, Any]
-    signature: str | None = None
 
 
 @dataclass
@@ -75,7 +74,6 @@ class FindingRow:
     stage: str | None
     message: str
     metrics_json: str
-    signature: str | None
     created: float
     result_json: str | None
     ir_json: str | None
@@ -94,7 +92,7 @@ class FindingRow:
         """The verdict as the signature functions read it (``Verdict.to_json()``'s keys, metrics decoded)."""
         return {"id": self.id, "mutant_id": self.mutant_id, "kind": self.kind, "backend": self.backend,
                 "stage": self.stage, "message": self.message, "metrics": self.metrics,
-                "signature": self.signature, "created": self.created}
+                "created": self.created}
 
 
 @dataclass

@@ -37,7 +37,7 @@ CREATE TABLE IF NOT EXISTS executions (
     artifact_dir TEXT);
 CREATE TABLE IF NOT EXISTS verdicts (
     id INTEGER PRIMARY KEY, mutant_id INTEGER NOT NULL REFERENCES mutants(id), kind TEXT NOT NULL,
-    backend TEXT NOT NULL, stage TEXT, message TEXT NOT NULL, metrics TEXT NOT NULL, signature TEXT,
+    backend TEXT NOT NULL, stage TEXT, message TEXT NOT NULL, metrics TEXT NOT NULL,
     created REAL NOT NULL);
 CREATE INDEX IF NOT EXISTS verdicts_by_kind ON verdicts(kind, backend);
 CREATE TABLE IF NOT EXISTS coverage_history (
