@@ -145,3 +145,11 @@ class ExecutionResult:
         return cls(artifact_dir=data["artifact_dir"], reference=data["reference"],
                    output_names=list(data.get("output_names", [])), seconds=data.get("seconds", 0.0),
                    backends={name: BackendResult.from_json(item) for name, item in data["backends"].items()})
+
+
+def stored_result(data: dict[str, Any] | None) -> ExecutionResult | None:
+    """A stored execution's result document decoded, or None where there is none: memo's own failure
+    while preparing an artifact is stored as ``{"error": ..., "traceback": ...}`` and ran no backend."""
+    if not data or "backends" not in data:
+        return None
+    return ExecutionResult.from_json(data)

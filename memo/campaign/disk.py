@@ -20,8 +20,10 @@ from typing import Any, Iterable
 
 from memo.artifact import slim_artifact
 from memo.backends import CONVERTERS, load_spec
+from memo.backends.result import ExecutionResult, stored_result
 from memo.campaign.config import DEFAULT_MAX_DISK, KEEP_PER_SIGNATURE
 from memo.diskspace import format_size, tree_bytes
+from memo.oracle import Verdict
 from memo.store import CampaignStore
 from memo.triage.bugdir import BUGS_DIR
 from memo.triage.probe import roles
@@ -75,25 +77,25 @@ def regenerable_paths(store: CampaignStore) -> list[Path]:
 
 
 # ---------------------------------------------------------------------------- what to keep
-def finding_signatures(verdicts: Iterable[dict[str, Any]], result: dict[str, Any] | None) -> list[str]:
-    """Signatures of the bug findings among ``verdicts`` (``Verdict.to_json()`` dicts), as triage computes
-    them before localization; unsupported features and invalid models need no artifact."""
-    return list(dict.fromkeys(signature(v, result, None) for v in verdicts if v.get("kind") in BUG_KINDS))
+def finding_signatures(verdicts: Iterable[Verdict], result: ExecutionResult | None) -> list[str]:
+    """Signatures of the bug findings among ``verdicts``, as triage computes them before localization;
+    unsupported features and invalid models need no artifact."""
+    return list(dict.fromkeys(signature(v, result, None) for v in verdicts if v.kind in BUG_KINDS))
 
 
-def needed_files(verdicts: Iterable[dict[str, Any]], result: dict[str, Any] | None) -> tuple[set[str], set[str]] | None:
+def needed_files(verdicts: Iterable[Verdict], result: ExecutionResult | None) -> tuple[set[str], set[str]] | None:
     """(artifact kinds, backends whose outputs) triage may read for these findings, or None when it cannot
     tell (then nothing is slimmed). Per finding: the file every involved backend consumes (and what a
     blamed converter produces) and the outputs of the faulty and the reference library."""
-    available = list(((result or {}).get("backends") or {}))
+    available = list(result.backends) if result is not None else []
     kinds, backends = {"keras"}, set()
     try:
         for verdict in verdicts:
-            if verdict.get("kind") not in BUG_KINDS:
+            if verdict.kind not in BUG_KINDS:
                 continue
-            reference = reference_of(verdict) or str((result or {}).get("reference") or "")
+            reference = reference_of(verdict) or str((result.reference if result is not None else "") or "")
             found = roles(verdict, reference, available)
-            names = {*found.backends, found.faulty, found.good, str(verdict.get("backend", "")), reference}
+            names = {*found.backends, found.faulty, found.good, str(verdict.backend or ""), reference}
             backends |= names
             for name in names - {""}:
                 spec = load_spec(name)
@@ -136,13 +138,16 @@ class DiskBudget:
         """Signature counts from every stored finding; the artifacts still on disk; the true byte count.
         Folders of executions stored as not kept (a kill between commit and delete) are deleted now."""
         self.bugs_dir = self.store.directory.resolve() / BUGS_DIR
-        groups: dict[int, list[dict[str, Any]]] = {}
+        groups: dict[int, list[Verdict]] = {}
         for row in self.store.verdicts(tuple(sorted(BUG_KINDS))):
-            groups.setdefault(row["mutant_id"], []).append({**row, "metrics": json.loads(row["metrics"] or "{}")})
+            groups.setdefault(row["mutant_id"], []).append(
+                Verdict(kind=row["kind"], backend=row["backend"], stage=row["stage"], message=row["message"],
+                        metrics=json.loads(row["metrics"] or "{}") or {}))
         # streamed: a long campaign's results are hundreds of megabytes
         for execution in self.store.executions():
             mutant_id, directory = execution.mutant_id, execution.artifact_dir
-            signatures = finding_signatures(groups[mutant_id], execution.result) if mutant_id in groups else []
+            signatures = (finding_signatures(groups[mutant_id], stored_result(execution.result))
+                          if mutant_id in groups else [])
             self._count(signatures)
             if directory and Path(directory).is_dir():
                 self.kept[mutant_id] = Kept(mutant_id, Path(directory), tree_bytes(Path(directory)),
@@ -161,8 +166,7 @@ class DiskBudget:
             self.seen[sig] = self.seen.get(sig, 0) + 1
         return within
 
-    def admit(self, mutant_id: int, directory: Path, verdicts: list[dict[str, Any]],
-              result: dict[str, Any] | None) -> bool:
+    def admit(self, mutant_id: int, directory: Path, verdicts: list[Verdict], result: ExecutionResult | None) -> bool:
         """Whether to keep the just-executed artifact in ``directory``; a kept one is slimmed and counted.
         The caller stores the execution and deletes the folder of one not kept."""
         signatures = finding_signatures(verdicts, result)

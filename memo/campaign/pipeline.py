@@ -155,8 +155,7 @@ class Pipeline:
         verdicts = judge(result, special_values=execution.special_values)
         findings = [v for v in verdicts if v.kind not in NON_FINDINGS]
         try:
-            keep = self.disk.admit(execution.mutant_id, execution.artifact_dir, [v.to_json() for v in findings],
-                                   result_json)
+            keep = self.disk.admit(execution.mutant_id, execution.artifact_dir, findings, result)
         except Exception:  # a defect in choosing what to keep must not end the campaign: keep it all
             self.counters["internal_errors"] += 1
             keep = True

@@ -16,7 +16,7 @@ from memo.report.markdown import issue_markdown
 from memo.store import BugRow, CampaignStore
 from memo.triage import dedup
 from memo.triage.bugdir import BUGS_DIR, REPRO_FILE, bug_layers, read_bug_file
-from memo.triage.signature import failure_details
+from memo.triage.signature import FailureDetails, failure_details
 
 COVERAGE_SERIES = (("types", "Layer types"), ("pairs", "Layer pairs"), ("params", "Layer parameter values"))
 CONFIG_PREVIEW_KEYS = 4
@@ -167,8 +167,7 @@ def bug_entry(store: CampaignStore, bug: BugRow, versions: dict[str, Any],
               merged: list[BugRow] | None = None) -> dict[str, Any]:
     """One bug with everything its report section needs; ``merged``: the entries folded into it."""
     finding = store.finding(bug.first_verdict)
-    result = finding.result if finding else None
-    details = failure_details(finding.verdict if finding else {"metrics": {}}, result)
+    details = failure_details(finding.verdict, finding.result) if finding else FailureDetails()
     folder = Path(bug.bug_dir) if bug.bug_dir else None
     info = read_bug_file(folder) if folder else {}
     ir = _load_ir(folder, finding.ir_json if finding else None)
@@ -181,8 +180,8 @@ def bug_entry(store: CampaignStore, bug: BugRow, versions: dict[str, Any],
         "layers": bug_layers(ir) if ir else [], "layer": bug.layer or localization.get("layer"),
         "layer_class": bug.layer_class, "reproduces": bug.reproduces, "checked": bug.checked,
         "message": finding.message if finding else "", "metrics": finding.metrics if finding else {},
-        "exception": details["exception"], "error_message": details["message"], "traceback": details["traceback"],
-        "stderr": details["stderr"], "reduction": bug.reduction, "original_layers": bug.original_layers,
+        "exception": details.exception, "error_message": details.message, "traceback": details.traceback,
+        "stderr": details.stderr, "reduction": bug.reduction, "original_layers": bug.original_layers,
         "reduced_layers": bug.reduced_layers, "bug_dir": str(folder) if folder else None,
         "artifact_dir": finding.artifact_dir if finding else None, "localization": localization,
         "io": info.get("io", {}),

@@ -10,6 +10,9 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from memo.backends.result import ExecutionResult, stored_result
+from memo.oracle import Verdict
+
 
 @dataclass
 class MutantRecord:
@@ -84,15 +87,16 @@ class FindingRow:
         return json.loads(self.metrics_json or "{}") or {}
 
     @cached_property
-    def result(self) -> dict[str, Any] | None:
-        return json.loads(self.result_json) if self.result_json else None
+    def result(self) -> ExecutionResult | None:
+        """The execution's result; None when the mutant was not executed, or when memo itself failed to
+        prepare it (stored as an ``{"error": ..., "traceback": ...}`` document: no backend ran)."""
+        return stored_result(json.loads(self.result_json)) if self.result_json else None
 
-    @property
-    def verdict(self) -> dict[str, Any]:
-        """The verdict as the signature functions read it (``Verdict.to_json()``'s keys, metrics decoded)."""
-        return {"id": self.id, "mutant_id": self.mutant_id, "kind": self.kind, "backend": self.backend,
-                "stage": self.stage, "message": self.message, "metrics": self.metrics,
-                "created": self.created}
+    @cached_property
+    def verdict(self) -> Verdict:
+        """The oracle's verdict (its id, mutant and time stay on the row)."""
+        return Verdict(kind=self.kind, backend=self.backend, stage=self.stage, message=self.message,
+                       metrics=self.metrics)
 
 
 @dataclass

@@ -23,7 +23,7 @@ class Checker:
         self.session = session
         self.bug_id = bug_id
         self.kind = finding.kind
-        self.backend = str(finding.verdict["backend"])
+        self.backend = finding.verdict.backend
         self.roles = session.roles(finding)
         self.inputs: dict[str, np.ndarray] | None = (read_inputs(artifact_dir / "inputs.npz")
                                                      if artifact_dir is not None else None)
@@ -47,9 +47,8 @@ class Checker:
             if run.result is None:
                 return False, run, layer
             verdicts = judge(run.result, special_values=special)
-        result = run.result.to_json()
         same = any(v.kind == self.kind and v.backend == self.backend
-                   and signature(v.to_json(), result, ir, divergent_layer=layer) == self.bug_id for v in verdicts)
+                   and signature(v, run.result, ir, divergent_layer=layer) == self.bug_id for v in verdicts)
         return same, run, layer
 
     def shows_again(self, ir: ModelIR, directory: Path) -> bool:
@@ -60,10 +59,9 @@ class Checker:
                             backends=self.roles.backends)
             if run.result is None:
                 return False
-            result = run.result.to_json()
             # a numeric bug's signature needs localization, which reduction checks on every candidate
             return any(v.kind == self.kind and v.backend == self.backend
-                       and (self.kind in NUMERIC_KINDS or signature(v.to_json(), result, ir) == self.bug_id)
+                       and (self.kind in NUMERIC_KINDS or signature(v, run.result, ir) == self.bug_id)
                        for v in judge(run.result, special_values=has_injection(ir)))
         finally:
             shutil.rmtree(directory, ignore_errors=True)

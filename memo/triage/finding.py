@@ -8,32 +8,30 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from memo.backends.result import ExecutionResult
 from memo.model.ir import ModelIR
+from memo.oracle import Verdict
 from memo.store import CampaignStore
 
 
 @dataclass
 class Finding:
-    """The first occurrence of a bug (or one numeric finding): verdict, result, model and artifact."""
+    """The first occurrence of a bug (or one numeric finding): its mutant, verdict, result, model and artifact."""
 
-    verdict: dict[str, Any]
-    result: dict[str, Any] | None
+    mutant_id: int
+    verdict: Verdict
+    result: ExecutionResult | None
     ir: ModelIR | None
     artifact_dir: Path | None
 
     @property
     def reference(self) -> str:
-        return str((self.result or {}).get("reference") or "keras-tensorflow")
+        return str((self.result.reference if self.result is not None else "") or "keras-tensorflow")
 
     @property
     def kind(self) -> str:
-        return str(self.verdict["kind"])
-
-    @property
-    def mutant_id(self) -> int:
-        return int(self.verdict["mutant_id"])
+        return str(self.verdict.kind)
 
 
 def _resolve(path: str | None, store: CampaignStore) -> Path | None:
@@ -59,4 +57,4 @@ def load_finding(store: CampaignStore, verdict_id: int) -> Finding | None:
             ir = ModelIR.loads(row.ir_json)
         except Exception:  # an unreadable IR leaves the finding unreducible, nothing worse
             ir = None
-    return Finding(row.verdict, row.result, ir, _resolve(row.artifact_dir, store))
+    return Finding(row.mutant_id, row.verdict, row.result, ir, _resolve(row.artifact_dir, store))

@@ -94,8 +94,8 @@ def _localize_one(session: Session, verdict_id: int) -> None:
 def _bug_record(bug: BugRow, finding: Finding) -> dict[str, Any]:
     details = failure_details(finding.verdict, finding.result)
     return {"id": bug.id, "kind": bug.kind, "library": bug.library, "stage": bug.stage or "",
-            "signature": bug.parts, "exception": details["exception"], "error_message": details["message"],
-            "message": finding.verdict.get("message", ""), "layer_class": bug.layer_class}
+            "signature": bug.parts, "exception": details.exception, "error_message": details.message,
+            "message": finding.verdict.message, "layer_class": bug.layer_class}
 
 
 def _previous_reduction(folder: Path, original: ModelIR) -> tuple[ModelIR, dict[str, Any] | None]:
@@ -148,7 +148,7 @@ def _triage_bug(session: Session, bug: BugRow) -> None:
     if can_run and checker is not None:
         budget = min(HANG_TIMEOUTS * session.timeout_s if hang else PER_BUG_S, session.remaining())
         details = failure_details(finding.verdict, finding.result)
-        hints = mentioned_layers(start, " ".join((details["message"], details["traceback"], details["stderr"])))
+        hints = mentioned_layers(start, " ".join((details.message, details.traceback, details.stderr)))
         outcome = reduce_bug(start, checker, budget_s=budget, localized=localized, hints=hints,
                              numeric=bug.kind in NUMERIC_KINDS)
         final = session.work / f"{bug.id}-final"

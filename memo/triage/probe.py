@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Sequence
 
 import numpy as np
 
@@ -18,7 +18,7 @@ from memo.backends import CONVERTERS, load_spec
 from memo.backends.result import ExecutionResult
 from memo.errors import InvalidModelError
 from memo.model.ir import ModelIR
-from memo.oracle import KERAS_FRONT_END, TF_FUNCTION_STAGE, load_outputs
+from memo.oracle import KERAS_FRONT_END, TF_FUNCTION_STAGE, Verdict, load_outputs
 from memo.backends.executor import Executor
 
 
@@ -95,20 +95,20 @@ def _consumes(name: str) -> str | None:
         return None
 
 
-def roles(verdict: dict[str, Any], reference: str, available: list[str]) -> Roles:
+def roles(verdict: Verdict, reference: str, available: list[str]) -> Roles:
     """Resolve the oracle's attribution (a backend, the reference itself, or a converter) to two backends.
 
     ``available``: the backends the campaign ran. A converter runs only for a backend reading its output,
     and the oracle blames it only when another backend agrees with the reference, so both are added.
     """
-    backend = str(verdict.get("backend", ""))
-    metrics = verdict.get("metrics") or {}
+    backend = str(verdict.backend or "")
+    metrics = verdict.metrics or {}
     involved = [name for name in (metrics.get("backends") or {}) if name != reference]
     needed = [reference, *involved]
     if backend == KERAS_FRONT_END:  # every Keras backend failed alike: any of them shows it
         keras = [name for name in available if _consumes(name) == "keras"]
         return Roles(reference, reference, tuple(dict.fromkeys([reference, *keras])))
-    if backend == reference and verdict.get("stage") == TF_FUNCTION_STAGE:
+    if backend == reference and verdict.stage == TF_FUNCTION_STAGE:
         # TensorFlow's graph-mode trace runs in the converter's worker: a backend on its output runs it
         readers = [name for name in available if name not in CONVERTERS and _consumes(name) == "onnx"]
         return Roles(reference, reference, tuple(dict.fromkeys([reference, *readers[:1]])))

@@ -14,12 +14,13 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from dataclasses import dataclass
 from typing import Any, Iterable
 
 from memo.backends import CONVERTERS, REFERENCE, load_spec
-from memo.backends.result import TRACE_STAGE
+from memo.backends.result import TRACE_STAGE, ExecutionResult, StageResult
 from memo.model.ir import ModelIR
-from memo.oracle import KERAS_FRONT_END, TF_FUNCTION_STAGE
+from memo.oracle import KERAS_FRONT_END, TF_FUNCTION_STAGE, Verdict
 
 # Verdict kinds that are bugs, and how each is identified.
 MESSAGE_KINDS = frozenset({"crash", "hang", "shape"})
@@ -116,50 +117,56 @@ def _recorded_as(backend: str, stage: str | None) -> tuple[str, str | None, tupl
     return backend, stage, ()
 
 
-def _stage_record(result: dict[str, Any] | None, backend: str, stage: str | None) -> dict[str, Any]:
-    """The failing stage of ``backend`` in an ``ExecutionResult.to_json()`` document (``{}`` if absent)."""
+def _stage_record(result: ExecutionResult | None, backend: str, stage: str | None) -> StageResult | None:
+    """The failing stage of ``backend`` in ``result`` (None if absent)."""
     backend, stage, others = _recorded_as(backend, stage)
-    entries = (result or {}).get("backends") or {}
-    entry = next((entries[name] for name in (backend, *others) if name in entries), {})
-    stages = [s for s in entry.get("stages", []) if isinstance(s, dict)]
-    named = [s for s in stages if s.get("stage") == stage]
-    failed = [s for s in stages if s.get("status") not in (None, "ok")]
-    return (named or failed or [{}])[0]
+    entries = result.backends if result is not None else {}
+    entry = next((entries[name] for name in (backend, *others) if name in entries), None)
+    stages = entry.stages if entry is not None else []
+    named = [s for s in stages if s.stage == stage]
+    failed = [s for s in stages if s.status not in (None, "ok")]
+    return (named or failed or [None])[0]
 
 
-def failure_details(verdict: dict[str, Any], result: dict[str, Any] | None) -> dict[str, str]:
+@dataclass(frozen=True)
+class FailureDetails:
+    """What a verdict's failing stage recorded: exception type, message, traceback and stderr tail."""
+
+    exception: str = ""
+    message: str = ""
+    traceback: str = ""
+    stderr: str = ""
+
+
+def failure_details(verdict: Verdict, result: ExecutionResult | None) -> FailureDetails:
     """Exception type, message, traceback and stderr tail of a verdict's failing stage.
 
     A worker killed by a signal has no exception: its type is ``signal N`` (or ``exit N``) and its
     message the last line of its stderr, where native crashes print their cause.
     """
-    stage = _stage_record(result, str(verdict.get("backend", "")), verdict.get("stage"))
-    exception = str(stage.get("exc_type") or "")
-    message = str(stage.get("message") or "")
-    stderr = str(stage.get("stderr_tail") or "")
-    if not exception and stage.get("signal"):
-        exception = f"signal {stage['signal']}"
-    elif not exception and stage.get("exit_code") not in (None, 0):
-        exception = f"exit {stage['exit_code']}"
+    stage = _stage_record(result, str(verdict.backend or ""), verdict.stage)
+    if stage is None:
+        return FailureDetails(message=str(verdict.message or ""))
+    exception = str(stage.exc_type or "")
+    message = str(stage.message or "")
+    stderr = str(stage.stderr_tail or "")
+    if not exception and stage.signal:
+        exception = f"signal {stage.signal}"
+    elif not exception and stage.exit_code not in (None, 0):
+        exception = f"exit {stage.exit_code}"
     if not message and stderr.strip():
         lines = stderr.strip().splitlines()
         fatal = [line for line in lines if line.startswith("Fatal Python error")]
         message = fatal[0] if fatal else lines[-1]
-    return {"exception": exception, "message": message or str(verdict.get("message") or ""),
-            "traceback": str(stage.get("traceback") or ""), "stderr": stderr}
+    return FailureDetails(exception, message or str(verdict.message or ""), str(stage.traceback or ""), stderr)
 
 
-def _metrics(verdict: dict[str, Any]) -> dict[str, Any]:
-    metrics = verdict.get("metrics") or {}
-    if isinstance(metrics, str):
-        try:
-            metrics = json.loads(metrics)
-        except json.JSONDecodeError:
-            metrics = {}
-    return metrics if isinstance(metrics, dict) else {}
+def _metrics(verdict: Verdict) -> dict[str, Any]:
+    return verdict.metrics if isinstance(verdict.metrics, dict) else {}
 
 
-def reference_of(verdict: dict[str, Any]) -> str:
+def reference_of(verdict: Verdict) -> str:
+    """The backend an inconsistency was judged against, as the oracle recorded it (``""`` if not)."""
     metrics = _metrics(verdict)
     return str(metrics.get("reference") or metrics.get("reference_backend") or "")
 
@@ -174,30 +181,30 @@ def divergent_class(ir: ModelIR | None, layer_name: str | None) -> str:
         return UNLOCALIZED
 
 
-def signature_parts(verdict: dict[str, Any], result: dict[str, Any] | None, ir: ModelIR | None,
+def signature_parts(verdict: Verdict, result: ExecutionResult | None, ir: ModelIR | None,
                     *, divergent_layer: str | None = None) -> dict[str, Any]:
     """The fields that identify a finding's bug (see the module docstring), as a JSON-able dict.
 
     ``divergent_layer`` names the first misbehaving node (from localization) for NaN and inconsistency;
     without it the stored ``metrics["first_divergent_layer"]`` is used, if any.
     """
-    kind = str(verdict.get("kind", ""))
-    backend = str(verdict.get("backend", ""))
+    kind = str(verdict.kind or "")
+    backend = str(verdict.backend or "")
     parts: dict[str, Any] = {"kind": kind, "library": backend}
     if kind in NUMERIC_KINDS:
         name = divergent_layer or _metrics(verdict).get("first_divergent_layer")
-        parts["reference"] = (reference_of(verdict) or str((result or {}).get("reference") or "")
+        parts["reference"] = (reference_of(verdict) or str((result.reference if result is not None else "") or "")
                               if kind == "inconsistency" else "")
         parts["layer"] = divergent_class(ir, name)
         return parts
     details = failure_details(verdict, result)
-    parts["stage"] = str(verdict.get("stage") or "")
+    parts["stage"] = str(verdict.stage or "")
     if kind == UNSUPPORTED_KIND:
-        parts["feature"] = unsupported_feature(verdict, details["message"])
+        parts["feature"] = unsupported_feature(verdict, details.message)
         return parts
-    parts["exception"] = details["exception"]
-    parts["message"] = normalize_message(details["message"])
-    parts["frames"] = library_frames(details["traceback"] or details["stderr"], library_modules(backend))
+    parts["exception"] = details.exception
+    parts["message"] = normalize_message(details.message)
+    parts["frames"] = library_frames(details.traceback or details.stderr, library_modules(backend))
     return parts
 
 
@@ -208,7 +215,7 @@ def digest(parts: dict[str, Any]) -> str:
     return f"{parts.get('kind', 'bug')}-{parts.get('library', 'x')}-{short}"
 
 
-def signature(verdict: dict[str, Any], result: dict[str, Any] | None, ir: ModelIR | None,
+def signature(verdict: Verdict, result: ExecutionResult | None, ir: ModelIR | None,
               *, divergent_layer: str | None = None) -> str:
     """The bug id of a finding: equal ids mean the same bug (pure; see :func:`signature_parts`)."""
     return digest(signature_parts(verdict, result, ir, divergent_layer=divergent_layer))
@@ -223,12 +230,12 @@ _FEATURE_PATTERNS = (
 _NOT_A_FEATURE = re.compile(r"(Error|Exception|Warning|Description)$")
 
 
-def unsupported_feature(verdict: dict[str, Any], message: str | None = None) -> str:
+def unsupported_feature(verdict: Verdict, message: str | None = None) -> str:
     """What a library declined: ``metrics["feature"]`` if the oracle set it, else an op name in the message."""
     metrics = _metrics(verdict)
     if metrics.get("feature"):
         return str(metrics["feature"])
-    text = message if message is not None else str(verdict.get("message") or "")
+    text = message if message is not None else str(verdict.message or "")
     for pattern in _FEATURE_PATTERNS:
         for found in pattern.finditer(text):
             if not _NOT_A_FEATURE.search(found.group(1)):

@@ -111,9 +111,11 @@ def test_verdicts_are_plain_json(case: str) -> None:
 
 @pytest.mark.parametrize("pair", ["mxnet_minimum", "mxnet_reshape"])
 def test_occurrences_differing_only_in_generated_names_are_one_bug(pair: str) -> None:
+    from memo.backends.result import ExecutionResult
+    from memo.oracle import Verdict
     from memo.triage.signature import failure_details, signature
 
     data = json.loads((CORPUS / "duplicate_pairs.json").read_text())["pairs"][pair]
-    (a, b) = [(item["verdict"], item["result"]) for item in data]
-    assert failure_details(*a)["message"] != failure_details(*b)["message"]  # the raw messages differ
+    (a, b) = [(Verdict.from_json(item["verdict"]), ExecutionResult.from_json(item["result"])) for item in data]
+    assert failure_details(*a).message != failure_details(*b).message  # the raw messages differ
     assert signature(*a, None) == signature(*b, None)

@@ -11,12 +11,14 @@ from typing import Any
 import pytest
 
 from memo.artifact import slim_artifact
+from memo.backends.result import ExecutionResult
 from memo.campaign import disk
 from memo.campaign.disk import DiskBudget
 from memo.campaign.progress import disk_line
 from memo.cli import main
 from memo.diskspace import format_size, is_disk_full, mentions_disk_full, parse_size, tree_bytes
 from memo.errors import UsageError
+from memo.oracle import Verdict
 from memo.report.data import disk_figures
 from memo.store import CampaignStore, MutantRecord, VerdictRecord
 from tests.unit.triage_store import crash_result
@@ -77,9 +79,9 @@ def _artifact(root: Path, mutant_id: int) -> Path:
     return folder
 
 
-def _crash(message: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    verdict = {"kind": "crash", "backend": "onnxruntime", "stage": "execute", "message": message,
-               "metrics": {"exc_type": "RuntimeError"}}
+def _crash(message: str) -> tuple[Verdict, dict[str, Any]]:
+    verdict = Verdict(kind="crash", backend="onnxruntime", stage="execute", message=message,
+                      metrics={"exc_type": "RuntimeError"})
     return verdict, crash_result(message)
 
 
@@ -89,9 +91,9 @@ def _execute(store: CampaignStore, budget: DiskBudget, root: Path, message: str)
     mutant_id = store.add_mutant(MutantRecord(iteration, "s", "NLA", "seed:s", "s", {}, "{}", True, diverse=True))
     folder = _artifact(root, mutant_id)
     verdict, result = _crash(message)
-    keep = budget.admit(mutant_id, folder, [verdict], result)
+    keep = budget.admit(mutant_id, folder, [verdict], ExecutionResult.from_json(result))
     store.add_execution(mutant_id, result, 1.0, str(folder) if keep else None)
-    store.add_verdict(VerdictRecord(mutant_id, "crash", "onnxruntime", "execute", message, verdict["metrics"]))
+    store.add_verdict(VerdictRecord(mutant_id, "crash", "onnxruntime", "execute", message, verdict.metrics))
     if not keep:
         disk.shutil.rmtree(folder)
     return mutant_id, keep

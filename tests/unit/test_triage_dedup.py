@@ -3,8 +3,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from memo.oracle import Verdict
 from memo.triage import dedup
-from tests.unit.triage_store import bug_kinds, make_campaign
+from tests.unit.triage_store import add_finding, bug_kinds, make_campaign, model
 
 
 def test_findings_with_one_signature_are_one_bug_with_occurrences(tmp_path: Path) -> None:
@@ -43,3 +44,14 @@ def test_unsupported_findings_are_grouped_by_library_and_feature_not_counted_as_
         assert [(g["library"], g["feature"], g["count"]) for g in groups] == [("tf2onnx", "Erfinv", 2)]
         dedup.update_bugs(store)
         assert all(b.kind != "unsupported" for b in store.triage.load_bugs())
+
+
+def test_a_finding_whose_execution_is_memos_own_failure_document_still_gets_a_bug(tmp_path: Path) -> None:
+    with make_campaign(tmp_path / "c") as store:
+        add_finding(store, 6, model("Dense"), {"error": "OSError: no space", "traceback": "Traceback ..."},
+                    [("crash", "onnxruntime", "execute", "RuntimeError: boom")])
+        row = next(r for r in store.findings({"crash"}) if r.mutant_id == 7)
+        assert row.result is None and isinstance(row.verdict, Verdict) and row.verdict.message == "RuntimeError: boom"
+        dedup.update_bugs(store)
+        bug = next(b for b in store.triage.load_bugs() if b.first_mutant == 7)
+        assert bug.parts["exception"] == "" and bug.parts["message"] == "RuntimeError: boom"

@@ -85,17 +85,21 @@ def test_first_divergence_names_the_first_node_that_differs() -> None:
 
 
 def test_roles_resolve_the_oracles_attribution_to_backends_to_run() -> None:
+    from memo.oracle import Verdict
     from memo.triage.probe import roles
 
+    def verdict(backend: str, metrics: dict) -> Verdict:
+        return Verdict(kind="inconsistency", backend=backend, stage="execute", message="", metrics=metrics)
+
     available = ["keras-tensorflow", "keras-jax", "onnxruntime", "onnx2torch", "mxnet"]
-    plain = roles({"backend": "onnxruntime", "metrics": {}}, "keras-tensorflow", available)
+    plain = roles(verdict("onnxruntime", {}), "keras-tensorflow", available)
     assert (plain.faulty, plain.good, plain.backends) == ("onnxruntime", "keras-tensorflow",
                                                           ("keras-tensorflow", "onnxruntime"))
-    blamed_reference = roles({"backend": "keras-tensorflow", "metrics": {"backends": {"keras-jax": {}, "mxnet": {}}}},
+    blamed_reference = roles(verdict("keras-tensorflow", {"backends": {"keras-jax": {}, "mxnet": {}}}),
                              "keras-tensorflow", available)
     assert (blamed_reference.faulty, blamed_reference.good) == ("keras-tensorflow", "keras-jax")
-    converter_crash = roles({"backend": "tf2onnx", "metrics": {}}, "keras-tensorflow", available)
+    converter_crash = roles(verdict("tf2onnx", {}), "keras-tensorflow", available)
     assert converter_crash.backends == ("keras-tensorflow", "onnxruntime", "keras-jax")
-    converter_numbers = roles({"backend": "tf2onnx-opset11", "metrics": {"backends": {"mxnet": {}}}},
+    converter_numbers = roles(verdict("tf2onnx-opset11", {"backends": {"mxnet": {}}}),
                               "keras-tensorflow", available)
     assert converter_numbers.faulty == "mxnet" and "keras-jax" in converter_numbers.backends

@@ -1,7 +1,12 @@
 """Bug signatures: masking of run-specific details, library frames, what makes two findings one bug."""
 from __future__ import annotations
 
+from dataclasses import replace
+from typing import Any
+
+from memo.backends.result import ExecutionResult
 from memo.model.ir import Layer, ModelIR
+from memo.oracle import Verdict
 from memo.triage.signature import (library_frames, library_modules, normalize_message, signature,
                                    signature_parts, unsupported_feature)
 
@@ -14,12 +19,23 @@ onnxruntime.capi.onnxruntime_pybind11_state.Fail: [ONNXRuntimeError] : 1 : FAIL 
 """
 
 
-def _crash(message: str, exc_type: str = "Fail", line: int = 220, backend: str = "onnxruntime") -> tuple[dict, dict]:
-    verdict = {"kind": "crash", "backend": backend, "stage": "execute", "message": message, "metrics": {}}
-    result = {"reference": "keras-tensorflow", "backends": {backend: {"name": backend, "stages": [
+def _result(reference: str, backends: dict[str, list[dict[str, Any]]]) -> ExecutionResult:
+    """An execution result with these stages per backend (the fields signatures do not read are filler)."""
+    return ExecutionResult.from_json({"artifact_dir": "gone", "reference": reference, "backends": {
+        name: {"name": name, "consumes": "onnx", "stages": stages} for name, stages in backends.items()}})
+
+
+def _verdict(kind: str, backend: str = "", message: str = "", metrics: dict[str, Any] | None = None) -> Verdict:
+    return Verdict(kind=kind, backend=backend, stage="execute", message=message, metrics=metrics or {})
+
+
+def _crash(message: str, exc_type: str = "Fail", line: int = 220,
+           backend: str = "onnxruntime") -> tuple[Verdict, ExecutionResult]:
+    verdict = _verdict("crash", backend, message)
+    result = _result("keras-tensorflow", {backend: [
         {"stage": "convert", "status": "ok"},
         {"stage": "execute", "status": "error", "exc_type": exc_type, "message": message,
-         "traceback": ORT_TRACEBACK.format(line=line)}]}}}
+         "traceback": ORT_TRACEBACK.format(line=line)}]})
     return verdict, result
 
 
@@ -62,14 +78,14 @@ def test_a_different_exception_type_stage_or_library_is_a_different_bug() -> Non
     assert signature(*_crash("bad input", exc_type="InvalidArgument"), None) != base
     assert signature(*_crash("bad input", backend="onnx2torch"), None) != base
     verdict, result = _crash("bad input")
-    assert signature({**verdict, "stage": "load"}, result, None) != base
+    assert signature(replace(verdict, stage="load"), result, None) != base
     assert signature(*_crash("entirely different words"), None) != base
 
 
 def test_a_native_crash_is_identified_by_its_signal_and_stderr() -> None:
-    verdict = {"kind": "crash", "backend": "onnx2torch", "stage": "execute", "message": "", "metrics": {}}
-    result = {"backends": {"onnx2torch": {"stages": [{"stage": "execute", "status": "crash", "signal": 11,
-                                                       "stderr_tail": "Fatal Python error: Segmentation fault"}]}}}
+    verdict = _verdict("crash", "onnx2torch")
+    result = _result("", {"onnx2torch": [{"stage": "execute", "status": "crash", "signal": 11,
+                                           "stderr_tail": "Fatal Python error: Segmentation fault"}]})
     parts = signature_parts(verdict, result, None)
     assert parts["exception"] == "signal 11" and "Segmentation fault" in parts["message"]
 
@@ -82,24 +98,28 @@ def _ir(*classes: str) -> ModelIR:
 
 
 def test_numeric_signature_is_the_library_pair_and_the_divergent_layer_class() -> None:
-    verdict = {"kind": "inconsistency", "backend": "mxnet", "stage": "execute", "message": "12/30 elements", "metrics": {}}
-    result = {"reference": "keras-tensorflow", "backends": {}}
+    verdict = _verdict("inconsistency", "mxnet", "12/30 elements")
+    result = _result("keras-tensorflow", {})
     one = signature_parts(verdict, result, _ir("Dense", "AveragePooling1D"), divergent_layer="l1")
-    other = signature_parts({**verdict, "message": "3/8 elements"}, result, _ir("AveragePooling1D", "Flatten"),
+    other = signature_parts(replace(verdict, message="3/8 elements"), result, _ir("AveragePooling1D", "Flatten"),
                             divergent_layer="l0")
     assert one == other == {"kind": "inconsistency", "library": "mxnet", "reference": "keras-tensorflow",
                             "layer": "AveragePooling1D"}
     assert signature_parts(verdict, result, None)["layer"] == "?"  # not localized yet
 
 
+def _declined(message: str, metrics: dict[str, Any] | None = None) -> Verdict:
+    return _verdict("unsupported", "onnx2torch", message, metrics)
+
+
 def test_unsupported_feature_is_taken_from_the_message() -> None:
-    assert unsupported_feature({"message": "Unsupported ops: Counter({'DepthwiseConv3D': 1})"}) == "DepthwiseConv3D"
-    assert unsupported_feature({"message": "x", "metrics": {"feature": "LSTM"}}) == "LSTM"
+    assert unsupported_feature(_declined("Unsupported ops: Counter({'DepthwiseConv3D': 1})")) == "DepthwiseConv3D"
+    assert unsupported_feature(_declined("x", {"feature": "LSTM"})) == "LSTM"
     onnx2torch = ("NotImplementedError: Converter is not implemented (OperationDescription(domain='', "
                   "operation_type='Loop', version=13))")
-    assert unsupported_feature({"message": onnx2torch}) == "Loop"
-    assert unsupported_feature({"message": "AvgPool with non symmetrical padding is not implemented."}) == "AvgPool"
+    assert unsupported_feature(_declined(onnx2torch)) == "Loop"
+    assert unsupported_feature(_declined("AvgPool with non symmetrical padding is not implemented.")) == "AvgPool"
     mxnet = ("RuntimeError: simple_bind error. MXNetError: Error in operator causal_1/conv1d_3_1/Pad: "
              "Current implementation only supports 4-D or 5-D input.")
-    assert unsupported_feature({"message": mxnet}) == "Pad"
-    assert unsupported_feature({"message": "node 'model/x' has op Erfinv, not an ONNX op"}) == "Erfinv"
+    assert unsupported_feature(_declined(mxnet)) == "Pad"
+    assert unsupported_feature(_declined("node 'model/x' has op Erfinv, not an ONNX op")) == "Erfinv"

@@ -52,10 +52,10 @@ def make_campaign(directory: Path) -> CampaignStore:
                     [("crash", "onnxruntime", "execute", message)])
     add_finding(store, 3, model("Dense"), crash_result("Out of memory", "MemoryError"),
                 [("crash", "onnxruntime", "execute", "MemoryError: Out of memory")])
-    add_finding(store, 4, model("Dense", "Softmax"), {"reference": "keras-tensorflow", "backends": {}},
+    add_finding(store, 4, model("Dense", "Softmax"), {"artifact_dir": "gone", "reference": "keras-tensorflow", "backends": {}},
                 [("nan", "keras-jax", "execute", "3 non-finite values where the reference has none"),
                  ("unsupported", "tf2onnx", "convert", "Unsupported ops: Counter({'Erfinv': 1})")])
-    add_finding(store, 5, model("Dense"), {"reference": "keras-tensorflow", "backends": {}},
+    add_finding(store, 5, model("Dense"), {"artifact_dir": "gone", "reference": "keras-tensorflow", "backends": {}},
                 [("unsupported", "tf2onnx", "convert", "Unsupported ops: Counter({'Erfinv': 2})"),
                  ("invalid", "*", "-", "every backend failed")])
     store.add_coverage_point(10.0, 3, 3, 3, {"types": (4, 60), "pairs": (5, 3600), "params": (9, 900)})
