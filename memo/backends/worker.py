@@ -163,10 +163,12 @@ def _problem_record(problems: list[Any]) -> dict[str, Any]:
     errors = [p for p in items if p.status != "unsupported"]
     if errors:
         first = errors[0]
+        # the other problems go with the traceback, not the message: which of them a run notices (and in
+        # which order) varies, and the message is what identifies the bug and what its script checks
         others = [p.message for p in items if p is not first]
-        message = first.message + (f" (and {len(others)} more: {'; '.join(others)})" if others else "")
-        return {"status": "error", "exc_type": first.exc_type or "ConversionError", "message": message[:4000],
-                "traceback": first.traceback[-8000:]}
+        also = f"\n(the conversion also noticed {len(others)} more: {'; '.join(others)})" if others else ""
+        return {"status": "error", "exc_type": first.exc_type or "ConversionError", "message": first.message[:4000],
+                "traceback": (first.traceback + also)[-8000:]}
     return {"status": "unsupported", "exc_type": "UnconvertedOps",
             "message": "; ".join(p.message for p in items)[:4000]}
 
