@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from memo.triage.dedup import update_bugs
 from tests.unit.triage_store import make_campaign
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -23,7 +24,10 @@ playwright = pytest.importorskip("playwright.sync_api", reason="playwright is no
 def page(tmp_path: Path):
     from memo.report import write_report
 
-    make_campaign(tmp_path / "campaigns" / "unit").close()
+    with make_campaign(tmp_path / "campaigns" / "unit") as store:  # as triage leaves it: deduplicated, localized
+        update_bugs(store)
+        store.triage.save_localization(store.verdicts(("nan",))[0]["id"], "softmax_1", "Softmax", {"reason": "test"})
+        update_bugs(store)
     report = write_report(tmp_path / "campaigns" / "unit", tmp_path / "unit.html")
     problems: list[str] = []
     with playwright.sync_playwright() as driver:
