@@ -29,6 +29,7 @@ from memo.backends import load_spec
 from memo.backends.plugins import read_plugin
 from memo.backends.spec import AnySpec, ConverterSpec
 from memo.backends.supervisor import THREAD_VARIABLES
+from memo.kinds import BUG_KINDS
 from memo.oracle import Thresholds
 from memo.triage.bugdir import EXPECTED_FILE, INPUTS_FILE, MODEL_FILE
 from memo.triage.inline import Bundle
@@ -37,9 +38,8 @@ from memo.triage.signature import normalize_message
 
 ONNX_FILE = "model.onnx"
 PLUGIN_FILE = "plugin_backend.py"
-CHECKS = {"crash": "checks/crash.py.j2", "hang": "checks/hang.py.j2", "nan": "checks/nan.py.j2",
-          "inconsistency": "checks/inconsistency.py.j2", "shape": "checks/shape.py.j2"}
-NUMERIC_CHECKS = ("nan", "inconsistency", "shape")
+CHECKS = {kind: f"checks/{kind}.py.j2" for kind in sorted(BUG_KINDS)}  # the symptom's test, per bug kind
+NUMERIC_CHECKS = ("nan", "inconsistency", "shape")  # the kinds whose check compares with expected.npz
 
 # memo code every script inlines, beside the library's: (module, name).
 _WORKER_IO = (("memo.backends.worker", "_read_inputs"), ("memo.backends.worker", "_write_outputs"))

@@ -19,14 +19,11 @@ from typing import Any, Iterable
 
 from memo.backends import CONVERTERS, REFERENCE, load_spec
 from memo.backends.result import TRACE_STAGE, ExecutionResult, StageResult
+from memo.kinds import BUG_KINDS, MESSAGE_KINDS, NUMERIC_KINDS, VerdictKind
 from memo.model.ir import ModelIR
 from memo.oracle import KERAS_FRONT_END, TF_FUNCTION_STAGE, Verdict
 
-# Verdict kinds that are bugs, and how each is identified.
-MESSAGE_KINDS = frozenset({"crash", "hang", "shape"})
-NUMERIC_KINDS = frozenset({"nan", "inconsistency"})
-BUG_KINDS = MESSAGE_KINDS | NUMERIC_KINDS
-UNSUPPORTED_KIND = "unsupported"
+UNSUPPORTED_KIND = VerdictKind.UNSUPPORTED.value
 TOP_FRAMES = 3
 MESSAGE_LIMIT = 300
 UNLOCALIZED = "?"
