@@ -18,7 +18,7 @@ from __future__ import annotations
 import copy
 import json
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterator
 
 from memo.errors import InvalidModelError, ModelLoadError
 
@@ -360,7 +360,3 @@ def input_dtype(layer: Layer) -> str:
     if isinstance(dtype, dict):  # a DTypePolicy
         dtype = dtype.get("config", {}).get("name", "float32")
     return str(dtype)
-
-
-def iter_class_names(layers: Iterable[Layer]) -> list[str]:
-    return [layer.class_name for layer in layers if not layer.is_input]

@@ -9,19 +9,17 @@ from typing import Any
 import numpy as np
 
 from memo.artifact import ARTIFACT_FILES
-from memo.backends import PRODUCERS, REFERENCE
 from memo.backends.plugins import PluginInfo, read_plugin
-from memo.backends.result import TRACE_STAGE
 from memo.backends.spec import ConverterSpec
 from memo.errors import UsageError
 from memo.model.build import infer_shapes
 from memo.model.ir import ModelIR
-from memo.oracle import KERAS_FRONT_END, TF_FUNCTION_STAGE
 from memo.store import DB_NAME, CampaignStore
 from memo.triage.describe import symptom as symptom_line
 from memo.triage.bugdir import EXPECTED_FILE, INPUTS_FILE, IR_FILE, MODEL_FILE, write_bug_file
 from memo.triage.probe import Roles, read_inputs
 from memo.triage.repro import NUMERIC_CHECKS, ONNX_FILE, PLUGIN_FILE, registered, render_script, script_python, supported
+from memo.triage.signature import recorded_as
 
 
 def _consumed_file(library: str, plugin: PluginInfo | None) -> str | None:
@@ -99,17 +97,6 @@ def _shapes(ir: ModelIR) -> dict[str, list[Any]]:
         return {}
 
 
-def script_target(library: str, stage: str) -> tuple[str, str]:
-    """Whose code a bug's script runs, and at which stage: a failure of Keras' shared front end (every Keras
-    backend alike) runs on the reference's Keras; TensorFlow's graph-mode trace ran in tf2onnx's worker
-    (its "trace" stage), so that is the code that shows it."""
-    if library == KERAS_FRONT_END:
-        return REFERENCE, stage
-    if library == REFERENCE and stage == TF_FUNCTION_STAGE:
-        return PRODUCERS["onnx"], TRACE_STAGE
-    return library, stage
-
-
 def materialize(folder: Path, source: Path, ir: ModelIR, bug: dict[str, Any], roles: Roles | None,
                 extra: dict[str, Any]) -> dict[str, Any]:
     """Copy what the script needs from the executed artifact ``source`` into ``folder`` and write
@@ -122,7 +109,7 @@ def materialize(folder: Path, source: Path, ir: ModelIR, bug: dict[str, Any], ro
     shutil.copyfile(source / ARTIFACT_FILES["keras"], folder / MODEL_FILE)
     shutil.copyfile(source / INPUTS_FILE, folder / INPUTS_FILE)
     (folder / IR_FILE).write_text(ir.dumps())
-    library, stage = script_target(bug["library"], bug.get("stage") or "")
+    library, stage, _others = recorded_as(bug["library"], bug.get("stage") or "")  # whose code shows it
     kind = bug["kind"]
     faulty = roles.faulty if roles else library
     good = roles.good if roles else None

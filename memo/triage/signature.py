@@ -103,10 +103,11 @@ def library_frames(traceback_text: str | None, modules: Iterable[str], top: int 
     return (frames if innermost_first else frames[::-1])[:top]
 
 
-def _recorded_as(backend: str, stage: str | None) -> tuple[str, str | None, tuple[str, ...]]:
-    """Where the oracle's verdict was recorded by the workers: (backend, stage, other backends to look in).
+def recorded_as(backend: str, stage: str | None) -> tuple[str, str | None, tuple[str, ...]]:
+    """Where the workers recorded the failure a verdict names: (backend, stage, other backends to look in).
     A failure of Keras' shared front end is the reference's own record; TensorFlow's graph-mode trace
-    ("tf-function") was recorded by the converters at their "trace" stage."""
+    ("tf-function") ran in, and was recorded by, the converters at their "trace" stage. That is also
+    whose code a bug's script runs."""
     if backend == KERAS_FRONT_END:
         return REFERENCE, stage, ()
     if backend == REFERENCE and stage == TF_FUNCTION_STAGE:
@@ -116,7 +117,7 @@ def _recorded_as(backend: str, stage: str | None) -> tuple[str, str | None, tupl
 
 def _stage_record(result: ExecutionResult | None, backend: str, stage: str | None) -> StageResult | None:
     """The failing stage of ``backend`` in ``result`` (None if absent)."""
-    backend, stage, others = _recorded_as(backend, stage)
+    backend, stage, others = recorded_as(backend, stage)
     entries = result.backends if result is not None else {}
     entry = next((entries[name] for name in (backend, *others) if name in entries), None)
     stages = entry.stages if entry is not None else []
