@@ -26,6 +26,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from memo.diskspace import format_size, tree_bytes  # noqa: E402
+from memo.report.data import engine_activity  # noqa: E402
+from memo.store import CampaignStore  # noqa: E402
 
 
 def process_role(proc: psutil.Process) -> str:
@@ -64,6 +66,18 @@ def print_disk(workdir: Path, db: sqlite3.Connection, executed: int) -> None:
     print(f"- disk at end: mutants/ {format_size(mutants)} ({kept} artifacts kept of {executed} executed), "
           f"campaign folder {format_size(campaign)} (bug folders {format_size(bugs)}); "
           f"{per_model} per executed model")
+
+
+def print_engines(campaign: Path) -> None:
+    """Per library: the share of executed models it ran, what it skipped and why, its findings (the report's
+    own figures)."""
+    with CampaignStore(campaign) as store:
+        rows = engine_activity(store)
+    print("\n| library | role | ran | share of executed | skipped (why) | findings |\n|---|---|---|---|---|---|")
+    for row in rows:
+        share = f"{100 * row['share']:.0f} %" if row["share"] is not None else "-"
+        skipped = "; ".join(f"{n} {why}" for why, n in row["skipped"].items()) or "-"
+        print(f"| {row['name']} | {row['role']} | {row['ran']} | {share} | {skipped} | {row['findings']} |")
 
 
 def main() -> int:
@@ -145,6 +159,9 @@ def main() -> int:
               f"{total:.0f} s in all over {wall:.0f} s of wall time on {os.cpu_count()} cores):")
         for role, seconds in sorted(by_role.items(), key=lambda item: -item[1]):
             print(f"  - {role}: {seconds:.0f} s ({100 * seconds / total:.0f} %)")
+        if executed:
+            print(f"- CPU seconds per executed model: {total / executed:.2f}")
+    print_engines(workdir / "bench")
     print_disk(workdir, db, executed)
     print(f"- campaign directory: {workdir / 'bench'}")
     return 0

@@ -86,6 +86,18 @@ def cpu_seconds(pids: list[int | None]) -> float:
     return total
 
 
+def group_cpu(pids: dict[str, int | None]) -> dict[str, float]:
+    """User + system CPU seconds used so far by each worker group's process."""
+    out = {}
+    for group, pid in pids.items():
+        try:
+            times = psutil.Process(pid).cpu_times() if pid else None
+        except psutil.Error:
+            times = None
+        out[group] = times.user + times.system if times is not None else 0.0
+    return out
+
+
 def percentile(values: list[float], q: float) -> float:
     return float(np.percentile(values, q)) if values else float("nan")
 
@@ -94,7 +106,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", type=int, default=24)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--backends", help="comma-separated (default: all seven)")
+    parser.add_argument("--backends", help="comma-separated (default: memo's default set)")
     args = parser.parse_args()
     rng = np.random.default_rng(args.seed)
     models = [FAMILIES[i % len(FAMILIES)](rng, f"bench_{i}") for i in range(args.models + 1)]  # +1: cold start
@@ -102,12 +114,15 @@ def main() -> int:
     per_model_cpu: list[float] = []
     per_stage: dict[tuple[str, str], list[float]] = {}
     per_backend: dict[str, list[float]] = {}
+    per_group_cpu: dict[str, list[float]] = {}
     verdict_count: dict[str, int] = {}
     names = args.backends.split(",") if args.backends else None
     with tempfile.TemporaryDirectory(prefix="memo-bench-") as scratch, DifferentialExecutor(names) as executor:
         for index, ir in enumerate(models):
-            pids = list(executor.worker_pids().values())
+            pid_map = executor.worker_pids()
+            pids = list(pid_map.values())
             cpu_before = cpu_seconds(pids)
+            groups_before = group_cpu(pid_map)
             began = time.perf_counter()
             artifact = prepare_artifact(ir, Path(scratch) / ir.name, seed=args.seed + index)
             prepared = time.perf_counter() - began
@@ -115,6 +130,8 @@ def main() -> int:
             verdicts = judge(result)
             total = time.perf_counter() - began
             cpu = cpu_seconds(pids) - cpu_before
+            after_pids = executor.worker_pids()
+            groups_after = group_cpu({group: pid for group, pid in after_pids.items() if pid == pid_map.get(group)})
             layers = len(ir.body)
             print(f"model {index:2d} ({layers:2d} layers): {total:6.2f} s, CPU {cpu:5.2f} s (artifact {prepared:.2f} s)"
                   f"{'  [cold start]' if index == 0 else ''}  verdicts: "
@@ -123,6 +140,8 @@ def main() -> int:
                 continue
             per_model.append(total)
             per_model_cpu.append(cpu)
+            for group, seconds in groups_after.items():  # a worker that restarted mid-model is left out
+                per_group_cpu.setdefault(group, []).append(seconds - groups_before.get(group, 0.0))
             for verdict in verdicts:
                 verdict_count[f"{verdict.kind}:{verdict.backend}"] = verdict_count.get(f"{verdict.kind}:{verdict.backend}", 0) + 1
             for name, backend in result.backends.items():
@@ -144,8 +163,12 @@ def main() -> int:
         for (backend, stage), stage_values in per_stage.items():
             if backend == name:
                 print(f"{'':18s} {stage:8s} {percentile(stage_values, 50):8.3f} {percentile(stage_values, 90):8.3f}")
+    print(f"\n{'worker':24s} {'CPU s/model: mean':>18s} {'median':>8s}")
+    for group, values in sorted(per_group_cpu.items(), key=lambda item: -sum(item[1])):
+        print(f"{group:24s} {sum(values) / len(values):18.3f} {percentile(values, 50):8.3f}")
     print("\nverdicts:", verdict_count or "none")
-    print(f"\nreproduce: .venv/bin/python benchmarks/bench_differential.py --models {args.models} --seed {args.seed}")
+    print(f"\nreproduce: .venv/bin/python benchmarks/bench_differential.py --models {args.models} --seed {args.seed}"
+          + (f" --backends {args.backends}" if args.backends else ""))
     return 0
 
 

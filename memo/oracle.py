@@ -51,6 +51,8 @@ Attribution by agreement (reference included): backends are grouped by :func:`ag
 
 * converter: every backend (>= 2) on one converted file differs alike while another backend agrees with
   the reference (or no other backend ran) -> the converter (tf2onnx), stage ``convert``;
+* converter, by engine: a backend differs on one converter's file while the same engine (ONNX Runtime) agrees
+  with the reference on another converter's file -> that converter (Keras's ONNX export, say);
 * reference: no compared backend agrees with the reference and at least two agree with each other ->
   the reference, whichever artifacts they read (keras-jax and keras-torch agreeing on what TensorFlow does
   differently is one TensorFlow finding, not two);
@@ -58,13 +60,14 @@ Attribution by agreement (reference included): backends are grouped by :func:`ag
 """
 from __future__ import annotations
 
+from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 
-from memo.backends import PRODUCERS, REFERENCE
+from memo.backends import PRODUCERS, REFERENCE, load_spec
 from memo.backends.result import FAILURES, TRACE_STAGE, BackendResult, ExecutionResult, StageResult
 from memo.kinds import VERDICT_KINDS, StageStatus, VerdictKind
 
@@ -450,7 +453,10 @@ def _failure_verdicts(result: ExecutionResult) -> list[Verdict]:
     reference = result.backends.get(result.reference)
     eager_type = (reference.failure.exc_type if reference is not None and reference.failure is not None
                   and reference.status in FAILURES else None)
+    also: dict[str, list[str]] = defaultdict(list)
     traced: list[BackendResult] = []
+    keras_failures = {(b.failure.exc_type, b.failure.message): b.name for b in result.results("backend")
+                      if b.consumes == "keras" and b.status in FAILURES and b.failure is not None}
     for backend in result.results():
         if backend.status not in FAILURES or backend.name in covered:
             continue
@@ -458,8 +464,22 @@ def _failure_verdicts(result: ExecutionResult) -> list[Verdict]:
         assert stage is not None
         if backend.role == "converter" and stage.stage == TRACE_STAGE:
             traced.append(backend)
+        elif backend.role == "converter" and backend.consumes == "keras" \
+                and (stage.exc_type, stage.message) in keras_failures:
+            # a converter that runs Keras itself (Keras's ONNX export calls the model on torch) failing as a Keras
+            # backend does: the same failure, not a second finding
+            also[keras_failures[(stage.exc_type, stage.message)]].append(backend.name)
+        elif _same_failure(result, _builds_on(backend.name), stage):
+            # the exception of the backend whose code this one runs first (torch.compile converts with
+            # onnx2torch): one finding, that backend's
+            also[str(_builds_on(backend.name))].append(backend.name)
         else:
             verdicts.append(_own_verdict(backend))
+    for verdict in verdicts:
+        names = [*also.get(verdict.backend, []),
+                 *(n for name in (verdict.metrics.get("backends") or {}) for n in also.get(name, []))]
+        if names:
+            verdict.metrics["also_in"] = names
     if traced:
         stage = traced[0].failure
         assert stage is not None
@@ -502,6 +522,17 @@ def _attribute(kind: str, flagged: dict[str, str], outputs: dict[str, list[np.nd
                                     + flagged[group[0]],
                                     {"backends": {name: metrics(name) for name in group}, **recorded}))
             flagged = {name: message for name, message in flagged.items() if name not in group}
+    for name in list(flagged):  # one engine on two converters' files: right on one, wrong on the other
+        kind_read = result.backends[name].consumes
+        twins = [other for other in compared if other != name and _engine(other) == _engine(name)
+                 and result.backends[other].consumes != kind_read and other not in flagged_any]
+        if kind_read in PRODUCERS and twins:
+            converter = PRODUCERS[kind_read]
+            verdicts.append(Verdict(kind, converter, "convert",
+                                    f"{name} differs on {converter}'s file while the same engine agrees with the "
+                                    f"reference on another conversion ({twins[0]}): " + flagged[name],
+                                    {"backends": {name: metrics(name)}, "same_engine": twins[0], **recorded}))
+            del flagged[name]
     if len(compared) >= 2 and set(compared) <= flagged_any:  # none agrees with the reference
         majority = next((group for group in groups
                          if len(group) >= 2 and result.reference not in group and set(group) <= set(flagged)), None)
@@ -513,6 +544,31 @@ def _attribute(kind: str, flagged: dict[str, str], outputs: dict[str, list[np.nd
             flagged = {name: message for name, message in flagged.items() if name not in majority}
     return verdicts + [Verdict(kind, name, "execute", message, {**metrics(name), **recorded})
                        for name, message in flagged.items()]
+
+
+def _builds_on(backend: str) -> str | None:
+    """The backend whose code ``backend`` runs first, if its spec names one."""
+    try:
+        return getattr(load_spec(backend), "builds_on", None)
+    except (KeyError, ImportError):
+        return None
+
+
+def _same_failure(result: ExecutionResult, other: str | None, stage: StageResult) -> bool:
+    """Whether backend ``other`` failed in ``result`` at the same stage with the same exception as ``stage``."""
+    entry = result.backends.get(other) if other else None
+    failure = entry.failure if entry is not None and entry.status in FAILURES else None
+    return failure is not None and (failure.stage, failure.exc_type, failure.message) == (
+        stage.stage, stage.exc_type, stage.message)
+
+
+def _engine(backend: str) -> str:
+    """The library that executes ``backend``'s model (its name, unless its spec says another engine's)."""
+    try:
+        spec = load_spec(backend)
+    except (KeyError, ImportError):  # a plugin, or a name from another version of memo
+        return backend
+    return getattr(spec, "engine_name", backend)
 
 
 def judge(result: ExecutionResult, thresholds: Thresholds = Thresholds(),

@@ -26,13 +26,18 @@ make_env() {  # make_env DIR STAMP INSTALL-ARGS...
 
 make_env .venv "$(stamp_of pyproject.toml)" -e ".[test]"
 make_env .venv-mxnet "$(stamp_of requirements-mxnet.txt)" -r requirements-mxnet.txt
-# Headless Chromium (Debian's) drives the HTML report's browser test.
-if ! command -v chromium >/dev/null 2>&1; then
+# Debian packages: headless Chromium drives the HTML report's browser test; torch.compile's inductor backend
+# compiles C++ kernels with g++.
+apt_install() {  # apt_install COMMAND PACKAGE WHY
+  command -v "$1" >/dev/null 2>&1 && return
   if command -v apt-get >/dev/null 2>&1 && [[ "$(id -u)" == 0 ]]; then
-    echo "setup: installing Debian's chromium for the report's browser test"
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+    echo "setup: installing Debian's $2 ($3)"
+    { [[ -n "${APT_UPDATED:-}" ]] || apt-get update -qq; } && APT_UPDATED=1 \
+      && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$2" >/dev/null
   else
-    echo "setup: warning: chromium is not installed (needs root and apt-get); the browser test will be skipped" >&2
+    echo "setup: warning: $2 is not installed (needs root and apt-get): $3 will not work" >&2
   fi
-fi
+}
+apt_install chromium chromium "the report's browser test"
+apt_install g++ g++ "torch.compile's inductor backend"
 echo "setup: done (.venv, .venv-mxnet)"

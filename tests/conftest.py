@@ -50,3 +50,30 @@ def make_artifact(tmp_path: Path) -> Callable[..., Any]:
         return prepare_artifact(model, tmp_path / name, seed=seed, weights=weights)
 
     return make
+
+
+def run_model(executor: Any, model: ModelIR | Path, root: Path, seed: int = 0) -> tuple[ModelIR, Any, Any]:
+    """Write ``model`` (an IR, or a model file with its weights) as an artifact in ``root`` and run it on
+    ``executor``: ``(ir, artifact, result)``, what the engines' module-scoped fixtures share."""
+    from memo.artifact import prepare_artifact
+    from memo.model.files import load_model_file
+
+    weights = None
+    if isinstance(model, Path):
+        loaded = load_model_file(model)
+        model, weights = loaded.ir, loaded.weights
+    artifact = prepare_artifact(model, root / "artifact", seed=seed, weights=weights)
+    return model, artifact, executor.run(artifact)
+
+
+def module_executor(backends: list[str], timeout_s: float = 60.0) -> Any:
+    """A module-scoped fixture: one warm executor on ``backends`` for a test module (an engine's own tests)."""
+
+    @pytest.fixture(scope="module")
+    def shared_executor() -> Iterator[Any]:
+        from memo.backends.executor import DifferentialExecutor
+
+        with DifferentialExecutor(backends=backends, timeout_s=timeout_s) as shared:
+            yield shared
+
+    return shared_executor

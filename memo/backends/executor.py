@@ -13,6 +13,7 @@ A worker group may have several replicas (``replicas``): a ``run`` takes whichev
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import queue
 import shutil
 import tempfile
@@ -72,6 +73,16 @@ class Member:
     unavailable: str | None = None  # why it cannot run here (missing package or interpreter)
     versions: dict[str, str] = field(default_factory=dict)
     group: str = field(default="")
+    timeout_s: float | None = None  # its own per-model limit (None: the executor's)
+    sample_every: int = 1  # runs on one model in this many when a run names no backends
+
+    def sampled_out(self, artifact: Artifact) -> bool:
+        """Whether a sampled backend skips ``artifact`` (decided by the artifact folder's name: the same
+        models every time, whichever process or order runs them)."""
+        if self.sample_every <= 1:
+            return False
+        digest = hashlib.sha256(artifact.directory.name.encode()).digest()
+        return int.from_bytes(digest[:4], "big") % self.sample_every != 0
 
 
 def registered_member(name: str) -> Member:
@@ -79,7 +90,8 @@ def registered_member(name: str) -> Member:
     produces = getattr(spec, "produces", None)
     member = Member(name=name, consumes=spec.consumes, role="converter" if produces else "backend",
                     produces=produces, distributions=tuple(spec.distributions), group=spec.worker_group,
-                    command=WorkerCommand(group=spec.worker_group, args=[], python=spec.python, env=dict(spec.env)))
+                    command=WorkerCommand(group=spec.worker_group, args=[], python=spec.python, env=dict(spec.env)),
+                    timeout_s=spec.timeout_s, sample_every=getattr(spec, "sample_every", 1))
     member.versions, member.unavailable = versions_in(spec.python, tuple(spec.distributions))
     return member
 
@@ -190,10 +202,19 @@ class DifferentialExecutor:
         if unknown:
             raise UsageError(f"backend {sorted(unknown)[0]!r} is not one this executor runs")
         started = time.perf_counter()
+        result_skips: dict[str, BackendResult] = {}
+        if backends is None:  # a sampled backend runs on its share of models only, unless asked for by name
+            for name in sorted(selected):
+                member = self.members[name]
+                if member.sampled_out(artifact):
+                    selected.discard(name)
+                    result_skips[name] = self._skipped(member, "sample",
+                                                       f"not in {name}'s sample (one model in {member.sample_every})")
         ir = artifact.read_ir()
         input_names = [layer.name for layer in ir.input_layers]
         result = ExecutionResult(artifact_dir=str(artifact.directory), reference=self.reference,
                                  output_names=list(ir.outputs))
+        result.backends.update(result_skips)
         futures: list[Future[None]] = []
         futures_lock = threading.Lock()
 
@@ -288,7 +309,7 @@ class DifferentialExecutor:
                    "out": str(out)}
         with self._lease(member.group) as worker:
             started = time.perf_counter()
-            reply = worker.request(request, self.timeout_s)
+            reply = worker.request(request, max(member.timeout_s or 0.0, self.timeout_s))
             backend_result.seconds = time.perf_counter() - started
             backend_result.versions = worker.versions.get(member.name) or dict(member.versions)
         backend_result.stages = reply.stages

@@ -1,4 +1,4 @@
-"""The three Keras backends share one implementation; only ``KERAS_BACKEND`` differs.
+"""The Keras backends (TensorFlow, JAX, torch, OpenVINO) share one implementation; only ``KERAS_BACKEND`` differs.
 
 Keras fixes its backend at import, so each is its own worker process. All of them load the very same
 ``.keras`` file (written once by the orchestrator), so they run identical weights.
@@ -83,7 +83,30 @@ def _jax_call(model: Any, arrays: list[Any]) -> Any:
     return jax.jit(forward)(trainable, non_trainable, arrays)
 
 
-_COMPILED_CALLS = {"jax": _jax_call}
+# What Keras' OpenVINO backend compiles with: one thread (memo's workers each get one core) and float32 inference.
+# OpenVINO's CPU plugin otherwise runs float32 models in bfloat16 on CPUs with AVX512-BF16 or AMX, and its
+# outputs would differ from every other library's by bfloat16 rounding: a setting, not a bug.
+OPENVINO_CONFIG = {"INFERENCE_NUM_THREADS": 1, "INFERENCE_PRECISION_HINT": "f32"}
+
+
+def _openvino_call(model: Any, arrays: list[Any]) -> Any:
+    """Keras on OpenVINO as ``model.predict`` runs it: the model built into one OpenVINO graph and compiled for
+    the CPU (an eager call would compile each output separately, with the inputs folded in as constants).
+    Keras compiles with ``openvino.compile_model`` and no configuration; memo's is added to it."""
+    import openvino
+    from keras.src.backend.openvino import trainer
+
+    original = openvino.compile_model
+    if not getattr(original, "memo_config", False):
+        def configured(ov_model: Any, device: Any = "CPU", config: Any = None, **kwargs: Any) -> Any:
+            return original(ov_model, device, {**OPENVINO_CONFIG, **(config or {})}, **kwargs)
+
+        configured.memo_config = True  # type: ignore[attr-defined]
+        trainer.ov.compile_model = configured  # trainer.ov is the openvino module
+    return model.predict_on_batch(arrays)
+
+
+_COMPILED_CALLS = {"jax": _jax_call, "openvino": _openvino_call}
 
 
 def _warm_up(keras: Any) -> None:

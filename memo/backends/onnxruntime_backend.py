@@ -1,10 +1,12 @@
-"""ONNX Runtime (CPU execution provider) on tf2onnx's default-opset conversion.
+"""ONNX Runtime (CPU execution provider) on tf2onnx's default-opset conversion (``onnxruntime``) and on
+Keras's own ONNX export (``onnxruntime-keras-export``).
 
 onnxruntime is imported inside the functions below, which run in the worker only: the orchestrator
 imports this module to read the spec and must never import a library under test.
 """
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +32,13 @@ def _load(path: Path) -> Any:
 
 
 def _run(session: Any, inputs: dict[str, Any]) -> list[Any]:
-    feed = {arg.name: array for arg, array in zip(session.get_inputs(), inputs.values())}
+    """Feed the inputs by name when the graph's inputs are named after the model's (both converters name
+    them so), else by position; an exporter may drop an input the outputs do not depend on."""
+    args = session.get_inputs()
+    if all(arg.name in inputs for arg in args):
+        feed = {arg.name: inputs[arg.name] for arg in args}
+    else:
+        feed = {arg.name: array for arg, array in zip(args, inputs.values())}
     return session.run(None, feed)
 
 
@@ -43,4 +51,7 @@ UNSUPPORTED = (
 )
 
 SPEC = BackendSpec(name="onnxruntime", consumes="onnx", load=_load, run=_run, setup=_setup,
-                   distributions=DISTRIBUTIONS, unsupported_patterns=UNSUPPORTED, repro=ReproRecipe())
+                   distributions=DISTRIBUTIONS, unsupported_patterns=UNSUPPORTED, repro=ReproRecipe(),
+                   engine="onnxruntime")
+# The same runtime on Keras's own export (keras_export_converter: Keras on torch, torch.onnx).
+SPEC_KERAS_EXPORT = dataclasses.replace(SPEC, name="onnxruntime-keras-export", consumes="keras-onnx")

@@ -14,8 +14,11 @@ from typing import Any, Callable, Sequence
 
 # The artifact files a backend can consume, by kind, relative to the artifact's directory. "onnx" is
 # tf2onnx's default-opset conversion (dynamic batch); "onnx-opset11" is the opset-11, static-shape
-# conversion with every initializer listed as a graph input, the form MXNet's importer accepts.
-ARTIFACT_FILES = {"keras": "model.keras", "onnx": "onnx/model.onnx", "onnx-opset11": "onnx/model.opset11.onnx"}
+# conversion with every initializer listed as a graph input, the form MXNet's importer accepts; "tflite" is
+# TensorFlow's TFLite converter's flatbuffer (run by LiteRT); "keras-onnx" is Keras's own ONNX export
+# (``Model.export(format="onnx")`` on the torch backend, i.e. torch.onnx), a second, independent path to ONNX.
+ARTIFACT_FILES = {"keras": "model.keras", "onnx": "onnx/model.onnx", "onnx-opset11": "onnx/model.opset11.onnx",
+                  "tflite": "tflite/model.tflite", "keras-onnx": "keras-onnx/model.onnx"}
 ARTIFACT_KINDS = tuple(ARTIFACT_FILES)
 
 # Exception types that are never a deliberate refusal, whatever their message says (checked on the whole
@@ -87,6 +90,19 @@ class BackendSpec:
     group: str | None = None  # specs with the same group share one worker process
     unsupported_patterns: UnsupportedPatterns = DEFAULT_UNSUPPORTED_PATTERNS
     repro: ReproRecipe | None = None  # None: memo writes no repro.py for this library's bugs
+    # Per-model time limit for this backend when longer than the executor's (a compiler that needs longer says so).
+    timeout_s: float | None = None
+    # Run on one model in ``sample_every`` of a campaign (chosen by the artifact's name, so deterministic);
+    # the others record stage "sample" as skipped. A run that names the backend explicitly (triage) always
+    # runs it. For engines too costly to run on every model (torch.compile's inductor).
+    sample_every: int = 1
+    # The library that executes the model, when two backends run one engine on different converters' files
+    # (ONNX Runtime on tf2onnx's file and on Keras's export): None means the backend's own name. The oracle
+    # blames a conversion when the same engine agrees with the reference on another converter's file.
+    engine: str | None = None
+    # Another backend whose code this one runs first (torch.compile compiles onnx2torch's module): a failure
+    # identical to that backend's (stage, type, message) is its finding, not a second one.
+    builds_on: str | None = None
 
     def __post_init__(self) -> None:
         if self.consumes not in ARTIFACT_KINDS:
@@ -95,6 +111,10 @@ class BackendSpec:
     @property
     def worker_group(self) -> str:
         return self.group or self.name
+
+    @property
+    def engine_name(self) -> str:
+        return self.engine or self.name
 
 
 @dataclass(frozen=True)
@@ -119,6 +139,7 @@ class ConverterSpec:
     group: str | None = None
     unsupported_patterns: UnsupportedPatterns = DEFAULT_UNSUPPORTED_PATTERNS
     repro: ReproRecipe | None = None  # None: memo writes no repro.py for this library's bugs
+    timeout_s: float | None = None  # per-model time limit (None: the executor's)
 
     @property
     def worker_group(self) -> str:

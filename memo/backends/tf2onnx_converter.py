@@ -128,13 +128,17 @@ def unconverted_nodes(model: Any, skip: set[str] | frozenset[str] = frozenset())
 
 @dataclass
 class FrozenModel:
-    """The Keras model traced into a frozen TensorFlow graph once; both conversions start from it."""
+    """The Keras model traced into a frozen TensorFlow graph once; every conversion of the worker group starts
+    from it (TensorFlow's TFLite converter from ``concrete``, the traced function before the freeze)."""
 
     graph_def: Any
     name: str
     input_names: list[str]
     output_names: list[str]
     renames: dict[str, str]
+    concrete: Any = None  # the tf.function traced on the model's inputs (dynamic batch), not frozen
+    model: Any = None  # the Keras model: keeps the variables ``concrete`` captures (weakly) alive
+    freeze_error: Exception | None = None  # tf2onnx's freeze failed: tf2onnx's load, not the other conversions'
 
 
 def _freeze(path: Path) -> FrozenModel:
@@ -156,10 +160,13 @@ def _freeze(path: Path) -> FrozenModel:
     # constants such as an activity regularizer's factor), which the freeze turns into constants.
     inputs = [t.name for t in concrete.inputs[:len(signature)]]
     outputs = [t.name for t in concrete.outputs if t.dtype != tf.dtypes.resource]
-    renames = tensor_names_from_structed(concrete, inputs, outputs)
-    with tf.device("/cpu:0"):
-        graph_def = tf_loader.from_function(concrete, inputs, outputs)
-    return FrozenModel(graph_def, concrete.name, inputs, outputs, renames)
+    try:  # tf2onnx's freeze: its failure is tf2onnx's (stage load), recorded when a tf2onnx conversion starts
+        renames = tensor_names_from_structed(concrete, inputs, outputs)
+        with tf.device("/cpu:0"):
+            graph_def = tf_loader.from_function(concrete, inputs, outputs)
+    except Exception as exc:
+        return FrozenModel(None, concrete.name, inputs, outputs, {}, concrete=concrete, model=model, freeze_error=exc)
+    return FrozenModel(graph_def, concrete.name, inputs, outputs, renames, concrete=concrete, model=model)
 
 
 def _export(frozen: FrozenModel, inputs: dict[str, Any], out_path: Path, *, opset: int | None, static: bool,
@@ -170,6 +177,8 @@ def _export(frozen: FrozenModel, inputs: dict[str, Any], out_path: Path, *, opse
     import tensorflow as tf
     from tf2onnx.convert import _convert_common
 
+    if frozen.freeze_error is not None:
+        raise StageFailure("load", frozen.freeze_error)
     shapes = {name: list(array.shape) for name, array in zip(frozen.input_names, inputs.values())} if static else None
     errors = _ErrorLog()
     logger = logging.getLogger("tf2onnx")

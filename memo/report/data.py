@@ -11,6 +11,7 @@ from typing import Any
 
 from memo import __version__
 from memo.diskspace import tree_bytes
+from memo.kinds import BUG_KINDS
 from memo.model.ir import ModelIR
 from memo.report.markdown import issue_markdown
 from memo.store import BugRow, CampaignStore
@@ -45,7 +46,7 @@ def collect(store: CampaignStore) -> dict[str, Any]:
             "special": store.special_groups(), "triage": triage_status(bugs, rows),
             "triage_errors": [{"bug": error.bug_id, "step": error.step, "message": error.message}
                               for error in store.triage.errors()],
-            "verdict_counts": store.verdict_counts()}
+            "verdict_counts": store.verdict_counts(), "engines": engine_activity(store)}
 
 
 def filing_status(entry: dict[str, Any]) -> str:
@@ -108,6 +109,34 @@ def disk_figures(store: CampaignStore) -> dict[str, Any]:
             "artifacts_kept": store.count_executions(with_artifact=True),
             "budget_bytes": config.get("max_disk_bytes"),
             "bytes_per_executed": (artifacts + campaign) / executed if executed else None}
+
+
+# Why a backend skipped a model, by the stage its skip is recorded at.
+SKIP_REASONS = {"sample": "not in its sample", "convert": "no converted file", "load": "converter's load lost",
+                "start": "unavailable"}
+
+
+def engine_activity(store: CampaignStore) -> list[dict[str, Any]]:
+    """Per backend and converter: models it ran (any stage attempted), models it skipped and why (a sampled
+    engine's share, a converter that produced no file), and its findings (bug kinds); in execution order."""
+    rows: dict[str, dict[str, Any]] = {}
+    for execution in store.executions():
+        for name, entry in ((execution.result or {}).get("backends") or {}).items():
+            row = rows.setdefault(name, {"name": name, "role": entry.get("role") or "backend", "ran": 0,
+                                         "skipped": {}, "findings": 0})
+            stages = entry.get("stages") or []
+            if stages and all(stage.get("status") == "skipped" for stage in stages):
+                reason = SKIP_REASONS.get(stages[0].get("stage"), str(stages[0].get("stage")))
+                row["skipped"][reason] = row["skipped"].get(reason, 0) + 1
+            else:
+                row["ran"] += 1
+    for name, count in store.finding_counts(BUG_KINDS).items():
+        rows.setdefault(name, {"name": name, "role": "backend", "ran": 0, "skipped": {}, "findings": 0})
+        rows[name]["findings"] = count
+    executed = store.count_executions()
+    for row in rows.values():
+        row["share"] = row["ran"] / executed if executed else None
+    return list(rows.values())
 
 
 def backend_versions(store: CampaignStore) -> dict[str, Any]:

@@ -62,6 +62,13 @@ def report_markdown(data: dict[str, Any]) -> str:
              f"- duration: {s['duration_s']:.0f} s; mutants generated: {s['generated']} (valid {s['valid']}); "
              f"executed: {s['executed']}",
              *[f"- {name}: {versions}" for name, versions in s["versions"]], ""]
+    engines = data.get("engines") or []
+    if engines:
+        lines += ["## Which models each library ran", "", "| library | ran | skipped (why) | findings |", "|---|---|---|---|"]
+        lines += [f"| {e['name']} | {e['ran']} | "
+                  + ("; ".join(f"{n} {why}" for why, n in e["skipped"].items()) or "-") + f" | {e['findings']} |"
+                  for e in engines]
+        lines.append("")
     lines += ["## Coverage", ""] + [f"- {c['title']}: {c['points'][-1][1] if c['points'] else 0:g}"
                                     + (f" of {c['total']}" if c["total"] else "") for c in data["coverage"]]
     t = data["triage"]

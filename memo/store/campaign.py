@@ -12,7 +12,7 @@ import sqlite3
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Collection, Iterable, Iterator
 
 from memo.diskspace import tree_bytes
 from memo.errors import UsageError
@@ -175,6 +175,12 @@ class CampaignStore:
     def verdict_counts(self) -> dict[str, int]:
         """``{kind: verdicts}``."""
         return dict(self._db.execute("SELECT kind, COUNT(*) FROM verdicts GROUP BY kind").fetchall())
+
+    def finding_counts(self, kinds: Collection[str]) -> dict[str, int]:
+        """``{backend: verdicts of these kinds}``."""
+        marks = ",".join("?" * len(kinds))
+        return dict(self._db.execute(f"SELECT backend, COUNT(*) FROM verdicts WHERE kind IN ({marks}) GROUP BY backend",
+                                     tuple(kinds)).fetchall())
 
     def special_groups(self) -> list[dict[str, Any]]:
         """Findings on models whose NaN/Inf was injected on purpose, per library: ``library``, ``count``

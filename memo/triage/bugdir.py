@@ -5,7 +5,7 @@ Layout (``campaigns/<name>/bugs/<bug id>/``)::
     model.keras      the minimal model (weights included)
     inputs.npz       its input, keyed by input name
     ir.json          the model as memo IR
-    model.onnx       the converted model, when the faulty library consumes ONNX
+    model.onnx       the converted model, when the faulty library consumes ONNX (model.tflite: TFLite)
     expected.npz     the reference library's outputs (inconsistency / shape bugs)
     bug.json         kind, library, symptom, localization, input/output summary, reduction statistics
     repro.py         the standalone reproduction script (exit 0: reproduces, 1: does not)
@@ -25,6 +25,14 @@ MODEL_FILE = "model.keras"
 INPUTS_FILE = "inputs.npz"
 IR_FILE = "ir.json"
 EXPECTED_FILE = "expected.npz"
+
+
+def converted_file(kind: str) -> str:
+    """The name of a converted model of artifact ``kind`` in a bug's folder (``model.onnx`` for every ONNX
+    kind, ``model.tflite``...): the file name without the artifact's sub-folder."""
+    from memo.backends.spec import ARTIFACT_FILES
+
+    return Path(ARTIFACT_FILES[kind]).name if not ARTIFACT_FILES[kind].endswith(".onnx") else "model.onnx"
 
 
 def bug_folder(campaign_dir: Path, bug_id: str) -> Path:

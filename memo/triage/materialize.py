@@ -16,16 +16,15 @@ from memo.model.build import infer_shapes
 from memo.model.ir import ModelIR
 from memo.store import DB_NAME, CampaignStore
 from memo.triage.describe import symptom as symptom_line
-from memo.triage.bugdir import EXPECTED_FILE, INPUTS_FILE, IR_FILE, MODEL_FILE, write_bug_file
+from memo.triage.bugdir import EXPECTED_FILE, INPUTS_FILE, IR_FILE, MODEL_FILE, converted_file, write_bug_file
 from memo.triage.probe import Roles, read_inputs
-from memo.triage.repro import NUMERIC_CHECKS, ONNX_FILE, PLUGIN_FILE, registered, render_script, script_python, supported
+from memo.triage.repro import NUMERIC_CHECKS, PLUGIN_FILE, registered, render_script, script_python, supported
 from memo.triage.signature import recorded_as
 
 
-def _consumed_file(library: str, plugin: PluginInfo | None) -> str | None:
+def _consumed_kind(library: str, plugin: PluginInfo | None) -> str:
     spec = registered(library)
-    kind = spec.consumes if spec is not None else plugin.consumes if plugin is not None else "keras"
-    return ARTIFACT_FILES[kind] if kind != "keras" else None
+    return spec.consumes if spec is not None else plugin.consumes if plugin is not None else "keras"
 
 
 def campaign_plugins(folder: Path) -> list[str]:
@@ -118,9 +117,9 @@ def materialize(folder: Path, source: Path, ir: ModelIR, bug: dict[str, Any], ro
     runs = faulty if isinstance(spec, ConverterSpec) and kind in NUMERIC_CHECKS else library
     plugins = list(extra.get("plugins") or []) or (campaign_plugins(folder) if registered(runs) is None else [])
     plugin = find_plugin(runs, plugins)
-    consumed = _consumed_file(runs, plugin)
-    if consumed and (source / consumed).exists():
-        shutil.copyfile(source / consumed, folder / ONNX_FILE)
+    consumed = _consumed_kind(runs, plugin)
+    if consumed != "keras" and (source / ARTIFACT_FILES[consumed]).exists():
+        shutil.copyfile(source / ARTIFACT_FILES[consumed], folder / converted_file(consumed))
     if plugin is not None:
         shutil.copyfile(plugin.path, folder / PLUGIN_FILE)
     good_outputs = _outputs(source / "outputs" / f"{good}.npz") if good else []

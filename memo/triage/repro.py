@@ -31,12 +31,11 @@ from memo.backends.spec import AnySpec, ConverterSpec
 from memo.backends.supervisor import THREAD_VARIABLES
 from memo.kinds import BUG_KINDS
 from memo.oracle import Thresholds
-from memo.triage.bugdir import EXPECTED_FILE, INPUTS_FILE, MODEL_FILE
+from memo.triage.bugdir import EXPECTED_FILE, INPUTS_FILE, MODEL_FILE, converted_file
 from memo.triage.inline import Bundle
 from memo.triage.rerun import expected_death
 from memo.triage.signature import normalize_message
 
-ONNX_FILE = "model.onnx"
 PLUGIN_FILE = "plugin_backend.py"
 CHECKS = {kind: f"checks/{kind}.py.j2" for kind in sorted(BUG_KINDS)}  # the symptom's test, per bug kind
 NUMERIC_CHECKS = ("nan", "inconsistency", "shape")  # the kinds whose check compares with expected.npz
@@ -151,7 +150,8 @@ def render_script(*, bug_id: str, kind: str, library: str, faulty: str, symptom:
         environment.update(plugin_env or {})
         requirements.append("numpy")
         files.append(PLUGIN_FILE)
-    model_file = MODEL_FILE if converter is not None or _consumes_keras(backend, plugin) else ONNX_FILE
+    consumed = _consumed_kind(backend, plugin)
+    model_file = MODEL_FILE if converter is not None or consumed == "keras" else converted_file(consumed)
     files.insert(0, model_file)
     for module, name in _CHECK_CODE[kind]:
         bundle.add(module, name)
@@ -172,13 +172,14 @@ def render_script(*, bug_id: str, kind: str, library: str, faulty: str, symptom:
         files=", ".join([*files, INPUTS_FILE]), environment=environment, thread_variables=list(THREAD_VARIABLES),
         imports=[line for line in bundle.import_lines() if line not in _FRAME_IMPORTS], sections=sections,
         input_names=input_names, converter=converter.name if converter else None, backend=runs is not None,
-        model_file=model_file, check=CHECKS[kind], death=death, expected_exception=expected_exception,
+        model_file=model_file, converted_name=converted_file(converter.produces) if converter else "",
+        check=CHECKS[kind], death=death, expected_exception=expected_exception,
         expected_message=normalize_message(expected_message), expected_stage=expected_stage, timeout_s=timeout_s,
         thresholds=", ".join(f"{k}={v!r}" for k, v in dataclasses.asdict(thresholds).items()), reference=reference)
     return text, files
 
 
-def _consumes_keras(backend: AnySpec | None, plugin: Path | None) -> bool:
+def _consumed_kind(backend: AnySpec | None, plugin: Path | None) -> str:
     if backend is not None:
-        return backend.consumes == "keras"
-    return plugin is not None and read_plugin(plugin).consumes == "keras"
+        return backend.consumes
+    return read_plugin(plugin).consumes if plugin is not None else "keras"

@@ -20,9 +20,10 @@ PLUGINS = ("abort-on-poison", "hang-on-poison")
 def test_all_backends_agree_on_a_conv_net(executor, make_artifact) -> None:
     result = executor.run(make_artifact(EXAMPLES / "conv_net.json"))
     assert {name: b.status for name, b in result.backends.items()} == {name: "ok" for name in result.backends}
-    assert set(executor.backend_names) == {"keras-tensorflow", "keras-jax", "keras-torch", "onnxruntime",
-                                            "onnx2pytorch", "onnx2torch", "mxnet", *PLUGINS}
-    assert {"tf2onnx", "tf2onnx-opset11"} <= set(result.backends)
+    assert set(executor.backend_names) == {"keras-tensorflow", "keras-jax", "keras-torch", "keras-openvino",
+                                            "onnxruntime", "onnx2pytorch", "onnx2torch", "openvino", "mxnet",
+                                            "onnxruntime-keras-export", *PLUGINS}
+    assert {"tf2onnx", "tf2onnx-opset11", "keras-export"} <= set(result.backends)
     assert judge(result) == []
     outputs = load_outputs(result)
     comparisons = compare(outputs, result.reference, Thresholds())

@@ -67,3 +67,15 @@ def record_campaign(directory: Path, artifacts: Path, executor: Any, models: lis
     store.add_coverage_point(1.0, len(models), len(models), len(models),
                              {"types": (6, 60), "pairs": (8, 3600), "params": (20, 900)})
     return store
+
+
+def materialize_bug(root: Path, ir: Any, artifact: Any, bug: dict, faulty: str) -> tuple[Path, dict]:
+    """Write ``bug``'s folder (model, files, repro.py) under ``root`` from an executed artifact, with ``faulty``
+    compared against keras-tensorflow; returns the folder and its bug.json data."""
+    from memo.triage.materialize import materialize
+    from memo.triage.probe import Roles
+
+    folder = root / bug["id"]
+    data = materialize(folder, artifact.directory, ir, bug, Roles(faulty, "keras-tensorflow", ()), {})
+    assert (folder / "repro.py").exists(), data.get("repro_missing")
+    return folder, data

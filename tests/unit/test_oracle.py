@@ -1,6 +1,7 @@
 """The oracle's maths and verdict rules, on hand-made execution results (pure numpy, no library)."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -343,3 +344,57 @@ def test_has_injection_detects_the_nan_operators_subgraph() -> None:
     assert not has_injection(model(Layer("d", "Dense", {"units": 2}, ["x"]),
                                    Layer("m", "Multiply", {}, ["x", "d"], call_style="list")))
     assert not has_injection(model(Layer("s", "Rescaling", {"scale": 2.0, "offset": 0.0}, ["x"])))
+
+
+def test_conversion_blamed_when_the_same_engine_agrees_on_another_converters_file() -> None:
+    # ONNX Runtime runs both tf2onnx's file and Keras's own export: right on one, wrong on the other, the
+    # export is at fault, not ONNX Runtime.
+    names = [REF, "keras-jax", "onnxruntime", "onnxruntime-keras-export"]
+    outputs = same_outputs(BASE, names)
+    outputs["onnxruntime-keras-export"]["out"] = BASE + np.float32(0.5)
+    result = make_result(names=names)
+    result.backends["onnxruntime-keras-export"].consumes = "keras-onnx"
+    verdicts = judge(result, outputs=outputs)
+    assert [(v.kind, v.backend, v.stage) for v in verdicts] == [("inconsistency", "keras-export", "convert")]
+    assert verdicts[0].metrics["same_engine"] == "onnxruntime"
+
+
+def test_engine_blamed_when_it_is_wrong_on_every_file() -> None:
+    names = [REF, "keras-jax", "onnxruntime", "onnx2torch", "onnxruntime-keras-export"]
+    outputs = same_outputs(BASE, names)
+    for name in ("onnxruntime", "onnxruntime-keras-export"):
+        outputs[name]["out"] = BASE + np.float32(0.5)
+    result = make_result(names=names)
+    result.backends["onnxruntime-keras-export"].consumes = "keras-onnx"
+    verdicts = judge(result, outputs=outputs)
+    assert sorted((v.kind, v.backend) for v in verdicts) == [("inconsistency", "onnxruntime"),
+                                                              ("inconsistency", "onnxruntime-keras-export")]
+
+
+def test_a_keras_converter_failing_as_keras_does_is_not_a_second_finding() -> None:
+    # Keras's ONNX export calls the model on torch first: when keras-torch fails on the model, the export fails
+    # with the same exception, which is the same bug.
+    failure = StageResult("execute", "error", 0.1, exc_type="ValueError", message="bad broadcast (3,) vs (4,)")
+    names = [REF, "keras-jax", "keras-torch"]
+    result = make_result({"keras-torch": failure}, names=names)
+    result.backends["keras-export"] = BackendResult(
+        "keras-export", "keras", role="converter",
+        stages=[StageResult("load", "ok", 0.1), StageResult("convert", "error", 0.1, exc_type="ValueError",
+                                                           message="bad broadcast (3,) vs (4,)")])
+    outputs = same_outputs(BASE, [REF, "keras-jax"])
+    verdicts = judge(result, outputs=outputs)
+    assert [(v.kind, v.backend) for v in verdicts] == [("crash", "keras-torch")]
+    assert verdicts[0].metrics["also_in"] == ["keras-export"]
+    result.backends["keras-export"].stages[1].message = "another failure"
+    assert sorted(v.backend for v in judge(result, outputs=outputs)) == ["keras-export", "keras-torch"]
+
+
+def test_the_same_exception_on_the_same_file_at_the_same_stage_is_one_finding() -> None:
+    # torch.compile converts with onnx2torch first: onnx2torch's failure is not torch.compile's too
+    failure = StageResult("convert", "error", 0.1, exc_type="KeyError", message="'Gather' with int64 axes")
+    names = [REF, "keras-jax", "onnx2torch", "torch-compile"]
+    result = make_result({"onnx2torch": failure, "torch-compile": dataclasses.replace(failure)}, names=names)
+    result.backends["torch-compile"].consumes = "onnx"
+    verdicts = judge(result, outputs=same_outputs(BASE, [REF, "keras-jax"]))
+    assert [(v.kind, v.backend) for v in verdicts] == [("crash", "onnx2torch")]
+    assert verdicts[0].metrics["also_in"] == ["torch-compile"]

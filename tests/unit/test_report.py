@@ -43,7 +43,10 @@ def test_json_and_markdown_export_the_same_content(campaign: Path, tmp_path: Pat
     assert data["unsupported"][0]["count"] == 2 and data["verdict_counts"]["crash"] == 4
     top = max(data["bugs"], key=lambda bug: bug["occurrences"])
     assert top["occurrences"] == 3 and top["layers"] == ["Dense", "ReLU"] and "RuntimeError" in top["traceback"]
+    engines = {row["name"]: row for row in data["engines"]}  # which models each library ran, and its findings
+    assert engines["onnxruntime"]["ran"] == 4 and engines["onnxruntime"]["findings"] == data["verdict_counts"]["crash"]
     markdown = write_report(campaign, tmp_path / "r.md", "markdown").read_text()
+    assert "## Which models each library ran" in markdown
     assert markdown.count("## Bug ") == 2 and top["id"] in markdown and "| tf2onnx | Erfinv | 2 |" in markdown
 
 

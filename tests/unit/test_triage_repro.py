@@ -77,7 +77,7 @@ def test_keras_scripts_pin_their_backend_and_run_jax_jitted() -> None:
     jax, files = _render("keras-jax", "crash")
     assert 'os.environ["KERAS_BACKEND"] = "jax"' in jax and files == ["model.keras"]
     assert jax.index("KERAS_BACKEND") < jax.index("import numpy")
-    assert "_COMPILED_CALLS = {\"jax\": _jax_call}" in jax and "_zero_initializers()" in jax
+    assert "_COMPILED_CALLS = {\"jax\": _jax_call, \"openvino\": _openvino_call}" in jax and "_zero_initializers()" in jax
     ort, files = _render("onnxruntime", "inconsistency")
     assert files == ["model.onnx", "expected.npz"] and "import keras" not in ort
 

@@ -1,0 +1,78 @@
+"""OpenVINO (CPU plugin) on tf2onnx's default-opset conversion.
+
+Stages: ``convert`` is OpenVINO's ONNX frontend turning the file into an ``ov.Model`` (``Core.read_model``),
+``load`` the CPU plugin's compilation (``Core.compile_model``), ``execute`` one inference request. The
+model keeps its dynamic batch dimension: the CPU plugin compiles it with a dynamic shape and infers the
+batch from the inputs, as it does for a user's ONNX file.
+
+The CPU plugin runs single-threaded (one inference thread, one stream, no core pinning) and in f32:
+on CPUs with bf16 or fp16 units its default ``INFERENCE_PRECISION_HINT`` is that lower precision, which
+would make every difference from the reference a precision artefact rather than a bug.
+
+openvino is imported inside the functions below, which run in the worker only: the orchestrator
+imports this module to read the spec and must never import a library under test.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from memo.backends.spec import BackendSpec, ReproRecipe, UnsupportedPhrase
+from memo.backends.versions import distribution_versions
+
+DISTRIBUTIONS = ("openvino",)
+
+# compile_model's configuration: one core, full precision.
+CPU_CONFIG = {
+    "INFERENCE_NUM_THREADS": 1,
+    "NUM_STREAMS": 1,
+    "PERFORMANCE_HINT": "LATENCY",
+    "ENABLE_CPU_PINNING": False,
+    "ENABLE_HYPER_THREADING": False,
+    "INFERENCE_PRECISION_HINT": "f32",
+}
+
+
+def _setup() -> dict[str, str]:
+    import openvino  # noqa: F401
+
+    return distribution_versions(DISTRIBUTIONS)
+
+
+def _convert(path: Path) -> Any:
+    """OpenVINO's ONNX frontend: the file read and converted to an ``ov.Model``."""
+    import openvino
+
+    return openvino.Core().read_model(str(path))
+
+
+def _load(model: Any) -> Any:
+    """The CPU plugin compiles the model (dynamic batch kept), single-threaded, in f32."""
+    import openvino
+
+    return openvino.Core().compile_model(model, "CPU", CPU_CONFIG)
+
+
+def _run(compiled: Any, inputs: dict[str, Any]) -> list[Any]:
+    """One inference: inputs by position (the ONNX graph's inputs are the model's, in order); outputs in
+    the compiled model's order, which is the ONNX graph's output order (the frontend keeps it)."""
+    request = compiled.create_infer_request()
+    results = request.infer({port: array for port, array in zip(compiled.inputs, inputs.values())})
+    return [results[port] for port in compiled.outputs]  # copies of the output tensors (infer's default)
+
+
+# The ONNX frontend's report when an op has no translator, and nothing else failed: its summary then lists
+# only "No conversion rule found" (an op whose translator raised adds a "Failed operations detailed log"
+# after "Model wasn't fully converted." and "Conversion is failed for" to the summary: a bug, not a refusal).
+# The example is OpenVINO 2026.4's message for a one-node ONNX graph of StringNormalizer (opset 18).
+UNSUPPORTED = (
+    UnsupportedPhrase(r"Model wasn't fully converted\.\nSummary:\n"
+                      r"-- No conversion rule found for operations: [^\n]*\n*$", exc_types=("RuntimeError",),
+                      example="Exception from src/inference/src/cpp/core.cpp:84:\nCheck 'false' failed at "
+                              "src/frontends/common_translators/src/unconverted_ops_report.cpp:151:\nFrontEnd API "
+                              "failed with OpConversionFailure:\nModel wasn't fully converted.\nSummary:\n-- No "
+                              "conversion rule found for operations: StringNormalizer-18\n\n"),
+)
+
+SPEC = BackendSpec(name="openvino", consumes="onnx", convert=_convert, load=_load, run=_run, setup=_setup,
+                   distributions=DISTRIBUTIONS, unsupported_patterns=UNSUPPORTED, repro=ReproRecipe())
