@@ -7,6 +7,8 @@
     DIR/model.ir.json      memo's IR of the model (input and output names, for reports and reduction)
     DIR/onnx/model.onnx            tf2onnx's conversion (written by the tf2onnx converter worker)
     DIR/onnx/model.opset11.onnx    the opset-11 conversion MXNet imports
+    DIR/tflite/model.tflite        TensorFlow's TFLite conversion (LiteRT)
+    DIR/keras-onnx/model.onnx      Keras's own ONNX export (ONNX Runtime again)
     DIR/outputs/BACKEND.npz        each backend's outputs (out_0, out_1... in model-output order)
 
 All backends therefore run the same weights on the same inputs. The orchestrator builds the model on
@@ -38,7 +40,7 @@ class Artifact:
     ir_path: Path
 
     def path_for(self, kind: str) -> Path:
-        """The file of an artifact kind ("keras", "onnx", "onnx-opset11"), whether written yet or not."""
+        """The file of an artifact kind (``spec.ARTIFACT_FILES``), whether written yet or not."""
         return self.keras_path if kind == "keras" else self.directory / ARTIFACT_FILES[kind]
 
     def outputs_path(self, backend: str) -> Path:

@@ -25,10 +25,12 @@ def describe(plugins: list[Path]) -> list[dict[str, Any]]:
     from memo.backends.plugins import read_plugin
 
     rows = []
+    default_kinds = {registered_member(name).consumes for name in DEFAULT_BACKENDS}
     for name in [*BACKENDS, *CONVERTERS]:
         member = registered_member(name)
+        default = name in DEFAULT_BACKENDS or (member.produces in default_kinds)  # a converter a default one reads
         rows.append({"name": name, "role": member.role, "consumes": member.consumes, "produces": member.produces,
-                     "default": name in DEFAULT_BACKENDS or name in CONVERTERS, "reference": name == REFERENCE,
+                     "default": default, "reference": name == REFERENCE,
                      "versions": member.versions, "available": member.unavailable is None,
                      "why_not": member.unavailable})
     for info in map(read_plugin, plugins):
@@ -47,12 +49,12 @@ def handle(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     table = Table(title="memo backends")
-    for column in ("name", "role", "consumes", "versions", "available"):
+    for column in ("name", "role", "consumes", "runs", "versions", "available"):
         table.add_column(column)
     for row in rows:
         versions = ", ".join(f"{k} {v}" for k, v in row["versions"].items())
         role = row["role"] + (" (reference)" if row["reference"] else "")
-        table.add_row(row["name"], role, row["consumes"], versions,
-                      "yes" if row["available"] else f"no: {row['why_not']}")
+        table.add_row(row["name"], role, row["consumes"], "by default" if row["default"] else "with --backends",
+                      versions, "yes" if row["available"] else f"no: {row['why_not']}")
     Console(width=max(Console().width, 120)).print(table)
     return 0

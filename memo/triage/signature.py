@@ -50,6 +50,12 @@ _MASKS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"(['\"`]?)[A-Za-z.]+(?:,[A-Za-z.]+)*->[A-Za-z.]*\1"), r"\1EQUATION\1"),
     # MLIR / XLA-style shapes: tensor<2x?x4xf32>, 2x3x4
     (re.compile(r"(?<![\w.])(?:\d+|\?)(?:x(?:\d+|\?))+(?:x(?:[fiu]\d+|bf16|i1))?(?![\w.])"), "SHAPE"),
+    # torch.onnx's export errors end by quoting the traced graph around the failing value ("[Caused by the value
+    # 'kernel.23 defined in (%kernel.23 : Float(*, 4, 13...) = onnx::Transpose...]"): which value, its shape
+    # and scope differ from model to model for one bug; the head of the message names it
+    (re.compile(r"\s*\[Caused by the value .*$"), " [Caused by a value of the traced graph]"),
+    # TorchScript IR values (%inputs.27, %x.3): numbered per trace
+    (re.compile(r"%[A-Za-z_]\w*\.\d+\b"), "%NAME"),
     # auto-generated layer/tensor names (conv2d_13, input_layer_2, Reshape__807): the same bug hits
     # differently named nodes
     (re.compile(r"\b[A-Za-z]\w*?_\d+\b"), "NAME"),

@@ -40,6 +40,10 @@ def test_backends_json_lists_versions_without_importing_libraries(capsys: pytest
     assert {"keras-tensorflow", "keras-jax", "keras-torch", "onnxruntime", "onnx2pytorch", "onnx2torch", "mxnet",
             "tf2onnx", "tf2onnx-opset11"} <= set(rows)
     assert rows["keras-tensorflow"]["reference"] and rows["mxnet"]["consumes"] == "onnx-opset11"
+    # the engines one --backends flag away, and the converters only they need, are not run by default
+    assert {name for name, row in rows.items() if not row["default"]} == {
+        "tvm", "torch-compile", "torch-inductor", "litert", "tflite-converter"}
+    assert rows["keras-export"]["default"] and rows["openvino"]["versions"]["openvino"].startswith("2026.")
     assert rows["mxnet"]["versions"]["numpy"].startswith("1.23") or not rows["mxnet"]["available"]
     probe = ("import sys; from memo.cli import main; main(['backends', '--json']); "
              "sys.stderr.write(str(sorted({'tensorflow', 'torch', 'jax', 'onnxruntime'} & set(sys.modules))))")

@@ -48,6 +48,15 @@ def test_masking_removes_addresses_paths_names_shapes_and_numbers() -> None:
     assert masked.startswith("Error at 0xADDR in PATH: tensor 'NAME' has shape SHAPE vs SHAPE")
 
 
+def test_torchscript_value_names_are_masked() -> None:
+    # torch.onnx quotes the traced graph: the same export failure names %inputs.27 in one model, %inputs.11 in another
+    first, second = (normalize_message(f"onnx memory_format support is not implemented [Caused by the value "
+                                       f"'{n} defined in (%{n} : Float(*, 9, 9) = onnx::Transpose(%inputs.{i})")
+                     for n, i in ((225, 27), (288, 11)))
+    assert first == second and "memory_format" in first and "Caused by a value of the traced graph" in first
+    assert "%NAME" in normalize_message("Failed to export a node '%inputs.27 : Long() = onnx::Cast[to=7](%x.3)'")
+
+
 def test_masking_keeps_the_words_that_name_the_bug() -> None:
     masked = normalize_message("Conv2D with float32 input: kernel_size must be positive, got dense_3")
     assert "Conv2D" in masked and "float32" in masked and "kernel_size" in masked and "got NAME" in masked
