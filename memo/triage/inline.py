@@ -17,6 +17,7 @@ import ast
 import builtins
 import functools
 import inspect
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -38,10 +39,20 @@ def _module_file(module: str) -> Path:
     return base / "__init__.py" if base.is_dir() else base.with_suffix(".py")
 
 
+# CPython 3.11's ast.parse is not safe to call from two threads at once: under the campaign's background triage
+# it raised "SystemError: AST constructor recursion depth mismatch" (seen here, 3.11.7). One parse at a time.
+_PARSE_LOCK = threading.Lock()
+
+
+def _parse(source: str) -> ast.Module:
+    with _PARSE_LOCK:
+        return ast.parse(source)
+
+
 @functools.lru_cache(maxsize=None)
 def _module_tree(module: str) -> tuple[str, ast.Module]:
     source = _module_file(module).read_text()
-    return source, ast.parse(source)
+    return source, _parse(source)
 
 
 def _segment(module: str, node: ast.stmt, comments: bool) -> str:
@@ -149,7 +160,7 @@ class _References(ast.NodeVisitor):
 def references(source: str) -> tuple[list[str], list[str]]:
     """(module-scope names ``source`` reads, memo modules it imports inside a function or class body)."""
     visitor = _References()
-    tree = ast.parse(source)
+    tree = _parse(source)
     for statement in tree.body:
         if isinstance(statement, (ast.Import, ast.ImportFrom)):
             continue  # a module-level import is resolved by the bundle, not read as a reference
