@@ -76,8 +76,7 @@ def print_engines(campaign: Path) -> None:
     print("\n| library | role | ran | share of executed | skipped (why) | findings |\n|---|---|---|---|---|---|")
     for row in rows:
         share = f"{100 * row['share']:.0f} %" if row["share"] is not None else "-"
-        skipped = "; ".join(f"{n} {why}" for why, n in row["skipped"].items()) or "-"
-        print(f"| {row['name']} | {row['role']} | {row['ran']} | {share} | {skipped} | {row['findings']} |")
+        print(f"| {row['name']} | {row['role']} | {row['ran']} | {share} | {row['skipped_text']} | {row['findings']} |")
 
 
 def main() -> int:

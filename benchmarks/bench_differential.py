@@ -73,29 +73,23 @@ def conv1d_model(rng: np.random.Generator, name: str) -> ModelIR:
 FAMILIES = (conv_model, mlp_model, conv1d_model)
 
 
+def process_cpu(pid: int | None) -> float:
+    """User + system CPU seconds used so far by process ``pid`` (0 when it is not running)."""
+    try:
+        times = psutil.Process(pid).cpu_times() if pid else None
+    except psutil.Error:
+        times = None
+    return times.user + times.system if times is not None else 0.0
+
+
 def cpu_seconds(pids: list[int | None]) -> float:
     """User + system CPU seconds used so far by this process and the given workers."""
-    total = time.process_time()
-    for pid in pids:
-        try:
-            times = psutil.Process(pid).cpu_times() if pid else None
-        except psutil.Error:
-            times = None
-        if times is not None:
-            total += times.user + times.system
-    return total
+    return time.process_time() + sum(map(process_cpu, pids))
 
 
 def group_cpu(pids: dict[str, int | None]) -> dict[str, float]:
     """User + system CPU seconds used so far by each worker group's process."""
-    out = {}
-    for group, pid in pids.items():
-        try:
-            times = psutil.Process(pid).cpu_times() if pid else None
-        except psutil.Error:
-            times = None
-        out[group] = times.user + times.system if times is not None else 0.0
-    return out
+    return {group: process_cpu(pid) for group, pid in pids.items()}
 
 
 def percentile(values: list[float], q: float) -> float:

@@ -469,10 +469,10 @@ def _failure_verdicts(result: ExecutionResult) -> list[Verdict]:
             # a converter that runs Keras itself (Keras's ONNX export calls the model on torch) failing as a Keras
             # backend does: the same failure, not a second finding
             also[keras_failures[(stage.exc_type, stage.message)]].append(backend.name)
-        elif _same_failure(result, _builds_on(backend.name), stage):
+        elif _same_failure(result, base := _spec_field(backend.name, "builds_on", None), stage):
             # the exception of the backend whose code this one runs first (torch.compile converts with
             # onnx2torch): one finding, that backend's
-            also[str(_builds_on(backend.name))].append(backend.name)
+            also[base].append(backend.name)
         else:
             verdicts.append(_own_verdict(backend))
     for verdict in verdicts:
@@ -522,9 +522,10 @@ def _attribute(kind: str, flagged: dict[str, str], outputs: dict[str, list[np.nd
                                     + flagged[group[0]],
                                     {"backends": {name: metrics(name) for name in group}, **recorded}))
             flagged = {name: message for name, message in flagged.items() if name not in group}
+    engines = {name: _spec_field(name, "engine_name", name) for name in compared}
     for name in list(flagged):  # one engine on two converters' files: right on one, wrong on the other
         kind_read = result.backends[name].consumes
-        twins = [other for other in compared if other != name and _engine(other) == _engine(name)
+        twins = [other for other in compared if other != name and engines[other] == engines[name]
                  and result.backends[other].consumes != kind_read and other not in flagged_any]
         if kind_read in PRODUCERS and twins:
             converter = PRODUCERS[kind_read]
@@ -546,12 +547,13 @@ def _attribute(kind: str, flagged: dict[str, str], outputs: dict[str, list[np.nd
                        for name, message in flagged.items()]
 
 
-def _builds_on(backend: str) -> str | None:
-    """The backend whose code ``backend`` runs first, if its spec names one."""
+def _spec_field(backend: str, name: str, default: Any) -> Any:
+    """A field of ``backend``'s registered spec (``default`` for a plugin, a converter without it, or a name
+    from another version of memo)."""
     try:
-        return getattr(load_spec(backend), "builds_on", None)
+        return getattr(load_spec(backend), name, default)
     except (KeyError, ImportError):
-        return None
+        return default
 
 
 def _same_failure(result: ExecutionResult, other: str | None, stage: StageResult) -> bool:
@@ -560,15 +562,6 @@ def _same_failure(result: ExecutionResult, other: str | None, stage: StageResult
     failure = entry.failure if entry is not None and entry.status in FAILURES else None
     return failure is not None and (failure.stage, failure.exc_type, failure.message) == (
         stage.stage, stage.exc_type, stage.message)
-
-
-def _engine(backend: str) -> str:
-    """The library that executes ``backend``'s model (its name, unless its spec says another engine's)."""
-    try:
-        spec = load_spec(backend)
-    except (KeyError, ImportError):  # a plugin, or a name from another version of memo
-        return backend
-    return getattr(spec, "engine_name", backend)
 
 
 def judge(result: ExecutionResult, thresholds: Thresholds = Thresholds(),

@@ -73,7 +73,7 @@ class Member:
     unavailable: str | None = None  # why it cannot run here (missing package or interpreter)
     versions: dict[str, str] = field(default_factory=dict)
     group: str = field(default="")
-    timeout_s: float | None = None  # its own per-model limit (None: the executor's)
+    timeout_s: float | None = None  # its own per-model limit, used when longer than the executor's
     sample_every: int = 1  # runs on one model in this many when a run names no backends
 
     def sampled_out(self, artifact: Artifact) -> bool:

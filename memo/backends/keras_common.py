@@ -15,6 +15,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
+from memo.backends.openvino_backend import CPU_CONFIG as OPENVINO_CPU_CONFIG
 from memo.backends.spec import BackendSpec, ReproRecipe, UnsupportedPhrase
 from memo.backends.versions import distribution_versions
 
@@ -83,23 +84,19 @@ def _jax_call(model: Any, arrays: list[Any]) -> Any:
     return jax.jit(forward)(trainable, non_trainable, arrays)
 
 
-# What Keras' OpenVINO backend compiles with: one thread (memo's workers each get one core) and float32 inference.
-# OpenVINO's CPU plugin otherwise runs float32 models in bfloat16 on CPUs with AVX512-BF16 or AMX, and its
-# outputs would differ from every other library's by bfloat16 rounding: a setting, not a bug.
-OPENVINO_CONFIG = {"INFERENCE_NUM_THREADS": 1, "INFERENCE_PRECISION_HINT": "f32"}
-
-
 def _openvino_call(model: Any, arrays: list[Any]) -> Any:
     """Keras on OpenVINO as ``model.predict`` runs it: the model built into one OpenVINO graph and compiled for
     the CPU (an eager call would compile each output separately, with the inputs folded in as constants).
-    Keras compiles with ``openvino.compile_model`` and no configuration; memo's is added to it."""
+    Keras compiles with ``openvino.compile_model`` and no configuration; memo's for OpenVINO's CPU plugin (the
+    openvino backend's: one thread, float32 inference, not the bfloat16 the plugin picks on CPUs with
+    AVX512-BF16 or AMX) is added to it."""
     import openvino
     from keras.src.backend.openvino import trainer
 
     original = openvino.compile_model
     if not getattr(original, "memo_config", False):
         def configured(ov_model: Any, device: Any = "CPU", config: Any = None, **kwargs: Any) -> Any:
-            return original(ov_model, device, {**OPENVINO_CONFIG, **(config or {})}, **kwargs)
+            return original(ov_model, device, {**OPENVINO_CPU_CONFIG, **(config or {})}, **kwargs)
 
         configured.memo_config = True  # type: ignore[attr-defined]
         trainer.ov.compile_model = configured  # trainer.ov is the openvino module

@@ -139,7 +139,7 @@ class ConverterSpec:
     group: str | None = None
     unsupported_patterns: UnsupportedPatterns = DEFAULT_UNSUPPORTED_PATTERNS
     repro: ReproRecipe | None = None  # None: memo writes no repro.py for this library's bugs
-    timeout_s: float | None = None  # per-model time limit (None: the executor's)
+    timeout_s: float | None = None  # per-model time limit when longer than the executor's
 
     @property
     def worker_group(self) -> str:

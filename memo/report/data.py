@@ -136,6 +136,7 @@ def engine_activity(store: CampaignStore) -> list[dict[str, Any]]:
     executed = store.count_executions()
     for row in rows.values():
         row["share"] = row["ran"] / executed if executed else None
+        row["skipped_text"] = "; ".join(f"{n} {why}" for why, n in row["skipped"].items()) or "-"
     return list(rows.values())
 
 

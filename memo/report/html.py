@@ -56,6 +56,7 @@ def render_html(data: dict[str, Any]) -> str:
     return environment().get_template(TEMPLATE).render(
         s=data["summary"], generated=_when(data["generated"]), memo_version=data["memo_version"],
         duration=_duration(data["summary"]["duration_s"]), charts=charts, bugs=data["bugs"], kinds=kinds,
-        unsupported=data["unsupported"], verdict_counts=data["verdict_counts"], engines=data.get("engines", []), triage=data["triage"],
+        unsupported=data["unsupported"], verdict_counts=data["verdict_counts"], engines=data["engines"],
+        triage=data["triage"],
         awaiting_localization=data["awaiting_localization"], special=data["special"],
         triage_errors=data["triage_errors"])

@@ -65,9 +65,7 @@ def report_markdown(data: dict[str, Any]) -> str:
     engines = data.get("engines") or []
     if engines:
         lines += ["## Which models each library ran", "", "| library | ran | skipped (why) | findings |", "|---|---|---|---|"]
-        lines += [f"| {e['name']} | {e['ran']} | "
-                  + ("; ".join(f"{n} {why}" for why, n in e["skipped"].items()) or "-") + f" | {e['findings']} |"
-                  for e in engines]
+        lines += [f"| {e['name']} | {e['ran']} | {e['skipped_text']} | {e['findings']} |" for e in engines]
         lines.append("")
     lines += ["## Coverage", ""] + [f"- {c['title']}: {c['points'][-1][1] if c['points'] else 0:g}"
                                     + (f" of {c['total']}" if c["total"] else "") for c in data["coverage"]]

@@ -16,6 +16,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from memo.backends.spec import ARTIFACT_FILES
 from memo.model.ir import ModelIR
 
 BUGS_DIR = "bugs"
@@ -30,8 +31,6 @@ EXPECTED_FILE = "expected.npz"
 def converted_file(kind: str) -> str:
     """The name of a converted model of artifact ``kind`` in a bug's folder (``model.onnx`` for every ONNX
     kind, ``model.tflite``...): the file name without the artifact's sub-folder."""
-    from memo.backends.spec import ARTIFACT_FILES
-
     return Path(ARTIFACT_FILES[kind]).name if not ARTIFACT_FILES[kind].endswith(".onnx") else "model.onnx"
 
 
