@@ -3,17 +3,21 @@
     .venv/bin/python benchmarks/bench_ablation.py --minutes 5 [--seed S] [--execute]
     .venv/bin/python benchmarks/bench_ablation.py --iterations 400     (equal mutant counts; wall time shown)
 
-Variants: memo as shipped (MH search, reduced seeds, MEMO's operators and memo's own); RQ3: original
-(unreduced) seeds; RQ4: random seed selection (MEMO_r), MCTS, MEMO's seven operators only, and LEMON-style
-operators (weight shuffle, neuron effect block, activation removal/replacement, layer copy/removal).
-Without ``--execute`` the campaigns generate and measure coverage only, which is what the coverage
-criteria measure; with it every diverse mutant also runs on the default backends.
+Variants: memo as shipped (MH search, reduced seeds, MEMO's operators and memo's own, including the directed
+operator Target); MH without Target (undirected); RQ3: original (unreduced) seeds; RQ4: random seed selection
+(MEMO_r), MCTS, MEMO's seven operators only, and LEMON-style operators (weight shuffle, neuron effect block,
+activation removal/replacement, layer copy/removal).
+Without ``--execute`` the campaigns generate and measure coverage only; with it every diverse mutant also runs
+on the default backends, execution feeds the seed pool, and coverage counts executed models only. The table
+then also gives the executed models, the share of them the reference could not run, and the layer types in
+fewer than 1 % of executed mutants.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -22,8 +26,10 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 
+ALL_BUT_TARGET = "NLA,LResh,LMerg,LConn,CShape,CMode,NaN,LRemove,ERemove,TSM,DType,SameInput,Block"
 VARIANTS: dict[str, list[str]] = {
-    "memo (MH, reduced, all operators)": [],
+    "memo: directed (MH + Target, reduced, all operators)": [],
+    "MH, undirected (no Target)": ["--ops", ALL_BUT_TARGET],
     "RQ3: original seeds": ["--no-reduce"],
     "RQ4: random search (MEMO_r)": ["--search", "random"],
     "RQ4: MCTS search": ["--search", "mcts"],
@@ -44,7 +50,30 @@ def run_variant(flags: list[str], budget: list[str], seed: int, execute: bool, w
     end = next((e for e in events if e["event"] == "end"), None)
     if end is None:
         return {"error": (proc.stderr.strip().splitlines() or ["no output"])[-1], "wall": time.monotonic() - began}
-    return {**end, "wall": time.monotonic() - began}
+    return {**end, **executed_figures(workdir / name / "campaign.sqlite"), "wall": time.monotonic() - began}
+
+
+def executed_figures(database: Path) -> dict:
+    """From a campaign's store: executed mutants, the share the reference could not run, and how many layer
+    types appear in fewer than 1 % of the executed mutants (seeds excluded)."""
+    if not database.exists():
+        return {}
+    with sqlite3.connect(database) as db:
+        rows = db.execute("SELECT m.ir, e.result FROM executions e JOIN mutants m ON m.id = e.mutant_id "
+                          "WHERE m.iteration >= 0").fetchall()
+    if not rows:
+        return {"executed_mutants": 0}
+    failed, per_type = 0, {}
+    for ir_json, result_json in rows:
+        result = json.loads(result_json or "{}")
+        reference = (result.get("backends") or {}).get(result.get("reference") or "keras-tensorflow") or {}
+        failed += any(stage.get("status") != "ok" for stage in reference.get("stages") or [{"status": "none"}])
+        for cls in {layer["class_name"] for layer in json.loads(ir_json)["layers"]}:
+            per_type[cls] = per_type.get(cls, 0) + 1
+    sys.path.insert(0, str(REPO))
+    from memo.layers import CATALOGUE
+    rare = [name for name in CATALOGUE if per_type.get(name, 0) < 0.01 * len(rows)]
+    return {"executed_mutants": len(rows), "reference_failed": failed / len(rows), "rare_types": len(rare)}
 
 
 def main() -> int:
@@ -59,18 +88,20 @@ def main() -> int:
     workdir = Path(tempfile.mkdtemp(prefix="memo-ablation-"))
     print(f"command: {' '.join([sys.executable, *sys.argv])}")
     budget = ["--iterations", str(args.iterations)] if args.iterations else ["--minutes", str(args.minutes)]
-    print(f"\n| variant | mutants | valid | diverse | types | pairs | params | wall s |\n|---|---|---|---|---|---|---|---|")
+    print("\n| variant | mutants | valid | diverse | executed | reference failed | types < 1 % | types | pairs | params "
+          "| wall s |\n|---|---|---|---|---|---|---|---|---|---|---|")
     for index, (label, flags) in enumerate(VARIANTS.items()):
         if args.only and not any(part in label for part in args.only.split(",")):
             continue
         end = run_variant(flags, budget, args.seed, args.execute, workdir, f"v{index}")
         if "error" in end:
-            print(f"| {label} | failed: {end['error']} | | | | | | |", flush=True)
+            print(f"| {label} | failed: {end['error']} | | | | | | | | | |", flush=True)
             continue
         cov = end["coverage"]
         cells = [f"{cov[k][0]}/{cov[k][1]}" for k in ("types", "pairs", "params")]
-        print(f"| {label} | {end['generated']} | {end['valid']} | {end['diverse']} | {' | '.join(cells)} "
-              f"| {end['wall']:.0f} |", flush=True)
+        failed = f"{100 * end['reference_failed']:.1f} %" if "reference_failed" in end else "-"
+        print(f"| {label} | {end['generated']} | {end['valid']} | {end['diverse']} | {end.get('executed_mutants', '-')} "
+              f"| {failed} | {end.get('rare_types', '-')} | {' | '.join(cells)} | {end['wall']:.0f} |", flush=True)
     return 0
 
 

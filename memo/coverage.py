@@ -12,7 +12,15 @@ Secondary: (layer, input rank), (layer, input dtype), (layer, input-size bucket)
 One shape, :class:`Coverage` (criterion name -> set of items), holds what a model covers, what it added to
 a tracker (its delta: the items that were new) and a tracker's totals.
 
-Every denominator comes from the catalogue (:func:`denominators`), so a figure can never exceed it.
+Headline and inert (:mod:`memo.coverage_realizable`, docs/coverage.md): every item is stored, but the
+figures (:meth:`Coverage.counts`, :meth:`CoverageTracker.counts`) and what makes a mutant diverse
+(:meth:`Coverage.is_new`, :meth:`Coverage.size`) count only the items that can change an inference result;
+the others (inference-identity layers such as Dropout, initializer/regularizer/constraint settings) are
+counted apart by ``inert_counts``. A pair seen through inference identities (A -> Dropout -> B) also counts
+as the pair (A, B) that runs at inference.
+
+Every denominator comes from the catalogue (:func:`denominators`: the declared items that are realizable;
+:func:`inert_denominators`: the declared inert ones), so a figure can never exceed it.
 Pure Python: no Keras import. Layers outside the catalogue are ignored here and listed by
 :func:`unknown_layers`.
 """
@@ -24,6 +32,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache, reduce
 from typing import Any
 
+from memo.coverage_realizable import is_identity, is_inert
 from memo.layers import CATALOGUE, possible_pairs
 from memo.layers.spec import Bucket, Shape
 from memo.model.ir import INPUT_CLASS, Layer, ModelIR, input_dtype, input_shape
@@ -44,10 +53,11 @@ class Coverage(Mapping[str, frozenset]):
 
     Built like a dict (``Coverage({"types": ...})`` or ``Coverage(types=...)``); a criterion not given is
     empty. Immutable: ``a | b`` is the union, ``a - b`` what ``a`` covers that ``b`` does not (a tracker's
-    delta). ``types``, ``pairs`` and ``params`` name the primary sets.
+    delta). ``types``, ``pairs`` and ``params`` name the primary sets. It holds every item; :meth:`headline`
+    and :meth:`inert` split them (computed once per object).
     """
 
-    __slots__ = ("_sets",)
+    __slots__ = ("_sets", "_split")
 
     def __init__(self, sets: Mapping[str, Iterable[Hashable]] | None = None,
                  **criteria: Iterable[Hashable]) -> None:
@@ -56,6 +66,7 @@ class Coverage(Mapping[str, frozenset]):
         if unknown:
             raise ValueError(f"not coverage criteria: {', '.join(unknown)} (known: {', '.join(CRITERIA)})")
         self._sets: dict[str, frozenset] = {name: frozenset(given.get(name, ())) for name in CRITERIA}
+        self._split: tuple[Coverage, Coverage] | None = None
 
     def __getitem__(self, name: str) -> frozenset:
         return self._sets[name]
@@ -73,8 +84,13 @@ class Coverage(Mapping[str, frozenset]):
         return f"Coverage({', '.join(f'{name}={len(items)}' for name, items in self._sets.items())})"
 
     def __or__(self, other: Mapping[str, frozenset]) -> "Coverage":
-        # a criterion with nothing to add keeps its set as it is: a tracker adds a delta to its totals per model
-        return Coverage({name: self[name] | other[name] if other[name] else self[name] for name in CRITERIA})
+        union = _union(self, other)
+        if self._split is not None and isinstance(other, Coverage) and other._split is not None:
+            # a tracker's totals grow by one delta per model: keep their split instead of redoing it
+            headline, inert = _union(self._split[0], other._split[0]), _union(self._split[1], other._split[1])
+            headline._split, inert._split = (headline, _EMPTY), (_EMPTY, inert)
+            union._split = (headline, inert)
+        return union
 
     def __sub__(self, other: Mapping[str, frozenset]) -> "Coverage":
         return Coverage({name: self[name] - other[name] for name in CRITERIA})
@@ -91,20 +107,50 @@ class Coverage(Mapping[str, frozenset]):
     def params(self) -> frozenset[tuple[str, str, Hashable]]:
         return self._sets["params"]
 
+    def headline(self) -> "Coverage":
+        """Only the items that can change an inference result (:mod:`memo.coverage_realizable`)."""
+        return self._split_items()[0]
+
+    def inert(self) -> "Coverage":
+        """Only the items that cannot change an inference result."""
+        return self._split_items()[1]
+
+    def _split_items(self) -> tuple["Coverage", "Coverage"]:
+        if self._split is None:
+            if not any(self._sets.values()):
+                self._split = (self, self)
+            else:
+                parts: tuple[dict[str, set], dict[str, set]] = ({}, {})
+                for name, items in self._sets.items():
+                    for item in items:
+                        parts[is_inert(name, item)].setdefault(name, set()).add(item)
+                headline, inert = Coverage(parts[0]), Coverage(parts[1])
+                headline._split, inert._split = (headline, _EMPTY), (_EMPTY, inert)
+                self._split = (headline, inert)
+        return self._split
+
     def counts(self) -> dict[str, int]:
-        """Criterion -> number of items."""
-        return {name: len(items) for name, items in self._sets.items()}
+        """Criterion -> number of headline items (inert ones: :meth:`inert_counts`)."""
+        return {name: len(items) for name, items in self.headline().items()}
+
+    def inert_counts(self) -> dict[str, int]:
+        """Criterion -> number of inert items."""
+        return {name: len(items) for name, items in self.inert().items()}
 
     def is_new(self) -> bool:
-        """True when it holds a layer type, pair or parameter value: for a delta, MEMO's diverse(m')."""
-        return any(self._sets[name] for name in PRIMARY)
+        """True when it holds a headline layer type, pair or parameter value: for a delta, MEMO's diverse(m')
+        (a mutant whose only news is an inert setting is not diverse)."""
+        return any(self.headline()[name] for name in PRIMARY)
 
     def size(self) -> int:
-        """Number of primary items (for a delta: 0 exactly when the model is not diverse)."""
-        return sum(len(self._sets[name]) for name in PRIMARY)
+        """Number of headline primary items (for a delta: 0 exactly when the model is not diverse)."""
+        headline = self.headline()
+        return sum(len(headline[name]) for name in PRIMARY)
 
     def secondary_size(self) -> int:
-        return sum(len(self._sets[name]) for name in SECONDARY)
+        """Number of headline secondary items."""
+        headline = self.headline()
+        return sum(len(headline[name]) for name in SECONDARY)
 
     def to_json(self) -> dict[str, list[Any]]:
         """Criterion -> sorted items, tuples as lists."""
@@ -118,27 +164,43 @@ class Coverage(Mapping[str, frozenset]):
                     for name in CRITERIA})
 
 
+def _union(a: Mapping[str, frozenset], b: Mapping[str, frozenset]) -> Coverage:
+    # a criterion with nothing to add keeps its set as it is
+    return Coverage({name: a[name] | b[name] if b[name] else a[name] for name in CRITERIA})
+
+
+_EMPTY = Coverage()
+_EMPTY._split = (_EMPTY, _EMPTY)
+
+
 # ----------------------------------------------------------------------------- denominators
 def in_degree_values(arity: tuple[int, int]) -> range:
     return range(arity[0], min(arity[1], DEGREE_CAP) + 1)
 
 
 @lru_cache(maxsize=1)
-def _denominators() -> tuple[tuple[str, int], ...]:
+def declared() -> Coverage:
+    """Every item the catalogue declares, per criterion: what the denominators count."""
     specs = list(CATALOGUE.values())
-    return (("types", len(specs)),
-            ("pairs", len(possible_pairs())),
-            ("params", sum(len(p.values) for s in specs for p in s.params)),
-            ("input_ranks", sum(len(s.input_ranks) for s in specs)),
-            ("dtypes", sum(len(s.dtypes) for s in specs)),
-            ("shapes", len(specs) * len(SIZE_LABELS)),
-            ("in_degrees", sum(len(in_degree_values(s.arity)) for s in specs)),
-            ("out_degrees", len(specs) * (DEGREE_CAP + 1)))
+    return Coverage(types=(s.name for s in specs),
+                    pairs=possible_pairs(),
+                    params=((s.name, p.name, v) for s in specs for p in s.params for v in p.values),
+                    input_ranks=((s.name, r) for s in specs for r in s.input_ranks),
+                    dtypes=((s.name, d) for s in specs for d in s.dtypes),
+                    shapes=((s.name, label) for s in specs for label in SIZE_LABELS),
+                    in_degrees=((s.name, d) for s in specs for d in in_degree_values(s.arity)),
+                    out_degrees=((s.name, d) for s in specs for d in range(DEGREE_CAP + 1)))
 
 
 def denominators() -> dict[str, int]:
-    """Criterion -> number of items the catalogue declares (what 100 % means)."""
-    return dict(_denominators())
+    """Criterion -> number of realizable items the catalogue declares (what 100 % of a headline figure means):
+    the declared items minus the inert ones (pairs: the reachable pairs minus those with an identity layer)."""
+    return declared().counts()
+
+
+def inert_denominators() -> dict[str, int]:
+    """Criterion -> number of inert items the catalogue declares."""
+    return declared().inert_counts()
 
 
 # ----------------------------------------------------------------------------- one model
@@ -198,6 +260,10 @@ def model_coverage(ir: ModelIR, shapes: Mapping[str, Shape] | None = None) -> Co
             producer = by_name[src]
             if (producer.class_name, name) in reachable:
                 pairs.add((producer.class_name, name))
+            if is_identity(producer.class_name) and not is_identity(name):
+                realized = _through_identities(producer, by_name).class_name
+                if (realized, name) in reachable:  # A -> Dropout -> B runs as A -> B at inference
+                    pairs.add((realized, name))
             dtype = input_dtype(producer) if producer.class_name == INPUT_CLASS else _policy_dtype(producer)
             if dtype in spec.dtypes:
                 dtypes.add((name, dtype))
@@ -208,6 +274,13 @@ def model_coverage(ir: ModelIR, shapes: Mapping[str, Shape] | None = None) -> Co
                 sizes.add((name, size_label(shape)))
     return Coverage(types=types, pairs=pairs, params=params, input_ranks=ranks, dtypes=dtypes, shapes=sizes,
                     in_degrees=ins, out_degrees=outs)
+
+
+def _through_identities(layer: Layer, by_name: Mapping[str, Layer]) -> Layer:
+    """The first layer upstream of ``layer`` (itself included) that is not an inference identity."""
+    while is_identity(layer.class_name) and len(layer.inputs) == 1:
+        layer = by_name[layer.inputs[0]]
+    return layer
 
 
 def _shape_of(producer: Layer, shapes: Mapping[str, Shape] | None) -> Shape | None:
@@ -231,34 +304,69 @@ TRACKER_FORMAT = "memo-coverage/1"
 
 @dataclass
 class CoverageTracker:
-    """The union of everything seen so far (``covered``); :meth:`add` returns what a model contributed."""
+    """The union of everything seen so far (``covered``); :meth:`add` returns what a model contributed.
+
+    ``type_counts`` says in how many of the ``type_models`` models added since it was first kept each layer
+    type occurs (documents saved before it existed restart it at zero: ``type_models`` < ``models``).
+    """
 
     covered: Coverage = field(default_factory=Coverage)
     models: int = 0
+    type_counts: dict[str, int] = field(default_factory=dict)
+    type_models: int = 0
 
     def delta(self, coverage: Coverage) -> Coverage:
         """What ``coverage`` would add, without adding it."""
         return coverage - self.covered
 
     def add(self, coverage: Coverage) -> Coverage:
+        """Add one model's coverage (everything it covers, not a delta); returns what was new."""
         found = self.delta(coverage)
+        found.headline()  # split the (small) delta now, so that the union keeps the totals' split
         self.covered = self.covered | found
         self.models += 1
+        self.type_models += 1
+        for name in coverage.types:
+            self.type_counts[name] = self.type_counts.get(name, 0) + 1
         return found
 
+    def with_claims(self, claimed: Coverage) -> "CoverageTracker":
+        """A view that also covers ``claimed`` (models still awaiting their outcome), with the same counts."""
+        return CoverageTracker(covered=self.covered | claimed, models=self.models,
+                               type_counts=dict(self.type_counts), type_models=self.type_models)
+
     def counts(self) -> dict[str, tuple[int, int]]:
-        """Criterion -> (covered, denominator)."""
-        totals = denominators()
-        return {name: (len(items), totals[name]) for name, items in self.covered.items()}
+        """Criterion -> (headline items covered, realizable denominator). Only items the catalogue declares
+        count (a document saved over another catalogue may hold others), so no figure exceeds its denominator."""
+        space = declared().headline()
+        return {name: (len(items & space[name]), len(space[name])) for name, items in self.covered.headline().items()}
+
+    def inert_counts(self) -> dict[str, tuple[int, int]]:
+        """Criterion -> (inert items covered, inert denominator), for the criteria that have inert items."""
+        space = declared().inert()
+        return {name: (len(items & space[name]), len(space[name]))
+                for name, items in self.covered.inert().items() if space[name]}
+
+    def rare_types(self, fraction: float = 0.01) -> frozenset[str]:
+        """Realizable layer types found in at most ``fraction`` of the models counted, never-seen ones
+        included (generation's rare-type tier); empty until a model was counted."""
+        if not self.type_models:
+            return frozenset()
+        limit = fraction * self.type_models
+        return frozenset(name for name in declared().headline().types if self.type_counts.get(name, 0) <= limit)
 
     def to_json(self) -> dict[str, Any]:
-        return {"format": TRACKER_FORMAT, "models": self.models, "covered": self.covered.to_json()}
+        return {"format": TRACKER_FORMAT, "models": self.models, "covered": self.covered.to_json(),
+                "type_counts": dict(sorted(self.type_counts.items())), "type_models": self.type_models}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> "CoverageTracker":
+        """The inverse of :meth:`to_json`; reads documents saved without type counts too."""
         if data.get("format") != TRACKER_FORMAT:
             raise ValueError(f"not a memo coverage document (format {data.get('format')!r})")
-        return cls(covered=Coverage.from_json(data.get("covered", {})), models=int(data.get("models", 0)))
+        return cls(covered=Coverage.from_json(data.get("covered", {})), models=int(data.get("models", 0)),
+                   type_counts={str(k): int(v) for k, v in (data.get("type_counts") or {}).items()},
+                   type_models=int(data.get("type_models", 0)))
 
 
 def _jsonable(item: Any) -> Any:

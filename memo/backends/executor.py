@@ -3,7 +3,8 @@
 Scheduling per model: the Keras backends start at once; the tf2onnx worker converts the model (default
 opset first, then opset 11) and each ONNX backend starts as soon as the conversion it consumes exists.
 Every backend has its own worker process (TensorFlow and torch never share one), so they run side by
-side; workers stay alive between models, and are restarted after a crash or hang.
+side; workers stay alive between models, and are restarted after a crash or hang. A caller may name members
+not to run on a model (``skip``: the campaign's known outcomes, :mod:`memo.campaign.known`).
 
 ``run`` may be called from several threads at once (the campaign's pipelines, a background triage):
 each worker serves one request at a time, so the models interleave worker by worker, and a model's
@@ -36,6 +37,7 @@ from memo.errors import UsageError
 
 
 LOST = {"crash": "crashed", "hang": "hung"}
+KNOWN_STAGE = "known"  # the stage of a member skipped because the campaign knows its outcome (``run``'s ``skip``)
 
 
 class Executor(Protocol):
@@ -47,8 +49,11 @@ class Executor(Protocol):
         """The backends it runs (converters excluded)."""
         ...
 
-    def run(self, artifact: Artifact, backends: Collection[str] | None = None) -> ExecutionResult:
-        """Run ``artifact`` on every backend, or only on ``backends``; never raises for what a library does."""
+    def run(self, artifact: Artifact, backends: Collection[str] | None = None,
+            skip: Mapping[str, str] | None = None) -> ExecutionResult:
+        """Run ``artifact`` on every backend, or only on ``backends``, except the backends and converters in
+        ``skip`` (name -> why: recorded as skipped at stage ``known``, a converter's consumers with it); never
+        raises for what a library does."""
         ...
 
     def versions(self) -> dict[str, dict[str, str]]:
@@ -194,9 +199,12 @@ class DifferentialExecutor:
         shutil.rmtree(self._log_dir, ignore_errors=True)
 
     # ------------------------------------------------------------------ one model
-    def run(self, artifact: Artifact, backends: Collection[str] | None = None) -> ExecutionResult:
+    def run(self, artifact: Artifact, backends: Collection[str] | None = None,
+            skip: Mapping[str, str] | None = None) -> ExecutionResult:
         """Run ``artifact`` on every backend (or only on ``backends``, with the converters they need).
-        Never raises for anything a library does."""
+        ``skip``: backends and converters not to run (name -> why; names this executor does not run are
+        ignored), recorded as skipped at stage :data:`KNOWN_STAGE`; a skipped converter's consumers are
+        skipped as when it fails. Never raises for anything a library does."""
         selected = set(self.backend_names if backends is None else backends)
         unknown = selected - set(self.backend_names)
         if unknown:
@@ -210,6 +218,10 @@ class DifferentialExecutor:
                     selected.discard(name)
                     result_skips[name] = self._skipped(member, "sample",
                                                        f"not in {name}'s sample (one model in {member.sample_every})")
+        known = {name: why for name, why in (skip or {}).items() if name in self.members}
+        for name in sorted(selected & set(known)):
+            selected.discard(name)
+            result_skips[name] = self._skipped(self.members[name], KNOWN_STAGE, known[name])
         ir = artifact.read_ir()
         input_names = [layer.name for layer in ir.input_layers]
         result = ExecutionResult(artifact_dir=str(artifact.directory), reference=self.reference,
@@ -236,16 +248,18 @@ class DifferentialExecutor:
                     result.backends[converter.name] = self._skipped(
                         converter, "load", f"not retried: the shared load {LOST[lost_load.status]} before "
                                            f"({lost_load.message})")
-                for member in self._consumers(converter.produces, selected):
-                    if produced is not None:
+                if produced is not None:
+                    for member in self._consumers(converter.produces, selected):
                         submit(member, produced)
-                    else:
-                        status = result.backends[converter.name].status
-                        result.backends[member.name] = self._skipped(
-                            member, "convert", f"no {member.consumes} file: {converter.name} {status}")
+                else:
+                    self._skip_consumers(converter, selected, result)
 
         converters = [m for m in self.members.values()
                       if m.role == "converter" and self._consumers(m.produces, selected)]
+        for converter in [m for m in converters if m.name in known]:
+            result.backends[converter.name] = self._skipped(converter, KNOWN_STAGE, known[converter.name])
+            self._skip_consumers(converter, selected, result)
+        converters = [m for m in converters if m.name not in known]
         for group in dict.fromkeys(m.group for m in converters):
             future = self._pool.submit(self._holding, group, convert_all, [m for m in converters if m.group == group])
             with futures_lock:
@@ -267,6 +281,13 @@ class DifferentialExecutor:
 
     def _consumers(self, kind: str | None, selected: Collection[str]) -> list[Member]:
         return [m for m in self.members.values() if m.role == "backend" and m.consumes == kind and m.name in selected]
+
+    def _skip_consumers(self, converter: Member, selected: Collection[str], result: ExecutionResult) -> None:
+        """Record the selected consumers of a converter that produced no file as skipped."""
+        status = result.backends[converter.name].status
+        for member in self._consumers(converter.produces, selected):
+            result.backends[member.name] = self._skipped(
+                member, "convert", f"no {member.consumes} file: {converter.name} {status}")
 
     def _holding(self, group: str, action: Callable[..., None], *args: object) -> None:
         """Run ``action`` holding one of ``group``'s workers: a model's conversions stay on one worker."""

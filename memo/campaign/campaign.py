@@ -106,7 +106,7 @@ class Campaign:
             if self.config.budget.exhausted(self.loop.elapsed(), self.loop.counters["generated"]):
                 return BUDGET_SPENT
             pipeline.collect(limit=2 * max(1, self.config.jobs))
-            self.loop.advance(pipeline.submit)
+            self.loop.advance(pipeline.submit, pipeline.outcome)
             now = time.monotonic()
             if progress.due(now):
                 self.reporter.progress(self.snapshot())
@@ -139,7 +139,8 @@ class Campaign:
                 **loop.counters, "iteration": loop.iteration,
                 "generated_per_s": loop.counters["generated"] / max(1e-9, elapsed),
                 "executed_per_s": loop.counters["executed"] / active,
-                "coverage": loop.tracker.counts(), "findings": dict(loop.findings), "disk": self.disk.figures(),
+                "coverage": loop.tracker.counts(), "coverage_inert": loop.tracker.inert_counts(),
+                "findings": dict(loop.findings), "disk": self.disk.figures(),
                 "triage": self.triage.figures()}
 
     def _history_point(self) -> None:

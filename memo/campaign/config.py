@@ -73,6 +73,7 @@ class CampaignConfig:
     triage_budget_s: float = 120.0
     max_disk_bytes: int = DEFAULT_MAX_DISK      # bytes of kept artifacts under mutants/NAME (0: no budget)
     keep_per_signature: int = KEEP_PER_SIGNATURE  # full artifacts kept per bug signature
+    feedback_lag: int | None = None  # iterations before an execution feeds generation (None: from --jobs; 0: never)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -83,6 +84,7 @@ class CampaignConfig:
         data["budget"] = Budget(**data["budget"])
         # stored before the bound existed: such a campaign ran unbounded, and resumes the same way
         data.setdefault("max_parent_layers", 0)
+        data.setdefault("feedback_lag", 0)  # stored before execution fed generation: resumes without it
         return cls(**data)
 
 

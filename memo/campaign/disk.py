@@ -77,10 +77,23 @@ def regenerable_paths(store: CampaignStore) -> list[Path]:
 
 
 # ---------------------------------------------------------------------------- what to keep
+def stored_verdict(row: dict[str, Any]) -> Verdict:
+    """A verdict row of the store as the oracle's :class:`Verdict`."""
+    return Verdict(kind=row["kind"], backend=row["backend"], stage=row["stage"], message=row["message"],
+                   metrics=json.loads(row["metrics"] or "{}") or {})
+
+
 def finding_signatures(verdicts: Iterable[Verdict], result: ExecutionResult | None) -> list[str]:
     """Signatures of the bug findings among ``verdicts``, as triage computes them before localization;
     unsupported features and invalid models need no artifact."""
     return list(dict.fromkeys(signature(v, result, None) for v in verdicts if v.kind in BUG_KINDS))
+
+
+def converter_declines(verdicts: Iterable[Verdict], result: ExecutionResult | None) -> list[str]:
+    """Signatures of the features a converter declined (tf2onnx, Keras's export, the TFLite converter): a model
+    with one has no file for the engines behind that converter, and neither would its descendants."""
+    return list(dict.fromkeys(signature(v, result, None) for v in verdicts
+                              if v.kind == "unsupported" and v.backend in CONVERTERS))
 
 
 def needed_files(verdicts: Iterable[Verdict], result: ExecutionResult | None) -> tuple[set[str], set[str]] | None:
@@ -132,6 +145,7 @@ class DiskBudget:
     discarded: int = 0    # artifacts deleted right after their execution was stored
     kept: dict[int, Kept] = field(default_factory=dict)
     seen: dict[str, int] = field(default_factory=dict)
+    first: dict[str, int] = field(default_factory=dict)  # signature -> the mutant whose execution showed it first
     bugs_dir: Path | None = None
 
     def load(self) -> None:
@@ -139,16 +153,17 @@ class DiskBudget:
         Folders of executions stored as not kept (a kill between commit and delete) are deleted now."""
         self.bugs_dir = self.store.directory.resolve() / BUGS_DIR
         groups: dict[int, list[Verdict]] = {}
-        for row in self.store.verdicts(tuple(sorted(BUG_KINDS))):
-            groups.setdefault(row["mutant_id"], []).append(
-                Verdict(kind=row["kind"], backend=row["backend"], stage=row["stage"], message=row["message"],
-                        metrics=json.loads(row["metrics"] or "{}") or {}))
+        for row in self.store.verdicts(tuple(sorted(BUG_KINDS | {"unsupported"}))):
+            groups.setdefault(row["mutant_id"], []).append(stored_verdict(row))
         # streamed: a long campaign's results are hundreds of megabytes
         for execution in self.store.executions():
             mutant_id, directory = execution.mutant_id, execution.artifact_dir
-            signatures = (finding_signatures(groups[mutant_id], stored_result(execution.result))
-                          if mutant_id in groups else [])
-            self._count(signatures)
+            signatures: list[str] = []
+            if mutant_id in groups:
+                result = stored_result(execution.result)
+                signatures = finding_signatures(groups[mutant_id], result)
+                self.remember(converter_declines(groups[mutant_id], result), mutant_id)
+            self._count(signatures, mutant_id)
             if directory and Path(directory).is_dir():
                 self.kept[mutant_id] = Kept(mutant_id, Path(directory), tree_bytes(Path(directory)),
                                             tuple(signatures))
@@ -158,8 +173,14 @@ class DiskBudget:
                 shutil.rmtree(folder, ignore_errors=True)
         self.rewalk()
 
-    def _count(self, signatures: Iterable[str]) -> bool:
+    def remember(self, signatures: Iterable[str], mutant_id: int) -> None:
+        """Note the first model that showed each signature (what :meth:`known_before` answers from)."""
+        for sig in signatures:
+            self.first.setdefault(sig, mutant_id)
+
+    def _count(self, signatures: Iterable[str], mutant_id: int) -> bool:
         """Count one more occurrence of each signature; True if one of them is within the quota."""
+        self.remember(signatures, mutant_id)
         within = False
         for sig in signatures:
             within |= self.seen.get(sig, 0) < self.per_signature
@@ -170,7 +191,7 @@ class DiskBudget:
         """Whether to keep the just-executed artifact in ``directory``; a kept one is slimmed and counted.
         The caller stores the execution and deletes the folder of one not kept."""
         signatures = finding_signatures(verdicts, result)
-        if not self._count(signatures):
+        if not self._count(signatures, mutant_id):
             self.discarded += 1
             return False
         needed = needed_files(verdicts, result)
@@ -180,6 +201,10 @@ class DiskBudget:
         self.kept[mutant_id] = Kept(mutant_id, Path(directory), size, tuple(signatures))
         self.used += size
         return True
+
+    def known_before(self, mutant_id: int, signatures: Iterable[str]) -> frozenset[str]:
+        """Those of ``signatures`` (of an execution already admitted) that another model showed first."""
+        return frozenset(sig for sig in signatures if self.first.get(sig, mutant_id) != mutant_id)
 
     def rewalk(self) -> int:
         """Re-measure the whole folder (the running count misses in-flight artifacts and what triage freed)."""

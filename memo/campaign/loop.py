@@ -4,8 +4,10 @@ One step selects a seed <slot, operator> (search strategy), mutates the slot's m
 coverage delta (Eq. 1), feeds the delta back to the strategy, replaces the slot's model when the mutant
 is diverse (UpdateSeeds), and stores the mutant together with the whole campaign state in one
 transaction; a diverse mutant (or every valid one with ``--execute-all``) is then handed to execution
-(:mod:`memo.campaign.pipeline`). Execution never feeds back into generation, so the same ``--seed`` gives
-the same mutants whatever the libraries do, and a resumed campaign continues the very same sequence.
+(:mod:`memo.campaign.pipeline`). Its execution feeds back into the pool a fixed number of iterations later
+(:mod:`memo.campaign.feedback`): a diverse mutant becomes a parent, and its coverage counts, only once the
+reference ran it. The lag is fixed, so the same ``--seed`` and ``--jobs`` give the same mutants however fast
+the libraries are, and a resumed campaign continues the very same sequence.
 """
 from __future__ import annotations
 
@@ -17,16 +19,20 @@ from pathlib import Path
 from typing import Any, Callable
 
 from memo.campaign.config import CampaignConfig
-from memo.coverage import CRITERIA, CoverageTracker, model_coverage
+from memo.campaign.feedback import Awaiting, AwaitingQueue, Outcome, feedback_lag
+from memo.coverage import CRITERIA, Coverage, CoverageTracker, model_coverage
 from memo.errors import InvalidModelError, UsageError
 from memo.model.ir import ModelIR
 from memo.mutation import EXTRA_OPERATORS, MEMO_OPERATORS, OPERATORS, MutationFailed, mutate
+from memo.mutation.nan import has_injection
 from memo.search import SearchStrategy, make_strategy, restore_strategy
 from memo.seeds import discover_seeds, reduced_seed
 from memo.store import CampaignStore, MutantRecord
 
 Submit = Callable[[int, str, ModelIR], None]
 """Hands a stored mutant (its id, its ident, its IR) to execution."""
+Await = Callable[[int], "Outcome | None"]
+"""The outcome of a submitted mutant's execution (waiting for it); None when the campaign stops first."""
 
 
 @dataclass
@@ -36,13 +42,14 @@ class PoolEntry:
     ir: ModelIR
     ident: str   # "seed:<name>" or "m<iteration>"
     seed: str    # the seed this lineage started from
+    signatures: frozenset[str] = frozenset()  # the bug signatures its execution showed
 
-    def to_json(self) -> dict[str, str]:
-        return {"ir": self.ir.dumps(), "ident": self.ident, "seed": self.seed}
+    def to_json(self) -> dict[str, Any]:
+        return {"ir": self.ir.dumps(), "ident": self.ident, "seed": self.seed, "signatures": sorted(self.signatures)}
 
     @classmethod
-    def from_json(cls, data: dict[str, str]) -> PoolEntry:
-        return cls(ModelIR.loads(data["ir"]), data["ident"], data["seed"])
+    def from_json(cls, data: dict[str, Any]) -> PoolEntry:
+        return cls(ModelIR.loads(data["ir"]), data["ident"], data["seed"], frozenset(data.get("signatures", ())))
 
 
 SeedPool = dict[str, PoolEntry]
@@ -50,9 +57,10 @@ SeedPool = dict[str, PoolEntry]
 
 
 class GenerationLoop:
-    """The campaign state (seed pool, iteration, counters, findings, search strategy, coverage) and the
-    steps that advance it. ``counters`` and ``findings`` are updated in place by the pipeline too: they are
-    saved with every mutant."""
+    """The campaign state (seed pool, iteration, counters, findings, search strategy, coverage, mutants awaiting
+    their outcome) and the steps that advance it. ``counters`` and ``findings`` are updated in place by the
+    pipeline too: they are saved with every mutant. ``tracker`` holds what executed models cover (seeds
+    included); a mutant's delta is measured against that plus what the models in flight claim."""
 
     def __init__(self, config: CampaignConfig, store: CampaignStore) -> None:
         self.config = config
@@ -61,9 +69,11 @@ class GenerationLoop:
         self.iteration = 0
         self.elapsed_before = 0.0
         self.started = time.monotonic()
-        self.counters = {"generated": 0, "valid": 0, "diverse": 0, "executed": 0, "internal_errors": 0}
+        self.counters = {"generated": 0, "valid": 0, "diverse": 0, "executed": 0, "internal_errors": 0,
+                         "parents": 0, "not_parents": 0}
         self.findings: dict[str, int] = {}
         self.pending_seed_runs: list[str] = []
+        self.awaiting = AwaitingQueue()
         self.strategy: SearchStrategy
         self.tracker: CoverageTracker
 
@@ -75,6 +85,8 @@ class GenerationLoop:
         if unknown:
             raise UsageError(f"unknown mutation operator(s) {', '.join(unknown)} (choose from {', '.join(OPERATORS)})")
         self.config.operators = list(operators)
+        if self.config.feedback_lag is None:
+            self.config.feedback_lag = feedback_lag(self.config.jobs) if self.config.execute else 0
         self.tracker = CoverageTracker()
         for name, ir in self._load_seeds():
             self.seed_pool[name] = PoolEntry(ir=ir, ident=f"seed:{name}", seed=name)
@@ -106,12 +118,13 @@ class GenerationLoop:
         self.counters.update(data.get("counters", {}))
         self.findings = dict(data.get("findings", {}))
         self.pending_seed_runs = list(data.get("pending_seed_runs", []))
+        self.awaiting = AwaitingQueue.from_json(data.get("awaiting"))
 
     def _state(self) -> dict[str, Any]:
         return {"search": self.strategy.to_json(), "coverage": self.tracker.to_json(),
                 "pool": {slot: entry.to_json() for slot, entry in self.seed_pool.items()},
                 "elapsed": self.elapsed(), "counters": self.counters, "findings": self.findings,
-                "pending_seed_runs": self.pending_seed_runs}
+                "pending_seed_runs": self.pending_seed_runs, "awaiting": self.awaiting.to_json()}
 
     # ------------------------------------------------------------------ the clock
     def start_clock(self) -> None:
@@ -122,12 +135,51 @@ class GenerationLoop:
         return self.elapsed_before + (time.monotonic() - self.started)
 
     # ------------------------------------------------------------------ steps
-    def advance(self, submit: Submit) -> None:
-        """One step: the next seed still to run on its own, else one mutation."""
+    def advance(self, submit: Submit, outcome: Await | None = None) -> None:
+        """One step: the next seed still to run on its own, else one mutation (after applying the outcomes
+        due by now; ``outcome`` waits for one; without it, or with ``--no-execute``, there is nothing to await)."""
         if self.pending_seed_runs:
             self._run_seed(self.pending_seed_runs[0], submit)
-        else:
+        elif self._apply_due(outcome):
             self._step(submit)
+
+    @property
+    def lag(self) -> int:
+        """Iterations between a mutant and the use of its outcome (0: no execution feedback)."""
+        return int(self.config.feedback_lag or 0) if self.config.execute else 0
+
+    def _apply_due(self, outcome: Await | None) -> bool:
+        """Apply every outcome due before this iteration, oldest first; False when the campaign stops first."""
+        for item in self.awaiting.due(self.iteration):
+            found = outcome(item.mutant_id) if outcome is not None else None
+            if found is None:
+                return False
+            self._apply(item, found)
+        return True
+
+    def _apply(self, item: Awaiting, outcome: Outcome) -> None:
+        if item in self.awaiting.items:
+            self.awaiting.remove(item)
+        if item.seed_run:  # the bugs a seed shows are its descendants' inheritance, not news
+            entry = self.seed_pool[item.slot]
+            if entry.ident == item.ident:
+                entry.signatures = outcome.signatures
+            return
+        if outcome.reference_ran:
+            self.tracker.add(item.coverage)
+        if item.becomes_parent(outcome):
+            self.seed_pool[item.slot] = PoolEntry(ModelIR.loads(item.ir_json), item.ident, item.seed,
+                                                  outcome.signatures)
+            self.counters["parents"] += 1
+        elif item.candidate:
+            self.counters["not_parents"] += 1
+
+    def coverage_view(self) -> CoverageTracker:
+        """What generation measures a mutant against: the executed models' coverage plus the claims of those
+        still awaiting their outcome."""
+        if not len(self.awaiting):
+            return self.tracker
+        return self.tracker.with_claims(self.awaiting.claimed())
 
     def _step(self, submit: Submit) -> None:
         iteration = self.iteration
@@ -139,40 +191,55 @@ class GenerationLoop:
         record = MutantRecord(iteration=iteration, slot=slot, operator=operator, parent=parent.ident,
                               seed=parent.seed, lineage={}, ir_json=None, valid=False)
         mutant = None
+        view = self.coverage_view()
         try:
-            mutant = mutate(parent.ir, operator, rng, self.tracker, parent=parent.ident)
+            mutant = mutate(parent.ir, operator, rng, view, parent=parent.ident)
         except (MutationFailed, InvalidModelError) as exc:
             record.error = f"{type(exc).__name__}: {exc}"
         except Exception as exc:  # a defect in an operator must not end a night-long campaign
             self.counters["internal_errors"] += 1
             record.error = f"internal {type(exc).__name__}: {exc}\n{traceback.format_exc(limit=6)}"
         new_items = 0
+        coverage = Coverage()
         if mutant is not None:
-            delta = self.tracker.add(model_coverage(mutant.ir, mutant.shapes))
-            new_items = delta.size()  # primary items only: 0 exactly when the mutant is not diverse
+            coverage = model_coverage(mutant.ir, mutant.shapes)
+            delta = view.delta(coverage)
+            targeted = sum(len(delta.headline()[name]) for name in OPERATORS[operator].targets)
+            new_items = delta.size() + targeted  # 0 exactly when the mutant is not diverse
             record.valid, record.ir_json, record.lineage = True, mutant.ir.dumps(), {"changes": mutant.changes}
-            record.diverse = delta.is_new()
+            record.diverse = new_items > 0
             record.delta = {name: sorted(map(str, delta[name])) for name in CRITERIA if delta[name]}
             self.counters["valid"] += 1
             if record.diverse:
                 self.counters["diverse"] += 1
-                if self._may_be_parent(mutant.ir):
-                    self.seed_pool[slot] = PoolEntry(ir=mutant.ir, ident=f"m{iteration}", seed=parent.seed)
         self.strategy.feedback(key, new_items)
         record.gen_seconds = time.perf_counter() - began
         self.counters["generated"] += 1
         self.iteration += 1
+        would_execute = mutant is not None and (record.diverse or self.config.execute_all)
+        executes = self.config.execute and would_execute
         with self.store.transaction():
             mutant_id = self.store.add_mutant(record)
+            if mutant is not None:
+                item = Awaiting(mutant_id=mutant_id, iteration=iteration, due=iteration + self.lag, slot=slot,
+                                ident=f"m{iteration}", seed=parent.seed, ir_json=record.ir_json or "",
+                                coverage=coverage, candidate=record.diverse and self._may_be_parent(mutant.ir),
+                                parent_signatures=parent.signatures)
+                if executes and self.lag > 0:
+                    self.awaiting.add(item)
+                elif would_execute:  # no execution feedback: it counts, and may become a parent, at once
+                    self._apply(item, Outcome(reference_ran=True))
+                # else: never executed (not diverse), so it neither counts nor becomes a parent
             self.store.save_state(iteration, self._state())
-        if self.config.execute and mutant is not None and (record.diverse or self.config.execute_all):
+        if executes:
             submit(mutant_id, f"m{iteration}", mutant.ir)
 
     def _may_be_parent(self, ir: ModelIR) -> bool:
         """UpdateSeeds (Algorithm 2, lines 8-11) with a size bound: lineages would otherwise grow without end
-        (median 18 to 61 layers within 30 minutes), and every backend's cost grows with them."""
+        (median 18 to 61 layers within 30 minutes), and every backend's cost grows with them. A model that
+        injects NaN/Inf on purpose is not a parent: its descendants would compute on the overflowed values."""
         bound = self.config.max_parent_layers
-        return bound <= 0 or len(ir.layers) <= bound
+        return (bound <= 0 or len(ir.layers) <= bound) and not has_injection(ir)
 
     def _run_seed(self, name: str, submit: Submit) -> None:
         """Execute a (reduced) seed itself once, before mutating: seeds are test inputs too."""
@@ -183,5 +250,9 @@ class GenerationLoop:
         self.pending_seed_runs.pop(0)
         with self.store.transaction():
             mutant_id = self.store.add_mutant(record)
+            if self.lag > 0:  # its outcome is applied before the first mutation
+                self.awaiting.add(Awaiting(mutant_id=mutant_id, iteration=record.iteration, due=self.iteration,
+                                           slot=name, ident=entry.ident, seed=name, ir_json="", coverage=Coverage(),
+                                           candidate=False, seed_run=True))
             self.store.save_state(self.iteration - 1, self._state())
         submit(mutant_id, f"seed-{name}", entry.ir)

@@ -19,16 +19,19 @@ from pathlib import Path
 
 from memo.artifact import prepare_artifact
 from memo.backends.executor import DifferentialExecutor, Executor
-from memo.backends.result import ExecutionResult
+from memo.backends.result import ExecutionResult, stored_result
 from memo.campaign.config import PIPELINES_PER_WORKER_SET, CampaignConfig, worker_replicas
-from memo.campaign.disk import STOP_DISK_BUDGET, DiskBudget
+from memo.campaign.disk import (STOP_DISK_BUDGET, DiskBudget, converter_declines, finding_signatures,
+                                stored_verdict)
+from memo.campaign.feedback import NOT_RUN, Outcome
+from memo.campaign.known import KnownOutcomes
 from memo.campaign.progress import Reporter
 from memo.campaign.stop import StopFlag
 from memo.diskspace import is_disk_full, mentions_disk_full
 from memo.kinds import NON_FINDINGS
 from memo.model.ir import ModelIR
 from memo.mutation.nan import has_injection
-from memo.oracle import judge
+from memo.oracle import Verdict, judge
 from memo.store import CampaignStore, VerdictRecord
 
 
@@ -41,6 +44,7 @@ class Execution:
     artifact_dir: Path
     future: Future[tuple[ExecutionResult, float]]
     special_values: bool = False  # the model injects NaN/Inf on purpose (the NaN operator)
+    ir: ModelIR | None = None  # what :class:`KnownOutcomes` learns from with its result
 
 
 class Pipeline:
@@ -62,6 +66,9 @@ class Pipeline:
         self.worker_sets: queue.Queue[Executor] = queue.Queue()  # one entry per pipeline that may borrow it
         self.executors: list[Executor] = []
         self.in_flight: list[Execution] = []
+        self.outcomes: dict[int, Outcome] = {}  # mutant id -> what generation learns, until it takes it
+        self.known = KnownOutcomes()  # what each library is known to decline: not run again (memo.campaign.known)
+        self.known.rebuild(store)  # what a resumed campaign's earlier executions taught
 
     # ------------------------------------------------------------------ workers
     def start(self) -> None:
@@ -99,17 +106,18 @@ class Pipeline:
         directory = self.artifacts_root / str(mutant_id)
         seed = self.config.seed
         worker_sets = self.worker_sets
+        known = self.known
 
         def work() -> tuple[ExecutionResult, float]:
             executor = worker_sets.get()
             began = time.perf_counter()
             try:
                 artifact = prepare_artifact(ir, directory, seed=seed)
-                return executor.run(artifact), time.perf_counter() - began
+                return executor.run(artifact, skip=known.skips(ir, directory.name)), time.perf_counter() - began
             finally:
                 worker_sets.put(executor)
 
-        self.in_flight.append(Execution(mutant_id, ident, directory, self.threads.submit(work), has_injection(ir)))
+        self.in_flight.append(Execution(mutant_id, ident, directory, self.threads.submit(work), has_injection(ir), ir))
 
     def resubmit_unexecuted(self) -> None:
         """After a crash or kill of memo itself, run the stored mutants whose execution never finished."""
@@ -130,6 +138,36 @@ class Pipeline:
                 return
             wait([e.future for e in self.in_flight], timeout=0.25, return_when=FIRST_COMPLETED)
 
+    def outcome(self, mutant_id: int) -> Outcome | None:
+        """What generation learns from a submitted mutant's execution, waiting for it if it is in flight (it is
+        taken: asked once); from the store when it ran before a resume; None when the campaign stops first."""
+        while mutant_id not in self.outcomes:
+            if self.stop:
+                return None
+            running = [e.future for e in self.in_flight if e.mutant_id == mutant_id]
+            if not running:
+                return self._stored_outcome(mutant_id)
+            wait(running, timeout=0.25)
+            self.collect()
+        return self.outcomes.pop(mutant_id)
+
+    def _stored_outcome(self, mutant_id: int) -> Outcome:
+        row = self.store.execution(mutant_id)
+        result = stored_result(row.result) if row is not None else None
+        if result is None:
+            return NOT_RUN
+        verdicts = [stored_verdict(v) for v in self.store.verdicts(mutant_id=mutant_id)]
+        return self._outcome_of(mutant_id, result, verdicts)
+
+    def _outcome_of(self, mutant_id: int, result: ExecutionResult, verdicts: list[Verdict]) -> Outcome:
+        """Bugs it showed and features a converter declined (either makes descendants re-pay a known outcome)."""
+        declines = converter_declines(verdicts, result)
+        self.disk.remember(declines, mutant_id)
+        signatures = [*finding_signatures(verdicts, result), *declines]
+        reference = result.backends.get(result.reference)
+        return Outcome(reference_ran=reference is not None and reference.status == "ok",
+                       signatures=frozenset(signatures), known=self.disk.known_before(mutant_id, signatures))
+
     def drain(self) -> None:
         """Wait for every execution in flight and store it, in submission order."""
         while self.in_flight:
@@ -147,6 +185,7 @@ class Pipeline:
             with self.store.transaction():
                 self.store.add_execution(execution.mutant_id, {"error": f"{type(exc).__name__}: {exc}",
                                                                "traceback": traceback.format_exc()}, 0.0, None)
+            self.outcomes[execution.mutant_id] = NOT_RUN
             return
         result_json = result.to_json()
         if mentions_disk_full(result_json):  # a worker could not write its outputs: no finding, run it again
@@ -166,6 +205,12 @@ class Pipeline:
                 self.store.add_verdict(VerdictRecord(execution.mutant_id, verdict.kind, verdict.backend, verdict.stage,
                                                      verdict.message, dict(verdict.metrics)))
         self.counters["executed"] += 1
+        try:
+            if execution.ir is not None:
+                self.known.learn(execution.ir, result)
+        except Exception:  # a defect in learning must not end the campaign: it only skips less
+            self.counters["internal_errors"] += 1
+        self.outcomes[execution.mutant_id] = self._outcome_of(execution.mutant_id, result, verdicts)
         for verdict in findings:
             label = f"{verdict.kind}:{verdict.backend}"
             self.findings[label] = self.findings.get(label, 0) + 1

@@ -1,6 +1,9 @@
 """``memo coverage PATH...``: layer type / pair / parameter coverage (and the secondary criteria) of model
 files or directories of them, each figure printed beside the catalogue's denominator. Seed recipes (the
-bundled ImageNet seeds in ``seeds/``) count as the models they build."""
+bundled ImageNet seeds in ``seeds/``) count as the models they build.
+
+The figures are headline coverage: what can change an inference result. Items that cannot (inference-identity
+layers, initializer/regularizer/constraint settings: docs/coverage.md) are printed on their own line."""
 from __future__ import annotations
 
 import argparse
@@ -59,9 +62,17 @@ def measure(files: list[Path], *, shapes: bool, safe_mode: bool) -> dict[str, An
         delta = tracker.add(model_coverage(ir, infer_shapes(ir) if shapes else None))
         for name in unknown_layers(ir):
             unknown.setdefault(name, []).append(str(path))
-        per_model.append({"path": str(path), "layers": len(ir.body), "new": delta.counts()})
+        per_model.append({"path": str(path), "layers": len(ir.body), "new": delta.counts(),
+                          "new_inert": delta.inert_counts()})
     return {"models": per_model, "counts": {k: list(v) for k, v in tracker.counts().items()},
+            "inert": {k: list(v) for k, v in tracker.inert_counts().items()},
             "unknown_layers": unknown, "coverage": tracker.to_json()}
+
+
+def inert_line(inert: dict[str, Any], names: tuple[str, ...]) -> str:
+    """``inert (cannot change an inference result; not counted above): types 2/21, pairs 3/2822, ...``."""
+    figures = ", ".join(f"{name} {inert[name][0]}/{inert[name][1]}" for name in names if name in inert)
+    return f"inert (cannot change an inference result; not counted above): {figures}"
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -74,7 +85,8 @@ def handle(args: argparse.Namespace) -> int:
 
     from memo.coverage import PRIMARY
 
-    table = Table(title=f"memo coverage of {len(report['models'])} model(s)")
+    table = Table(title=f"memo coverage of {len(report['models'])} model(s)",
+                  caption="items that can change an inference result (docs/coverage.md)")
     for column, justify in (("criterion", "left"), ("covered", "right"), ("denominator", "right"),
                             ("percent", "right")):
         table.add_column(column, justify=justify)
@@ -83,6 +95,7 @@ def handle(args: argparse.Namespace) -> int:
         table.add_row(label, str(covered), str(total), f"{100.0 * covered / total:.1f} %" if total else "-")
     console = Console()
     console.print(table)
+    console.print(inert_line(report["inert"], PRIMARY), markup=False)
     if report["unknown_layers"]:
         console.print("layers outside the catalogue (not counted): "
                       + ", ".join(f"{name} ({len(paths)} model(s))" for name, paths in

@@ -11,14 +11,14 @@ from typing import Mapping
 from memo.coverage import CoverageTracker
 from memo.errors import InvalidModelError, MutationFailed, UsageError
 from memo.model.ir import ModelIR
-from memo.mutation import blocks, inputs, lemon, nan, params, removal, structure  # noqa: F401  (they register)
+from memo.mutation import blocks, inputs, lemon, nan, params, removal, structure, target  # noqa: F401  (they register)
 from memo.mutation.analysis import Shape, analyse, verify, weight_count
 from memo.mutation.base import OPERATORS, Mutant, MutationOperator
 from memo.mutation.editor import Editor
 from memo.mutation.preference import CoverageView
 
 MEMO_OPERATORS = ("NLA", "LResh", "LMerg", "LConn", "CShape", "CMode", "NaN")
-EXTRA_OPERATORS = ("LRemove", "ERemove", "TSM", "DType", "SameInput", "Block")
+EXTRA_OPERATORS = ("LRemove", "ERemove", "TSM", "DType", "SameInput", "Block", "Target")
 # LEMON's coverage-blind operators, for the ablation (benchmarks/bench_ablation.py); not used by default.
 LEMON_OPERATORS = ("LEMON-WS", "LEMON-NEB", "LEMON-AFRm", "LEMON-AFRp", "LEMON-LC", "LEMON-LR")
 ATTEMPTS = 3  # whole-operator retries (same rng stream) when the final build rejects a mutant

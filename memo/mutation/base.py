@@ -43,6 +43,9 @@ class MutationOperator:
 
     name: ClassVar[str] = ""
     summary: ClassVar[str] = ""
+    # Secondary coverage criteria (memo.coverage.SECONDARY) the operator aims at: a mutant adding an item of one
+    # of them is diverse too (TSM aims at input sizes and ranks, DType at dtypes).
+    targets: ClassVar[tuple[str, ...]] = ()
 
     def apply(self, editor: Editor) -> None:  # pragma: no cover - abstract
         raise NotImplementedError

@@ -50,6 +50,7 @@ def resize_input(editor: Editor, node: str, new: TensorInfo) -> None:
 class TensorShapeMutation(MutationOperator):
     name = "TSM"
     summary = "resize a model input; the new shape flows through the model where layers accept it"
+    targets = ("shapes", "input_ranks")
 
     def apply(self, editor: Editor) -> None:
         inputs = [layer.name for layer in editor.ir.input_layers
@@ -86,6 +87,7 @@ def set_dtype(editor: Editor, node: str, dtype: str) -> None:
 class DTypeMutation(MutationOperator):
     name = "DType"
     summary = "make one layer or input compute in float16, float64 or bfloat16 where the layer API allows it"
+    targets = ("dtypes",)
 
     def apply(self, editor: Editor) -> None:
         options = []

@@ -2,7 +2,7 @@
 in after an existing node, with its readers moved onto the new output (and the change propagated)."""
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Hashable
 
 from memo.errors import InvalidModelError
 from memo.layers import LayerSpec
@@ -67,15 +67,20 @@ def splice_after(editor: Editor, site: str, build: Callable[[str], str]) -> str:
     return node
 
 
-def insert_layer(editor: Editor, spec: LayerSpec, site: str) -> str:
-    """Insert one layer of API ``spec`` after ``site`` with a freshly sampled valid config (raises on failure)."""
+def insert_layer(editor: Editor, spec: LayerSpec, site: str, *, fixed: tuple[str, Hashable] | None = None) -> str:
+    """Insert one layer of API ``spec`` after ``site`` with a freshly sampled valid config (raises on failure);
+    ``fixed`` = (parameter, coverage value) forces one setting."""
     target = input_for(spec, editor.info(site), editor)
     if target is None or _too_costly(spec, target):
         raise InvalidModelError(f"{spec.name} accepts no (affordable) input derived from {site}")
     copies = copies_for(spec)
-    config = spec.sample(editor.rng, [target.shape] * copies)
+    shapes = [target.shape] * copies
+    config = spec.sample(editor.rng, shapes)
+    if config is not None and fixed is not None:
+        config = spec.with_param(editor.rng, config, fixed[0], fixed[1], shapes)
     if config is None:
-        raise InvalidModelError(f"{spec.name}: no valid setting for {target.shape}")
+        raise InvalidModelError(f"{spec.name}: no valid setting{f' with {fixed[0]}={fixed[1]!r}' if fixed else ''} "
+                                f"for {target.shape}")
 
     def build(src: str) -> str:
         return editor.add(spec.name, config, [editor.adapt(src, target)] * copies, call_style=spec.call_style,

@@ -1,7 +1,8 @@
 """"Prefer what coverage has not seen": the tiers every operator ranks its candidates by.
 
-Tier 0: new to the whole campaign (not in the coverage tracker); tier 1: already covered, but absent from
-this seed (MEMO's fallback once layer-type coverage saturates); tier 2: everything else. Operators draw
+Tier 0: new to the whole campaign (not in the coverage tracker); for layer types, tier 1: rare (in few of
+the executed models, :data:`RARE_SHARE`, so that rare types do not stay rare once every type is covered); then already covered
+but absent from this seed (MEMO's fallback once layer-type coverage saturates); then everything else. Operators draw
 from the lowest non-empty tier, or walk candidates in tier order (shuffled within a tier) and take the
 first one that applies.
 """
@@ -11,12 +12,15 @@ import random
 from typing import Callable, Hashable, Iterable, Mapping, Sequence, TypeVar
 
 from memo.coverage import Coverage, CoverageTracker, model_coverage
+from memo.coverage_realizable import headline_pair, headline_param
 from memo.layers.spec import Shape
 from memo.model.ir import ModelIR
 
 T = TypeVar("T")
 
-NEW, NOT_IN_SEED, SEEN = 0, 1, 2
+NEW, RARE, NOT_IN_SEED, SEEN = 0, 1, 2, 3
+# A layer type in at most this share of the executed models is "rare" (twice the 1 % every type should reach).
+RARE_SHARE = 0.02
 
 
 class CoverageView:
@@ -26,6 +30,7 @@ class CoverageView:
                  shapes: Mapping[str, Shape] | None = None) -> None:
         self.campaign: Coverage = tracker.covered if tracker is not None else Coverage()
         self.seed: Coverage = model_coverage(seed, shapes)
+        self.rare_types: frozenset[str] = tracker.rare_types(RARE_SHARE) if tracker is not None else frozenset()
 
     def tier(self, criterion: str, key: Hashable) -> int:
         """``criterion`` is a :data:`memo.coverage.CRITERIA` name (``types``, ``pairs``, ``params``, ``dtypes`` ...)."""
@@ -34,7 +39,18 @@ class CoverageView:
         return NOT_IN_SEED if key not in self.seed[criterion] else SEEN
 
     def type_tier(self, class_name: str) -> int:
-        return self.tier("types", class_name)
+        tier = self.tier("types", class_name)
+        return RARE if tier != NEW and class_name in self.rare_types else tier
+
+    @staticmethod
+    def counts_pair(pair: tuple[str, str]) -> bool:
+        """Whether the pair counts in headline coverage (a pair with an inference-identity layer does not)."""
+        return headline_pair(pair)
+
+    @staticmethod
+    def counts_param(item: tuple[str, str, Hashable]) -> bool:
+        """Whether the (layer, parameter, value) item counts in headline coverage (an inert setting does not)."""
+        return headline_param(item)
 
     def pair_tier(self, producer: str, consumer: str) -> int:
         return self.tier("pairs", (producer, consumer))

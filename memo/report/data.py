@@ -10,13 +10,14 @@ from pathlib import Path
 from typing import Any
 
 from memo import __version__
+from memo.coverage import CoverageTracker, denominators
 from memo.diskspace import tree_bytes
 from memo.kinds import BUG_KINDS
 from memo.model.ir import ModelIR
 from memo.report.markdown import issue_markdown
 from memo.store import BugRow, CampaignStore
 from memo.triage import dedup
-from memo.triage.bugdir import BUGS_DIR, REPRO_FILE, bug_layers, read_bug_file
+from memo.triage.bugdir import BUGS_DIR, NOT_AGAIN, REPRO_FILE, bug_layers, read_bug_file
 from memo.triage.signature import FailureDetails, failure_details
 
 COVERAGE_SERIES = (("types", "Layer types"), ("pairs", "Layer pairs"), ("params", "Layer parameter values"))
@@ -38,15 +39,25 @@ def collect(store: CampaignStore) -> dict[str, Any]:
         if bug.merged_into:
             merged.setdefault(bug.merged_into, []).append(bug)
     primary = [bug for bug in rows if not bug.merged_into and not bug.unlocalized]
-    bugs = sorted((bug_entry(store, bug, versions, merged.get(bug.id, [])) for bug in primary), key=_filing_order)
+    entries = [bug_entry(store, bug, versions, merged.get(bug.id, [])) for bug in primary]
+    bugs = sorted((entry for entry in entries if not unconfirmed(entry)), key=_filing_order)
     return {"memo_version": __version__, "generated": time.time(), "summary": summary(store),
             "coverage": coverage(store), "bugs": bugs, "unsupported": dedup.unsupported_groups(store),
             "awaiting_localization": [{"kind": bug.kind, "library": bug.library, "findings": bug.occurrences}
                                       for bug in rows if bug.unlocalized],
+            "unconfirmed": [{"id": e["id"], "kind": e["kind"], "library": e["library"], "stage": e["stage"],
+                             "occurrences": e["occurrences"], "message": e["message"]}
+                            for e in entries if unconfirmed(e)],
             "special": store.special_groups(), "triage": triage_status(bugs, rows),
             "triage_errors": [{"bug": error.bug_id, "step": error.step, "message": error.message}
                               for error in store.triage.errors()],
             "verdict_counts": store.verdict_counts(), "engines": engine_activity(store)}
+
+
+def unconfirmed(entry: dict[str, Any]) -> bool:
+    """A finding whose own model did not show it again when re-run, and whose script does not reproduce it
+    either: a hang under load or a flaky failure, not a bug to file. Listed apart, never counted as a bug."""
+    return entry.get("reproduces") is not True and (entry.get("reduction") or {}).get("status") == NOT_AGAIN
 
 
 def filing_status(entry: dict[str, Any]) -> str:
@@ -113,7 +124,7 @@ def disk_figures(store: CampaignStore) -> dict[str, Any]:
 
 # Why a backend skipped a model, by the stage its skip is recorded at.
 SKIP_REASONS = {"sample": "not in its sample", "convert": "no converted file", "load": "converter's load lost",
-                "start": "unavailable"}
+                "start": "unavailable", "known": "known unsupported"}
 
 
 def engine_activity(store: CampaignStore) -> list[dict[str, Any]]:
@@ -165,7 +176,16 @@ def flatten_versions(versions: Any) -> list[tuple[str, str]]:
 
 
 def coverage(store: CampaignStore) -> list[dict[str, Any]]:
+    """One series per primary criterion: its history (``points``, over the denominator it was recorded with,
+    ``total``), the final headline figure (``final``: [covered, realizable denominator]) and the inert one
+    (``inert``: [covered, inert denominator], or None), both from the campaign's saved coverage when there is
+    one (docs/coverage.md). ``history_note`` says when the history was recorded with other denominators (by
+    a memo that counted inert items too)."""
     history = store.coverage_history()
+    tracker = saved_tracker(store)
+    counts = tracker.counts() if tracker else {}
+    inert = tracker.inert_counts() if tracker else {}
+    current = denominators()
     out = []
     for key, title in COVERAGE_SERIES:
         points = [(float(row["elapsed"]), float(row[key])) for row in history]
@@ -174,8 +194,26 @@ def coverage(store: CampaignStore) -> list[dict[str, Any]]:
             extra = json.loads(history[-1]["extra"] or "{}")
             pair = extra.get(key)
             total = int(pair[1]) if isinstance(pair, list) and len(pair) > 1 and pair[1] else None
-        out.append({"key": key, "title": title, "points": points, "total": total})
+        final = list(counts[key]) if key in counts else ([int(points[-1][1]), total] if points and total else None)
+        note = (f"the chart was recorded over {total} items (by an earlier memo, which counted inert items too, "
+                f"or over another catalogue); the figure above is over the {current[key]} realizable ones"
+                if tracker and total and total != current[key] else None)
+        out.append({"key": key, "title": title, "points": points, "total": total, "final": final,
+                    "inert": list(inert[key]) if key in inert else None, "history_note": note})
     return out
+
+
+def saved_tracker(store: CampaignStore) -> CoverageTracker | None:
+    """The coverage the campaign saved with its last mutant (None before the first, or if unreadable)."""
+    state = store.load_state()
+    document = (state[1] if state else {}).get("coverage")
+    if not document:
+        return None
+    try:
+        return CoverageTracker.from_json(document)
+    except (ValueError, TypeError, KeyError):
+        return None
+
 
 
 def _model_table(ir: ModelIR | None, shapes: dict[str, Any], highlight: str | None) -> list[dict[str, Any]]:

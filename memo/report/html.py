@@ -55,8 +55,9 @@ def render_html(data: dict[str, Any]) -> str:
     kinds = sorted({bug["kind"] for bug in data["bugs"]})
     return environment().get_template(TEMPLATE).render(
         s=data["summary"], generated=_when(data["generated"]), memo_version=data["memo_version"],
-        duration=_duration(data["summary"]["duration_s"]), charts=charts, bugs=data["bugs"], kinds=kinds,
+        duration=_duration(data["summary"]["duration_s"]), charts=charts, coverage=data["coverage"],
+        bugs=data["bugs"], kinds=kinds,
         unsupported=data["unsupported"], verdict_counts=data["verdict_counts"], engines=data["engines"],
         triage=data["triage"],
-        awaiting_localization=data["awaiting_localization"], special=data["special"],
+        awaiting_localization=data["awaiting_localization"], unconfirmed=data["unconfirmed"], special=data["special"],
         triage_errors=data["triage_errors"])

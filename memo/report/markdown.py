@@ -67,8 +67,12 @@ def report_markdown(data: dict[str, Any]) -> str:
         lines += ["## Which models each library ran", "", "| library | ran | skipped (why) | findings |", "|---|---|---|---|"]
         lines += [f"| {e['name']} | {e['ran']} | {e['skipped_text']} | {e['findings']} |" for e in engines]
         lines.append("")
-    lines += ["## Coverage", ""] + [f"- {c['title']}: {c['points'][-1][1] if c['points'] else 0:g}"
-                                    + (f" of {c['total']}" if c["total"] else "") for c in data["coverage"]]
+    lines += ["## Coverage", "", "What can change an inference result (docs/coverage.md):", ""]
+    lines += [f"- {c['title']}: " + (f"{c['final'][0]} of {c['final'][1]}" if c.get("final") else "0")
+              for c in data["coverage"]]
+    inert = "; ".join(f"{c['key']} {c['inert'][0]} of {c['inert'][1]}" for c in data["coverage"] if c.get("inert"))
+    if inert:
+        lines.append(f"- Inert (cannot change an inference result, not counted above): {inert}")
     t = data["triage"]
     lines += ["", f"## Bugs ({len(data['bugs'])})", "",
               f"{t['ready']} ready to file, {t['reduced']} reduced, {t['reproduce']} reproduce standalone, "
@@ -81,6 +85,10 @@ def report_markdown(data: dict[str, Any]) -> str:
                      f"{_reproduces(bug['reproduces'])} | {bug['status']} |")
     for bug in data["bugs"]:
         lines += ["", f"## Bug {bug['id']}", "", bug["issue_markdown"]]
+    if data.get("unconfirmed"):
+        lines += ["", "## Unconfirmed findings (did not show again; not bugs)", "",
+                  "| kind | library | stage | occurrences |", "|---|---|---|---|"]
+        lines += [f"| {u['kind']} | {u['library']} | {u['stage']} | {u['occurrences']} |" for u in data["unconfirmed"]]
     lines += ["", "## Unsupported features (not bugs)", "", "| library | feature | occurrences |", "|---|---|---|"]
     lines += [f"| {u['library']} | {u['feature']} | {u['count']} |" for u in data["unsupported"]]
     return "\n".join(lines) + "\n"

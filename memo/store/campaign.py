@@ -163,14 +163,32 @@ class CampaignStore:
         for mutant_id, result, directory in self._db.execute(sql, params):
             yield ExecutionRow(mutant_id, result, directory)
 
+    def executed_models(self) -> Iterator[tuple[str, ExecutionRow]]:
+        """Every execution with its mutant's IR (JSON), by mutant id, streamed: what a resumed campaign
+        learns again (:class:`memo.campaign.known.KnownOutcomes`)."""
+        sql = ("SELECT m.ir, e.mutant_id, e.result, e.artifact_dir FROM executions e"
+               " JOIN mutants m ON m.id = e.mutant_id WHERE m.ir IS NOT NULL ORDER BY e.mutant_id")
+        for ir, mutant_id, result, directory in self._db.execute(sql):
+            yield ir, ExecutionRow(mutant_id, result, directory)
+
+    def execution(self, mutant_id: int) -> ExecutionRow | None:
+        """One mutant's stored execution (None: not executed yet)."""
+        row = self._db.execute("SELECT mutant_id, result, artifact_dir FROM executions WHERE mutant_id = ?",
+                               (mutant_id,)).fetchone()
+        return ExecutionRow(*row) if row else None
+
     # ------------------------------------------------------------------ verdicts and findings
-    def verdicts(self, kinds: tuple[str, ...] | None = None) -> list[dict[str, Any]]:
-        sql = "SELECT * FROM verdicts"
-        params: tuple[Any, ...] = ()
+    def verdicts(self, kinds: tuple[str, ...] | None = None, *, mutant_id: int | None = None) -> list[dict[str, Any]]:
+        """Stored verdicts (of ``kinds``; of one mutant), in the order they were stored."""
+        conditions, params = [], []
         if kinds:
-            sql += f" WHERE kind IN ({_placeholders(len(kinds))})"
-            params = tuple(kinds)
-        return self._rows(sql + " ORDER BY id", params)
+            conditions.append(f"kind IN ({_placeholders(len(kinds))})")
+            params.extend(kinds)
+        if mutant_id is not None:
+            conditions.append("mutant_id = ?")
+            params.append(mutant_id)
+        where = f" WHERE {' AND '.join(conditions)}" if conditions else ""
+        return self._rows(f"SELECT * FROM verdicts{where} ORDER BY id", tuple(params))
 
     def verdict_counts(self) -> dict[str, int]:
         """``{kind: verdicts}``."""

@@ -19,6 +19,9 @@ from typing import Any
 from memo.backends.spec import ARTIFACT_FILES
 from memo.model.ir import ModelIR
 
+# The reduction status of a finding whose own model did not show it again: the report lists it as unconfirmed.
+NOT_AGAIN = "not reduced: the model did not show the bug again when re-run (flaky or environment-dependent)"
+
 BUGS_DIR = "bugs"
 BUG_FILE = "bug.json"
 REPRO_FILE = "repro.py"

@@ -18,7 +18,7 @@ from memo.diskspace import is_disk_full
 from memo.model.ir import ModelIR
 from memo.store import BugRow, CampaignStore
 from memo.triage import dedup
-from memo.triage.bugdir import IR_FILE, bug_folder, read_bug_file
+from memo.triage.bugdir import IR_FILE, NOT_AGAIN, bug_folder, read_bug_file
 from memo.triage.checker import Checker
 from memo.triage.finding import Finding, load_finding
 from memo.triage.localize import localize
@@ -34,7 +34,6 @@ PER_BUG_S = 45.0
 HANG_TIMEOUTS = 5  # a hang's reduction may spend this many timeouts (each hanging candidate costs one)
 NOT_REDUCED = "not reduced (no time or no executor)"
 RETRY_STATUSES = ("timeout", NOT_REDUCED)  # a later pass continues these from the folder's model
-NOT_AGAIN = "not reduced: the model did not show the bug again when re-run (flaky or environment-dependent)"
 
 
 # ---------------------------------------------------------------------------- what is left to do

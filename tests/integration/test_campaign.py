@@ -138,17 +138,20 @@ def test_bad_flags_are_one_line_errors(tmp_path: Path, seeds_dir: Path) -> None:
 
 
 def test_two_pipelines_execute_every_mutant_and_keep_the_sequence(tmp_path: Path, seeds_dir: Path) -> None:
-    common = ["--quiet", "--seeds-dir", str(seeds_dir), "--seed", "5", "--iterations", "6"]
-    parallel = _fuzz(tmp_path, *common, "--jobs", "2", "--execute-all", "--backends", "keras-tensorflow",
-                     "--out", "parallel", timeout=600)
-    assert parallel.returncode == 0, parallel.stderr
-    dry = _fuzz(tmp_path, *common, "--no-execute", "--out", "dry")
-    assert dry.returncode == 0, dry.stderr
-    assert _mutants(tmp_path / "parallel") == _mutants(tmp_path / "dry"), "execution never changes generation"
+    # 14 iterations with --jobs 2: outcomes feed generation from iteration 6 on (the lag), in a fixed order
+    common = ["--quiet", "--seeds-dir", str(seeds_dir), "--seed", "5", "--iterations", "14", "--jobs", "2",
+              "--execute-all", "--backends", "keras-tensorflow"]
+    for name in ("parallel", "again"):
+        done = _fuzz(tmp_path, *common, "--out", name, timeout=600)
+        assert done.returncode == 0, done.stderr
+    assert _mutants(tmp_path / "parallel") == _mutants(tmp_path / "again"), \
+        "the same seed and --jobs give the same campaign, whatever order the executions finish in"
     with sqlite3.connect(tmp_path / "parallel" / "campaign.sqlite") as db:
         valid = db.execute("SELECT COUNT(*) FROM mutants WHERE valid = 1").fetchone()[0]
         executed = db.execute("SELECT COUNT(*) FROM executions").fetchone()[0]
+        parents = {row[0] for row in db.execute("SELECT parent FROM mutants WHERE iteration >= 0")}
     assert executed == valid, "with --execute-all every valid mutant (and every seed) runs"
+    assert any(not parent.startswith("seed:") for parent in parents), "executed mutants became parents"
 
 
 def test_parent_size_bound_keeps_large_mutants_out_of_the_pool(tmp_path: Path, seeds_dir: Path) -> None:
@@ -224,7 +227,7 @@ def test_disk_budget_stops_cleanly_clean_frees_and_resume_continues(tmp_path: Pa
                             ).fetchone()[0]
     assert unexecuted == 0, "what the stop left unexecuted ran on resume"
     assert aborts >= 8 and kept <= 2, "one bug: only its first two occurrences keep an artifact"
-    assert _mutants(campaign) == _mutants_of_dry_run(tmp_path, seeds_dir, "5", "8"), \
+    assert _mutants(campaign) == _mutants_of_uninterrupted_run(tmp_path, [*args, "--max-disk", "0"], "8"), \
         "deleting artifacts never changes generation"
 
 
@@ -259,13 +262,15 @@ def test_a_full_disk_stops_cleanly_and_resume_continues_once_space_is_freed(tmp_
             unexecuted = db.execute("SELECT COUNT(*) FROM mutants WHERE valid = 1 AND id NOT IN "
                                     "(SELECT mutant_id FROM executions)").fetchone()[0]
         assert unexecuted == 0
-        assert _mutants(campaign) == _mutants_of_dry_run(tmp_path, seeds_dir, "5", "6")
+        assert _mutants(campaign) == _mutants_of_uninterrupted_run(tmp_path, args, "6")
     finally:
         subprocess.run(["umount", "-l", str(small)], capture_output=True)
 
 
-def _mutants_of_dry_run(workdir: Path, seeds_dir: Path, seed: str, iterations: str) -> list:
-    done = _fuzz(workdir, "--no-execute", "--quiet", "--seeds-dir", str(seeds_dir), "--seed", seed, "--iterations",
-                 iterations, "--out", f"dry-{seed}-{iterations}")
+def _mutants_of_uninterrupted_run(workdir: Path, args: list[str], iterations: str) -> list:
+    """The mutants of the same campaign run in one go, in a folder of its own (``args`` without a budget)."""
+    dropped = {i + k for i, a in enumerate(args) if a in ("--name", "--iterations") for k in (0, 1)}
+    args = [a for i, a in enumerate(args) if i not in dropped]
+    done = _fuzz(workdir, *args, "--iterations", iterations, "--out", f"whole-{iterations}", timeout=600)
     assert done.returncode == 0, done.stderr
-    return _mutants(workdir / f"dry-{seed}-{iterations}")
+    return _mutants(workdir / f"whole-{iterations}")

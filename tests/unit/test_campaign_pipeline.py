@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import Collection, Iterator
+from typing import Collection, Iterator, Mapping
 
 import pytest
 
@@ -13,6 +13,7 @@ from memo.backends.executor import Executor
 from memo.backends.result import ExecutionResult
 from memo.campaign.config import CampaignConfig
 from memo.campaign.disk import DiskBudget
+from memo.campaign.feedback import Outcome
 from memo.campaign.pipeline import Pipeline
 from memo.campaign.progress import Reporter
 from memo.campaign.stop import StopFlag
@@ -31,7 +32,8 @@ class StandIn:
     def backend_names(self) -> list[str]:
         return ["keras-tensorflow", "onnxruntime"]
 
-    def run(self, artifact: Artifact, backends: Collection[str] | None = None) -> ExecutionResult:
+    def run(self, artifact: Artifact, backends: Collection[str] | None = None,
+            skip: Mapping[str, str] | None = None) -> ExecutionResult:
         self.release.setdefault(artifact.directory.name, threading.Event()).wait(30)
         return ExecutionResult.from_json(crash_result(f"boom in {artifact.directory.name}"))
 
@@ -101,3 +103,66 @@ def test_resume_resubmits_what_was_stored_but_never_executed(store: CampaignStor
         pipeline.cancel()
         pipeline.close()
     assert store.unexecuted_mutants(execute_all=False) == []
+
+
+class SameCrash(StandIn):
+    """Every model: onnxruntime raises the same error, and the reference library ran it."""
+
+    def run(self, artifact: Artifact, backends: Collection[str] | None = None,
+            skip: Mapping[str, str] | None = None) -> ExecutionResult:
+        data = crash_result("Loop node has no body")
+        data["backends"]["keras-tensorflow"] = {"name": "keras-tensorflow", "consumes": "keras", "role": "backend",
+                                                "stages": [{"stage": "execute", "status": "ok"}]}
+        return ExecutionResult.from_json(data)
+
+
+def _two_outcomes(store: CampaignStore, root: Path, executor: Executor) -> tuple[int, Outcome | None, Outcome | None]:
+    """Run two stored mutants one after the other: (the second's id, both outcomes)."""
+    pipeline, _ = _pipeline(store, root, executor, jobs=1)
+    try:
+        first, second = _stored(store, 0), _stored(store, 1)
+        for mutant_id in (first, second):
+            pipeline.submit(mutant_id, f"m{mutant_id}", model("Dense"))
+        one, two = pipeline.outcome(first), pipeline.outcome(second)
+    finally:
+        pipeline.cancel()
+        pipeline.close()
+    return second, one, two
+
+
+def test_outcomes_say_whether_the_reference_ran_and_which_bugs_were_known(store: CampaignStore,
+                                                                          tmp_path: Path) -> None:
+    root = tmp_path / "mutants" / "p"
+    second, one, two = _two_outcomes(store, root, SameCrash())
+    assert one is not None and two is not None
+    assert one.reference_ran and two.reference_ran
+    assert len(one.signatures) == 1 and one.signatures == two.signatures
+    assert not one.known and two.known == two.signatures, "the second model re-found the first one's bug"
+    disk = DiskBudget(store, root, limit=0)
+    disk.load()
+    resumed = Pipeline(CampaignConfig(name="p"), store, disk, StopFlag(), Reporter(), {}, {}, root)
+    assert resumed.outcome(second) == two, "after a resume the outcome comes from the store"
+
+
+class SameDecline(StandIn):
+    """Every model: tf2onnx declines one op (its ONNX backend is skipped), and the reference ran it."""
+
+    def run(self, artifact: Artifact, backends: Collection[str] | None = None,
+            skip: Mapping[str, str] | None = None) -> ExecutionResult:
+        return ExecutionResult.from_json({
+            "artifact_dir": str(artifact.directory), "reference": "keras-tensorflow", "output_names": ["out"],
+            "backends": {
+                "keras-tensorflow": {"name": "keras-tensorflow", "consumes": "keras", "role": "backend",
+                                     "stages": [{"stage": "execute", "status": "ok"}]},
+                "tf2onnx": {"name": "tf2onnx", "consumes": "keras", "role": "converter",
+                            "stages": [{"stage": "convert", "status": "unsupported", "exc_type": "UnconvertedOps",
+                                        "message": "tf2onnx has no handler for op Erfc (node 'm/dense/Gelu/Erfc')"}]},
+                "onnxruntime": {"name": "onnxruntime", "consumes": "onnx", "role": "backend",
+                                "stages": [{"stage": "convert", "status": "skipped", "message": "no onnx file"}]}}})
+
+
+def test_a_feature_a_converter_declined_before_is_a_known_outcome(store: CampaignStore, tmp_path: Path) -> None:
+    _, one, two = _two_outcomes(store, tmp_path / "mutants" / "p", SameDecline())
+    assert one is not None and two is not None and one.reference_ran
+    assert len(one.signatures) == 1 and not one.known
+    assert two.known == one.signatures, "a descendant with Erfc would be unconvertible too"

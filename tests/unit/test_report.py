@@ -76,3 +76,32 @@ def test_cli_formats(campaign: Path, tmp_path: Path, capsys: pytest.CaptureFixtu
 def test_line_chart_scales_points_and_escapes_its_title() -> None:
     svg = line_chart("types <&>", [(0.0, 1.0), (3600.0, 8.0)], total=60)
     assert "types &lt;&amp;&gt; (of 60): 8 = 13.3 %" in svg and "1.0 h" in svg and svg.count("L") >= 2
+
+
+def test_coverage_figures_are_headline_with_inert_on_their_own_line(tmp_path: Path) -> None:
+    from memo.coverage import Coverage, CoverageTracker, denominators, inert_denominators
+    from memo.store import CampaignStore
+
+    tracker = CoverageTracker()
+    tracker.add(Coverage(types={"Dense", "Dropout"}, pairs={("Dense", "Dropout"), ("Dense", "ReLU")},
+                         params={("Dense", "units", "1"), ("Dense", "kernel_initializer", "zeros")}))
+    with make_campaign(tmp_path / "campaigns" / "cov") as store:  # its history: an earlier memo's denominators
+        store.save_state(5, {"elapsed": 70.0, "coverage": tracker.to_json()})
+    data = json.loads(write_report(tmp_path / "campaigns" / "cov", tmp_path / "r.json", "json").read_text())
+    series = {s["key"]: s for s in data["coverage"]}
+    assert series["types"]["final"] == [1, denominators()["types"]]
+    assert series["pairs"]["final"] == [1, denominators()["pairs"]]
+    assert series["pairs"]["inert"] == [1, inert_denominators()["pairs"]]
+    assert series["params"]["inert"] == [1, inert_denominators()["params"]]
+    assert series["types"]["history_note"] and str(denominators()["types"]) in series["types"]["history_note"]
+    markdown = write_report(tmp_path / "campaigns" / "cov", tmp_path / "r.md", "markdown").read_text()
+    assert f"- Layer pairs: 1 of {denominators()['pairs']}" in markdown
+    assert f"- Inert (cannot change an inference result, not counted above): types 1 of " in markdown
+    html = write_report(tmp_path / "campaigns" / "cov", tmp_path / "r.html").read_text()
+    assert 'id="coverage-inert"' in html and f"pairs 1 of {inert_denominators()['pairs']}" in html
+    assert 'id="coverage-figures"' in html and f"layer pairs 1 of {denominators()['pairs']}" in html
+    with CampaignStore(tmp_path / "campaigns" / "cov") as store:  # no saved coverage: the last history point
+        store.save_state(5, {"elapsed": 70.0})
+    data = json.loads(write_report(tmp_path / "campaigns" / "cov", tmp_path / "r2.json", "json").read_text())
+    assert [s["final"] for s in data["coverage"]] == [[6, 60], [9, 3600], [15, 900]]
+    assert all(s["inert"] is None and s["history_note"] is None for s in data["coverage"])

@@ -1,0 +1,111 @@
+"""Execution feeds the seed pool, with a fixed lag so that a campaign stays deterministic.
+
+A diverse mutant is a parent candidate, but it replaces its slot's model only once its execution is judged:
+
+* the reference library must have run it (a model no library can run only breeds more such models);
+* it must not inject special values on purpose (the NaN operator's ``Rescaling(1e30)`` would otherwise be
+  inherited, and its descendants compute on overflowed values);
+* it must not show a bug already known from another model, unless its parent showed that bug too (its
+  descendants would re-find the same bug: nothing gained for that library), nor a feature a converter is
+  known to decline (tf2onnx's Erfc from exact GELU: every descendant would be unconvertible, and the five
+  engines behind tf2onnx would never run on that lineage). Seeds run before the first mutation, so that
+  what a seed shows counts as its lineage's inheritance.
+
+Coverage counts a model once the reference ran it. Until then its items are *claimed*: the generation loop
+measures a new mutant's delta against what was executed plus what is claimed, so that two models in flight
+do not both count as new for one item, and a claim is released when its model turns out not to run.
+
+The outcome of the mutant of iteration *i* is applied at iteration *i + lag* exactly (the loop waits for it
+if needed), never earlier, so that the same ``--seed`` and ``--jobs`` give the same campaign however fast the
+libraries are, and ``--resume`` continues it: what waits for its outcome is saved with the campaign state.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from memo.coverage import Coverage, union_all
+
+
+def feedback_lag(jobs: int) -> int:
+    """Iterations between generating a mutant and using its execution: enough to keep ``jobs`` pipelines busy
+    while the loop waits for the oldest outcome."""
+    return max(4, 3 * max(1, jobs))
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What generation learns from one judged execution."""
+
+    reference_ran: bool
+    signatures: frozenset[str] = frozenset()  # bug signatures the model showed, and features converters declined
+    known: frozenset[str] = frozenset()       # those an earlier model had shown already
+
+
+NOT_RUN = Outcome(reference_ran=False)
+
+
+@dataclass
+class Awaiting:
+    """A submitted mutant whose outcome generation has not used yet."""
+
+    mutant_id: int
+    iteration: int
+    due: int                 # the iteration at whose start its outcome is applied
+    slot: str
+    ident: str
+    seed: str
+    ir_json: str
+    coverage: Coverage       # everything the model covers (claimed until its outcome)
+    candidate: bool          # diverse, small enough and without injected values: may become a parent
+    parent_signatures: frozenset[str] = frozenset()
+    seed_run: bool = False   # a seed's own execution: its outcome gives the seed's bug signatures
+
+    def to_json(self) -> dict[str, Any]:
+        return {"mutant_id": self.mutant_id, "iteration": self.iteration, "due": self.due, "slot": self.slot,
+                "ident": self.ident, "seed": self.seed, "ir": self.ir_json, "coverage": self.coverage.to_json(),
+                "candidate": self.candidate, "parent_signatures": sorted(self.parent_signatures),
+                "seed_run": self.seed_run}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "Awaiting":
+        return cls(mutant_id=int(data["mutant_id"]), iteration=int(data["iteration"]), due=int(data["due"]),
+                   slot=data["slot"], ident=data["ident"], seed=data["seed"], ir_json=data["ir"],
+                   coverage=Coverage.from_json(data["coverage"]), candidate=bool(data["candidate"]),
+                   parent_signatures=frozenset(data.get("parent_signatures", ())),
+                   seed_run=bool(data.get("seed_run", False)))
+
+    def becomes_parent(self, outcome: Outcome) -> bool:
+        """Whether its outcome lets the model replace its slot's (see the module docstring)."""
+        return self.candidate and outcome.reference_ran and not (outcome.known - self.parent_signatures)
+
+
+@dataclass
+class AwaitingQueue:
+    """The mutants whose outcome is still to be applied, oldest first."""
+
+    items: list[Awaiting] = field(default_factory=list)
+
+    def add(self, item: Awaiting) -> None:
+        self.items.append(item)
+
+    def due(self, iteration: int) -> list[Awaiting]:
+        """Those whose outcome must be applied before ``iteration`` runs, oldest first."""
+        return [item for item in self.items if item.due <= iteration]
+
+    def remove(self, item: Awaiting) -> None:
+        self.items.remove(item)
+
+    def claimed(self) -> Coverage:
+        """Everything the models in flight cover."""
+        return union_all(item.coverage for item in self.items)
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def to_json(self) -> list[dict[str, Any]]:
+        return [item.to_json() for item in self.items]
+
+    @classmethod
+    def from_json(cls, data: list[dict[str, Any]] | None) -> "AwaitingQueue":
+        return cls([Awaiting.from_json(item) for item in data or ()])

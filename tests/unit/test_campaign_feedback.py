@@ -1,0 +1,148 @@
+"""Execution feeds the seed pool: the generation loop with scripted outcomes (no library runs here)."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Callable, Iterator
+
+import pytest
+
+from memo.campaign.config import Budget, CampaignConfig
+from memo.campaign.feedback import Awaiting, AwaitingQueue, Outcome, feedback_lag
+from memo.campaign.loop import GenerationLoop
+from memo.coverage import Coverage, model_coverage
+from memo.model.ir import ModelIR
+from memo.store import CampaignStore
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def seeds_dir(tmp_path: Path) -> Path:
+    directory = tmp_path / "seeds"
+    directory.mkdir()
+    shutil.copy(REPO / "seeds" / "lenet5.json", directory / "lenet5.json")
+    return directory
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[CampaignStore]:
+    with CampaignStore(tmp_path / "campaign", create=True) as opened:
+        yield opened
+
+
+def _loop(store: CampaignStore, seeds_dir: Path, *, execute: bool = True, ops: list[str] | None = None) -> GenerationLoop:
+    config = CampaignConfig(name="t", seed=4, budget=Budget(iterations=50), seeds_dir=str(seeds_dir),
+                            operators=ops or ["NLA", "LConn", "LRemove"], execute=execute, jobs=1)
+    loop = GenerationLoop(config, store)
+    loop.initialize()
+    return loop
+
+
+class Runs:
+    """A stand-in pipeline: records submissions; answers outcomes with ``decide(mutant_id)``."""
+
+    def __init__(self, decide: Callable[[int], Outcome | None]) -> None:
+        self.decide = decide
+        self.submitted: list[int] = []
+        self.asked: list[int] = []
+
+    def submit(self, mutant_id: int, ident: str, ir: ModelIR) -> None:
+        self.submitted.append(mutant_id)
+
+    def outcome(self, mutant_id: int) -> Outcome | None:
+        assert mutant_id in self.submitted, "only a submitted mutant's outcome is awaited"
+        self.asked.append(mutant_id)
+        return self.decide(mutant_id)
+
+
+def _run(loop: GenerationLoop, runs: Runs, steps: int) -> None:
+    for _ in range(steps):
+        loop.advance(runs.submit, runs.outcome)
+
+
+def _parents(store: CampaignStore) -> set[str]:
+    return {row["parent"] for row in store._rows("SELECT parent FROM mutants WHERE iteration >= 0")}
+
+
+def test_a_model_the_reference_cannot_run_never_becomes_a_parent_nor_counts(store: CampaignStore,
+                                                                            seeds_dir: Path) -> None:
+    loop = _loop(store, seeds_dir)
+    runs = Runs(lambda mutant_id: Outcome(reference_ran=False))
+    _run(loop, runs, 30)
+    assert len(runs.submitted) > 5
+    assert _parents(store) == {"seed:lenet5"}, "no mutant the reference could not run is a parent"
+    assert loop.tracker.models == 1, "only the seed counts"
+    assert loop.tracker.covered == model_coverage(loop.seed_pool["lenet5"].ir)
+    assert loop.counters["parents"] == 0 and loop.counters["not_parents"] > 0
+
+
+def test_outcomes_apply_exactly_lag_iterations_later_and_parents_follow(store: CampaignStore,
+                                                                       seeds_dir: Path) -> None:
+    loop = _loop(store, seeds_dir)
+    assert loop.lag == feedback_lag(1) == 4
+    runs = Runs(lambda mutant_id: Outcome(reference_ran=True))
+    _run(loop, runs, 1)  # the seed's own run, awaited before the first mutation
+    _run(loop, runs, 4)
+    seed_run = runs.submitted[0]
+    assert runs.asked == [seed_run], "mutants 0-3 are not due before iteration 4"
+    _run(loop, runs, 20)
+    mutants = {row["id"]: row["iteration"] for row in store._rows("SELECT id, iteration FROM mutants")}
+    assert all(mutants[m] <= loop.iteration - 1 - loop.lag for m in runs.asked if mutants[m] >= 0)
+    assert any(not parent.startswith("seed:") for parent in _parents(store)), "executed mutants become parents"
+    assert loop.tracker.models > 1
+
+
+def test_no_outcome_means_no_step(store: CampaignStore, seeds_dir: Path) -> None:
+    loop = _loop(store, seeds_dir)
+    runs = Runs(lambda mutant_id: None)  # the campaign is stopping
+    _run(loop, runs, 10)
+    assert loop.iteration == 0 and loop.counters["generated"] == 0
+
+
+def test_a_known_bug_keeps_a_model_out_of_the_pool_unless_its_parent_showed_it(store: CampaignStore,
+                                                                             seeds_dir: Path) -> None:
+    old = frozenset({"bug-a"})
+    loop = _loop(store, seeds_dir)
+    runs = Runs(lambda mutant_id: Outcome(True) if mutant_id == runs.submitted[0] else Outcome(True, old, old))
+    _run(loop, runs, 25)
+    assert _parents(store) == {"seed:lenet5"}, "a mutant re-finding a known bug its parent did not show"
+
+    other = CampaignStore(store.directory.parent / "inherited", create=True)
+    try:
+        inherited = _loop(other, seeds_dir)
+        seed_first = Runs(lambda mutant_id: Outcome(True, signatures=old, known=old if mutant_id > 1 else frozenset()))
+        _run(inherited, seed_first, 25)
+        assert inherited.seed_pool["lenet5"].ident != "seed:lenet5", "the seed showed the bug: inheriting it is fine"
+    finally:
+        other.close()
+
+
+def test_an_injection_never_becomes_a_parent(store: CampaignStore, seeds_dir: Path) -> None:
+    loop = _loop(store, seeds_dir, execute=False, ops=["NaN"])
+    for _ in range(12):
+        loop.advance(lambda *args: None)
+    assert loop.counters["diverse"] > 0
+    assert _parents(store) == {"seed:lenet5"}
+
+
+def test_without_execution_the_pool_updates_at_once(store: CampaignStore, seeds_dir: Path) -> None:
+    loop = _loop(store, seeds_dir, execute=False)
+    assert loop.lag == 0
+    for _ in range(20):
+        loop.advance(lambda *args: None)
+    assert not len(loop.awaiting)
+    assert any(not parent.startswith("seed:") for parent in _parents(store))
+
+
+def test_awaiting_round_trips_and_claims() -> None:
+    item = Awaiting(mutant_id=3, iteration=7, due=11, slot="s", ident="m7", seed="s", ir_json="{}",
+                    coverage=Coverage(types={"Dense"}, pairs={("Dense", "ReLU")}), candidate=True,
+                    parent_signatures=frozenset({"x"}))
+    queue = AwaitingQueue.from_json(AwaitingQueue([item]).to_json())
+    assert queue.items == [item]
+    assert queue.due(10) == [] and queue.due(11) == [item]
+    assert queue.claimed().pairs == {("Dense", "ReLU")}
+    assert item.becomes_parent(Outcome(True, frozenset({"x"}), frozenset({"x"})))
+    assert not item.becomes_parent(Outcome(True, frozenset({"y"}), frozenset({"y"})))
+    assert not item.becomes_parent(Outcome(False))
