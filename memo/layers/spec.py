@@ -99,6 +99,8 @@ class ParamSpace:
 
 Sampler = Callable[["Draw", Sequence[Shape]], dict]
 RankMap = Callable[[int], frozenset]
+# (config, float dtype) -> whether a layer with this config may compute in that dtype (its dtype policy)
+ComputeRule = Callable[[Mapping[str, Any], str], bool]
 
 
 @dataclass(frozen=True)
@@ -119,6 +121,8 @@ class LayerSpec:
     same_shapes: bool = False  # several inputs must have equal shapes (merge layers)
     input_maker: Callable[[random.Random, "LayerSpec"], list[Shape]] | None = field(
         default=None, compare=False, repr=False)
+    # Which float dtypes of ``dtypes`` a config may also compute in (see computes_in); None: all of them
+    compute_rule: ComputeRule | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_by_name", {p.name: p for p in self.params})
@@ -142,6 +146,18 @@ class LayerSpec:
     def mode_candidates(self) -> dict[str, tuple]:
         """Every mode parameter -> its concrete candidate config values (aligned with ``values``)."""
         return {p.name: (p.candidates or p.values) for p in self.mode_params()}
+
+    def computes_in(self, config: Mapping[str, Any], dtype: str) -> bool:
+        """Whether a layer of this API with ``config`` may compute in ``dtype`` (its dtype policy: what the
+        DType operator sets) and still run on the reference.
+
+        ``dtypes`` says which tensors the layer accepts; with its default float32 policy Keras casts a float
+        input, so every declared input dtype runs. Computing in float16 or float64 needs kernels of that dtype,
+        which the reference lacks for some layers and settings (``compute_rule``).
+        """
+        if dtype not in self.dtypes or not dtype.startswith(("float", "bfloat")):
+            return False
+        return self.compute_rule is None or self.compute_rule(config, dtype)
 
     def output_ranks(self, in_rank: int) -> frozenset[int]:
         """Output ranks over all settings, for an input of rank ``in_rank`` (empty if not accepted)."""

@@ -27,6 +27,9 @@ INITIALIZERS = ("zeros", "ones", "constant", "random_normal", "random_uniform", 
 MATRIX_ONLY_INITIALIZERS = frozenset({"identity"})          # 2-D weights only
 AT_LEAST_2D_INITIALIZERS = frozenset({"identity", "orthogonal"})  # not for vectors (biases, gammas)
 MATRIX_INITIALIZERS = INITIALIZERS
+# memo writes every artifact's weights through Keras on numpy, whose orthogonal initializer needs
+# numpy.linalg, which refuses float16: a layer computing in float16 cannot have one.
+NO_FLOAT16_INITIALIZERS = frozenset({"orthogonal"})
 KERNEL_INITIALIZERS = tuple(n for n in INITIALIZERS if n not in MATRIX_ONLY_INITIALIZERS)
 VECTOR_INITIALIZERS = tuple(n for n in INITIALIZERS if n not in AT_LEAST_2D_INITIALIZERS)
 

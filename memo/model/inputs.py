@@ -9,7 +9,8 @@ from memo.model.ir import ModelIR, input_dtype, input_shape
 def make_inputs(ir: ModelIR, seed: int, batch: int = 2) -> dict[str, np.ndarray]:
     """Deterministic input arrays for every model input, keyed by input name.
 
-    Floats are uniform in [-1, 1). Integer inputs feeding an Embedding stay below its ``input_dim``.
+    Floats are uniform in [-1, 1). Integer inputs feeding an embedding (Embedding, ReversibleEmbedding: a
+    layer whose config has a vocabulary size ``input_dim``) stay below it.
     """
     out: dict[str, np.ndarray] = {}
     consumers = ir.consumers()
@@ -19,8 +20,7 @@ def make_inputs(ir: ModelIR, seed: int, batch: int = 2) -> dict[str, np.ndarray]
         dtype = input_dtype(layer)
         rng = np.random.default_rng([seed & 0xFFFFFFFF, position])
         if "int" in dtype:
-            limits = [layers[c].config.get("input_dim", 10) for c in consumers[layer.name]
-                      if layers[c].class_name == "Embedding"]
+            limits = [layers[c].config["input_dim"] for c in consumers[layer.name] if "input_dim" in layers[c].config]
             high = max(1, min(limits) if limits else 10)
             out[layer.name] = rng.integers(0, high, shape).astype(dtype)
         elif dtype == "bool":

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Hashable, Sequence
 
 from memo.errors import InvalidModelError, one_line
+from memo.layers import CATALOGUE
 from memo.model.build import build_keras_model
 from memo.model.ir import Layer, ModelIR, Shape, input_dtype, input_shape
 from memo.model.keras_runtime import deserialize_layer, keras_module, weights_deferred
@@ -148,8 +149,16 @@ def remember(ir: ModelIR, infos: dict[str, TensorInfo]) -> None:
 def call_layer(layer: Layer, inputs: Sequence[TensorInfo]) -> TensorInfo:
     """Call ``layer`` (its class and config; its own inputs are ignored) on symbolic ``inputs``.
 
-    Raises :class:`InvalidModelError` when Keras rejects the layer for these inputs.
+    Raises :class:`InvalidModelError` when Keras rejects the layer for these inputs, or when they have a rank
+    the catalogue says the layer does not take at run time (Keras's symbolic call lets RandomTranslation take
+    a rank-2 tensor that its run on TensorFlow then refuses).
     """
+    spec = CATALOGUE.get(layer.class_name)
+    if spec is not None:
+        wrong = sorted({len(i.shape) for i in inputs} - set(spec.input_ranks))
+        if wrong:
+            raise InvalidModelError(f"{layer.class_name} takes inputs of rank {', '.join(map(str, spec.input_ranks))} "
+                                    f"at run time, not {', '.join(map(str, wrong))}")
     key = (layer.module, layer.class_name, json.dumps(layer.config, sort_keys=True, default=str),
            layer.call_style, json.dumps(layer.call_kwargs, sort_keys=True, default=str), tuple(inputs))
     cached = _calls.get(key)

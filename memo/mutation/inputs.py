@@ -100,7 +100,8 @@ class DTypeMutation(MutationOperator):
                 spec = get_spec(layer.class_name)
                 if spec is None:
                     continue
-                allowed, current = tuple(d for d in FLOAT_DTYPES if d in spec.dtypes), policy_name(layer.config)
+                allowed = tuple(d for d in FLOAT_DTYPES if spec.computes_in(layer.config, d))
+                current = policy_name(layer.config)
             options.extend((layer.name, dtype) for dtype in allowed if dtype != current)
         classes = {layer.name: layer.class_name for layer in editor.ir.layers}
 

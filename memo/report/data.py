@@ -14,6 +14,7 @@ from memo.coverage import CoverageTracker, denominators
 from memo.diskspace import tree_bytes
 from memo.kinds import BUG_KINDS
 from memo.model.ir import ModelIR
+from memo.oracle import KERAS_FRONT_END
 from memo.report.markdown import issue_markdown
 from memo.store import BugRow, CampaignStore
 from memo.triage import dedup
@@ -142,11 +143,13 @@ def engine_activity(store: CampaignStore) -> list[dict[str, Any]]:
             else:
                 row["ran"] += 1
     for name, count in store.finding_counts(BUG_KINDS).items():
-        rows.setdefault(name, {"name": name, "role": "backend", "ran": 0, "skipped": {}, "findings": 0})
+        if name not in rows:  # a finding against no single library: Keras itself, failing alike on every backend
+            rows[name] = {"name": name, "role": "shared front end" if name == KERAS_FRONT_END else "backend",
+                          "ran": "-", "skipped": {}, "findings": 0}
         rows[name]["findings"] = count
     executed = store.count_executions()
     for row in rows.values():
-        row["share"] = row["ran"] / executed if executed else None
+        row["share"] = row["ran"] / executed if executed and isinstance(row["ran"], int) else None
         row["skipped_text"] = "; ".join(f"{n} {why}" for why, n in row["skipped"].items()) or "-"
     return list(rows.values())
 

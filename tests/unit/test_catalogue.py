@@ -200,3 +200,45 @@ def test_keras_written_configs_map_into_declared_spaces():
     assert values["kernel_size"] == "2-3" and values["filters"] == "5-16" and values["padding"] == "same"
     wrapped = keras.layers.Bidirectional(keras.layers.GRU(4), merge_mode="sum").get_config()
     assert dict(CATALOGUE["Bidirectional"].coverage_values(wrapped)) == {"layer": "GRU", "merge_mode": "sum"}
+
+
+def test_computes_in_follows_the_reference_kernels():
+    """Which float dtypes a config may compute in (the DType operator's choices): declared input dtypes, less
+    what TensorFlow's CPU kernels or memo's numpy weight writer cannot do."""
+    conv = {"strides": (1, 1), "kernel_initializer": "glorot_uniform"}
+    assert all(CATALOGUE["Conv2D"].computes_in(conv, d) for d in ("float16", "float32", "float64"))
+    assert not CATALOGUE["Conv2D"].computes_in(conv, "bfloat16")  # not declared
+    assert not CATALOGUE["Embedding"].computes_in({}, "int32")  # an input dtype, not a compute dtype
+    orthogonal = {**conv, "kernel_initializer": {"class_name": "Orthogonal", "config": {}}}
+    assert not CATALOGUE["Conv2D"].computes_in(orthogonal, "float16")
+    assert CATALOGUE["Conv2D"].computes_in(orthogonal, "float64")
+    wrapped = {"layer": {"class_name": "LSTM", "config": {"recurrent_initializer": "orthogonal"}}}
+    assert not CATALOGUE["Bidirectional"].computes_in(wrapped, "float16")
+    for name in ("MaxPooling3D", "AveragePooling3D", "AdaptiveMaxPooling3D", "AdaptiveAveragePooling3D",
+                 "TimeDistributed"):
+        assert CATALOGUE[name].computes_in({}, "float32")
+        assert not any(CATALOGUE[name].computes_in({}, d) for d in ("float16", "float64")), name
+    assert CATALOGUE["MaxPooling2D"].computes_in({}, "float16")
+    for name in ("DepthwiseConv2D", "SeparableConv2D"):
+        spec = CATALOGUE[name]
+        assert spec.computes_in({"strides": (1, 2)}, "float32") and not spec.computes_in({"strides": (1, 2)}, "float64")
+        assert spec.computes_in({"strides": (2, 2)}, "float16") and spec.computes_in({"strides": 2}, "float64")
+    assert CATALOGUE["DepthwiseConv1D"].computes_in({"strides": (3,)}, "float64")
+
+
+def test_mel_spectrogram_frames_match_keras_shape_inference():
+    """Keras declares (n + step + 1) // step frames, its STFT makes 1 + n // step: only steps that do not
+    divide n + 1 are drawn, also when a step bucket is forced."""
+    spec = CATALOGUE["MelSpectrogram"]
+    rng = random.Random(5)
+    assert spec.sample(rng, [(None, 1)]) is None  # one sample: no step fits in the only FFT size
+    for length in range(2, 70):
+        for _ in range(5):
+            config = spec.sample(rng, [(None, length)])
+            forced = spec.with_param(rng, config, "sequence_stride", rng.choice(("2-4", "5-16")), [(None, length)])
+            for cfg in filter(None, (config, forced)):
+                step = cfg["sequence_stride"]
+                assert (length + step + 1) // step == 1 + length // step, (length, cfg)
+                assert step <= cfg["fft_length"] and cfg["sequence_length"] <= cfg["fft_length"] < 2 * length
+    assert "1" not in spec.param("sequence_stride").values
+    assert spec.with_param(rng, config, "sequence_length", "1", [(None, 20)])["sequence_length"] == 1

@@ -1,9 +1,10 @@
 """Helpers every family uses: building an entry with sensible defaults, rank maps, and shape access."""
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
-from memo.layers.spec import Draw, Impossible, LayerSpec, ParamSpace, Sampler, Shape
+from memo.layers import values as v
+from memo.layers.spec import ComputeRule, Draw, Impossible, LayerSpec, ParamSpace, Sampler, Shape
 
 FLOAT_DTYPES = frozenset({"float32", "float16", "float64"})
 UNKNOWN_DIM = 16  # how large a dimension of unknown size (None) is assumed to be when drawing settings
@@ -15,9 +16,36 @@ def same_rank(rank: int) -> frozenset[int]:
 
 def entry(name: str, family: str, ranks: Sequence[int], params: Sequence[ParamSpace], sampler: Sampler, *,
           rank_map: Callable[[int], frozenset[int]] = same_rank, dtypes: frozenset[str] = FLOAT_DTYPES,
-          arity: tuple[int, int] = (1, 1), call_style: str = "single", **extra: Any) -> LayerSpec:
+          arity: tuple[int, int] = (1, 1), call_style: str = "single", compute: ComputeRule | None = None,
+          **extra: Any) -> LayerSpec:
+    """A catalogue entry; ``compute`` narrows the dtypes a config may compute in (``LayerSpec.computes_in``)
+    beyond the rule every entry shares (:func:`initializers_compute_in`)."""
+    def rule(config: Mapping[str, Any], dtype: str) -> bool:
+        return initializers_compute_in(config, dtype) and (compute is None or compute(config, dtype))
+
     return LayerSpec(name=name, family=family, input_ranks=frozenset(ranks), dtypes=dtypes, arity=arity,
-                     call_style=call_style, params=tuple(params), sampler=sampler, rank_map=rank_map, **extra)
+                     call_style=call_style, params=tuple(params), sampler=sampler, rank_map=rank_map,
+                     compute_rule=rule, **extra)
+
+
+def _initializers(config: Mapping[str, Any]) -> Iterator[Any]:
+    """The declared names of every ``*_initializer`` in ``config``, a wrapped layer's included."""
+    for key, value in config.items():
+        if key.endswith("_initializer"):
+            yield v.object_name(value)
+        elif isinstance(value, Mapping):
+            inner = value.get("config")
+            if isinstance(inner, Mapping):
+                yield from _initializers(inner)
+
+
+def initializers_compute_in(config: Mapping[str, Any], dtype: str) -> bool:
+    return dtype != "float16" or not any(name in v.NO_FLOAT16_INITIALIZERS for name in _initializers(config))
+
+
+def float32_only(config: Mapping[str, Any], dtype: str) -> bool:
+    """A compute rule: the layer computes in float32 only (other float inputs are cast by Keras)."""
+    return dtype == "float32"
 
 
 def size(dim: int | None) -> int:

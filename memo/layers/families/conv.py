@@ -10,11 +10,11 @@ Validity rules the sampler respects (channels_last, input ``(batch, *spatial, ch
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Mapping
 
 from memo.layers import values as v
 from memo.layers.families.common import channels, draw_modes, entry, only, spatial, divisors
-from memo.layers.spec import Draw, LayerSpec, ParamSpace
+from memo.layers.spec import ComputeRule, Draw, LayerSpec, ParamSpace
 
 
 @dataclass(frozen=True)
@@ -105,10 +105,21 @@ def conv_sampler(variant: ConvVariant, dims: int):
     return sample
 
 
+def equal_strides(config: Mapping[str, Any], dtype: str) -> bool:
+    """TensorFlow's CPU depthwise kernel outside float32 (oneDNN's covers float32) takes only equal row and
+    column strides ("Current implementation only supports equal length strides")."""
+    strides = config.get("strides", 1)
+    return dtype == "float32" or isinstance(strides, int) or len(set(strides)) == 1
+
+
+def conv_compute(variant: ConvVariant, dims: int) -> ComputeRule | None:
+    return equal_strides if variant.depth_multiplier and dims == 2 else None
+
+
 def build() -> list[LayerSpec]:
     specs = []
     for key, dims in CONV_APIS:
         variant = VARIANTS[key]
         specs.append(entry(variant.class_name(dims), "conv", [dims + 2], conv_params(variant, dims),
-                           conv_sampler(variant, dims)))
+                           conv_sampler(variant, dims), compute=conv_compute(variant, dims)))
     return specs

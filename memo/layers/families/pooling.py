@@ -4,11 +4,17 @@ from __future__ import annotations
 from typing import Any
 
 from memo.layers import values as v
-from memo.layers.families.common import draw_modes, entry, only, spatial
-from memo.layers.spec import Draw, LayerSpec
+from memo.layers.families.common import draw_modes, entry, float32_only, only, spatial
+from memo.layers.spec import ComputeRule, Draw, LayerSpec
 
 KINDS = ("Max", "Average")
 DIMS = (1, 2, 3)
+
+
+def window_compute(dims: int) -> ComputeRule | None:
+    """TensorFlow's CPU kernels for MaxPool3D and AvgPool3D exist in float32 only (no float16 kernel; MaxPool3D
+    takes no float64 at all): windowed and adaptive 3-D pooling (built on them) compute in float32 only."""
+    return float32_only if dims == 3 else None
 
 
 def windowed(kind: str, dims: int) -> LayerSpec:
@@ -22,7 +28,7 @@ def windowed(kind: str, dims: int) -> LayerSpec:
         config["strides"] = d.integers("strides", sizes, cap=4)
         return config
 
-    return entry(f"{kind}Pooling{dims}D", "pooling", [dims + 2], params, sample)
+    return entry(f"{kind}Pooling{dims}D", "pooling", [dims + 2], params, sample, compute=window_compute(dims))
 
 
 def global_pooling(kind: str, dims: int) -> LayerSpec:
@@ -43,7 +49,8 @@ def adaptive(kind: str, dims: int) -> LayerSpec:
         config["output_size"] = d.integers("output_size", spatial(only(shapes)), cap=8)
         return config
 
-    return entry(f"Adaptive{kind}Pooling{dims}D", "pooling", [dims + 2], params, sample)
+    return entry(f"Adaptive{kind}Pooling{dims}D", "pooling", [dims + 2], params, sample,
+                 compute=window_compute(dims))
 
 
 def build() -> list[LayerSpec]:

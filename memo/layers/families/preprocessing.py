@@ -145,19 +145,39 @@ def stft_spectrogram() -> LayerSpec:
                  rank_map=lambda rank: frozenset({3, 4}))
 
 
+def mel_strides(length: int, fft: int) -> list[int]:
+    """The frame steps (at most ``fft``) for which MelSpectrogram really has the frame count Keras 3.15's
+    shape inference declares.
+
+    Its ``compute_output_shape`` says ``(length + step + 1) // step`` frames, but its centered STFT (padded
+    by ``fft // 2`` on each side, windows of ``fft``) makes ``1 + length // step``: the two agree only when
+    the step does not divide ``length + 1`` (never for step 1). Otherwise the symbolic build accepts a model
+    that every backend rejects at its next layer (a Keras bug, steered around here).
+    """
+    return [step for step in range(2, fft + 1) if (length + 1) % step]
+
+
 def mel_spectrogram() -> LayerSpec:
     params = [v.shape("fft_length", v.EXTENT), v.shape("sequence_length", v.EXTENT),
-              v.shape("sequence_stride", v.EXTENT), v.shape("num_mel_bins", v.COUNT), v.mode("window", WINDOWS),
+              v.shape("sequence_stride", v.EXTENT[1:]),  # no step 1: see mel_strides
+              v.shape("num_mel_bins", v.COUNT), v.mode("window", WINDOWS),
               v.mode("sampling_rate", (8000, 16000, 22050, 44100)), v.flag("power_to_db")]
     modes = [p.name for p in params if p.kind == "mode"]
 
     def sample(d: Draw, shapes: Sequence[Shape]) -> dict[str, Any]:
         length = size_of(only(shapes)[1])
-        # the signal is reflect-padded by fft_length // 2 on each side, which needs more samples than that
-        fft = d.pick("fft_length", _powers_of_two(2, max(2, 2 * length - 1)) or [2])
+        # the signal is reflect-padded by fft_length // 2 on each side, which needs more samples than that;
+        # the FFT must also leave room for a frame step that keeps the declared frame count
+        ffts = [fft for fft in _powers_of_two(2, max(2, 2 * length - 1)) if mel_strides(length, fft)]
+        if not ffts:
+            raise Impossible(f"no frame step gives MelSpectrogram's declared frame count for {length} samples")
+        fft = d.pick("fft_length", ffts)
+        strides = mel_strides(length, fft)
         window = d.integer("sequence_length", 1, fft, cap=16)
+        # a step within the window where one fits (Keras does not require it; a step past it skips samples)
+        steps = [step for step in strides if step <= window] or strides
         config: dict[str, Any] = {"fft_length": fft, "sequence_length": window,
-                                  "sequence_stride": d.integer("sequence_stride", 1, window, cap=8),
+                                  "sequence_stride": d.pick("sequence_stride", steps),
                                   "num_mel_bins": d.integer("num_mel_bins", 1, 64, cap=16)}
         return draw_modes(d, modes, config)
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from memo.layers import values as v
-from memo.layers.families.common import channels, draw_inner, draw_modes, entry, inner_class, only, spatial
+from memo.layers.families.common import (channels, draw_inner, draw_modes, entry, float32_only, inner_class, only,
+                                         spatial)
 from memo.layers.families.conv import draw_window
 from memo.layers.spec import Draw, LayerSpec, ParamSpace, Shape
 
@@ -121,7 +122,10 @@ def time_distributed(catalogue: dict[str, LayerSpec]) -> LayerSpec:
         kind = d.value("layer", allowed)
         return {"layer": draw_inner(d, catalogue[kind], [step_shape])}
 
-    return entry("TimeDistributed", "recurrent", ranks, params, sample, rank_map=rank_map)
+    # Computes in float32 only: TimeDistributed runs its inner layer's call() without Keras's input autocast,
+    # so with a float16 or float64 policy a convolution inside gets inputs of that dtype and float32 kernels,
+    # which every backend rejects (a Keras bug; the inner layer keeps its own float32 policy).
+    return entry("TimeDistributed", "recurrent", ranks, params, sample, rank_map=rank_map, compute=float32_only)
 
 
 def build() -> list[LayerSpec]:
