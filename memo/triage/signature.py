@@ -65,6 +65,9 @@ _MASKS: tuple[tuple[re.Pattern[str], str], ...] = (
                 r"_*[A-Za-z][A-Za-z_]*?[a-z_]\d+(?![\w.])"), "NAME"),
     (re.compile(r"(?<![\w.])[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?(?![\w.])"), "N"),
     (re.compile(r"\bnan\b|\binf\b", re.IGNORECASE), "N"),
+    # a printed array or tensor (torch's "Tensor: (1,1,.,.) = Columns 1 to 9 -0.24 0.22 ..."): its values, and so
+    # how the printer lays them out, vary between runs of one bug; the message up to the dump names it
+    (re.compile(r"(?:\bN[\s,;|]+){4,}.*$"), "VALUES..."),
 )
 # Python tracebacks ("File "p", line 3, in f") and faulthandler dumps ("File "p", line 3 in f").
 _FRAME = re.compile(r'^\s*File "(?P<path>[^"]+)", line \d+,? in (?P<func>\S+)', re.MULTILINE)

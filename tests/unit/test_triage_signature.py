@@ -132,3 +132,12 @@ def test_unsupported_feature_is_taken_from_the_message() -> None:
              "Current implementation only supports 4-D or 5-D input.")
     assert unsupported_feature(_declined(mxnet)) == "Pad"
     assert unsupported_feature(_declined("node 'model/x' has op Erfinv, not an ONNX op")) == "Erfinv"
+
+
+def test_a_printed_tensor_does_not_split_one_bug() -> None:
+    head = ("Exception encountered when calling Conv2D.call(). Cannot insert a Tensor that requires grad as a "
+            "constant. Consider making it a parameter or input, or detaching the gradient Tensor: (1,1,.,.) = ")
+    one = head + "Columns 1 to 9 -0.2441 0.2254 -0.0184 0.0572 -0.1411 0.0942 0.0905 -0.1598 0.2061 Columns 10 to 18"
+    two = head + "Columns 1 to 8 -0.12441 0.2254 -0.0184 0.0572 -0.1411 0.0942 0.0905 -0.1598 Columns 9 to 16 0.1"
+    assert normalize_message(one) == normalize_message(two)
+    assert "Cannot insert a Tensor that requires grad" in normalize_message(one)
