@@ -187,10 +187,13 @@ class DiskBudget:
             self.seen[sig] = self.seen.get(sig, 0) + 1
         return within
 
-    def admit(self, mutant_id: int, directory: Path, verdicts: list[Verdict], result: ExecutionResult | None) -> bool:
+    def admit(self, mutant_id: int, directory: Path, verdicts: list[Verdict], result: ExecutionResult | None,
+              signatures: list[str] | None = None) -> bool:
         """Whether to keep the just-executed artifact in ``directory``; a kept one is slimmed and counted.
-        The caller stores the execution and deletes the folder of one not kept."""
-        signatures = finding_signatures(verdicts, result)
+        The caller stores the execution and deletes the folder of one not kept. ``signatures``: the findings'
+        (:func:`finding_signatures`), when the caller has them already."""
+        if signatures is None:
+            signatures = finding_signatures(verdicts, result)
         if not self._count(signatures, mutant_id):
             self.discarded += 1
             return False

@@ -154,12 +154,11 @@ class GenerationLoop:
             found = outcome(item.mutant_id) if outcome is not None else None
             if found is None:
                 return False
+            self.awaiting.remove(item)
             self._apply(item, found)
         return True
 
     def _apply(self, item: Awaiting, outcome: Outcome) -> None:
-        if item in self.awaiting.items:
-            self.awaiting.remove(item)
         if item.seed_run:  # the bugs a seed shows are its descendants' inheritance, not news
             entry = self.seed_pool[item.slot]
             if entry.ident == item.ident:
@@ -220,16 +219,15 @@ class GenerationLoop:
         executes = self.config.execute and would_execute
         with self.store.transaction():
             mutant_id = self.store.add_mutant(record)
-            if mutant is not None:
+            if would_execute:  # one never executed (not diverse) neither counts nor becomes a parent
                 item = Awaiting(mutant_id=mutant_id, iteration=iteration, due=iteration + self.lag, slot=slot,
                                 ident=f"m{iteration}", seed=parent.seed, ir_json=record.ir_json or "",
                                 coverage=coverage, candidate=record.diverse and self._may_be_parent(mutant.ir),
                                 parent_signatures=parent.signatures)
                 if executes and self.lag > 0:
                     self.awaiting.add(item)
-                elif would_execute:  # no execution feedback: it counts, and may become a parent, at once
+                else:  # no execution feedback: it counts, and may become a parent, at once
                     self._apply(item, Outcome(reference_ran=True))
-                # else: never executed (not diverse), so it neither counts nor becomes a parent
             self.store.save_state(iteration, self._state())
         if executes:
             submit(mutant_id, f"m{iteration}", mutant.ir)

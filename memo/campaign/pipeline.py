@@ -157,13 +157,15 @@ class Pipeline:
         if result is None:
             return NOT_RUN
         verdicts = [stored_verdict(v) for v in self.store.verdicts(mutant_id=mutant_id)]
-        return self._outcome_of(mutant_id, result, verdicts)
+        return self._outcome_of(mutant_id, result, verdicts, finding_signatures(verdicts, result))
 
-    def _outcome_of(self, mutant_id: int, result: ExecutionResult, verdicts: list[Verdict]) -> Outcome:
-        """Bugs it showed and features a converter declined (either makes descendants re-pay a known outcome)."""
+    def _outcome_of(self, mutant_id: int, result: ExecutionResult, verdicts: list[Verdict],
+                    bugs: list[str]) -> Outcome:
+        """Bugs it showed (``bugs``: their signatures) and features a converter declined (either makes
+        descendants re-pay a known outcome)."""
         declines = converter_declines(verdicts, result)
         self.disk.remember(declines, mutant_id)
-        signatures = [*finding_signatures(verdicts, result), *declines]
+        signatures = [*bugs, *declines]
         reference = result.backends.get(result.reference)
         return Outcome(reference_ran=reference is not None and reference.status == "ok",
                        signatures=frozenset(signatures), known=self.disk.known_before(mutant_id, signatures))
@@ -193,8 +195,9 @@ class Pipeline:
             return
         verdicts = judge(result, special_values=execution.special_values)
         findings = [v for v in verdicts if v.kind not in NON_FINDINGS]
+        bugs = finding_signatures(findings, result)
         try:
-            keep = self.disk.admit(execution.mutant_id, execution.artifact_dir, findings, result)
+            keep = self.disk.admit(execution.mutant_id, execution.artifact_dir, findings, result, bugs)
         except Exception:  # a defect in choosing what to keep must not end the campaign: keep it all
             self.counters["internal_errors"] += 1
             keep = True
@@ -210,7 +213,7 @@ class Pipeline:
                 self.known.learn(execution.ir, result)
         except Exception:  # a defect in learning must not end the campaign: it only skips less
             self.counters["internal_errors"] += 1
-        self.outcomes[execution.mutant_id] = self._outcome_of(execution.mutant_id, result, verdicts)
+        self.outcomes[execution.mutant_id] = self._outcome_of(execution.mutant_id, result, verdicts, bugs)
         for verdict in findings:
             label = f"{verdict.kind}:{verdict.backend}"
             self.findings[label] = self.findings.get(label, 0) + 1

@@ -12,7 +12,6 @@ import random
 from typing import Callable, Hashable, Iterable, Mapping, Sequence, TypeVar
 
 from memo.coverage import Coverage, CoverageTracker, model_coverage
-from memo.coverage_realizable import headline_pair, headline_param
 from memo.layers.spec import Shape
 from memo.model.ir import ModelIR
 
@@ -41,16 +40,6 @@ class CoverageView:
     def type_tier(self, class_name: str) -> int:
         tier = self.tier("types", class_name)
         return RARE if tier != NEW and class_name in self.rare_types else tier
-
-    @staticmethod
-    def counts_pair(pair: tuple[str, str]) -> bool:
-        """Whether the pair counts in headline coverage (a pair with an inference-identity layer does not)."""
-        return headline_pair(pair)
-
-    @staticmethod
-    def counts_param(item: tuple[str, str, Hashable]) -> bool:
-        """Whether the (layer, parameter, value) item counts in headline coverage (an inert setting does not)."""
-        return headline_param(item)
 
     def pair_tier(self, producer: str, consumer: str) -> int:
         return self.tier("pairs", (producer, consumer))

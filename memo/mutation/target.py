@@ -18,7 +18,9 @@ from __future__ import annotations
 from typing import Any, Callable, Hashable
 
 from memo.errors import InvalidModelError, MutationFailed
-from memo.layers import CATALOGUE, possible_pairs
+from memo.coverage import declared
+from memo.coverage_realizable import headline_param
+from memo.layers import CATALOGUE
 from memo.mutation.base import MutationOperator, register
 from memo.mutation.editor import Editor
 from memo.mutation.insertion import copies_for, input_for, insert_layer, site_tier
@@ -47,22 +49,14 @@ def _direct_sites(editor: Editor, sites: list[str], class_name: str) -> list[str
 
 def pair_targets(editor: Editor, sites: dict[str, list[str]]) -> list[tuple[str, str]]:
     """Uncovered reachable headline pairs (A, B) whose A is in this model."""
-    covered = editor.view.campaign.pairs
-    return sorted(pair for pair in possible_pairs() - covered
-                  if pair[0] in sites and editor.view.counts_pair(pair))
+    return sorted(pair for pair in declared().headline().pairs - editor.view.campaign.pairs if pair[0] in sites)
 
 
 def param_targets(editor: Editor) -> list[tuple[str, str, Hashable]]:
     """Uncovered headline parameter values (layer class, parameter, value) of the whole catalogue."""
     covered = editor.view.campaign.params
-    out = []
-    for name in sorted(CATALOGUE):
-        for space in CATALOGUE[name].params:
-            for value in space.values:
-                item = (name, space.name, value)
-                if item not in covered and editor.view.counts_param(item):
-                    out.append(item)
-    return out
+    return [item for name in sorted(CATALOGUE) for space in CATALOGUE[name].params for value in space.values
+            if (item := (name, space.name, value)) not in covered and headline_param(item)]
 
 
 def _realize_pair(editor: Editor, sites: list[str], consumer: str) -> None:
