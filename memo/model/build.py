@@ -8,7 +8,7 @@ from typing import Any
 
 from memo.errors import InvalidModelError, one_line
 from memo.model.ir import ModelIR, Shape, input_dtype, input_shape
-from memo.model.keras_runtime import deserialize_layer, keras_module
+from memo.model.keras_runtime import deserialize_layer, keras_module, reset_auto_names
 
 __all__ = ["Shape", "build_keras_model", "infer_shapes", "shapes_of"]
 
@@ -16,6 +16,7 @@ __all__ = ["Shape", "build_keras_model", "infer_shapes", "shapes_of"]
 def build_keras_model(ir: ModelIR) -> Any:
     """Build the functional Keras model of ``ir``; :class:`InvalidModelError` names the layer Keras rejected."""
     keras = keras_module()
+    reset_auto_names()
     tensors: dict[str, Any] = {}
     for layer in ir.layers:
         try:

@@ -51,6 +51,23 @@ def weights_deferred() -> Iterator[None]:
         global_state.set_global_attribute("uninitialized_variables", pending)
 
 
+def reset_auto_names() -> None:
+    """Start Keras's automatic layer names afresh, as in a new process.
+
+    A layer built without a name (the layer a wrapper such as TimeDistributed or SpectralNormalization
+    holds: the IR names only its nodes) is named from a per-process counter, so the same IR would give
+    ``dense`` in one build and ``dense_3`` in a later one. Names reach the libraries under test (Keras's
+    ONNX export on torch fails when a wrapped layer's name equals another layer's), so an artifact must
+    depend on its IR alone, the way a user's script builds it in a fresh process.
+    """
+    import collections
+
+    keras_module()
+    from keras.src.backend.common import global_state
+
+    global_state.set_global_attribute("object_name_uids", collections.defaultdict(int))
+
+
 def allow_unsafe_deserialization() -> None:
     """Let Keras deserialize layers that carry Python code (Lambda). Only on the user's explicit request."""
     keras_module().config.enable_unsafe_deserialization()

@@ -229,11 +229,15 @@ def signature(verdict: Verdict, result: ExecutionResult | None, ir: ModelIR | No
 
 
 _FEATURE_PATTERNS = (
+    # torch.onnx names aten operators in lower case: "operator 'aten::rms_norm'", "operator adaptive_max_pool2d"
+    re.compile(r"\boperator 'aten::([a-z]\w*)'"),
+    re.compile(r"\bONNX export of operator ([a-z]\w*)"),
     re.compile(r"['\"`]([A-Z][A-Za-z0-9_]+)['\"`]"),                                   # 'Loop'
     re.compile(r"\b(?:op|operator|layer|node)s?\s*(?:type)?\s*[:=]?\s*['\"`]?([A-Z][A-Za-z0-9_]+)"),  # op Erfinv
     re.compile(r"\w/([A-Z][A-Za-z0-9]+)\b"),                                           # model/conv_1/Pad
     re.compile(r"\b((?:[A-Z][a-z0-9]+){2,}|[A-Z][a-z]+[A-Z0-9]\w*)\b"),                  # AvgPool, Conv2D
 )
+_CAUSED_BY = re.compile(r"\s*\[Caused by the value .*$", re.DOTALL)
 _NOT_A_FEATURE = re.compile(r"(Error|Exception|Warning|Description)$")
 
 
@@ -243,6 +247,7 @@ def unsupported_feature(verdict: Verdict, message: str | None = None) -> str:
     if metrics.get("feature"):
         return str(metrics["feature"])
     text = message if message is not None else str(verdict.message or "")
+    text = _CAUSED_BY.sub("", text)  # the traced graph quoted after the cause names types, not the feature
     for pattern in _FEATURE_PATTERNS:
         for found in pattern.finditer(text):
             if not _NOT_A_FEATURE.search(found.group(1)):

@@ -101,6 +101,18 @@ def test_weights_and_inputs_are_deterministic(tmp_path: Path) -> None:
     assert inputs["x"].shape == (2, 8, 8, 3) and np.array_equal(inputs["x"], make_inputs(ir, seed=3)["x"])
 
 
+def test_a_wrapped_layer_is_named_the_same_in_every_build() -> None:
+    """The layer a wrapper holds has no IR name: Keras names it from a per-process counter, which must not
+    make a later build of the same IR differ from the first (Keras's ONNX export depends on those names)."""
+    ir = ModelIR(layers=[Layer("x", "InputLayer", {"batch_shape": [None, 5, 4], "dtype": "float32"}),
+                         Layer("wrapped", "TimeDistributed", {"layer": {"class_name": "Dense", "module": "keras.layers",
+                                                                        "config": {"units": 3},
+                                                                        "registered_name": None}}, ["x"])],
+                 outputs=["wrapped"], name="wrapper")
+    names = [build_keras_model(ir).get_layer("wrapped").layer.name for _ in range(3)]
+    assert names == ["dense", "dense", "dense"]
+
+
 def test_save_and_load_keras_artifact_keeps_weights(tmp_path: Path) -> None:
     ir = _residual_ir().prune()
     path = tmp_path / "m.keras"

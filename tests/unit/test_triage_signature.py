@@ -7,6 +7,7 @@ from typing import Any
 from memo.backends.result import ExecutionResult
 from memo.model.ir import Layer, ModelIR
 from memo.oracle import Verdict
+from memo.triage.describe import symptom
 from memo.triage.signature import (library_frames, library_modules, normalize_message, signature,
                                    signature_parts, unsupported_feature)
 
@@ -132,6 +133,12 @@ def test_unsupported_feature_is_taken_from_the_message() -> None:
              "Current implementation only supports 4-D or 5-D input.")
     assert unsupported_feature(_declined(mxnet)) == "Pad"
     assert unsupported_feature(_declined("node 'model/x' has op Erfinv, not an ONNX op")) == "Erfinv"
+    # torch.onnx: aten operators in lower case, then the traced graph, whose "(type 'Tensor')" is no feature
+    torch_onnx = ("Unsupported: ONNX export of operator adaptive_max_pool3d, output size that are not factor of "
+                  "input size. [Caused by the value '228 defined in (%228 : Long(3)) (type 'Tensor') in the graph.")
+    assert unsupported_feature(_declined(torch_onnx)) == "adaptive_max_pool3d"
+    aten = "Exporting the operator 'aten::rms_norm' to ONNX opset version 20 is not supported"
+    assert unsupported_feature(_declined(aten)) == "rms_norm"
 
 
 def test_a_printed_tensor_does_not_split_one_bug() -> None:
@@ -141,3 +148,14 @@ def test_a_printed_tensor_does_not_split_one_bug() -> None:
     two = head + "Columns 1 to 8 -0.12441 0.2254 -0.0184 0.0572 -0.1411 0.0942 0.0905 -0.1598 Columns 9 to 16 0.1"
     assert normalize_message(one) == normalize_message(two)
     assert "Cannot insert a Tensor that requires grad" in normalize_message(one)
+
+
+def test_the_symptom_line_names_the_cause_not_a_printed_tensor() -> None:
+    message = ("Exception encountered when calling Dense.call().\n\n\x1b[1mCannot insert a Tensor that requires grad "
+               "as a constant.\nTensor:\nColumns 1 to 10 0.1033  0.1212 -0.1290  0.0219\n 0.0585  0.0883 -0.0444")
+    line = symptom({"kind": "crash", "library": "keras-export", "stage": "convert", "exception": "RuntimeError",
+                    "message": message})
+    assert line == "keras-export (convert): RuntimeError: Cannot insert a Tensor that requires grad as a constant."
+    mxnet = symptom({"kind": "crash", "library": "mxnet", "stage": "load", "exception": "MXNetError",
+                     "message": "Traceback:\nCheck failed: shape 1 2 3 4 vs 2"})
+    assert mxnet.endswith("Check failed: shape 1 2 3 4 vs 2"), "a message line with numbers is not data"
