@@ -37,6 +37,14 @@ from memo.errors import UsageError
 
 
 LOST = {"crash": "crashed", "hang": "hung"}
+
+
+class ExecutionAbandoned(Exception):
+    """Raised by an executor's ``run`` when the model was not run and must run again later (the campaign is
+    stopping, or a cluster has no node left): the campaign leaves it unexecuted, and ``--resume`` runs it.
+    ``stop_campaign``: the campaign cannot go on (its reason is the message)."""
+
+    stop_campaign = False
 KNOWN_STAGE = "known"  # the stage of a member skipped because the campaign knows its outcome (``run``'s ``skip``)
 
 
@@ -53,7 +61,7 @@ class Executor(Protocol):
             skip: Mapping[str, str] | None = None) -> ExecutionResult:
         """Run ``artifact`` on every backend, or only on ``backends``, except the backends and converters in
         ``skip`` (name -> why: recorded as skipped at stage ``known``, a converter's consumers with it); never
-        raises for what a library does."""
+        raises for what a library does (:class:`ExecutionAbandoned` when it could not run the model at all)."""
         ...
 
     def versions(self) -> dict[str, dict[str, str]]:
@@ -107,6 +115,23 @@ def plugin_member(info: PluginInfo) -> Member:
                                         python=info.python, env=info.env))
 
 
+def backend_selection(backends: Sequence[str] | None, plugins: Sequence[Path] = ()) -> tuple[list[str], list[PluginInfo]]:
+    """(registered backends, plugins) of a selection (``None``: the default backends); a clear
+    :class:`UsageError` for an unknown backend, a plugin whose name is taken or an empty selection."""
+    names = list(DEFAULT_BACKENDS if backends is None else backends)
+    unknown = [name for name in names if name not in BACKENDS]
+    if unknown:
+        raise UsageError(f"unknown backend {unknown[0]!r} (known: {', '.join(BACKENDS)})")
+    infos: list[PluginInfo] = []
+    for info in map(read_plugin, plugins):
+        if info.name in names or info.name in BACKENDS or info.name in {i.name for i in infos}:
+            raise UsageError(f"backend plugin {info.path}: name {info.name!r} is already taken")
+        infos.append(info)
+    if not names and not infos:
+        raise UsageError("no backend selected")
+    return names, infos
+
+
 class DifferentialExecutor:
     """Runs artifacts on backends; a context manager whose warm workers serve many ``run`` calls."""
 
@@ -116,17 +141,10 @@ class DifferentialExecutor:
         """``safe_mode=False`` lets the Keras workers deserialize Python code (Lambda layers) from models:
         only for models the user trusts (``memo run --unsafe``). ``replicas``: worker processes per worker
         group (default one), for a library that would otherwise hold up concurrent ``run`` calls."""
-        names = list(DEFAULT_BACKENDS if backends is None else backends)
-        unknown = [name for name in names if name not in BACKENDS]
-        if unknown:
-            raise UsageError(f"unknown backend {unknown[0]!r} (known: {', '.join(BACKENDS)})")
+        names, infos = backend_selection(backends, plugins)
         self.members: dict[str, Member] = {name: registered_member(name) for name in names}
-        for info in map(read_plugin, plugins):
-            if info.name in self.members or info.name in BACKENDS:
-                raise UsageError(f"backend plugin {info.path}: name {info.name!r} is already taken")
+        for info in infos:
             self.members[info.name] = plugin_member(info)
-        if not self.members:
-            raise UsageError("no backend selected")
         for kind in sorted({m.consumes for m in self.members.values()} - {"keras"}):
             converter = registered_member(PRODUCERS[kind])
             self.members[converter.name] = converter

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
+from memo.backends.executor import Executor
 from memo.campaign.config import MUTANTS_DIR, CampaignConfig
 from memo.campaign.disk import DISK_STOPS, REWALK_EVERY_S, STOP_DISK_FULL, DiskBudget
 from memo.campaign.loop import GenerationLoop
@@ -31,14 +32,19 @@ T = TypeVar("T")
 class Campaign:
     """A campaign bound to its store; :meth:`run` fuzzes until the budget or a signal stops it."""
 
-    def __init__(self, directory: Path, config: CampaignConfig, reporter: Reporter, *, resume: bool = False) -> None:
+    def __init__(self, directory: Path, config: CampaignConfig, reporter: Reporter, *, resume: bool = False,
+                 executor: Executor | None = None, stop: StopFlag | None = None) -> None:
+        """``executor``: the one executor every pipeline uses (a cluster's, :mod:`memo.cluster`) instead of
+        local worker sets; the campaign closes it. ``stop``: the flag that executor watches."""
         self.directory = Path(directory)
+        self.executor = executor
         self.config = config
         self.reporter = reporter
         fresh = not resume and not self.directory.exists()
         self.store = CampaignStore(self.directory, create=not resume)
         self.artifacts_root = (MUTANTS_DIR / config.name).resolve()  # workers run in other directories
-        self.stop = StopFlag()
+        self.stop = stop or StopFlag()
+        self.pipeline: Pipeline | None = None
         self.loop = GenerationLoop(config, self.store)
         self.triage = TriageSchedule(self.directory, self.store, config, reporter, self.stop)
         try:
@@ -61,7 +67,8 @@ class Campaign:
         self.loop.start_clock()
         self.stop.install()
         pipeline = Pipeline(self.config, self.store, self.disk, self.stop, self.reporter, self.loop.counters,
-                            self.loop.findings, self.artifacts_root)
+                            self.loop.findings, self.artifacts_root, executor=self.executor)
+        self.pipeline = pipeline
         stopped_because = BUDGET_SPENT
         try:
             pipeline.start()
@@ -141,10 +148,16 @@ class Campaign:
                 "executed_per_s": loop.counters["executed"] / active,
                 "coverage": loop.tracker.counts(), "coverage_inert": loop.tracker.inert_counts(),
                 "findings": dict(loop.findings), "disk": self.disk.figures(),
-                "triage": self.triage.figures()}
+                "triage": self.triage.figures(), "cluster": self._cluster()}
+
+    def _cluster(self) -> dict[str, Any] | None:
+        return self.pipeline.cluster_status() if self.pipeline is not None else None
 
     def _history_point(self) -> None:
         loop = self.loop
+        cluster = self._cluster()
+        if cluster is not None:  # the nodes this run used, for the report
+            self.store.set_meta("cluster", cluster)
         self.store.add_coverage_point(loop.elapsed(), loop.iteration, loop.counters["generated"],
                                       loop.counters["executed"], loop.tracker.counts())
 

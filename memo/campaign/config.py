@@ -104,14 +104,21 @@ def total_memory_gb() -> float:
     return psutil.virtual_memory().total / 2**30
 
 
+def machine_jobs(cores: int, memory_gb: float) -> int:
+    """Pipelines for a machine (or a cluster node) with ``cores`` and ``memory_gb``: one per core plus one (a
+    pipeline also waits on files and pipes), at most PIPELINES_PER_WORKER_SET per worker set memory allows."""
+    worker_sets = max(1, int(memory_gb // WORKER_SET_MEMORY_GB))
+    return max(1, min(max(1, cores) + 1, PIPELINES_PER_WORKER_SET * worker_sets))
+
+
 def default_jobs() -> int:
-    """One pipeline per core plus one (a pipeline also waits on files and pipes), at most
-    PIPELINES_PER_WORKER_SET per worker set that memory allows."""
-    worker_sets = max(1, int(total_memory_gb() // WORKER_SET_MEMORY_GB))
-    return max(1, min((os.cpu_count() or 1) + 1, PIPELINES_PER_WORKER_SET * worker_sets))
+    """Pipelines for this machine (:func:`machine_jobs`)."""
+    return machine_jobs(os.cpu_count() or 1, total_memory_gb())
 
 
-def worker_replicas(jobs: int) -> dict[str, int] | None:
-    """Extra workers for a worker set shared by several pipelines, where memory allows them."""
+def worker_replicas(jobs: int, memory_gb: float | None = None) -> dict[str, int] | None:
+    """Extra workers for a worker set shared by several pipelines, where memory (this machine's, or
+    ``memory_gb``) allows them."""
     shared = min(jobs, PIPELINES_PER_WORKER_SET) > 1
-    return SHARED_SET_REPLICAS if shared and total_memory_gb() >= REPLICA_MEMORY_GB else None
+    memory = total_memory_gb() if memory_gb is None else memory_gb
+    return SHARED_SET_REPLICAS if shared and memory >= REPLICA_MEMORY_GB else None

@@ -16,9 +16,10 @@ import traceback
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from memo.artifact import prepare_artifact
-from memo.backends.executor import DifferentialExecutor, Executor
+from memo.backends.executor import DifferentialExecutor, ExecutionAbandoned, Executor
 from memo.backends.result import ExecutionResult, stored_result
 from memo.campaign.config import PIPELINES_PER_WORKER_SET, CampaignConfig, worker_replicas
 from memo.campaign.disk import (STOP_DISK_BUDGET, DiskBudget, converter_declines, finding_signatures,
@@ -53,7 +54,9 @@ class Pipeline:
 
     def __init__(self, config: CampaignConfig, store: CampaignStore, disk: DiskBudget, stop: StopFlag,
                  reporter: Reporter, counters: dict[str, int], findings: dict[str, int],
-                 artifacts_root: Path) -> None:
+                 artifacts_root: Path, executor: Executor | None = None) -> None:
+        """``executor``: one executor for every pipeline (a cluster's), instead of local worker sets; the
+        pipeline closes it with its own."""
         self.config = config
         self.store = store
         self.disk = disk
@@ -62,6 +65,7 @@ class Pipeline:
         self.counters = counters
         self.findings = findings
         self.artifacts_root = artifacts_root
+        self.given = executor
         self.threads = ThreadPoolExecutor(max_workers=max(1, config.jobs), thread_name_prefix="memo-exec")
         self.worker_sets: queue.Queue[Executor] = queue.Queue()  # one entry per pipeline that may borrow it
         self.executors: list[Executor] = []
@@ -74,6 +78,11 @@ class Pipeline:
     def start(self) -> None:
         """Start the worker sets (none with ``--no-execute``); a set serves several pipelines."""
         jobs = max(1, self.config.jobs) if self.config.execute else 0
+        if self.given is not None:
+            self.executors.append(self.given)
+            for _ in range(jobs):
+                self.worker_sets.put(self.given)
+            return
         for _ in range(-(-jobs // PIPELINES_PER_WORKER_SET)):
             self.executors.append(self._worker_set())
         for job in range(jobs):
@@ -91,6 +100,11 @@ class Pipeline:
     def cancel(self) -> None:
         """Run nothing more: executions not started are dropped (they run again on ``--resume``)."""
         self.threads.shutdown(wait=False, cancel_futures=True)
+
+    def cluster_status(self) -> dict[str, Any] | None:
+        """The cluster's address and nodes (host, worker sets, executed models...) when it runs on one."""
+        status = getattr(self.given, "status", None)
+        return status() if callable(status) else None
 
     def close(self) -> None:
         """Stop every worker set (after :meth:`cancel` and after triage stopped borrowing them)."""
@@ -179,6 +193,10 @@ class Pipeline:
     def _store_execution(self, execution: Execution) -> None:
         try:
             result, seconds = execution.future.result()
+        except ExecutionAbandoned as exc:  # not run (a stop, a cluster without nodes): --resume runs it
+            if exc.stop_campaign:
+                self.stop.request(str(exc))
+            return
         except Exception as exc:  # preparing the artifact failed: a defect of memo, recorded, not fatal
             if is_disk_full(exc):  # not a defect: left unexecuted, so that --resume runs it again
                 self.stop.disk_full()

@@ -117,6 +117,8 @@ class LiveReporter(Reporter):
         table.add_row("findings", ", ".join(f"{k}: {v}" for k, v in sorted(findings.items())) or "none yet")
         if snap.get("triage"):
             table.add_row("triage", triage_line(snap["triage"]))
+        if snap.get("cluster"):
+            table.add_row("cluster", cluster_line(snap["cluster"]))
         recent = Text("\n".join(self.recent), style="dim") if self.recent else Text("")
         return Group(table, recent)
 
@@ -133,6 +135,16 @@ def triage_line(triage: dict[str, Any]) -> str:
             f"{triage.get('merged', 0)} merged{errors}")
 
 
+def cluster_line(cluster: dict[str, Any]) -> str:
+    """``2 nodes ready, 2 worker sets: a:1f3c9e 120 executed (1 sets); b:77ab01 98 executed (1 sets, lost: ...)``."""
+    nodes = cluster.get("nodes") or []
+    ready = [node for node in nodes if node.get("state") == "ready"]
+    parts = [f"{node['host']}:{node['node'][:6]} {node.get('executed', 0)} executed ({node.get('worker_sets', 0)} sets"
+             + ("" if node.get("state") == "ready" else f", {node.get('state')}") + ")" for node in nodes]
+    return (f"{len(ready)} nodes ready, {sum(node.get('worker_sets', 0) for node in ready)} worker sets"
+            + (": " + "; ".join(parts) if parts else ""))
+
+
 def disk_line(disk: dict[str, Any]) -> str:
     """``312 MB of 2.0 GB budget in artifacts (14 kept, 230 deleted)``."""
     limit = disk.get("limit_bytes") or 0
@@ -146,6 +158,9 @@ def summary_line(summary: dict[str, Any]) -> str:
     findings = ", ".join(f"{k} {v}" for k, v in sorted(summary.get("findings", {}).items())) or "no findings"
     disk = f"; disk {disk_line(summary['disk'])}" if summary.get("disk") else ""
     report = f"; report: {summary['report']}" if summary.get("report") else ""
+    cluster = summary.get("cluster")
+    if cluster:
+        disk += f"; cluster {cluster_line(cluster)}"
     return (f"memo: campaign {summary['name']} {summary.get('stopped_because', 'ended')}: "
             f"{summary['generated']} mutants, {summary['executed']} executed in {_clock(summary['elapsed_s'])}; "
             f"coverage {cov}; {findings}{disk}{report}")

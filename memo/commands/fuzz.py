@@ -6,7 +6,7 @@ import os
 import sqlite3
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from memo.defaults import DEFAULT_MAX_PARENT_LAYERS, DEFAULT_TIMEOUT_S
 from memo.diskspace import format_size, is_disk_full, parse_size, tree_bytes
@@ -14,6 +14,7 @@ from memo.errors import UsageError
 
 if TYPE_CHECKING:
     from memo.campaign.config import CampaignConfig
+    from memo.campaign.stop import StopFlag
 
 # The handlers below import the rest of memo when they run: the CLI imports every command module to
 # build its parser, and `memo --help` must not pay for the campaign, triage, Keras or rich.
@@ -51,6 +52,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--no-reduce", action="store_true", help="mutate the original seeds, not the reduced ones")
     p.add_argument("--unsafe", action="store_true", help="allow seed files whose layers carry code (Lambda)")
     p.add_argument("--resume", metavar="CAMPAIGN", help="continue a stopped campaign (name or directory)")
+    p.add_argument("--cluster", metavar="ADDRESS",
+                   help="execute on a Ray cluster: auto (the one `ray start` made), HOST:PORT, ray://HOST:PORT, or "
+                        "local:N (N nodes on this machine, for trials); --jobs is then the models run at once "
+                        "across it (default: every node's share by the local rule). See docs/cluster.md")
     view = p.add_mutually_exclusive_group()
     view.add_argument("--quiet", action="store_true", help="print only the final summary")
     view.add_argument("--json", action="store_true", help="print one JSON line per event")
@@ -97,6 +102,24 @@ def _disk_stop_message(reason: str, directory: Path, config: CampaignConfig) -> 
             f"memo fuzz --resume {ref}")
 
 
+def _cluster_executor(address: str | None, config: "CampaignConfig", stop: "StopFlag", *, jobs_given: bool) -> Any:
+    """The cluster's executor for ``--cluster`` (None without it, or with nothing to execute). Without
+    ``--jobs`` a new campaign runs as many models at once as the cluster's ready nodes take."""
+    if not address or not config.execute:
+        return None
+    from memo.cluster.connect import ClusterSession
+    from memo.cluster.executor import ClusterExecutor
+
+    print(f"memo: connecting to the Ray cluster {address} and starting memo's workers on its nodes", file=sys.stderr,
+          flush=True)
+    session = ClusterSession(address)
+    executor = ClusterExecutor(session, backends=config.backends, plugins=[Path(p) for p in config.plugins],
+                               timeout_s=config.timeout_s, safe_mode=config.safe_mode, stopping=lambda: bool(stop))
+    if not jobs_given:
+        config.jobs = max(1, executor.slots())
+    return executor
+
+
 def _max_disk(args: argparse.Namespace) -> int | None:
     return None if args.max_disk is None else parse_size(args.max_disk)
 
@@ -107,6 +130,8 @@ def run(args: argparse.Namespace) -> int:
                                       default_jobs, default_name)
     from memo.campaign.disk import DISK_STOPS, EXIT_DISK, space_warning
     from memo.campaign.progress import REPORTERS
+    from memo.campaign.stop import StopFlag
+    from memo.cluster import CLUSTER_LOST, EXIT_CLUSTER
     from memo.store import CampaignStore
 
     max_disk = _max_disk(args)
@@ -116,6 +141,11 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"backend plugin {plugin}: no such file")
     if args.jobs is not None and args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
+    cluster_address = getattr(args, "cluster", None)
+    if cluster_address:
+        from memo.cluster.connect import parse_address
+
+        parse_address(cluster_address)  # a bad address fails before anything starts
     if args.resume:
         directory = campaign_dir(args.resume)
         with CampaignStore(directory) as store:
@@ -144,10 +174,14 @@ def run(args: argparse.Namespace) -> int:
         directory = Path(args.out) if args.out else campaign_dir(name)
         if (directory / "campaign.sqlite").exists():
             raise UsageError(f"campaign {directory} exists already; use --resume {directory} or another --name")
+    stop = StopFlag()
+    executor = _cluster_executor(cluster_address, config, stop, jobs_given=args.jobs is not None or bool(args.resume))
     try:
-        campaign = Campaign(directory, config, reporter, resume=bool(args.resume))
-    except (OSError, sqlite3.Error) as exc:
-        if not is_disk_full(exc):
+        campaign = Campaign(directory, config, reporter, resume=bool(args.resume), executor=executor, stop=stop)
+    except BaseException as exc:
+        if executor is not None:
+            executor.close()
+        if not isinstance(exc, (OSError, sqlite3.Error)) or not is_disk_full(exc):
             raise
         again = f"memo fuzz --resume {args.resume}" if args.resume else "memo fuzz again"
         print(f"memo: disk full: the campaign could not start; free space and run {again}", file=sys.stderr)
@@ -160,6 +194,10 @@ def run(args: argparse.Namespace) -> int:
     finally:
         reporter.close()
     stopped = summary.get("stopped_because")
+    if stopped and stopped.startswith(CLUSTER_LOST):
+        print(f"memo: {stopped}: stopped cleanly; when nodes are back, run memo fuzz --resume {config.name} "
+              f"--cluster {cluster_address}", file=sys.stderr, flush=True)
+        return EXIT_CLUSTER
     if stopped in DISK_STOPS:
         print(_disk_stop_message(stopped, directory, config), file=sys.stderr, flush=True)
         return EXIT_DISK

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
+from memo.backends.executor import ExecutionAbandoned
 from memo.model.ir import ModelIR
 from memo.mutation.nan import has_injection
 from memo.oracle import judge
@@ -71,6 +72,8 @@ class Checker:
         directory = self.session.work / f"{self.bug_id}-c{self.count}"
         try:
             return self.run(ir, directory)[0]
+        except ExecutionAbandoned:
+            raise  # not a verdict on the candidate: the campaign is stopping
         except Exception as exc:  # a defect while checking one candidate rejects it, never ends triage
             self.session.error(self.bug_id, f"checking candidate {self.count}", exc)
             return False

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from memo.backends.executor import ExecutionAbandoned
 from memo.diskspace import is_disk_full
 from memo.model.ir import ModelIR
 from memo.store import BugRow, CampaignStore
@@ -160,7 +161,9 @@ def _triage_bug(session: Session, bug: BugRow) -> None:
                                          if layer else None, "reason": "in the reduced model"}
             session.summary.reduced += len(outcome.ir.body) < outcome.original_layers
         else:
-            outcome.status = "final check failed; original model kept"
+            # no step was taken: the original model itself did not show the bug on this last run (a hang that
+            # was a slow compile under load, a flaky result), which is what the report calls unconfirmed
+            outcome.status = "final check failed; original model kept" if outcome.steps else NOT_AGAIN
             ir = finding.ir
     shutil.rmtree(folder, ignore_errors=True)
     reduction = outcome.to_json() if outcome else {
@@ -226,6 +229,8 @@ def triage_campaign(store: CampaignStore, *, executor: Executor | None = None, t
                 session.summary.new += 1
                 try:
                     _triage_bug(session, bug)
+                except ExecutionAbandoned:  # the campaign is stopping: the bug stays pending for the next pass
+                    break
                 except Exception as exc:  # one bug's triage failing must not lose the others
                     if is_disk_full(exc):
                         raise  # not the bug's fault: the campaign stops cleanly (see TriageService)
@@ -235,6 +240,8 @@ def triage_campaign(store: CampaignStore, *, executor: Executor | None = None, t
                 verdict_id = localizations.pop(0)
                 try:
                     _localize_one(session, verdict_id)
+                except ExecutionAbandoned:
+                    break
                 except Exception as exc:
                     session.error(None, f"localizing verdict {verdict_id}", exc)
                     store.triage.save_localization(verdict_id, None, None, {"reason": f"failed: {exc}"})

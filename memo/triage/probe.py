@@ -119,7 +119,11 @@ def roles(verdict: Verdict, reference: str, available: list[str]) -> Roles:
         readers = [name for name in available if name not in CONVERTERS and _consumes(name) == produced]
         witness = [name for name in available if name not in CONVERTERS and name not in needed
                    and name not in readers and _consumes(name) is not None]
-        needed += readers[:1] + witness[:1]
+        # the oracle blamed the converter either because every reader differs alike while some other backend
+        # agrees (a witness), or because one engine differs on this file but agrees on another converter's
+        # (``same_engine``: that engine on the other file must run again)
+        twin = metrics.get("same_engine")
+        needed += readers[:1] + ([str(twin)] if twin else witness[:1])
         faulty, good = (involved or readers or [reference])[0], reference
     else:
         faulty, good = backend, reference

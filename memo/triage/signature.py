@@ -230,8 +230,11 @@ def signature(verdict: Verdict, result: ExecutionResult | None, ir: ModelIR | No
 
 _FEATURE_PATTERNS = (
     # torch.onnx names aten operators in lower case: "operator 'aten::rms_norm'", "operator adaptive_max_pool2d"
-    re.compile(r"\boperator 'aten::([a-z]\w*)'"),
+    re.compile(r"\boperator 'aten::(\w+)'"),
     re.compile(r"\bONNX export of operator ([a-z]\w*)"),
+    # ONNX Runtime names the op and its opset before the node's name: "implementation for Conv(11) node with name"
+    re.compile(r"\bimplementation for ([A-Za-z]\w*)\(\d+\) node"),
+    re.compile(r"\bOperator ([A-Za-z]\w*) not implemented"),                             # MXNet's ONNX import
     re.compile(r"['\"`]([A-Z][A-Za-z0-9_]+)['\"`]"),                                   # 'Loop'
     re.compile(r"\b(?:op|operator|layer|node)s?\s*(?:type)?\s*[:=]?\s*['\"`]?([A-Z][A-Za-z0-9_]+)"),  # op Erfinv
     re.compile(r"\w/([A-Z][A-Za-z0-9]+)\b"),                                           # model/conv_1/Pad

@@ -103,3 +103,10 @@ def test_roles_resolve_the_oracles_attribution_to_backends_to_run() -> None:
     converter_numbers = roles(verdict("tf2onnx-opset11", {"backends": {"mxnet": {}}}),
                               "keras-tensorflow", available)
     assert converter_numbers.faulty == "mxnet" and "keras-jax" in converter_numbers.backends
+    # blamed because the same engine agrees on another converter's file: that engine must run again, or the
+    # re-run blames the engine itself and triage sees "another bug"
+    same_engine = roles(verdict("keras-export", {"backends": {"onnxruntime-keras-export": {}},
+                                                 "same_engine": "onnxruntime"}),
+                        "keras-tensorflow", [*available, "onnxruntime-keras-export"])
+    assert same_engine.faulty == "onnxruntime-keras-export"
+    assert set(same_engine.backends) == {"keras-tensorflow", "onnxruntime-keras-export", "onnxruntime"}

@@ -139,6 +139,12 @@ def test_unsupported_feature_is_taken_from_the_message() -> None:
     assert unsupported_feature(_declined(torch_onnx)) == "adaptive_max_pool3d"
     aten = "Exporting the operator 'aten::rms_norm' to ONNX opset version 20 is not supported"
     assert unsupported_feature(_declined(aten)) == "rms_norm"
+    aten = "Exporting the operator 'aten::_upsample_bilinear2d_aa' to ONNX opset version 20 is not supported"
+    assert unsupported_feature(_declined(aten)) == "_upsample_bilinear2d_aa"
+    ort = ("[ONNXRuntimeError] : 9 : NOT_IMPLEMENTED : Could not find an implementation for Conv(11) node with "
+           "name 'Conv__11028'")
+    assert unsupported_feature(_declined(ort)) == "Conv", "the op, not the node's generated name"
+    assert unsupported_feature(_declined("NotImplementedError: Operator Loop not implemented.")) == "Loop"
 
 
 def test_a_printed_tensor_does_not_split_one_bug() -> None:
