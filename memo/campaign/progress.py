@@ -136,10 +136,10 @@ def triage_line(triage: dict[str, Any]) -> str:
 
 
 def cluster_line(cluster: dict[str, Any]) -> str:
-    """``2 nodes ready, 2 worker sets: a:1f3c9e 120 executed (1 sets); b:77ab01 98 executed (1 sets, lost: ...)``."""
+    """``2 nodes ready, 2 worker sets: a:1f3c9e 120 runs (1 sets); b:77ab01 98 runs (1 sets, lost: ...)`` (a node's runs include triage's)."""
     nodes = cluster.get("nodes") or []
     ready = [node for node in nodes if node.get("state") == "ready"]
-    parts = [f"{node['host']}:{node['node'][:6]} {node.get('executed', 0)} executed ({node.get('worker_sets', 0)} sets"
+    parts = [f"{node['host']}:{node['node'][:6]} {node.get('executed', 0)} runs ({node.get('worker_sets', 0)} sets"
              + ("" if node.get("state") == "ready" else f", {node.get('state')}") + ")" for node in nodes]
     return (f"{len(ready)} nodes ready, {sum(node.get('worker_sets', 0) for node in ready)} worker sets"
             + (": " + "; ".join(parts) if parts else ""))

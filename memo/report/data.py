@@ -107,7 +107,7 @@ def summary(store: CampaignStore) -> dict[str, Any]:
             "executed_per_min": 60.0 * executed / elapsed if elapsed else None,
             "versions": flatten_versions(backend_versions(store)),
             "backends": config.get("backends"), "seed": config.get("seed"), "search": config.get("search"),
-            "disk": disk_figures(store)}
+            "disk": disk_figures(store), "cluster": store.get_meta("cluster")}
 
 
 def disk_figures(store: CampaignStore) -> dict[str, Any]:

@@ -62,6 +62,14 @@ def report_markdown(data: dict[str, Any]) -> str:
              f"- duration: {s['duration_s']:.0f} s; mutants generated: {s['generated']} (valid {s['valid']}); "
              f"executed: {s['executed']}",
              *[f"- {name}: {versions}" for name, versions in s["versions"]], ""]
+    cluster = s.get("cluster")
+    if cluster:
+        lines += [f"## Cluster ({cluster.get('address', '')})", "",
+                  "| node | host | CPUs | memory | worker sets | runs (triage's included) | run again | state |",
+                  "|---|---|---|---|---|---|---|---|"]
+        lines += [f"| {n['node']} | {n['host']} | {n['cpus']} | {n['memory_gb']} GB | {n['worker_sets']} | "
+                  f"{n['executed']} | {n['rerun']} | {n['state']} |" for n in cluster.get("nodes", [])]
+        lines.append("")
     engines = data.get("engines") or []
     if engines:
         lines += ["## Which models each library ran", "", "| library | ran | skipped (why) | findings |", "|---|---|---|---|"]

@@ -91,5 +91,5 @@ def test_the_progress_line_names_every_node() -> None:
         {"node": "1f3c9e0000aa", "host": "vm", "worker_sets": 1, "executed": 12, "state": "ready"},
         {"node": "77ab01000011", "host": "vm", "worker_sets": 1, "executed": 3, "state": "lost: ActorDiedError"}]})
     assert line.startswith("1 nodes ready, 1 worker sets")
-    assert "vm:1f3c9e 12 executed (1 sets)" in line
-    assert "vm:77ab01 3 executed (1 sets, lost: ActorDiedError)" in line
+    assert "vm:1f3c9e 12 runs (1 sets)" in line
+    assert "vm:77ab01 3 runs (1 sets, lost: ActorDiedError)" in line
