@@ -118,6 +118,34 @@ def test_a_node_removed_mid_campaign_loses_no_mutant_and_no_finding_and_a_new_on
     assert states == ["lost", "ready", "ready"], run["cluster"]
 
 
+def test_a_head_killed_with_kill_9_leaves_nothing_running_and_resume_finishes_the_campaign(
+        workdir: Path, local_run: dict[str, Any]) -> None:
+    import psutil
+
+    process = subprocess.Popen(_fuzz_args("killed", "--json", "--cluster", "local:2"), cwd=workdir,
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=_env(),
+                               start_new_session=True)
+    assert process.stdout is not None
+    tree: list[psutil.Process] = []
+    for line in process.stdout:
+        event = json.loads(line)
+        if event["event"] == "progress" and event.get("executed", 0) >= 4:
+            tree = psutil.Process(process.pid).children(recursive=True)
+            process.kill()  # SIGKILL: no clean-up in the head at all
+            break
+    process.wait(timeout=30)
+    assert tree, "the campaign was killed while its cluster ran"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in tree):
+        time.sleep(0.5)
+    left = [p for p in tree if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    assert not left, f"processes of the killed head's cluster still run: {[p.name() for p in left]}"
+    resumed = subprocess.run([sys.executable, "-m", "memo", "fuzz", "--resume", "killed", "--cluster", "local:2",
+                              "--quiet"], cwd=workdir, capture_output=True, text=True, timeout=900, env=_env())
+    assert resumed.returncode == 0, resumed.stderr
+    _same_campaign(_campaign(workdir / "killed"), local_run)
+
+
 def test_a_cluster_that_cannot_be_reached_is_one_line_and_no_campaign(workdir: Path) -> None:
     for address, message in (("nowhere", "expected auto, HOST:PORT"), ("127.0.0.1:1", "cannot connect")):
         started = time.monotonic()
