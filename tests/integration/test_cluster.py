@@ -115,7 +115,8 @@ def test_a_node_removed_mid_campaign_loses_no_mutant_and_no_finding_and_a_new_on
     run = _campaign(workdir / "removal")
     _same_campaign(run, local_run)
     states = sorted(node["state"].split(":")[0] for node in run["cluster"]["nodes"])
-    assert states == ["lost", "ready", "ready"], run["cluster"]
+    # the joined node got an actor; whether it was ready before the last model depends on the machine's load
+    assert states in (["lost", "ready", "ready"], ["lost", "ready", "starting"]), run["cluster"]
 
 
 def test_a_head_killed_with_kill_9_leaves_nothing_running_and_resume_finishes_the_campaign(
