@@ -347,13 +347,15 @@ class CoverageTracker:
         return {name: (len(items & space[name]), len(space[name]))
                 for name, items in self.covered.inert().items() if space[name]}
 
-    def rare_types(self, fraction: float = 0.01) -> frozenset[str]:
+    def rare_types(self, fraction: float = 0.01, *, identities: bool = False) -> frozenset[str]:
         """Realizable layer types found in at most ``fraction`` of the models counted, never-seen ones
-        included (generation's rare-type tier); empty until a model was counted."""
+        included (generation's rare-type tier); empty until a model was counted. ``identities``: the
+        inference-identity types instead (inert, counted apart from the headline)."""
         if not self.type_models:
             return frozenset()
         limit = fraction * self.type_models
-        return frozenset(name for name in declared().headline().types if self.type_counts.get(name, 0) <= limit)
+        names = declared().inert().types if identities else declared().headline().types
+        return frozenset(name for name in names if self.type_counts.get(name, 0) <= limit)
 
     def to_json(self) -> dict[str, Any]:
         return {"format": TRACKER_FORMAT, "models": self.models, "covered": self.covered.to_json(),

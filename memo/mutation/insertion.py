@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Callable, Hashable
 
+from memo.coverage_realizable import is_identity
 from memo.errors import InvalidModelError
 from memo.layers import LayerSpec
 from memo.mutation.adapt import balanced_shape, friendly_shape
@@ -17,7 +18,7 @@ MAX_RANK = 6
 MAX_ATTENTION_SCORES = 1 << 22  # query length^2 x features an inserted attention layer may compute
 
 
-def _takes_indices(spec: LayerSpec) -> bool:
+def takes_indices(spec: LayerSpec) -> bool:
     """Layers that also take integer tensors read them as indices (Embedding): a float tensor would be
     cast to out-of-range indices, an input-domain error rather than a library bug."""
     return any("int" in dtype for dtype in spec.dtypes)
@@ -42,7 +43,7 @@ def input_for(spec: LayerSpec, info: TensorInfo, editor: Editor) -> TensorInfo |
     ``info`` itself when the layer accepts it; else the same elements rearranged to a rank the layer takes;
     else a small default shape of that rank (an adapter bridges the gap). None when nothing fits.
     """
-    if info.dtype not in spec.dtypes or (info.is_float and _takes_indices(spec)):
+    if info.dtype not in spec.dtypes or (info.is_float and takes_indices(spec)):
         return None
     copies = copies_for(spec)
     if spec.accepts([info.shape] * copies):
@@ -89,9 +90,36 @@ def insert_layer(editor: Editor, spec: LayerSpec, site: str, *, fixed: tuple[str
     return splice_after(editor, site, build)
 
 
-def site_tier(editor: Editor, site: str, class_name: str) -> int:
-    """How new the pair (site's class, ``class_name``) is; inputs rank last (their pairs are not counted)."""
+def producer_class(editor: Editor, site: str) -> str | None:
+    """The class a layer inserted after ``site`` pairs with: the site's, or, through inference identities
+    (Dropout ...), that of the first layer upstream that computes (coverage counts the pair that runs at
+    inference); None for a model input (its pairs are not counted)."""
     layer = editor.layer(site)
-    if layer.is_input:
-        return SEEN
-    return editor.view.pair_tier(layer.class_name, class_name)
+    while is_identity(layer.class_name) and len(layer.inputs) == 1:
+        layer = editor.layer(layer.inputs[0])
+    return None if layer.is_input else layer.class_name
+
+
+def pair_gain(editor: Editor, site: str, class_name: str, claimed: frozenset[tuple[str, str]] = frozenset()) -> int:
+    """How many uncovered headline pairs inserting ``class_name`` after ``site`` realizes: (site's class, it)
+    and (it, reader's class) for each reader of ``site``, bar those in ``claimed`` (realized by this mutant
+    already). Assumes no adapter lands in between (the caller prefers sites where none does)."""
+    uncovered = editor.view.uncovered_pairs
+    producer = producer_class(editor, site)
+    wanted = {(producer, class_name)} if producer is not None else set()
+    wanted.update((class_name, editor.layer(reader).class_name) for reader in editor.consumers(site))
+    return len((wanted & uncovered) - claimed)
+
+
+def best_pair_gain(editor: Editor, class_name: str, sites: list[str]) -> int:
+    """The most uncovered pairs a ``class_name`` layer would realize at any of ``sites``."""
+    return max((pair_gain(editor, site, class_name) for site in sites), default=0)
+
+
+def site_tier(editor: Editor, site: str, class_name: str) -> tuple[int, int]:
+    """How good a site is for a new ``class_name`` layer: most uncovered pairs realized first (both sides,
+    :func:`pair_gain`), then how new the pair (site's class, ``class_name``) is; inputs rank last."""
+    producer = producer_class(editor, site)
+    if producer is None:
+        return (-pair_gain(editor, site, class_name), SEEN)
+    return (-pair_gain(editor, site, class_name), editor.view.pair_tier(producer, class_name))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import random
 from typing import Callable, Hashable, Iterable, Mapping, Sequence, TypeVar
 
-from memo.coverage import Coverage, CoverageTracker, model_coverage
+from memo.coverage import Coverage, CoverageTracker, declared, model_coverage
 from memo.layers.spec import Shape
 from memo.model.ir import ModelIR
 
@@ -30,6 +30,18 @@ class CoverageView:
         self.campaign: Coverage = tracker.covered if tracker is not None else Coverage()
         self.seed: Coverage = model_coverage(seed, shapes)
         self.rare_types: frozenset[str] = tracker.rare_types(RARE_SHARE) if tracker is not None else frozenset()
+        # inference-identity types in few executed models: they cannot make a mutant diverse, so the directed
+        # operator adds one beside a headline target (they still exercise converters and exporters)
+        self.rare_identities: frozenset[str] = (tracker.rare_types(RARE_SHARE, identities=True)
+                                                if tracker is not None else frozenset())
+        self._uncovered_pairs: frozenset[tuple[str, str]] | None = None
+
+    @property
+    def uncovered_pairs(self) -> frozenset[tuple[str, str]]:
+        """Reachable headline layer pairs the campaign has not covered (computed once per view)."""
+        if self._uncovered_pairs is None:
+            self._uncovered_pairs = declared().headline().pairs - self.campaign.pairs
+        return self._uncovered_pairs
 
     def tier(self, criterion: str, key: Hashable) -> int:
         """``criterion`` is a :data:`memo.coverage.CRITERIA` name (``types``, ``pairs``, ``params``, ``dtypes`` ...)."""
@@ -48,9 +60,13 @@ class CoverageView:
         return self.tier("params", (class_name, param, value))
 
 
-def by_tier(rng: random.Random, items: Iterable[T], tier: Callable[[T], int]) -> list[T]:
-    """``items`` ordered by tier, shuffled within each tier (deterministic for a given ``rng``)."""
-    tiers: dict[int, list[T]] = {}
+Tier = int | tuple[int, ...]
+
+
+def by_tier(rng: random.Random, items: Iterable[T], tier: Callable[[T], Tier]) -> list[T]:
+    """``items`` ordered by tier (lowest first; a tuple ranks by its first element, then the next ...),
+    shuffled within each tier (deterministic for a given ``rng``)."""
+    tiers: dict[Tier, list[T]] = {}
     for item in items:
         tiers.setdefault(tier(item), []).append(item)
     out: list[T] = []

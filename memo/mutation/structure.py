@@ -9,7 +9,7 @@ from memo.layers import CATALOGUE, MERGING, RESHAPING
 from memo.mutation.analysis import TensorInfo, call_layer
 from memo.mutation.base import MutationOperator, register
 from memo.mutation.editor import Editor
-from memo.mutation.insertion import insert_layer, site_tier, splice_after
+from memo.mutation.insertion import best_pair_gain, insert_layer, site_tier, splice_after
 from memo.mutation.preference import by_tier
 
 SITES_PER_API = 3        # sites tried for one layer API before moving to the next API
@@ -26,8 +26,10 @@ class _InsertAPIs(MutationOperator):
 
     def apply(self, editor: Editor) -> None:
         wanted = editor.rng.randint(1, 5)
-        apis = by_tier(editor.rng, self.pool(), editor.view.type_tier)
         sites = editor.sites()
+        # uncovered or rare types first; among equally new types, those realizing the most uncovered pairs
+        apis = by_tier(editor.rng, self.pool(),
+                       lambda n: (editor.view.type_tier(n), -best_pair_gain(editor, n, sites)))
         placed = 0
         for name in apis:
             if placed == wanted:

@@ -1,36 +1,70 @@
-"""Target: the directed operator. It aims at one item the campaign has not covered and builds a mutant that
-realizes it at a compatible site of the model, with the catalogue's samplers and adapters:
+"""Target: the directed operator. It aims at items the campaign has not covered and builds a mutant that
+realizes them at compatible sites of the model, with the catalogue's samplers and adapters:
 
-* a layer pair A -> B: B is inserted right after a layer of class A (sites where B takes A's output as it is
-  come first, so that no adapter lands between them);
+* layer pairs: a layer of class B goes right after a layer of class A where (A, B) is uncovered. Candidate
+  (site, B) placements are scored by every uncovered pair they realize: (A, B) and (B, X) for each reader
+  X of the site (:func:`memo.mutation.insertion.pair_gain`), and placements where B reads A's output as it
+  is (no adapter in between, which would break the pair) come first. Since the new layer is itself a site,
+  successive targets chain: A -> B -> C ...;
 * a parameter value (L, p, v): a layer of class L gets p = v (``with_param`` keeps the rest valid), or, when
-  the model has no L, a new L with p = v is inserted;
+  the model has no L, a new L with p = v is inserted where it realizes the most uncovered pairs;
 * a rare layer type (in few of the executed models: :meth:`memo.mutation.preference.CoverageView.rare_types`):
-  it is inserted where its pair with the site's class is newest.
+  it is inserted where it realizes the most uncovered pairs; a layer reading integer indices (Embedding) gets
+  a new integer model input instead (:func:`add_index_branch`).
 
-One mutant realizes one to three targets. MH still chooses the seed and the operator (MEMO's Eq. 1-4): Target
-is one operator among the others, and
-the search learns how often its mutants are diverse. Targets are drawn from the headline (inference-relevant)
+The kind of each target is drawn in proportion to how much of its criterion is still uncovered, so effort
+follows what is left. One mutant realizes two to :data:`MAX_REALIZED` targets (executions are the scarce
+part; generation is cheap), none twice. Beside them, an inference-identity layer type that few executed models
+contain (Dropout, Random* augmentation ...) is added half of the time: alone it cannot make a mutant diverse,
+yet converters and exporters must still handle it. MH still chooses the seed and the operator (MEMO's
+Eq. 1-4): Target is one operator among the others. Targets are drawn from the headline (inference-relevant)
 items only, in a deterministic order for a given random generator.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any, Callable, Hashable
 
-from memo.errors import InvalidModelError, MutationFailed
 from memo.coverage import declared
 from memo.coverage_realizable import headline_param
+from memo.errors import InvalidModelError, MutationFailed
 from memo.layers import CATALOGUE
 from memo.mutation.base import MutationOperator, register
 from memo.mutation.editor import Editor
-from memo.mutation.insertion import copies_for, input_for, insert_layer, site_tier
+from memo.model.ir import INPUT_CLASS, Layer
+from memo.mutation.analysis import TensorInfo
+from memo.mutation.insertion import (copies_for, input_for, insert_layer, pair_gain, producer_class, site_tier,
+                                     takes_indices)
+from memo.mutation.structure import merge_two
 from memo.mutation.params import _ChangeParams
 from memo.mutation.preference import by_tier
 
-MAX_TARGETS = 10  # targets tried for one mutant before giving up
-MAX_REALIZED = 3  # targets one mutant realizes at most (1 to this many, drawn)
+MAX_TARGETS = 12  # targets tried for one mutant before giving up
+MAX_REALIZED = 6  # targets one mutant realizes at most (2 to this many, drawn)
+PAIR_CANDIDATES = 96  # (site, layer class) placements scored per pair target (a sample of all of them)
+PLACEMENTS_TRIED = 4  # best-scored placements tried before the next target
+INDEX_LENGTHS = (4, 8, 16)  # lengths of a new integer input feeding an embedding
+IDENTITY_SHARE = 0.5  # how often a mutant also gets a rarely executed inference-identity layer
 
 Action = Callable[[Editor], Any]
+PairItem = tuple[str, str]
+ParamItem = tuple[str, str, Hashable]
+
+
+@dataclass
+class Claimed:
+    """What this mutant realized so far (the campaign's coverage does not know it yet)."""
+
+    pairs: set[PairItem] = field(default_factory=set)
+    params: set[ParamItem] = field(default_factory=set)
+    types: set[str] = field(default_factory=set)
+
+    def placed(self, editor: Editor, site: str, class_name: str) -> None:
+        """Record the pairs a ``class_name`` layer inserted after ``site`` realizes."""
+        producer = producer_class(editor, site)
+        if producer is not None:
+            self.pairs.add((producer, class_name))
+        self.pairs.update((class_name, editor.layer(r).class_name) for r in editor.consumers(site))
 
 
 def _sites_by_class(editor: Editor) -> dict[str, list[str]]:
@@ -40,79 +74,159 @@ def _sites_by_class(editor: Editor) -> dict[str, list[str]]:
     return out
 
 
-def _direct_sites(editor: Editor, sites: list[str], class_name: str) -> list[str]:
-    """``sites`` where a new ``class_name`` layer reads the output as it is (no adapter), else all of them."""
-    spec = CATALOGUE[class_name]
-    direct = [s for s in sites if input_for(spec, editor.info(s), editor) == editor.info(s)]
-    return direct or sites
+def _is_direct(editor: Editor, site: str, class_name: str) -> bool:
+    """Whether a new ``class_name`` layer after ``site`` reads its output as it is (no adapter)."""
+    return input_for(CATALOGUE[class_name], editor.info(site), editor) == editor.info(site)
 
 
-def pair_targets(editor: Editor, sites: dict[str, list[str]]) -> list[tuple[str, str]]:
+def pair_targets(editor: Editor, sites: dict[str, list[str]]) -> list[PairItem]:
     """Uncovered reachable headline pairs (A, B) whose A is in this model."""
-    return sorted(pair for pair in declared().headline().pairs - editor.view.campaign.pairs if pair[0] in sites)
+    return sorted(pair for pair in editor.view.uncovered_pairs if pair[0] in sites)
 
 
-def param_targets(editor: Editor) -> list[tuple[str, str, Hashable]]:
+def param_targets(editor: Editor) -> list[ParamItem]:
     """Uncovered headline parameter values (layer class, parameter, value) of the whole catalogue."""
     covered = editor.view.campaign.params
     return [item for name in sorted(CATALOGUE) for space in CATALOGUE[name].params for value in space.values
             if (item := (name, space.name, value)) not in covered and headline_param(item)]
 
 
-def _realize_pair(editor: Editor, sites: list[str], consumer: str) -> None:
-    site = editor.rng.choice(_direct_sites(editor, sites, consumer))
-    insert_layer(editor, CATALOGUE[consumer], site)
+def pair_placements(editor: Editor, claimed: Claimed) -> list[tuple[str, str]]:
+    """(site, layer class) placements that realize an uncovered pair, best first: a sample of
+    :data:`PAIR_CANDIDATES` ranked by :func:`pair_gain` (shuffled within equal gains)."""
+    consumers: dict[str, list[str]] = {}
+    for producer, consumer in sorted(editor.view.uncovered_pairs - claimed.pairs):
+        consumers.setdefault(producer, []).append(consumer)
+    options = [(site, consumer) for site in editor.sites(inputs=False)
+               for consumer in consumers.get(producer_class(editor, site) or "", ())]
+    if len(options) > PAIR_CANDIDATES:
+        options = editor.rng.sample(options, PAIR_CANDIDATES)
+    frozen = frozenset(claimed.pairs)
+    return by_tier(editor.rng, options, lambda option: -pair_gain(editor, option[0], option[1], frozen))
 
 
-def _realize_param(editor: Editor, sites: dict[str, list[str]], item: tuple[str, str, Hashable]) -> None:
+def _insert_claiming(editor: Editor, claimed: Claimed, class_name: str, site: str,
+                     fixed: tuple[str, Hashable] | None = None) -> None:
+    pairs = Claimed()
+    pairs.placed(editor, site, class_name)  # before the edit: the site's readers change
+    insert_layer(editor, CATALOGUE[class_name], site, fixed=fixed)
+    claimed.pairs |= pairs.pairs
+    claimed.types.add(class_name)
+
+
+def _realize_pair(editor: Editor, claimed: Claimed) -> bool:
+    ranked = pair_placements(editor, claimed)[:PLACEMENTS_TRIED]
+    ranked.sort(key=lambda option: not _is_direct(editor, *option))  # stable: gain order kept within each
+    for site, consumer in ranked:
+        if editor.attempt(_insert_claiming, editor, claimed, consumer, site):
+            return True
+    return False
+
+
+def _best_sites(editor: Editor, class_name: str) -> list[str]:
+    spec = CATALOGUE[class_name]
+    sites = [s for s in editor.sites() if editor.info(s).dtype in spec.dtypes]
+    return by_tier(editor.rng, sites, lambda s: site_tier(editor, s, class_name))[:3]
+
+
+def _realize_param(editor: Editor, claimed: Claimed, item: ParamItem) -> bool:
     name, param, value = item
-    if name in sites:
-        _ChangeParams.change(editor, editor.rng.choice(sites[name]), param, value)
-        return
+    present = _sites_by_class(editor).get(name)
+    if present:
+        done = editor.attempt(_ChangeParams.change, editor, editor.rng.choice(present), param, value)
+    else:
+        done = any(editor.attempt(_insert_claiming, editor, claimed, name, site, (param, value))
+                   for site in _best_sites(editor, name))
+    if done:
+        claimed.params.add(item)
+    return bool(done)
+
+
+def add_index_branch(editor: Editor, name: str) -> str:
+    """A layer that reads integer indices (Embedding) cannot follow a float tensor: it gets a new int32 model
+    input of its own (memo's inputs stay below its vocabulary size), and its output is added to a float
+    tensor of the model (adapted to that tensor's shape), so that it reaches the model's output."""
     spec = CATALOGUE[name]
-    site = editor.rng.choice(editor.sites())
-    insert_layer(editor, spec, site, fixed=(param, value))
+    length = editor.rng.choice(INDEX_LENGTHS)
+    node = editor.ir.fresh_name("indices")
+    shape = (None, length)
+    position = max(i for i, layer in enumerate(editor.ir.layers) if layer.is_input) + 1
+    editor.ir.layers.insert(position, Layer(name=node, class_name=INPUT_CLASS,
+                                            config={"batch_shape": list(shape), "dtype": "int32"}))
+    editor.infos[node] = TensorInfo(shape, "int32")
+    editor.record("add_input", node=node, dtype="int32", shape=list(shape))
+    config = spec.sample(editor.rng, [shape])
+    if config is None:
+        raise InvalidModelError(f"{name}: no valid setting for {shape}")
+    looked_up = editor.add(name, config, [node], call_style=spec.call_style, module=spec.module)
+    sites = editor.sites(inputs=False)
+    sites.remove(looked_up)
+    if not sites:
+        raise InvalidModelError("no float tensor to add the looked-up vectors to")
+    return merge_two(editor, "Add", editor.rng.choice(sites), looked_up)
 
 
-def _realize_type(editor: Editor, name: str) -> None:
-    spec = CATALOGUE[name]
-    ranked = by_tier(editor.rng, editor.sites(), lambda s: site_tier(editor, s, name))
-    for site in ranked[:3]:
-        if editor.info(site).dtype in spec.dtypes:
-            insert_layer(editor, spec, site)
-            return
-    raise InvalidModelError(f"no site takes {name}")
+def _realize_type(editor: Editor, claimed: Claimed, name: str) -> bool:
+    if takes_indices(CATALOGUE[name]):
+        done = editor.attempt(add_index_branch, editor, name)
+        claimed.types.add(name)
+        return bool(done)
+    return any(editor.attempt(_insert_claiming, editor, claimed, name, site) for site in _best_sites(editor, name))
 
 
-def targets(editor: Editor) -> dict[str, list[Action]]:
-    """Per target kind, the actions that would realize one uncovered item in this model."""
-    sites = _sites_by_class(editor)
-    kinds: dict[str, list[Action]] = {
-        "pairs": [lambda e, s=sites[a], b=b: _realize_pair(e, s, b) for a, b in pair_targets(editor, sites)],
-        "params": [lambda e, item=item: _realize_param(e, sites, item) for item in param_targets(editor)],
-        "rare types": [lambda e, n=name: _realize_type(e, n) for name in sorted(editor.view.rare_types)],
+def targets(editor: Editor, claimed: Claimed | None = None) -> dict[str, tuple[float, list[Action]]]:
+    """Per target kind: its weight (the uncovered share of its criterion) and the actions that would realize
+    one uncovered item in this model (each returns whether it did)."""
+    claimed = claimed if claimed is not None else Claimed()
+    space = declared().headline()
+    params = [item for item in param_targets(editor) if item not in claimed.params]
+    rare = sorted(editor.view.rare_types - claimed.types)
+    uncovered = editor.view.uncovered_pairs - claimed.pairs
+    kinds: dict[str, tuple[float, list[Action]]] = {
+        "pairs": (len(uncovered) / max(1, len(space.pairs)),
+                  [lambda e: _realize_pair(e, claimed)] if pair_targets(editor, _sites_by_class(editor)) else []),
+        "params": (len(params) / max(1, len(space.params)),
+                   [lambda e, item=item: _realize_param(e, claimed, item) for item in params]),
+        "rare types": (len(rare) / max(1, len(space.types)),
+                       [lambda e, n=name: _realize_type(e, claimed, n) for name in rare]),
     }
-    return {kind: actions for kind, actions in kinds.items() if actions}
+    return {kind: (weight, actions) for kind, (weight, actions) in kinds.items() if actions and weight > 0}
+
+
+def _add_rare_identity(editor: Editor) -> None:
+    names = sorted(editor.view.rare_identities)
+    if not names or editor.rng.random() >= IDENTITY_SHARE:
+        return
+    name = editor.rng.choice(names)
+    spec = CATALOGUE[name]
+    sites = [s for s in editor.sites(inputs=False) if editor.info(s).dtype in spec.dtypes]
+    editor.rng.shuffle(sites)
+    for site in sites[:3]:
+        if editor.attempt(insert_layer, editor, spec, site):
+            return
 
 
 @register
 class Target(MutationOperator):
     name = "Target"
-    summary = "realize one uncovered layer pair or parameter value, or insert a rarely executed layer type"
+    summary = "realize uncovered layer pairs and parameter values, and insert rarely executed layer types"
 
     def apply(self, editor: Editor) -> None:
-        wanted = editor.rng.randint(1, MAX_REALIZED)  # several targets per mutant: executions are the scarce part
+        wanted = editor.rng.randint(2, MAX_REALIZED)
+        claimed = Claimed()
         realized = 0
         for _ in range(MAX_TARGETS):
             if realized == wanted:
-                return
-            available = targets(editor)  # after each edit: the model, and so its compatible sites, changed
+                break
+            available = targets(editor, claimed)  # after each edit: the model, and so its sites, changed
             if not available:
                 break
-            kind = editor.rng.choice(sorted(available))
-            realized += bool(editor.attempt(editor.rng.choice(available[kind]), editor))
+            kinds = sorted(available)
+            kind = editor.rng.choices(kinds, weights=[available[k][0] for k in kinds])[0]
+            realized += bool(editor.rng.choice(available[kind][1])(editor))
         if not realized:
             raise MutationFailed("Target: no uncovered item could be realized in this model")
+        _add_rare_identity(editor)
 
 
-__all__ = ["Target", "copies_for", "pair_targets", "param_targets", "targets"]
+__all__ = ["Claimed", "Target", "copies_for", "pair_placements", "pair_targets", "param_targets", "targets"]

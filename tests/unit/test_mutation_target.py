@@ -49,3 +49,32 @@ def test_target_is_deterministic() -> None:
                                 params={("Dense", "activation", "gelu")})
     first = mutate(lenet(), "Target", random.Random(5), tracker).ir.dumps()
     assert first == mutate(lenet(), "Target", random.Random(5), tracker).ir.dumps()
+
+
+def test_target_chains_several_uncovered_pairs_in_one_mutant() -> None:
+    """With many pairs uncovered, one mutant realizes more than one of them (placements are scored by every
+    uncovered pair they realize, and the new layer is a site for the next one)."""
+    pairs = {pair for pair in possible_pairs() if pair[0] in {"Conv2D", "MaxPooling2D", "Dense", "Flatten"}}
+    tracker = _covering_all_but(pairs=pairs)
+    realized = []
+    for seed in range(6):
+        mutant = mutate(lenet(), "Target", random.Random(seed), tracker)
+        realized.append(len(model_coverage(mutant.ir, mutant.shapes).pairs & pairs))
+    assert max(realized) >= 3 and sum(realized) / len(realized) >= 2, realized
+
+
+def test_target_gives_an_embedding_its_own_integer_input() -> None:
+    tracker = _covering_all_but(rare="Embedding", models=60)
+    mutant = mutate(lenet(), "Target", random.Random(1), tracker)
+    embedding = next(layer for layer in mutant.ir if layer.class_name == "Embedding")
+    source = mutant.ir.get(embedding.inputs[0])
+    assert source.is_input and source.config["dtype"] == "int32"
+    assert len(mutant.ir.input_layers) == 2 and mutant.ir.outputs == lenet().outputs
+
+
+def test_target_adds_a_rarely_executed_identity_layer_beside_its_targets() -> None:
+    tracker = _covering_all_but(pairs={("MaxPooling2D", "LayerNormalization")}, rare="Dropout", models=60)
+    assert tracker.rare_types(0.02, identities=True) == {"Dropout"}
+    found = ["Dropout" in {layer.class_name for layer in mutate(lenet(), "Target", random.Random(seed), tracker).ir}
+             for seed in range(8)]
+    assert any(found) and not all(found), found  # about half of the mutants (IDENTITY_SHARE)
