@@ -1,6 +1,6 @@
 """MEMO's ablations (RQ3, RQ4) as one table: coverage reached by equal-time campaigns that differ in one part.
 
-    .venv/bin/python benchmarks/bench_ablation.py --minutes 5 [--seed S] [--execute]
+    .venv/bin/python benchmarks/bench_ablation.py --minutes 5 [--seed S | --seeds 0,1,2] [--execute]
     .venv/bin/python benchmarks/bench_ablation.py --iterations 400     (equal mutant counts; wall time shown)
 
 Variants: memo as shipped (MH search, reduced seeds, MEMO's operators and memo's own, including the directed
@@ -76,32 +76,62 @@ def executed_figures(database: Path) -> dict:
     return {"executed_mutants": len(rows), "reference_failed": failed / len(rows), "rare_types": len(rare)}
 
 
+def row(label: str, seed: str, end: dict) -> tuple[str, dict[str, float]]:
+    """One Markdown row, and its figures for the mean over seeds."""
+    cov = end["coverage"]
+    figures = {"generated": end["generated"], "valid": end["valid"], "diverse": end["diverse"],
+               **{k: cov[k][0] for k in ("types", "pairs", "params")}, "wall": end["wall"]}
+    if "executed_mutants" in end:
+        figures["executed"] = end["executed_mutants"]
+    if "reference_failed" in end:
+        figures["reference_failed"] = 100 * end["reference_failed"]
+    if "rare_types" in end:
+        figures["rare_types"] = end["rare_types"]
+    return cells(label, seed, figures, {k: cov[k][1] for k in ("types", "pairs", "params")}), figures
+
+
+def cells(label: str, seed: str, f: dict[str, float], totals: dict[str, int]) -> str:
+    def num(key: str, fmt: str = "{:.0f}") -> str:
+        return fmt.format(f[key]) if key in f else "-"
+    return (f"| {label} | {seed} | {num('generated')} | {num('valid')} | {num('diverse')} | {num('executed')} "
+            f"| {num('reference_failed', '{:.1f} %')} | {num('rare_types')} | "
+            + " | ".join(f"{num(k)}/{totals[k]}" for k in ("types", "pairs", "params")) + f" | {num('wall')} |")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     budget = parser.add_mutually_exclusive_group()
     budget.add_argument("--minutes", type=float, default=5.0)
     budget.add_argument("--iterations", type=int, help="equal mutant counts instead of equal time")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seeds", help="comma-separated seeds (each variant runs once per seed; a mean row "
+                                        "follows); overrides --seed")
     parser.add_argument("--execute", action="store_true")
     parser.add_argument("--only", help="comma-separated substrings of variant names to run")
     args = parser.parse_args()
+    seeds = [int(s) for s in args.seeds.split(",")] if args.seeds else [args.seed]
     workdir = Path(tempfile.mkdtemp(prefix="memo-ablation-"))
     print(f"command: {' '.join([sys.executable, *sys.argv])}")
     budget = ["--iterations", str(args.iterations)] if args.iterations else ["--minutes", str(args.minutes)]
-    print("\n| variant | mutants | valid | diverse | executed | reference failed | types < 1 % | types | pairs | params "
-          "| wall s |\n|---|---|---|---|---|---|---|---|---|---|---|")
+    print("\n| variant | seed | mutants | valid | diverse | executed | reference failed | types < 1 % | types | pairs "
+          "| params | wall s |\n|---|---|---|---|---|---|---|---|---|---|---|---|")
     for index, (label, flags) in enumerate(VARIANTS.items()):
         if args.only and not any(part in label for part in args.only.split(",")):
             continue
-        end = run_variant(flags, budget, args.seed, args.execute, workdir, f"v{index}")
-        if "error" in end:
-            print(f"| {label} | failed: {end['error']} | | | | | | | | | |", flush=True)
-            continue
-        cov = end["coverage"]
-        cells = [f"{cov[k][0]}/{cov[k][1]}" for k in ("types", "pairs", "params")]
-        failed = f"{100 * end['reference_failed']:.1f} %" if "reference_failed" in end else "-"
-        print(f"| {label} | {end['generated']} | {end['valid']} | {end['diverse']} | {end.get('executed_mutants', '-')} "
-              f"| {failed} | {end.get('rare_types', '-')} | {' | '.join(cells)} | {end['wall']:.0f} |", flush=True)
+        runs: list[dict[str, float]] = []
+        totals: dict[str, int] = {}
+        for seed in seeds:
+            end = run_variant(flags, budget, seed, args.execute, workdir, f"v{index}-s{seed}")
+            if "error" in end:
+                print(f"| {label} | {seed} | failed: {end['error']} | | | | | | | | | |", flush=True)
+                continue
+            text, figures = row(label, str(seed), end)
+            totals = {k: end["coverage"][k][1] for k in ("types", "pairs", "params")}
+            runs.append(figures)
+            print(text, flush=True)
+        if len(runs) > 1:
+            mean = {key: sum(r[key] for r in runs) / len(runs) for key in runs[0] if all(key in r for r in runs)}
+            print(cells(f"**{label}**", f"mean of {len(runs)}", mean, totals), flush=True)
     return 0
 
 

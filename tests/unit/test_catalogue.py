@@ -9,6 +9,7 @@ import random
 import pytest
 
 from memo.layers import CATALOGUE, MERGING, RESHAPING, get_spec, pair_possible, possible_pairs
+from memo.layers.families.recurrent import MAX_UNROLL
 from memo.layers.probe import build_rate, single_layer_ir
 from memo.layers.spec import MODE, SHAPE
 
@@ -242,3 +243,14 @@ def test_mel_spectrogram_frames_match_keras_shape_inference():
                 assert step <= cfg["fft_length"] and cfg["sequence_length"] <= cfg["fft_length"] < 2 * length
     assert "1" not in spec.param("sequence_stride").values
     assert spec.with_param(rng, config, "sequence_length", "1", [(None, 20)])["sequence_length"] == 1
+
+
+def test_recurrent_layers_unroll_short_sequences_only() -> None:
+    """An unrolled recurrent layer copies its cell once per time step: over hundreds of steps every library
+    spends its whole timeout building the graph."""
+    for name in ("GRU", "LSTM", "SimpleRNN"):
+        spec = CATALOGUE[name]
+        for steps, allowed in ((MAX_UNROLL, True), (MAX_UNROLL + 1, False), (702, False)):
+            shape = [(None, steps, 8)]
+            forced = spec.with_param(random.Random(0), spec.sample(random.Random(0), shape), "unroll", True, shape)
+            assert (forced is not None) == allowed, (name, steps)

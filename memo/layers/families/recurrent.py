@@ -1,7 +1,8 @@
 """Recurrent layers: LSTM, GRU, SimpleRNN, their Bidirectional wrapper, ConvLSTM1D-3D and TimeDistributed.
 
 ``return_state`` and ``stateful`` stay False: memo's IR has one output tensor per layer and stateless
-inference. ``unroll`` is drawn only when the time axis has a known length.
+inference. ``unroll`` is drawn only when the time axis has a known length of at most :data:`MAX_UNROLL` steps:
+an unrolled GRU over 702 steps (a Reshape adapter made that sequence) hung four libraries for 30 s each.
 """
 from __future__ import annotations
 
@@ -33,6 +34,9 @@ def rnn_params(name: str) -> list[ParamSpace]:
     return params
 
 
+MAX_UNROLL = 64  # time steps an unrolled recurrent layer may have (one copy of the cell per step)
+
+
 def rnn_sampler(name: str):
     params = rnn_params(name)
     drawn = {"activation", "recurrent_activation", "unroll"}
@@ -45,7 +49,8 @@ def rnn_sampler(name: str):
         config["activation"] = d.choice("activation", v.ACTIVATIONS)
         if name in GATED:
             config["recurrent_activation"] = d.choice("recurrent_activation", v.ACTIVATIONS)
-        config["unroll"] = d.choice("unroll", v.BOOLS if shape[1] is not None else (False,))
+        short = shape[1] is not None and shape[1] <= MAX_UNROLL
+        config["unroll"] = d.choice("unroll", v.BOOLS if short else (False,))
         config["dropout"] = d.real("dropout", 0.0, 0.9)
         config["recurrent_dropout"] = d.real("recurrent_dropout", 0.0, 0.9)
         return draw_modes(d, free, config)
