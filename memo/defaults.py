@@ -14,3 +14,7 @@ DEFAULT_TIMEOUT_S = 30.0
 # A diverse mutant with more layers is executed but not kept as a parent (0: no bound); see
 # docs/architecture.md, "Throughput".
 DEFAULT_MAX_PARENT_LAYERS = 32
+
+# A diverse mutant whose estimated multiply-adds per sample (memo.mutation.analysis.compute_cost) exceed this
+# is executed but not kept as a parent (0: no bound); see docs/architecture.md, "Throughput".
+DEFAULT_MAX_PARENT_COST = 200_000_000

@@ -23,7 +23,7 @@ from memo.campaign.feedback import Awaiting, AwaitingQueue, Outcome, feedback_la
 from memo.coverage import CRITERIA, Coverage, CoverageTracker, model_coverage
 from memo.errors import InvalidModelError, UsageError
 from memo.model.ir import ModelIR
-from memo.mutation import EXTRA_OPERATORS, MEMO_OPERATORS, OPERATORS, MutationFailed, mutate
+from memo.mutation import EXTRA_OPERATORS, MEMO_OPERATORS, OPERATORS, Mutant, MutationFailed, mutate
 from memo.mutation.nan import has_injection
 from memo.search import SearchStrategy, make_strategy, restore_strategy
 from memo.seeds import discover_seeds, reduced_seed
@@ -222,7 +222,7 @@ class GenerationLoop:
             if would_execute:  # one never executed (not diverse) neither counts nor becomes a parent
                 item = Awaiting(mutant_id=mutant_id, iteration=iteration, due=iteration + self.lag, slot=slot,
                                 ident=f"m{iteration}", seed=parent.seed, ir_json=record.ir_json or "",
-                                coverage=coverage, candidate=record.diverse and self._may_be_parent(mutant.ir),
+                                coverage=coverage, candidate=record.diverse and self._may_be_parent(mutant),
                                 parent_signatures=parent.signatures)
                 if executes and self.lag > 0:
                     self.awaiting.add(item)
@@ -232,12 +232,15 @@ class GenerationLoop:
         if executes:
             submit(mutant_id, f"m{iteration}", mutant.ir)
 
-    def _may_be_parent(self, ir: ModelIR) -> bool:
-        """UpdateSeeds (Algorithm 2, lines 8-11) with a size bound: lineages would otherwise grow without end
-        (median 18 to 61 layers within 30 minutes), and every backend's cost grows with them. A model that
-        injects NaN/Inf on purpose is not a parent: its descendants would compute on the overflowed values."""
-        bound = self.config.max_parent_layers
-        return (bound <= 0 or len(ir.layers) <= bound) and not has_injection(ir)
+    def _may_be_parent(self, mutant: Mutant) -> bool:
+        """UpdateSeeds (Algorithm 2, lines 8-11) with a size bound and a compute bound: lineages would otherwise
+        grow without end (median 18 to 61 layers within 30 minutes), and every backend's cost grows with them;
+        within 32 layers, tensors still grow (a flattened feature map fed to attention, channels doubled by
+        concatenation) until one model costs a library tens of seconds. A model that injects NaN/Inf on purpose
+        is not a parent: its descendants would compute on the overflowed values."""
+        layers, cost = self.config.max_parent_layers, self.config.max_parent_cost
+        return ((layers <= 0 or len(mutant.ir.layers) <= layers) and (cost <= 0 or mutant.cost <= cost)
+                and not has_injection(mutant.ir))
 
     def _run_seed(self, name: str, submit: Submit) -> None:
         """Execute a (reduced) seed itself once, before mutating: seeds are test inputs too."""

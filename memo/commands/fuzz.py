@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memo.defaults import DEFAULT_MAX_PARENT_LAYERS, DEFAULT_TIMEOUT_S
+from memo.defaults import DEFAULT_MAX_PARENT_COST, DEFAULT_MAX_PARENT_LAYERS, DEFAULT_TIMEOUT_S
 from memo.diskspace import format_size, is_disk_full, parse_size, tree_bytes
 from memo.errors import UsageError
 
@@ -45,6 +45,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--max-parent-layers", type=int, default=DEFAULT_MAX_PARENT_LAYERS, metavar="N",
                    help="a diverse mutant with more layers is executed but not mutated further, so models stay "
                         f"cheap to run over long campaigns (default {DEFAULT_MAX_PARENT_LAYERS}; 0: no bound)")
+    p.add_argument("--max-parent-cost", type=float, default=DEFAULT_MAX_PARENT_COST, metavar="MACS",
+                   help="likewise for a mutant whose estimated multiply-adds per sample exceed MACS "
+                        f"(default {DEFAULT_MAX_PARENT_COST:.0e}; 0: no bound)")
     p.add_argument("--max-disk", metavar="SIZE",
                    help="budget for the campaign's regenerable artifacts under mutants/NAME, e.g. 2G or 500M "
                         "(default 2G; 0: none): over it the oldest artifacts no bug needs are deleted, and with "
@@ -169,7 +172,8 @@ def run(args: argparse.Namespace) -> int:
             plugins=[os.path.abspath(p) for p in args.backend_plugin], seeds_dir=args.seeds_dir,
             search=args.search, operators=[o.strip() for o in args.ops.split(",")] if args.ops else None,
             execute_all=args.execute_all, execute=not args.no_execute, jobs=args.jobs or default_jobs(), timeout_s=args.timeout, safe_mode=not args.unsafe,
-            reduce_seeds=not args.no_reduce, max_parent_layers=args.max_parent_layers, triage_budget_s=_triage_budget(_budget_seconds(args)),
+            reduce_seeds=not args.no_reduce, max_parent_layers=args.max_parent_layers,
+            max_parent_cost=int(args.max_parent_cost), triage_budget_s=_triage_budget(_budget_seconds(args)),
             max_disk_bytes=DEFAULT_MAX_DISK if max_disk is None else max_disk)
         directory = Path(args.out) if args.out else campaign_dir(name)
         if (directory / "campaign.sqlite").exists():

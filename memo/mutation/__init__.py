@@ -12,7 +12,7 @@ from memo.coverage import CoverageTracker
 from memo.errors import InvalidModelError, MutationFailed, UsageError
 from memo.model.ir import ModelIR
 from memo.mutation import blocks, inputs, lemon, nan, params, removal, structure, target  # noqa: F401  (they register)
-from memo.mutation.analysis import Shape, analyse, verify, weight_count
+from memo.mutation.analysis import Shape, analyse, compute_cost, verify, weight_count
 from memo.mutation.base import OPERATORS, Mutant, MutationOperator
 from memo.mutation.editor import Editor
 from memo.mutation.preference import CoverageView
@@ -73,5 +73,5 @@ def mutate(ir: ModelIR, operator: str, rng: random.Random, coverage: CoverageTra
             last = exc
             continue
         return Mutant(ir=mutant, operator=op.name, parent=parent or ir.name, changes=editor.changes,
-                      shapes={name: info.shape for name, info in checked.items()})
+                      shapes={name: info.shape for name, info in checked.items()}, cost=compute_cost(mutant, checked))
     raise MutationFailed(f"{operator}: mutant rejected by Keras ({last})")

@@ -95,6 +95,40 @@ def weight_count(infos: dict[str, TensorInfo]) -> int:
     return sum(info.weights for info in infos.values())
 
 
+# Layers whose cost grows with the square of the sequence: every query position meets every key position.
+_QUADRATIC_IN_SEQUENCE = frozenset({"Attention", "AdditiveAttention", "MultiHeadAttention", "GroupQueryAttention"})
+
+
+def compute_cost(ir: ModelIR, infos: dict[str, TensorInfo]) -> int:
+    """Estimated multiply-adds per sample for one inference of ``ir``, from its nodes' facts.
+
+    Deterministic and cheap (shapes and weight counts only), so generation can use it where wall time would
+    make a campaign depend on the machine's load. Every node costs its output elements; a layer with weights
+    applies them once per position (output elements over the last axis, or input elements over theirs when
+    larger: a recurrent layer that returns only its last state still runs every step); attention layers add
+    one product per query and key position.
+    """
+    total = 0
+    for layer in ir.layers:
+        info = infos.get(layer.name)
+        if info is None:
+            continue
+        total += info.elements
+        inputs = [infos[name] for name in layer.inputs if name in infos]
+        if info.weights:
+            positions = max([_positions(info), *(_positions(i) for i in inputs)])
+            total += info.weights * positions
+        if layer.class_name in _QUADRATIC_IN_SEQUENCE and info.rank >= 3:
+            total += info.elements * (info.shape[-2] or 1)
+    return total
+
+
+def _positions(info: TensorInfo) -> int:
+    """How many vectors along the last axis a tensor holds (per sample)."""
+    last = info.shape[-1] if info.rank > 1 else None
+    return max(1, info.elements // (last or 1))
+
+
 def analyse(ir: ModelIR) -> dict[str, TensorInfo]:
     """Build ``ir`` once (cached by its canonical JSON) and return every node's output facts.
 

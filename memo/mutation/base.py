@@ -32,6 +32,7 @@ class Mutant:
     parent: str
     changes: list[dict[str, Any]] = field(default_factory=list)
     shapes: dict[str, tuple[int | None, ...]] | None = None  # output shape of every node, from the final check
+    cost: int = 0  # estimated multiply-adds per sample (memo.mutation.analysis.compute_cost)
 
     def lineage(self) -> dict[str, Any]:
         return {"model": self.ir.name, "parent": self.parent, "operator": self.operator,

@@ -126,6 +126,15 @@ def test_an_injection_never_becomes_a_parent(store: CampaignStore, seeds_dir: Pa
     assert _parents(store) == {"seed:lenet5"}
 
 
+def test_a_mutant_above_the_compute_bound_never_becomes_a_parent(store: CampaignStore, seeds_dir: Path) -> None:
+    loop = _loop(store, seeds_dir, execute=False)
+    loop.config.max_parent_cost = 1  # every mutant of lenet5 costs more
+    for _ in range(12):
+        loop.advance(lambda *args: None)
+    assert loop.counters["diverse"] > 0
+    assert _parents(store) == {"seed:lenet5"}
+
+
 def test_without_execution_the_pool_updates_at_once(store: CampaignStore, seeds_dir: Path) -> None:
     loop = _loop(store, seeds_dir, execute=False)
     assert loop.lag == 0

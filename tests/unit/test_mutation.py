@@ -206,3 +206,28 @@ def test_a_layer_is_never_called_on_a_rank_the_catalogue_says_it_refuses_at_run_
     with pytest.raises(InvalidModelError, match="rank"):
         call_layer(layer, [TensorInfo((None, 8), "float32")])
     assert call_layer(layer, [TensorInfo((None, 8, 8, 3), "float32")]).shape == (None, 8, 8, 3)
+
+
+def _cost(layers: list[Layer]) -> int:
+    from memo.mutation.analysis import analyse, compute_cost
+    ir = ModelIR(layers=layers, outputs=[layers[-1].name], name="m")
+    return compute_cost(ir, analyse(ir))
+
+
+def test_compute_cost_counts_a_convolution_as_its_multiply_adds() -> None:
+    image = Layer("x", "InputLayer", {"batch_shape": [None, 32, 32, 8], "dtype": "float32"})
+    conv = Layer("c", "Conv2D", {"filters": 16, "kernel_size": [3, 3], "padding": "same"}, ["x"])
+    macs = 32 * 32 * (3 * 3 * 8 * 16)
+    assert macs <= _cost([image, conv]) <= 1.1 * macs
+
+
+def test_compute_cost_charges_every_step_of_a_recurrent_layer_and_attention_quadratically() -> None:
+    def lstm(steps: int) -> int:
+        return _cost([Layer("s", "InputLayer", {"batch_shape": [None, steps, 4], "dtype": "float32"}),
+                       Layer("l", "LSTM", {"units": 8}, ["s"])])
+    assert lstm(40) >= 9 * lstm(4)  # only the last state is returned, yet every step runs
+
+    def attention(length: int) -> int:
+        return _cost([Layer("s", "InputLayer", {"batch_shape": [None, length, 8], "dtype": "float32"}),
+                       Layer("a", "Attention", {}, ["s", "s"], call_style="list")])
+    assert attention(256) >= 3.5 * attention(128)
