@@ -3,8 +3,9 @@
     .venv/bin/python benchmarks/bench_ablation.py --minutes 5 [--seed S | --seeds 0,1,2] [--execute]
     .venv/bin/python benchmarks/bench_ablation.py --iterations 400     (equal mutant counts; wall time shown)
 
-Variants: memo as shipped (MH search, reduced seeds, MEMO's operators and memo's own, including the directed
-operator Target); MH without Target (undirected); RQ3: original (unreduced) seeds; RQ4: random seed selection
+Variants: memo as shipped (MH search, reduced seeds, MEMO's operators and memo's own; half of the mutations
+made by the directed operator Target on the model MH chose); MH with Target as one operator among the others
+(``--directed 0``); MH without Target (undirected); RQ3: original (unreduced) seeds; RQ4: random seed selection
 (MEMO_r), MCTS, MEMO's seven operators only, and LEMON-style operators (weight shuffle, neuron effect block,
 activation removal/replacement, layer copy/removal).
 Without ``--execute`` the campaigns generate and measure coverage only; with it every diverse mutant also runs
@@ -29,6 +30,7 @@ REPO = Path(__file__).resolve().parents[1]
 ALL_BUT_TARGET = "NLA,LResh,LMerg,LConn,CShape,CMode,NaN,LRemove,ERemove,TSM,DType,SameInput,Block"
 VARIANTS: dict[str, list[str]] = {
     "memo: directed (MH + Target, reduced, all operators)": [],
+    "MH, Target as one operator among 14 (no directed share)": ["--directed", "0"],
     "MH, undirected (no Target)": ["--ops", ALL_BUT_TARGET],
     "RQ3: original seeds": ["--no-reduce"],
     "RQ4: random search (MEMO_r)": ["--search", "random"],
@@ -54,26 +56,20 @@ def run_variant(flags: list[str], budget: list[str], seed: int, execute: bool, w
 
 
 def executed_figures(database: Path) -> dict:
-    """From a campaign's store: executed mutants, the share the reference could not run, and how many layer
-    types appear in fewer than 1 % of the executed mutants (seeds excluded)."""
+    """From a campaign's store (the report's own figures, :func:`memo.report.data.generation`): executed
+    mutants, the share the reference could not run, and how many layer types appear in fewer than 1 % of the
+    executed mutants (seeds excluded)."""
     if not database.exists():
         return {}
-    with sqlite3.connect(database) as db:
-        rows = db.execute("SELECT m.ir, e.result FROM executions e JOIN mutants m ON m.id = e.mutant_id "
-                          "WHERE m.iteration >= 0").fetchall()
-    if not rows:
-        return {"executed_mutants": 0}
-    failed, per_type = 0, {}
-    for ir_json, result_json in rows:
-        result = json.loads(result_json or "{}")
-        reference = (result.get("backends") or {}).get(result.get("reference") or "keras-tensorflow") or {}
-        failed += any(stage.get("status") != "ok" for stage in reference.get("stages") or [{"status": "none"}])
-        for cls in {layer["class_name"] for layer in json.loads(ir_json)["layers"]}:
-            per_type[cls] = per_type.get(cls, 0) + 1
     sys.path.insert(0, str(REPO))
-    from memo.layers import CATALOGUE
-    rare = [name for name in CATALOGUE if per_type.get(name, 0) < 0.01 * len(rows)]
-    return {"executed_mutants": len(rows), "reference_failed": failed / len(rows), "rare_types": len(rare)}
+    from memo.report.data import generation
+    from memo.store import CampaignStore
+    with CampaignStore(database.parent) as store:
+        figures = generation(store)
+    if not figures["executed"]:
+        return {"executed_mutants": 0}
+    return {"executed_mutants": figures["executed"], "reference_failed": figures["reference_failed_share"],
+            "rare_types": len(figures["rare_types"])}
 
 
 def row(label: str, seed: str, end: dict) -> tuple[str, dict[str, float]]:

@@ -26,7 +26,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from memo.diskspace import format_size, tree_bytes  # noqa: E402
-from memo.report.data import SKIP_REASONS, engine_activity  # noqa: E402
+from memo.report.data import SKIP_REASONS, engine_activity, generation  # noqa: E402
 from memo.store import CampaignStore  # noqa: E402
 
 
@@ -136,7 +136,19 @@ def main() -> int:
     print(f"# memo campaign benchmark ({time.strftime('%Y-%m-%d')}, {platform.node()}, {os.cpu_count()} cores)")
     print(f"command: {' '.join(sys.argv)}")
     print(f"\n- mutants generated: {end.get('generated')}, valid {end.get('valid')}, diverse {end.get('diverse')}")
-    print(f"- mutants executed: {executed} ({executed / hours if hours else 0:.0f} per hour)")
+    print(f"- mutants executed: {executed} ({executed / hours if hours else 0:.0f} per hour, the drain and the final "
+          f"triage included)")
+    within = [row for row in history if row[0] <= 60 * args.minutes]
+    if within and within[-1][0] > 0:
+        elapsed, ex = within[-1][0], within[-1][2]
+        print(f"- executed within the budget: {ex} at {elapsed / 60:.1f} min ({3600 * ex / elapsed:.0f} per hour of fuzzing)")
+    with CampaignStore(workdir / "bench") as store:
+        spent = generation(store)
+    if spent["executed"]:
+        print(f"- executed mutants the reference could not run: {spent['reference_failed']} of {spent['executed']} "
+              f"({100 * spent['reference_failed_share']:.1f} %); layer types in fewer than 1 % of them: "
+              f"{len(spent['rare_types'])} of {spent['types']} ({', '.join(spent['rare_types']) or '-'})")
+        print("- executed by operator: " + ", ".join(f"{o['operator']} {o['executed']}" for o in spent["operators"]))
     print(f"- coverage at end: " + ", ".join(f"{k} {c}/{t}" for k, (c, t) in end.get("coverage", {}).items()))
     print("\n| minute | generated | executed | types | pairs | params |\n|---|---|---|---|---|---|")
     marks = sorted({min(len(history) - 1, i) for i in range(0, len(history), max(1, len(history) // 10))}

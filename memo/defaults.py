@@ -13,8 +13,13 @@ DEFAULT_TIMEOUT_S = 30.0
 
 # A diverse mutant with more layers is executed but not kept as a parent (0: no bound); see
 # docs/architecture.md, "Throughput".
-DEFAULT_MAX_PARENT_LAYERS = 32
+DEFAULT_MAX_PARENT_LAYERS = 20
 
 # A diverse mutant whose estimated multiply-adds per sample (memo.mutation.analysis.compute_cost) exceed this
 # is executed but not kept as a parent (0: no bound); see docs/architecture.md, "Throughput".
 DEFAULT_MAX_PARENT_COST = 200_000_000
+
+# Share of the mutations that the directed operator (Target) makes: MH (Eq. 1-4) still chooses the seed
+# <model, operator>, and with this probability the model it chose is mutated by Target instead of the
+# operator it chose (``memo fuzz --directed``); see docs/mutation.md, "Directed share".
+DEFAULT_DIRECTED_SHARE = 0.5

@@ -9,7 +9,7 @@ from typing import Any
 
 import psutil
 
-from memo.defaults import DEFAULT_MAX_PARENT_COST, DEFAULT_MAX_PARENT_LAYERS, DEFAULT_TIMEOUT_S
+from memo.defaults import DEFAULT_DIRECTED_SHARE, DEFAULT_MAX_PARENT_COST, DEFAULT_MAX_PARENT_LAYERS, DEFAULT_TIMEOUT_S
 from memo.errors import UsageError
 
 # Pipelines sharing one set of warm workers: while one model converts, others run on the Keras backends.
@@ -75,6 +75,7 @@ class CampaignConfig:
     max_disk_bytes: int = DEFAULT_MAX_DISK      # bytes of kept artifacts under mutants/NAME (0: no budget)
     keep_per_signature: int = KEEP_PER_SIGNATURE  # full artifacts kept per bug signature
     feedback_lag: int | None = None  # iterations before an execution feeds generation (None: from --jobs; 0: never)
+    directed_share: float = DEFAULT_DIRECTED_SHARE  # mutations made by the directed operator on MH's chosen model
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -87,6 +88,7 @@ class CampaignConfig:
         data.setdefault("max_parent_layers", 0)
         data.setdefault("max_parent_cost", 0)
         data.setdefault("feedback_lag", 0)  # stored before execution fed generation: resumes without it
+        data.setdefault("directed_share", 0.0)  # stored before the directed share: MH's operator every time
         return cls(**data)
 
 

@@ -29,8 +29,10 @@ from memo.coverage import Coverage, union_all
 
 def feedback_lag(jobs: int) -> int:
     """Iterations between generating a mutant and using its execution: enough to keep ``jobs`` pipelines busy
-    while the loop waits for the oldest outcome."""
-    return max(4, 3 * max(1, jobs))
+    while the loop waits for the oldest outcome. One slow model (a 30 s timeout and its worker's restart, a
+    60 s conversion) must not stop generation: with 3 iterations per pipeline the loop caught up with it
+    within seconds and every pipeline went idle (the 20-minute benchmark's cores were 72 % busy)."""
+    return 8 * max(1, jobs)
 
 
 @dataclass(frozen=True)

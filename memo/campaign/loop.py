@@ -23,7 +23,7 @@ from memo.campaign.feedback import Awaiting, AwaitingQueue, Outcome, feedback_la
 from memo.coverage import CRITERIA, Coverage, CoverageTracker, model_coverage
 from memo.errors import InvalidModelError, UsageError
 from memo.model.ir import ModelIR
-from memo.mutation import EXTRA_OPERATORS, MEMO_OPERATORS, OPERATORS, Mutant, MutationFailed, mutate
+from memo.mutation import DIRECTED_OPERATOR, EXTRA_OPERATORS, MEMO_OPERATORS, OPERATORS, Mutant, MutationFailed, mutate
 from memo.mutation.nan import has_injection
 from memo.search import SearchStrategy, make_strategy, restore_strategy
 from memo.seeds import discover_seeds, reduced_seed
@@ -183,7 +183,7 @@ class GenerationLoop:
     def _step(self, submit: Submit) -> None:
         iteration = self.iteration
         rng = random.Random(f"{self.config.seed}/{iteration}")
-        key = self.strategy.select(rng)
+        key = self.strategy.select(rng, (DIRECTED_OPERATOR, self.config.directed_share))
         slot, operator = key
         parent = self.seed_pool[slot]
         began = time.perf_counter()

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memo.defaults import DEFAULT_MAX_PARENT_COST, DEFAULT_MAX_PARENT_LAYERS, DEFAULT_TIMEOUT_S
+from memo.defaults import DEFAULT_DIRECTED_SHARE, DEFAULT_MAX_PARENT_COST, DEFAULT_MAX_PARENT_LAYERS, DEFAULT_TIMEOUT_S
 from memo.diskspace import format_size, is_disk_full, parse_size, tree_bytes
 from memo.errors import UsageError
 
@@ -48,6 +48,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--max-parent-cost", type=float, default=DEFAULT_MAX_PARENT_COST, metavar="MACS",
                    help="likewise for a mutant whose estimated multiply-adds per sample exceed MACS "
                         f"(default {DEFAULT_MAX_PARENT_COST:.0e}; 0: no bound)")
+    p.add_argument("--directed", type=float, default=DEFAULT_DIRECTED_SHARE, metavar="SHARE",
+                   help="share of the mutations made by the directed operator Target on the model the search "
+                        f"chose (default {DEFAULT_DIRECTED_SHARE:g}; 0: only the operator the search chose)")
     p.add_argument("--max-disk", metavar="SIZE",
                    help="budget for the campaign's regenerable artifacts under mutants/NAME, e.g. 2G or 500M "
                         "(default 2G; 0: none): over it the oldest artifacts no bug needs are deleted, and with "
@@ -144,6 +147,8 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"backend plugin {plugin}: no such file")
     if args.jobs is not None and args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
+    if not 0.0 <= args.directed <= 1.0:
+        raise UsageError(f"--directed must be a share between 0 and 1 (got {args.directed:g})")
     cluster_address = getattr(args, "cluster", None)
     if cluster_address:
         from memo.cluster.connect import parse_address
@@ -173,7 +178,7 @@ def run(args: argparse.Namespace) -> int:
             search=args.search, operators=[o.strip() for o in args.ops.split(",")] if args.ops else None,
             execute_all=args.execute_all, execute=not args.no_execute, jobs=args.jobs or default_jobs(), timeout_s=args.timeout, safe_mode=not args.unsafe,
             reduce_seeds=not args.no_reduce, max_parent_layers=args.max_parent_layers,
-            max_parent_cost=int(args.max_parent_cost), triage_budget_s=_triage_budget(_budget_seconds(args)),
+            max_parent_cost=int(args.max_parent_cost), directed_share=args.directed, triage_budget_s=_triage_budget(_budget_seconds(args)),
             max_disk_bytes=DEFAULT_MAX_DISK if max_disk is None else max_disk)
         directory = Path(args.out) if args.out else campaign_dir(name)
         if (directory / "campaign.sqlite").exists():

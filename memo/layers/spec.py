@@ -101,6 +101,8 @@ Sampler = Callable[["Draw", Sequence[Shape]], dict]
 RankMap = Callable[[int], frozenset]
 # (config, float dtype) -> whether a layer with this config may compute in that dtype (its dtype policy)
 ComputeRule = Callable[[Mapping[str, Any], str], bool]
+# (config, input shapes) -> why the reference cannot run a layer that Keras's symbolic call accepts, or None
+RuntimeRule = Callable[[Mapping[str, Any], Sequence[Shape]], "str | None"]
 
 
 @dataclass(frozen=True)
@@ -123,6 +125,9 @@ class LayerSpec:
         default=None, compare=False, repr=False)
     # Which float dtypes of ``dtypes`` a config may also compute in (see computes_in); None: all of them
     compute_rule: ComputeRule | None = field(default=None, compare=False, repr=False)
+    # What the reference refuses at run time although the symbolic call passes (checked for every layer a
+    # mutation adds or re-feeds, memo.mutation.analysis.call_layer); samplers draw only settings it allows.
+    runtime_rule: RuntimeRule | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_by_name", {p.name: p for p in self.params})
@@ -158,6 +163,15 @@ class LayerSpec:
         if dtype not in self.dtypes or not dtype.startswith(("float", "bfloat")):
             return False
         return self.compute_rule is None or self.compute_rule(config, dtype)
+
+    def refuses_at_run_time(self, config: Mapping[str, Any], input_shapes: Sequence[Shape]) -> str | None:
+        """Why the reference cannot run this layer on these inputs although Keras's symbolic call accepts it
+        (a rank the layer refuses at run time, or the entry's ``runtime_rule``); None when it can."""
+        wrong = sorted({len(shape) for shape in input_shapes} - set(self.input_ranks))
+        if wrong:
+            return (f"takes inputs of rank {', '.join(map(str, sorted(self.input_ranks)))} at run time, "
+                    f"not {', '.join(map(str, wrong))}")
+        return self.runtime_rule(config, input_shapes) if self.runtime_rule is not None else None
 
     def output_ranks(self, in_rank: int) -> frozenset[int]:
         """Output ranks over all settings, for an input of rank ``in_rank`` (empty if not accepted)."""

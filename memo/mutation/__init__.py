@@ -19,6 +19,7 @@ from memo.mutation.preference import CoverageView
 
 MEMO_OPERATORS = ("NLA", "LResh", "LMerg", "LConn", "CShape", "CMode", "NaN")
 EXTRA_OPERATORS = ("LRemove", "ERemove", "TSM", "DType", "SameInput", "Block", "Target")
+DIRECTED_OPERATOR = "Target"  # what the campaign's directed share of mutations uses (memo fuzz --directed)
 # LEMON's coverage-blind operators, for the ablation (benchmarks/bench_ablation.py); not used by default.
 LEMON_OPERATORS = ("LEMON-WS", "LEMON-NEB", "LEMON-AFRm", "LEMON-AFRp", "LEMON-LC", "LEMON-LR")
 ATTEMPTS = 3  # whole-operator retries (same rng stream) when the final build rejects a mutant
@@ -27,7 +28,7 @@ ATTEMPTS = 3  # whole-operator retries (same rng stream) when the final build re
 # tf2onnx, 5 GB per worker, and every library's time goes to moving weights, not to running layers.
 MAX_WEIGHTS = 10_000_000
 
-__all__ = ["EXTRA_OPERATORS", "LEMON_OPERATORS", "MEMO_OPERATORS", "OPERATORS", "Mutant", "MutationFailed", "MutationOperator",
+__all__ = ["DIRECTED_OPERATOR", "EXTRA_OPERATORS", "LEMON_OPERATORS", "MEMO_OPERATORS", "OPERATORS", "Mutant", "MutationFailed", "MutationOperator",
            "mutate", "operator_names"]
 
 

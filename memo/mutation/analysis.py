@@ -180,19 +180,46 @@ def remember(ir: ModelIR, infos: dict[str, TensorInfo]) -> None:
     _analyses.put(_digest(ir), dict(infos))
 
 
+MAX_ATTENTION_SCORES = 1 << 22  # query length^2 x features one attention layer may compute
+# Steps one recurrent layer may run over. Keras's export to ONNX (a TorchScript trace) and Keras on OpenVINO unroll
+# the time loop whatever `unroll` says: a GRU or LSTM over 243-980 steps (a feature map flattened into a sequence)
+# took keras-export 25-50 s and keras-openvino past the 30 s timeout; the seeds' recurrent layers run 25-60 steps.
+MAX_RECURRENT_STEPS = 64
+_LOOPS_OVER_TIME = frozenset({"LSTM", "GRU", "SimpleRNN", "Bidirectional", "ConvLSTM1D", "ConvLSTM2D", "ConvLSTM3D"})
+
+
+def too_costly(class_name: str, shapes: Sequence[Shape]) -> str | None:
+    """Why a layer of ``class_name`` on inputs of these shapes would make a model too costly for the libraries
+    under test (None when it would not): the cost of a recurrent layer grows with its steps in the unrolling
+    libraries, and attention's with the square of the sequence."""
+    if not shapes or any(d is None for d in shapes[0][1:]):
+        return None
+    shape = shapes[0]
+    if class_name in _LOOPS_OVER_TIME and len(shape) >= 3 and shape[1] > MAX_RECURRENT_STEPS:
+        return f"would run {shape[1]} steps (at most {MAX_RECURRENT_STEPS}: the libraries unroll them)"
+    if class_name in _QUADRATIC_IN_SEQUENCE and len(shape) >= 3:
+        length = 1
+        for d in shape[1:-1]:
+            length *= d
+        if length * length * shape[-1] > MAX_ATTENTION_SCORES:
+            return f"would compute {length}^2 x {shape[-1]} attention scores (at most {MAX_ATTENTION_SCORES})"
+    return None
+
+
 def call_layer(layer: Layer, inputs: Sequence[TensorInfo]) -> TensorInfo:
     """Call ``layer`` (its class and config; its own inputs are ignored) on symbolic ``inputs``.
 
-    Raises :class:`InvalidModelError` when Keras rejects the layer for these inputs, or when they have a rank
-    the catalogue says the layer does not take at run time (Keras's symbolic call lets RandomTranslation take
-    a rank-2 tensor that its run on TensorFlow then refuses).
+    Raises :class:`InvalidModelError` when Keras rejects the layer for these inputs, when it would be too costly
+    to run (:func:`too_costly`), or when the catalogue says the reference refuses it at run time (:meth:`memo.layers.LayerSpec.refuses_at_run_time`: Keras's
+    symbolic call lets RandomTranslation take a rank-2 tensor, and RMSNormalization a scale over an inner
+    axis, that the run on TensorFlow then refuses).
     """
     spec = CATALOGUE.get(layer.class_name)
     if spec is not None:
-        wrong = sorted({len(i.shape) for i in inputs} - set(spec.input_ranks))
-        if wrong:
-            raise InvalidModelError(f"{layer.class_name} takes inputs of rank {', '.join(map(str, spec.input_ranks))} "
-                                    f"at run time, not {', '.join(map(str, wrong))}")
+        shapes = [info.shape for info in inputs]
+        refusal = spec.refuses_at_run_time(layer.config, shapes) or too_costly(layer.class_name, shapes)
+        if refusal:
+            raise InvalidModelError(f"{layer.class_name} {refusal}")
     key = (layer.module, layer.class_name, json.dumps(layer.config, sort_keys=True, default=str),
            layer.call_style, json.dumps(layer.call_kwargs, sort_keys=True, default=str), tuple(inputs))
     cached = _calls.get(key)

@@ -8,27 +8,17 @@ from memo.coverage_realizable import is_identity
 from memo.errors import InvalidModelError
 from memo.layers import LayerSpec
 from memo.mutation.adapt import balanced_shape, friendly_shape
-from memo.mutation.analysis import TensorInfo
+from memo.mutation.analysis import TensorInfo, too_costly
 from memo.mutation.editor import Editor
 from memo.mutation.preference import SEEN
 
 MAX_RANK = 6
 
 
-MAX_ATTENTION_SCORES = 1 << 22  # query length^2 x features an inserted attention layer may compute
-
-
 def takes_indices(spec: LayerSpec) -> bool:
     """Layers that also take integer tensors read them as indices (Embedding): a float tensor would be
     cast to out-of-range indices, an input-domain error rather than a library bug."""
     return any("int" in dtype for dtype in spec.dtypes)
-
-
-def _too_costly(spec: LayerSpec, target: TensorInfo) -> bool:
-    if spec.family != "attention" or not target.known or target.rank < 3:
-        return False
-    length = target.elements // max(1, target.shape[-1] or 1)
-    return length * length * (target.shape[-1] or 1) > MAX_ATTENTION_SCORES
 
 
 def copies_for(spec: LayerSpec) -> int:
@@ -72,7 +62,7 @@ def insert_layer(editor: Editor, spec: LayerSpec, site: str, *, fixed: tuple[str
     """Insert one layer of API ``spec`` after ``site`` with a freshly sampled valid config (raises on failure);
     ``fixed`` = (parameter, coverage value) forces one setting."""
     target = input_for(spec, editor.info(site), editor)
-    if target is None or _too_costly(spec, target):
+    if target is None or too_costly(spec.name, [target.shape]):
         raise InvalidModelError(f"{spec.name} accepts no (affordable) input derived from {site}")
     copies = copies_for(spec)
     shapes = [target.shape] * copies

@@ -15,7 +15,8 @@ realizes them at compatible sites of the model, with the catalogue's samplers an
 The kind of each target is drawn in proportion to how much of its criterion is still uncovered, so effort
 follows what is left; rare types keep at least :data:`RARE_TYPE_WEIGHT` while there are any (one rare type
 among 85 would otherwise almost never be drawn). One mutant realizes two to :data:`MAX_REALIZED` targets
-(executions are the scarce part; generation is cheap), none twice. Beside them, up to
+(executions are the scarce part; generation is cheap), none twice, while the mutant stays within
+:data:`MAX_TARGET_LAYERS` layers (or grows by :data:`MIN_GROWTH`). Beside them, up to
 :data:`IDENTITIES_ADDED` inference-identity layer types that few executed models contain (Dropout, Random*
 augmentation ...) are added: alone they cannot make a mutant diverse, yet converters and exporters must still
 handle them. MH still chooses the seed and the operator (MEMO's Eq. 1-4): Target is one operator among the
@@ -47,6 +48,12 @@ PAIR_CANDIDATES = 96  # (site, layer class) placements scored per pair target (a
 PLACEMENTS_TRIED = 4  # best-scored placements tried before the next target
 INDEX_LENGTHS = (4, 8, 16)  # lengths of a new integer input feeding an embedding
 IDENTITIES_ADDED = 2  # rarely executed inference-identity layer types added beside the targets (distinct)
+# Size of a Target mutant (layers before its identities are added): it stops realizing targets once the model
+# has this many layers, and may always grow by MIN_GROWTH. Every library's cost grows with the model, and Target
+# chains rare, often costly layers (recurrent, attention, 3-D): unbounded, its mutants of 20-26-layer parents
+# reached 37-46 layers and took keras-export, keras-openvino and tf2onnx 15-60 s each.
+MAX_TARGET_LAYERS = 30
+MIN_GROWTH = 4
 # Least weight of the "rare types" target kind while any headline type is rare. Its natural weight (the rare
 # share of the types, e.g. 3 of 85) made a rare type about 1 target in 30; c60 (53 min) still had Embedding in
 # 2 and ReversibleEmbedding in 1 of 826 executed mutants.
@@ -220,8 +227,9 @@ class Target(MutationOperator):
         wanted = editor.rng.randint(2, MAX_REALIZED)
         claimed = Claimed()
         realized = 0
+        size_limit = max(MAX_TARGET_LAYERS, len(editor.ir.layers) + MIN_GROWTH)
         for _ in range(MAX_TARGETS):
-            if realized == wanted:
+            if realized == wanted or len(editor.ir.layers) >= size_limit:
                 break
             available = targets(editor, claimed)  # after each edit: the model, and so its sites, changed
             if not available:

@@ -6,13 +6,16 @@ from __future__ import annotations
 
 import json
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from memo import __version__
 from memo.coverage import CoverageTracker, denominators
 from memo.diskspace import tree_bytes
+from memo.backends.result import stored_result
 from memo.kinds import BUG_KINDS
+from memo.layers import CATALOGUE
 from memo.model.ir import ModelIR
 from memo.oracle import KERAS_FRONT_END
 from memo.report.markdown import issue_markdown
@@ -52,7 +55,8 @@ def collect(store: CampaignStore) -> dict[str, Any]:
             "special": store.special_groups(), "triage": triage_status(bugs, rows),
             "triage_errors": [{"bug": error.bug_id, "step": error.step, "message": error.message}
                               for error in store.triage.errors()],
-            "verdict_counts": store.verdict_counts(), "engines": engine_activity(store)}
+            "verdict_counts": store.verdict_counts(), "engines": engine_activity(store),
+            "generation": generation(store)}
 
 
 def unconfirmed(entry: dict[str, Any]) -> bool:
@@ -152,6 +156,39 @@ def engine_activity(store: CampaignStore) -> list[dict[str, Any]]:
         row["share"] = row["ran"] / executed if executed and isinstance(row["ran"], int) else None
         row["skipped_text"] = "; ".join(f"{n} {why}" for why, n in row["skipped"].items()) or "-"
     return list(rows.values())
+
+
+# A layer type in fewer than this share of the executed mutants is "rarely executed" (issue 12's goal: every
+# type in at least 1 %).
+RARELY_EXECUTED = 0.01
+
+
+def generation(store: CampaignStore) -> dict[str, Any]:
+    """What the executions were spent on. Per operator: mutants generated, diverse, executed, and executed ones
+    the reference could not run (no library can be compared on those: a wasted execution, or a bug of the
+    reference); over all executed mutants (seeds excluded): that share, and the catalogue's layer types in
+    fewer than :data:`RARELY_EXECUTED` of them (never executed ones included)."""
+    operators = {op: {"operator": op, "generated": n, "diverse": d, "executed": 0, "reference_failed": 0}
+                 for op, (n, d) in store.operator_counts().items()}
+    per_type: Counter[str] = Counter()
+    executed = failed = 0
+    for operator, ir_json, row in store.executed_mutants():
+        result = stored_result(row.result)
+        if result is None:  # memo's own failure while preparing the artifact: no library ran it
+            continue
+        executed += 1
+        entry = operators.setdefault(operator, {"operator": operator, "generated": 0, "diverse": 0, "executed": 0,
+                                                "reference_failed": 0})
+        entry["executed"] += 1
+        reference = result.backends.get(result.reference)
+        if reference is None or reference.status != "ok":
+            failed += 1
+            entry["reference_failed"] += 1
+        per_type.update({layer.class_name for layer in ModelIR.loads(ir_json).layers})
+    rare = sorted(name for name in CATALOGUE if per_type[name] < RARELY_EXECUTED * executed) if executed else []
+    return {"executed": executed, "reference_failed": failed, "reference_failed_share": failed / executed if executed
+            else None, "rare_types": rare, "rare_threshold": RARELY_EXECUTED, "types": len(CATALOGUE),
+            "operators": sorted(operators.values(), key=lambda e: (-e["executed"], e["operator"]))}
 
 
 def backend_versions(store: CampaignStore) -> dict[str, Any]:

@@ -58,6 +58,7 @@ def render_html(data: dict[str, Any]) -> str:
         duration=_duration(data["summary"]["duration_s"]), charts=charts, coverage=data["coverage"],
         bugs=data["bugs"], kinds=kinds,
         unsupported=data["unsupported"], verdict_counts=data["verdict_counts"], engines=data["engines"],
+        generation=data.get("generation"),
         triage=data["triage"],
         awaiting_localization=data["awaiting_localization"], unconfirmed=data["unconfirmed"], special=data["special"],
         triage_errors=data["triage_errors"])

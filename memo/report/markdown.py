@@ -75,6 +75,17 @@ def report_markdown(data: dict[str, Any]) -> str:
         lines += ["## Which models each library ran", "", "| library | ran | skipped (why) | findings |", "|---|---|---|---|"]
         lines += [f"| {e['name']} | {e['ran']} | {e['skipped_text']} | {e['findings']} |" for e in engines]
         lines.append("")
+    g = data.get("generation") or {}
+    if g.get("executed"):
+        lines += ["## What the executions were spent on", "",
+                  f"- executed mutants the reference could not run: {g['reference_failed']} of {g['executed']} "
+                  f"({100 * g['reference_failed_share']:.1f} %)",
+                  f"- layer types in fewer than {100 * g['rare_threshold']:.0f} % of the executed mutants: "
+                  f"{len(g['rare_types'])} of {g['types']}" + (f" ({', '.join(g['rare_types'])})" if g["rare_types"] else ""),
+                  "", "| operator | generated | diverse | executed | reference could not run |", "|---|---|---|---|---|"]
+        lines += [f"| {o['operator']} | {o['generated']} | {o['diverse']} | {o['executed']} | {o['reference_failed']} |"
+                  for o in g["operators"]]
+        lines.append("")
     lines += ["## Coverage", "", "What can change an inference result (docs/coverage.md):", ""]
     lines += [f"- {c['title']}: " + (f"{c['final'][0]} of {c['final'][1]}" if c.get("final") else "0")
               for c in data["coverage"]]

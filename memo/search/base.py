@@ -71,8 +71,14 @@ class SearchStrategy(ABC):
     def choose(self, rng: random.Random) -> SeedKey:
         """Pick the next seed; must not modify the statistics (``select`` does)."""
 
-    def select(self, rng: random.Random) -> SeedKey:
+    def select(self, rng: random.Random, directed: tuple[str, float] | None = None) -> SeedKey:
+        """The next seed, counted as selected. ``directed`` = (operator, share): with probability ``share`` the
+        model of the chosen seed is mutated by that operator instead (the key becomes <slot, operator>, so its
+        statistics are that operator's), as long as the campaign uses it. The strategy still chooses the model."""
         key = self.choose(rng)
+        if directed is not None and directed[1] > 0 and directed[0] in self.state.operators:
+            if rng.random() < directed[1]:
+                key = (key[0], directed[0])
         self.state.seeds[key].selected += 1
         self.state.last = key
         return key

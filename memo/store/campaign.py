@@ -171,6 +171,19 @@ class CampaignStore:
         for ir, mutant_id, result, directory in self._db.execute(sql):
             yield ir, ExecutionRow(mutant_id, result, directory)
 
+    def executed_mutants(self) -> Iterator[tuple[str, str, ExecutionRow]]:
+        """(operator, IR JSON, execution) of every executed mutant (seeds excluded), by mutant id, streamed:
+        what the report's generation figures count."""
+        sql = ("SELECT m.operator, m.ir, e.mutant_id, e.result, e.artifact_dir FROM executions e"
+               " JOIN mutants m ON m.id = e.mutant_id WHERE m.iteration >= 0 AND m.ir IS NOT NULL ORDER BY e.mutant_id")
+        for operator, ir, mutant_id, result, directory in self._db.execute(sql):
+            yield operator, ir, ExecutionRow(mutant_id, result, directory)
+
+    def operator_counts(self) -> dict[str, tuple[int, int]]:
+        """Operator -> (mutants generated, diverse ones), seeds excluded."""
+        return {op: (int(n), int(d or 0)) for op, n, d in self._db.execute(
+            "SELECT operator, COUNT(*), SUM(diverse) FROM mutants WHERE iteration >= 0 GROUP BY operator ORDER BY operator")}
+
     def execution(self, mutant_id: int) -> ExecutionRow | None:
         """One mutant's stored execution (None: not executed yet)."""
         row = self._db.execute("SELECT mutant_id, result, artifact_dir FROM executions WHERE mutant_id = ?",

@@ -42,7 +42,7 @@ def test_the_parent_bound_and_timeout_defaults_are_the_command_line_ones() -> No
 
     args = build_parser().parse_args(["fuzz", "--iterations", "1"])
     defaults = config.CampaignConfig(name="c")
-    assert args.max_parent_layers == defaults.max_parent_layers == 32
+    assert args.max_parent_layers == defaults.max_parent_layers == 20
     assert args.timeout == defaults.timeout_s == build_parser().parse_args(["run", "m.keras"]).timeout == 30.0
 
 

@@ -80,7 +80,7 @@ def test_a_model_the_reference_cannot_run_never_becomes_a_parent_nor_counts(stor
 def test_outcomes_apply_exactly_lag_iterations_later_and_parents_follow(store: CampaignStore,
                                                                        seeds_dir: Path) -> None:
     loop = _loop(store, seeds_dir)
-    assert loop.lag == feedback_lag(1) == 4
+    assert loop.lag == feedback_lag(1) == 8
     runs = Runs(lambda mutant_id: Outcome(reference_ran=True))
     _run(loop, runs, 1)  # the seed's own run, awaited before the first mutation
     _run(loop, runs, 4)

@@ -254,3 +254,29 @@ def test_recurrent_layers_unroll_short_sequences_only() -> None:
             shape = [(None, steps, 8)]
             forced = spec.with_param(random.Random(0), spec.sample(random.Random(0), shape), "unroll", True, shape)
             assert (forced is not None) == allowed, (name, steps)
+
+
+def test_settings_the_reference_refuses_at_run_time_are_never_drawn_and_are_rejected() -> None:
+    from memo.errors import InvalidModelError
+    from memo.model.ir import Layer
+    from memo.mutation.analysis import TensorInfo, call_layer
+
+    rng = random.Random(0)
+    for dims in (1, 2, 3):  # TensorFlow's SIGFPE: an adaptive max pooling whose last output size is 1
+        spec = get_spec(f"AdaptiveMaxPooling{dims}D")
+        for _ in range(200):
+            shape = (None, *[rng.randint(1, 9) for _ in range(dims - 1)], rng.randint(2, 9), 3)
+            config = spec.sample(rng, [shape])
+            assert config is not None and config["output_size"][-1] >= 2
+            assert spec.refuses_at_run_time(config, [shape]) is None
+        assert spec.sample(rng, [(None, *[4] * (dims - 1), 1, 3)]) is None  # no setting for a last extent of 1
+        assert all(value != "1" for value in spec.param("output_size").values)
+    assert get_spec("AdaptiveAveragePooling1D").refuses_at_run_time({"output_size": (1,)}, [(None, 8, 3)]) is None
+    pooling = Layer("p", "AdaptiveMaxPooling2D", {"output_size": [17, 1]}, ["x"])
+    with pytest.raises(InvalidModelError, match="SIGFPE"):
+        call_layer(pooling, [TensorInfo((None, 17, 2, 64), "float32")])
+    # RMSNormalization's scale multiplies against the last axis: axis 2 runs on a rank-3 input only
+    norm = Layer("n", "RMSNormalization", {"axis": 2, "epsilon": 1e-5}, ["x"])
+    assert call_layer(norm, [TensorInfo((None, 24, 20), "float32")]).shape == (None, 24, 20)
+    with pytest.raises(InvalidModelError, match="last axis"):
+        call_layer(norm, [TensorInfo((None, 24, 20, 4), "float32")])

@@ -11,7 +11,7 @@ import pytest
 
 from memo.cli import main as cli_main
 from memo.coverage import Coverage, CoverageTracker
-from memo.errors import UsageError
+from memo.errors import InvalidModelError, UsageError
 from memo.layers import CATALOGUE
 from memo.model.build import build_keras_model, infer_shapes
 from memo.model.inputs import make_inputs
@@ -231,3 +231,18 @@ def test_compute_cost_charges_every_step_of_a_recurrent_layer_and_attention_quad
         return _cost([Layer("s", "InputLayer", {"batch_shape": [None, length, 8], "dtype": "float32"}),
                        Layer("a", "Attention", {}, ["s", "s"], call_style="list")])
     assert attention(256) >= 3.5 * attention(128)
+
+
+def test_recurrent_and_attention_layers_are_refused_where_they_would_cost_too_much() -> None:
+    from memo.mutation.analysis import MAX_RECURRENT_STEPS, TensorInfo, call_layer, too_costly
+
+    assert too_costly("GRU", [(None, MAX_RECURRENT_STEPS, 8)]) is None
+    assert "steps" in too_costly("GRU", [(None, 980, 320)])
+    assert "steps" in too_costly("ConvLSTM1D", [(None, 65, 4, 2)])
+    assert too_costly("Conv1D", [(None, 980, 320)]) is None and too_costly("TimeDistributed", [(None, 980, 3)]) is None
+    assert "attention scores" in too_costly("MultiHeadAttention", [(None, 2048, 8)])
+    assert too_costly("Attention", [(None, 64, 8)]) is None
+    lstm = Layer("r", "LSTM", {"units": 4}, ["x"])
+    assert call_layer(lstm, [TensorInfo((None, 30, 5), "float32")]).shape == (None, 4)
+    with pytest.raises(InvalidModelError, match="at most 64"):
+        call_layer(lstm, [TensorInfo((None, 450, 5), "float32")])

@@ -105,3 +105,41 @@ def test_coverage_figures_are_headline_with_inert_on_their_own_line(tmp_path: Pa
     data = json.loads(write_report(tmp_path / "campaigns" / "cov", tmp_path / "r2.json", "json").read_text())
     assert [s["final"] for s in data["coverage"]] == [[6, 60], [9, 3600], [15, 900]]
     assert all(s["inert"] is None and s["history_note"] is None for s in data["coverage"])
+
+
+def test_generation_figures_count_wasted_executions_and_rarely_executed_types(tmp_path: Path) -> None:
+    from memo.layers import CATALOGUE
+    from memo.report.data import generation
+    from memo.store import CampaignStore, MutantRecord
+    from tests.unit.triage_store import model
+
+    def result(reference_status: str) -> dict:
+        stages = [{"stage": "load", "status": "ok"}, {"stage": "execute", "status": reference_status}]
+        return {"artifact_dir": "gone", "reference": "keras-tensorflow", "output_names": ["out"], "seconds": 1.0,
+                "backends": {"keras-tensorflow": {"name": "keras-tensorflow", "consumes": "keras", "role": "backend",
+                                                  "stages": stages}}}
+
+    directory = tmp_path / "campaigns" / "gen"
+    with CampaignStore(directory, create=True) as store:
+        rows = [(-1, "seed", model("Dense"), "crash"), (0, "Target", model("Dense", "ReLU"), "ok"),
+                (1, "Target", model("Dense", "Softmax"), "crash"), (2, "NLA", model("Dense", "ReLU"), "ok")]
+        for iteration, operator, ir, status in rows:
+            mutant_id = store.add_mutant(MutantRecord(iteration, "s", operator, "seed:s", "s", {}, ir.dumps(), True,
+                                                      diverse=True))
+            store.add_execution(mutant_id, result(status), 1.0, None)
+        store.add_mutant(MutantRecord(3, "s", "NLA", "seed:s", "s", {}, model("Dense").dumps(), True, diverse=False))
+        figures = generation(store)
+    assert figures["executed"] == 3 and figures["reference_failed"] == 1  # the seed's own run is not a mutant
+    assert figures["reference_failed_share"] == pytest.approx(1 / 3)
+    assert {"Dense", "ReLU", "Softmax"}.isdisjoint(figures["rare_types"])  # in 3, 2 and 1 of 3 executed
+    assert len(figures["rare_types"]) == len(CATALOGUE) - 3 and "Conv2D" in figures["rare_types"]
+    by_operator = {o["operator"]: o for o in figures["operators"]}
+    assert by_operator["Target"] == {"operator": "Target", "generated": 2, "diverse": 2, "executed": 2,
+                                     "reference_failed": 1}
+    assert by_operator["NLA"]["generated"] == 2 and by_operator["NLA"]["diverse"] == 1
+    assert by_operator["NLA"]["executed"] == 1 and "seed" not in by_operator
+    markdown = write_report(directory, tmp_path / "g.md", "markdown").read_text()
+    assert "- executed mutants the reference could not run: 1 of 3 (33.3 %)" in markdown
+    assert "| Target | 2 | 2 | 2 | 1 |" in markdown
+    html = write_report(directory, tmp_path / "g.html").read_text()
+    assert 'id="generation"' in html and "1 of 3 (33.3 %)" in html

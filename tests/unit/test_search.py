@@ -97,3 +97,23 @@ def test_uct_and_reward_formulas() -> None:
 def test_unknown_strategy_is_a_usage_error() -> None:
     with pytest.raises(UsageError, match="unknown search strategy"):
         make_strategy("genetic", SLOTS, OPS)
+
+
+def test_directed_share_keeps_the_chosen_model_and_swaps_the_operator() -> None:
+    ops = [*OPS, "Target"]
+    for name in ("mh", "random", "mcts"):
+        plain, aimed = make_strategy(name, SLOTS, ops), make_strategy(name, SLOTS, ops)
+        a, b = random.Random(3), random.Random(3)
+        plain_keys = [plain.select(a) for _ in range(400)]
+        aimed_keys = [aimed.select(b, ("Target", 0.5)) for _ in range(400)]
+        share = sum(op == "Target" for _, op in aimed_keys) / 400
+        assert 0.45 < share < 0.65, "about half the mutations are directed (plus MH's own Target picks)"
+        assert sum(op == "Target" for _, op in plain_keys) / 400 < 0.2
+        # the statistics follow the operator that mutates: a directed step counts for <slot, Target>
+        assert sum(s.selected for (_, op), s in aimed.state.seeds.items() if op == "Target") == \
+            sum(op == "Target" for _, op in aimed_keys)
+    # a share of 0, or an operator the campaign does not use, changes nothing (same keys, same random stream)
+    for directed in (("Target", 0.0), ("Target", 1.0)):
+        x, y = make_strategy("mh", SLOTS, OPS), make_strategy("mh", SLOTS, OPS)
+        c, d = random.Random(4), random.Random(4)
+        assert [x.select(c) for _ in range(50)] == [y.select(d, directed) for _ in range(50)]

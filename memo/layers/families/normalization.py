@@ -5,7 +5,7 @@ names an existing, non-batch axis of known size.
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from memo.layers import values as v
 from memo.layers.families.common import channels, divisors, draw_inner, draw_modes, entry, inner_class, only
@@ -76,13 +76,20 @@ def rms_normalization() -> LayerSpec:
     params = [axis_param(), v.shape("epsilon", v.EPSILON, v.number)]
 
     def sample(d: Draw, shapes: Sequence[Shape]) -> dict[str, Any]:
-        # Keras 3.15 builds the scale over `axis` but multiplies it against the last axis: only the last axis
-        # runs (other axes pass shape inference, then fail in every backend).
         shape = only(shapes)
         last = [a for a in valid_axes(shape) if a in (-1, len(shape) - 1)]
         return {"axis": d.choice("axis", last), "epsilon": d.real("epsilon", 1e-6, 0.1, 7)}
 
-    return entry("RMSNormalization", "normalization", ANY_RANK, params, sample)
+    def runtime_rule(config: Mapping[str, Any], shapes: Sequence[Shape]) -> str | None:
+        # Keras 3.15 builds the scale over `axis` but multiplies it against the last axis: only the last axis
+        # runs (other axes pass shape inference, then fail in every backend). A layer sampled on the last axis
+        # of a rank-3 tensor keeps axis=2 when a mutation feeds it a rank-4 one.
+        axis, rank = config.get("axis", -1), len(only(shapes))
+        if isinstance(axis, int) and axis not in (-1, rank - 1):
+            return f"scales over axis {axis} but multiplies against the last axis ({rank - 1}) at run time"
+        return None
+
+    return entry("RMSNormalization", "normalization", ANY_RANK, params, sample, runtime_rule=runtime_rule)
 
 
 SPECTRAL_INNER = ("Dense", "Conv1D", "Conv2D", "Conv3D", "Conv1DTranspose", "Conv2DTranspose")

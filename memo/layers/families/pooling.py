@@ -1,11 +1,12 @@
 """Pooling: windowed (Max/Average 1D-3D), global (keepdims or not) and adaptive (fixed output size)."""
 from __future__ import annotations
 
-from typing import Any
+import random
+from typing import Any, Mapping, Sequence
 
 from memo.layers import values as v
 from memo.layers.families.common import draw_modes, entry, float32_only, only, spatial
-from memo.layers.spec import ComputeRule, Draw, LayerSpec
+from memo.layers.spec import ComputeRule, Draw, Impossible, LayerSpec, Shape, random_shape
 
 KINDS = ("Max", "Average")
 DIMS = (1, 2, 3)
@@ -41,16 +42,45 @@ def global_pooling(kind: str, dims: int) -> LayerSpec:
                  rank_map=lambda rank: frozenset({2, rank}))
 
 
+def _last_output_size(config: Mapping[str, Any]) -> int | None:
+    size = config.get("output_size")
+    size = size[-1] if isinstance(size, (list, tuple)) and size else size
+    return size if isinstance(size, int) else None
+
+
+def adaptive_max_refusal(config: Mapping[str, Any], shapes: Sequence[Shape]) -> str | None:
+    """TensorFlow (2.21) kills the process with SIGFPE when an adaptive max pooling's last output size is 1, in
+    1-D, 2-D and 3-D alike (memo found it; a 1-layer repro is in docs/layers.md): a known reference crash that
+    would otherwise be paid for again by every model that has one."""
+    if _last_output_size(config) == 1:
+        return "with a last output size of 1 crashes TensorFlow (SIGFPE, a known bug)"
+    return None
+
+
+# Output sizes of adaptive max pooling: the largest of them cannot be 1 (see adaptive_max_refusal)
+EXTENT_FROM_2 = v.buckets(*((b.label, b.lo, b.hi) for b in v.EXTENT if b.lo >= 2))
+
+
 def adaptive(kind: str, dims: int) -> LayerSpec:
-    params = [v.shape("output_size", v.EXTENT), v.data_format()]
+    refusal = adaptive_max_refusal if kind == "Max" else None
+    params = [v.shape("output_size", EXTENT_FROM_2 if refusal else v.EXTENT), v.data_format()]
 
     def sample(d: Draw, shapes) -> dict[str, Any]:
         config = draw_modes(d, ["data_format"], {})
-        config["output_size"] = d.integers("output_size", spatial(only(shapes)), cap=8)
+        sizes = spatial(only(shapes))
+        output = list(d.integers("output_size", sizes, cap=8))
+        if refusal and output[-1] == 1:  # the largest size keeps its bucket: it is at least 2 already
+            if sizes[-1] < 2:
+                raise Impossible("an adaptive max pooling needs a last output size of 2 or more")
+            output[-1] = 2
+        config["output_size"] = tuple(output)
         return config
 
+    def inputs_from_2(rng: random.Random, spec: LayerSpec) -> list[Shape]:  # a last spatial size of 1 has no setting
+        return [random_shape(rng, dims + 2, low=2)]
+
     return entry(f"Adaptive{kind}Pooling{dims}D", "pooling", [dims + 2], params, sample,
-                 compute=window_compute(dims))
+                 compute=window_compute(dims), runtime_rule=refusal, input_maker=inputs_from_2 if refusal else None)
 
 
 def build() -> list[LayerSpec]:
