@@ -275,6 +275,10 @@ def test_settings_the_reference_refuses_at_run_time_are_never_drawn_and_are_reje
     pooling = Layer("p", "AdaptiveMaxPooling2D", {"output_size": [17, 1]}, ["x"])
     with pytest.raises(InvalidModelError, match="SIGFPE"):
         call_layer(pooling, [TensorInfo((None, 17, 2, 64), "float32")])
+    pooling = Layer("p", "AdaptiveMaxPooling2D", {"output_size": [1, 4]}, ["x"])  # a last input extent of 1
+    with pytest.raises(InvalidModelError, match="SIGFPE"):
+        call_layer(pooling, [TensorInfo((None, 30, 1, 4), "float32")])
+    assert call_layer(pooling, [TensorInfo((None, 30, 2, 4), "float32")]).shape == (None, 1, 4, 4)
     # RMSNormalization's scale multiplies against the last axis: axis 2 runs on a rank-3 input only
     norm = Layer("n", "RMSNormalization", {"axis": 2, "epsilon": 1e-5}, ["x"])
     assert call_layer(norm, [TensorInfo((None, 24, 20), "float32")]).shape == (None, 24, 20)

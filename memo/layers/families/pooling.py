@@ -49,11 +49,14 @@ def _last_output_size(config: Mapping[str, Any]) -> int | None:
 
 
 def adaptive_max_refusal(config: Mapping[str, Any], shapes: Sequence[Shape]) -> str | None:
-    """TensorFlow (2.21) kills the process with SIGFPE when an adaptive max pooling's last output size is 1, in
-    1-D, 2-D and 3-D alike (memo found it; a 1-layer repro is in docs/layers.md): a known reference crash that
-    would otherwise be paid for again by every model that has one."""
-    if _last_output_size(config) == 1:
-        return "with a last output size of 1 crashes TensorFlow (SIGFPE, a known bug)"
+    """TensorFlow (2.21) kills the process with SIGFPE when an adaptive max pooling's last spatial axis is 1, in
+    the output or in the input, in 1-D, 2-D and 3-D alike (memo found it; `(17, 2, 64) -> (17, 1)` and
+    `(30, 1, 4) -> (1, 4)` crash, `(4, 4, 8) -> (1, 2)` runs): a known reference crash that every model with one
+    would otherwise pay for again."""
+    shape = only(shapes)
+    extent = shape[-1] if config.get("data_format") == "channels_first" else shape[-2]
+    if _last_output_size(config) == 1 or extent == 1:
+        return "with a last spatial size of 1 crashes TensorFlow (SIGFPE, a known bug)"
     return None
 
 
@@ -68,10 +71,10 @@ def adaptive(kind: str, dims: int) -> LayerSpec:
     def sample(d: Draw, shapes) -> dict[str, Any]:
         config = draw_modes(d, ["data_format"], {})
         sizes = spatial(only(shapes))
+        if refusal and sizes[-1] < 2:
+            raise Impossible("an adaptive max pooling needs a last spatial size of 2 or more")
         output = list(d.integers("output_size", sizes, cap=8))
         if refusal and output[-1] == 1:  # the largest size keeps its bucket: it is at least 2 already
-            if sizes[-1] < 2:
-                raise Impossible("an adaptive max pooling needs a last output size of 2 or more")
             output[-1] = 2
         config["output_size"] = tuple(output)
         return config
