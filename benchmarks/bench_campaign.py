@@ -141,7 +141,8 @@ def main() -> int:
     within = [row for row in history if row[0] <= 60 * args.minutes]
     if within and within[-1][0] > 0:
         elapsed, ex = within[-1][0], within[-1][2]
-        print(f"- executed within the budget: {ex} at {elapsed / 60:.1f} min ({3600 * ex / elapsed:.0f} per hour of fuzzing)")
+        print(f"- executed within the budget: {ex} at {elapsed / 60:.1f} min "
+              f"({3600 * ex / elapsed:.0f} per hour of fuzzing)")
     with CampaignStore(workdir / "bench") as store:
         spent = generation(store)
     if spent["executed"]:

@@ -178,7 +178,8 @@ def run(args: argparse.Namespace) -> int:
             search=args.search, operators=[o.strip() for o in args.ops.split(",")] if args.ops else None,
             execute_all=args.execute_all, execute=not args.no_execute, jobs=args.jobs or default_jobs(), timeout_s=args.timeout, safe_mode=not args.unsafe,
             reduce_seeds=not args.no_reduce, max_parent_layers=args.max_parent_layers,
-            max_parent_cost=int(args.max_parent_cost), directed_share=args.directed, triage_budget_s=_triage_budget(_budget_seconds(args)),
+            max_parent_cost=int(args.max_parent_cost), directed_share=args.directed,
+            triage_budget_s=_triage_budget(_budget_seconds(args)),
             max_disk_bytes=DEFAULT_MAX_DISK if max_disk is None else max_disk)
         directory = Path(args.out) if args.out else campaign_dir(name)
         if (directory / "campaign.sqlite").exists():

@@ -28,7 +28,8 @@ ATTEMPTS = 3  # whole-operator retries (same rng stream) when the final build re
 # tf2onnx, 5 GB per worker, and every library's time goes to moving weights, not to running layers.
 MAX_WEIGHTS = 10_000_000
 
-__all__ = ["DIRECTED_OPERATOR", "EXTRA_OPERATORS", "LEMON_OPERATORS", "MEMO_OPERATORS", "OPERATORS", "Mutant", "MutationFailed", "MutationOperator",
+__all__ = ["DIRECTED_OPERATOR", "EXTRA_OPERATORS", "LEMON_OPERATORS", "MEMO_OPERATORS", "OPERATORS", "Mutant",
+           "MutationFailed", "MutationOperator",
            "mutate", "operator_names"]
 
 

@@ -210,9 +210,9 @@ def call_layer(layer: Layer, inputs: Sequence[TensorInfo]) -> TensorInfo:
     """Call ``layer`` (its class and config; its own inputs are ignored) on symbolic ``inputs``.
 
     Raises :class:`InvalidModelError` when Keras rejects the layer for these inputs, when it would be too costly
-    to run (:func:`too_costly`), or when the catalogue says the reference refuses it at run time (:meth:`memo.layers.LayerSpec.refuses_at_run_time`: Keras's
-    symbolic call lets RandomTranslation take a rank-2 tensor, and RMSNormalization a scale over an inner
-    axis, that the run on TensorFlow then refuses).
+    to run (:func:`too_costly`), or when the catalogue says the reference refuses it at run time
+    (:meth:`memo.layers.LayerSpec.refuses_at_run_time`: Keras's symbolic call lets RandomTranslation take a
+    rank-2 tensor, and RMSNormalization a scale over an inner axis, that the run on TensorFlow then refuses).
     """
     spec = CATALOGUE.get(layer.class_name)
     if spec is not None:

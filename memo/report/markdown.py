@@ -81,7 +81,8 @@ def report_markdown(data: dict[str, Any]) -> str:
                   f"- executed mutants the reference could not run: {g['reference_failed']} of {g['executed']} "
                   f"({100 * g['reference_failed_share']:.1f} %)",
                   f"- layer types in fewer than {100 * g['rare_threshold']:.0f} % of the executed mutants: "
-                  f"{len(g['rare_types'])} of {g['types']}" + (f" ({', '.join(g['rare_types'])})" if g["rare_types"] else ""),
+                  f"{len(g['rare_types'])} of {g['types']}"
+                  + (f" ({', '.join(g['rare_types'])})" if g["rare_types"] else ""),
                   "", "| operator | generated | diverse | executed | reference could not run |", "|---|---|---|---|---|"]
         lines += [f"| {o['operator']} | {o['generated']} | {o['diverse']} | {o['executed']} | {o['reference_failed']} |"
                   for o in g["operators"]]

@@ -181,8 +181,9 @@ class CampaignStore:
 
     def operator_counts(self) -> dict[str, tuple[int, int]]:
         """Operator -> (mutants generated, diverse ones), seeds excluded."""
-        return {op: (int(n), int(d or 0)) for op, n, d in self._db.execute(
-            "SELECT operator, COUNT(*), SUM(diverse) FROM mutants WHERE iteration >= 0 GROUP BY operator ORDER BY operator")}
+        sql = ("SELECT operator, COUNT(*), SUM(diverse) FROM mutants WHERE iteration >= 0"
+               " GROUP BY operator ORDER BY operator")
+        return {op: (int(n), int(d or 0)) for op, n, d in self._db.execute(sql)}
 
     def execution(self, mutant_id: int) -> ExecutionRow | None:
         """One mutant's stored execution (None: not executed yet)."""
