@@ -29,7 +29,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 ALL_BUT_TARGET = "NLA,LResh,LMerg,LConn,CShape,CMode,NaN,LRemove,ERemove,TSM,DType,SameInput,Block"
 VARIANTS: dict[str, list[str]] = {
-    "memo: directed (MH + Target, reduced, all operators)": [],
+    "memo: MH choosing, half of the mutations directed (Target)": [],
     "MH, Target as one operator among 14 (no directed share)": ["--directed", "0"],
     "MH, undirected (no Target)": ["--ops", ALL_BUT_TARGET],
     "RQ3: original seeds": ["--no-reduce"],
