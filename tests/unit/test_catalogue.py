@@ -284,3 +284,10 @@ def test_settings_the_reference_refuses_at_run_time_are_never_drawn_and_are_reje
     assert call_layer(norm, [TensorInfo((None, 24, 20), "float32")]).shape == (None, 24, 20)
     with pytest.raises(InvalidModelError, match="last axis"):
         call_layer(norm, [TensorInfo((None, 24, 20, 4), "float32")])
+
+
+def test_time_distributed_refuses_a_step_rank_its_inner_layer_does_not_take() -> None:
+    spec = get_spec("TimeDistributed")
+    pooling = {"layer": {"class_name": "AveragePooling2D", "config": {"pool_size": [1, 1]}, "module": "keras.layers"}}
+    assert spec.refuses_at_run_time(pooling, [(None, 5, 12, 12, 2)]) is None  # steps of rank 4: (None, 12, 12, 2)
+    assert "rank" in spec.refuses_at_run_time(pooling, [(None, 12, 12, 2)])

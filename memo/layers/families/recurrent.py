@@ -6,7 +6,7 @@ an unrolled GRU over 702 steps (a Reshape adapter made that sequence) hung four 
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from memo.layers import values as v
 from memo.layers.families.common import (channels, draw_inner, draw_modes, entry, float32_only, inner_class, only,
@@ -127,10 +127,21 @@ def time_distributed(catalogue: dict[str, LayerSpec]) -> LayerSpec:
         kind = d.value("layer", allowed)
         return {"layer": draw_inner(d, catalogue[kind], [step_shape])}
 
+    def runtime_rule(config: Mapping[str, Any], shapes: Sequence[Shape]) -> str | None:
+        # The sampler picks an inner layer for the step's rank; a mutation that feeds the layer another rank keeps
+        # it, and Keras's symbolic call still answers (a 2-D pooling on a rank-4 input: a rank-5 output), while the
+        # run fails on every backend ("ksize should be of length 1, 1 or 3").
+        inner = catalogue.get(inner_class(config.get("layer")) or "")
+        step_rank = len(only(shapes)) - 1
+        if inner is not None and step_rank not in inner.input_ranks:
+            return f"wraps a {inner.name} that takes rank {sorted(inner.input_ranks)} steps, not {step_rank}"
+        return None
+
     # Computes in float32 only: TimeDistributed runs its inner layer's call() without Keras's input autocast,
     # so with a float16 or float64 policy a convolution inside gets inputs of that dtype and float32 kernels,
     # which every backend rejects (a Keras bug; the inner layer keeps its own float32 policy).
-    return entry("TimeDistributed", "recurrent", ranks, params, sample, rank_map=rank_map, compute=float32_only)
+    return entry("TimeDistributed", "recurrent", ranks, params, sample, rank_map=rank_map, compute=float32_only,
+                 runtime_rule=runtime_rule)
 
 
 def build() -> list[LayerSpec]:
