@@ -300,6 +300,11 @@ def union_all(coverages: Iterable[Coverage]) -> Coverage:
 
 # ----------------------------------------------------------------------------- tracker
 TRACKER_FORMAT = "memo-coverage/1"
+# Models the reference could not run that an uncovered pair or parameter value may be in before generation stops
+# aiming at it: Target kept realizing (Masking, Softmax), Keras's Softmax refused the mask at run time, the pair
+# stayed uncovered, and 19 of one hour's executions were that same failure.
+GIVE_UP_AFTER = 3
+_AIMED = ("pairs", "params")
 
 
 @dataclass
@@ -314,6 +319,8 @@ class CoverageTracker:
     models: int = 0
     type_counts: dict[str, int] = field(default_factory=dict)
     type_models: int = 0
+    # (criterion, item) -> models the reference could not run that held this uncovered pair or parameter value
+    refusals: dict[tuple[str, Hashable], int] = field(default_factory=dict)
 
     def delta(self, coverage: Coverage) -> Coverage:
         """What ``coverage`` would add, without adding it."""
@@ -330,10 +337,29 @@ class CoverageTracker:
             self.type_counts[name] = self.type_counts.get(name, 0) + 1
         return found
 
+    def refuse(self, coverage: Coverage) -> None:
+        """Record a model the reference could not run: each headline pair and parameter value it holds that is
+        still uncovered gets one refusal (:meth:`given_up`)."""
+        headline = coverage.headline()
+        for criterion in _AIMED:
+            for item in headline[criterion] - self.covered[criterion]:
+                key = (criterion, item)
+                self.refusals[key] = self.refusals.get(key, 0) + 1
+
+    def given_up(self) -> Coverage:
+        """Uncovered pairs and parameter values found in :data:`GIVE_UP_AFTER` or more models the reference
+        could not run: generation no longer aims at them (they still count when a model covers them)."""
+        found: dict[str, set] = {}
+        for (criterion, item), count in self.refusals.items():
+            if count >= GIVE_UP_AFTER and item not in self.covered[criterion]:
+                found.setdefault(criterion, set()).add(item)
+        return Coverage(found)
+
     def with_claims(self, claimed: Coverage) -> "CoverageTracker":
         """A view that also covers ``claimed`` (models still awaiting their outcome), with the same counts."""
         return CoverageTracker(covered=self.covered | claimed, models=self.models,
-                               type_counts=dict(self.type_counts), type_models=self.type_models)
+                               type_counts=dict(self.type_counts), type_models=self.type_models,
+                               refusals=self.refusals)
 
     def counts(self) -> dict[str, tuple[int, int]]:
         """Criterion -> (headline items covered, realizable denominator). Only items the catalogue declares
@@ -359,7 +385,9 @@ class CoverageTracker:
 
     def to_json(self) -> dict[str, Any]:
         return {"format": TRACKER_FORMAT, "models": self.models, "covered": self.covered.to_json(),
-                "type_counts": dict(sorted(self.type_counts.items())), "type_models": self.type_models}
+                "type_counts": dict(sorted(self.type_counts.items())), "type_models": self.type_models,
+                "refusals": sorted(([criterion, _jsonable(item), count]
+                                    for (criterion, item), count in self.refusals.items()), key=json.dumps)}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> "CoverageTracker":
@@ -368,7 +396,9 @@ class CoverageTracker:
             raise ValueError(f"not a memo coverage document (format {data.get('format')!r})")
         return cls(covered=Coverage.from_json(data.get("covered", {})), models=int(data.get("models", 0)),
                    type_counts={str(k): int(v) for k, v in (data.get("type_counts") or {}).items()},
-                   type_models=int(data.get("type_models", 0)))
+                   type_models=int(data.get("type_models", 0)),
+                   refusals={(str(criterion), tuple(item) if isinstance(item, list) else item): int(count)
+                             for criterion, item, count in data.get("refusals") or ()})
 
 
 def _jsonable(item: Any) -> Any:

@@ -166,6 +166,8 @@ class GenerationLoop:
             return
         if outcome.reference_ran:
             self.tracker.add(item.coverage)
+        else:  # what it aimed at may be what the reference cannot run: aimed at again only a few times
+            self.tracker.refuse(item.coverage)
         if item.becomes_parent(outcome):
             self.seed_pool[item.slot] = PoolEntry(ModelIR.loads(item.ir_json), item.ident, item.seed,
                                                   outcome.signatures)

@@ -34,13 +34,15 @@ class CoverageView:
         # operator adds one beside a headline target (they still exercise converters and exporters)
         self.rare_identities: frozenset[str] = (tracker.rare_types(RARE_SHARE, identities=True)
                                                 if tracker is not None else frozenset())
+        # uncovered items that models the reference could not run kept holding: not aimed at any more
+        self.given_up: Coverage = tracker.given_up() if tracker is not None else Coverage()
         self._uncovered_pairs: frozenset[tuple[str, str]] | None = None
 
     @property
     def uncovered_pairs(self) -> frozenset[tuple[str, str]]:
-        """Reachable headline layer pairs the campaign has not covered (computed once per view)."""
+        """Reachable headline layer pairs the campaign has not covered nor given up (computed once per view)."""
         if self._uncovered_pairs is None:
-            self._uncovered_pairs = declared().headline().pairs - self.campaign.pairs
+            self._uncovered_pairs = declared().headline().pairs - self.campaign.pairs - self.given_up.pairs
         return self._uncovered_pairs
 
     def tier(self, criterion: str, key: Hashable) -> int:

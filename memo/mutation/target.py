@@ -98,8 +98,9 @@ def pair_targets(editor: Editor, sites: dict[str, list[str]]) -> list[PairItem]:
 
 
 def param_targets(editor: Editor) -> list[ParamItem]:
-    """Uncovered headline parameter values (layer class, parameter, value) of the whole catalogue."""
-    covered = editor.view.campaign.params
+    """Uncovered headline parameter values (layer class, parameter, value) of the whole catalogue, bar those given
+    up (:meth:`memo.coverage.CoverageTracker.given_up`)."""
+    covered = editor.view.campaign.params | editor.view.given_up.params
     return [item for name in sorted(CATALOGUE) for space in CATALOGUE[name].params for value in space.values
             if (item := (name, space.name, value)) not in covered and headline_param(item)]
 

@@ -325,3 +325,27 @@ def test_items_outside_the_catalogue_never_count():
     tracker = CoverageTracker.from_json(saved)  # saved over another catalogue
     assert tracker.counts()["types"][0] == 1 and tracker.counts()["pairs"][0] == 0
     assert tracker.counts()["params"][0] == 0 and tracker.inert_counts()["params"][0] == 0
+
+
+def test_items_the_reference_keeps_refusing_are_given_up_and_survive_a_resume() -> None:
+    from memo.coverage import GIVE_UP_AFTER, Coverage, CoverageTracker
+    from memo.model.ir import Layer, ModelIR
+    from memo.mutation.preference import CoverageView
+
+    failing = Coverage(pairs={("Masking", "Softmax"), ("Dense", "ReLU")}, params={("Softmax", "axis", "1")})
+    tracker = CoverageTracker()
+    tracker.add(Coverage(pairs={("Dense", "ReLU")}))
+    for _ in range(GIVE_UP_AFTER - 1):
+        tracker.refuse(failing)
+    assert not any(tracker.given_up().values())
+    tracker.refuse(failing)
+    given_up = tracker.given_up()
+    assert given_up.pairs == {("Masking", "Softmax")}  # a covered pair is never given up
+    assert given_up.params == {("Softmax", "axis", "1")}
+    again = CoverageTracker.from_json(json.loads(json.dumps(tracker.to_json())))
+    assert again.given_up() == given_up and again.refusals == tracker.refusals
+    seed = ModelIR([Layer("x", "InputLayer", {"batch_shape": [None, 4], "dtype": "float32"})], ["x"], "s")
+    view = CoverageView(tracker.with_claims(Coverage()), seed)
+    assert ("Masking", "Softmax") not in view.uncovered_pairs and ("Masking", "Dense") in view.uncovered_pairs
+    tracker.add(Coverage(pairs={("Masking", "Softmax")}))  # covered after all: counted, no longer given up
+    assert tracker.given_up().pairs == frozenset()

@@ -1,7 +1,7 @@
 """Activation layers: ReLU, Softmax, LeakyReLU, PReLU, ELU and the generic Activation."""
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from memo.layers import values as v
 from memo.layers.families.common import draw_modes, entry, only
@@ -41,7 +41,15 @@ def softmax() -> LayerSpec:
         rank = len(only(shapes))
         return {"axis": d.choice("axis", [a for a in SOFTMAX_AXES if a < rank])}
 
-    return entry("Softmax", "activation", ANY_RANK, [v.mode("axis", SOFTMAX_AXES)], sample)
+    def runtime_rule(config: Mapping[str, Any], shapes: Sequence[Shape]) -> str | None:
+        # Keras's symbolic call does not check the axis; the run does ("axis 2 is out of bounds"), after a
+        # mutation lowered the rank of the layer's input
+        axis, rank = config.get("axis", -1), len(only(shapes))
+        if isinstance(axis, int) and not -rank <= axis < rank:
+            return f"normalizes over axis {axis} of a rank-{rank} input"
+        return None
+
+    return entry("Softmax", "activation", ANY_RANK, [v.mode("axis", SOFTMAX_AXES)], sample, runtime_rule=runtime_rule)
 
 
 def prelu() -> LayerSpec:
