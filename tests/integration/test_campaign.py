@@ -138,8 +138,8 @@ def test_bad_flags_are_one_line_errors(tmp_path: Path, seeds_dir: Path) -> None:
 
 
 def test_two_pipelines_execute_every_mutant_and_keep_the_sequence(tmp_path: Path, seeds_dir: Path) -> None:
-    # 14 iterations with --jobs 2: outcomes feed generation from iteration 6 on (the lag), in a fixed order
-    common = ["--quiet", "--seeds-dir", str(seeds_dir), "--seed", "5", "--iterations", "14", "--jobs", "2",
+    # 24 iterations with --jobs 2: outcomes feed generation from iteration 16 on (the lag), in a fixed order
+    common = ["--quiet", "--seeds-dir", str(seeds_dir), "--seed", "5", "--iterations", "24", "--jobs", "2",
               "--execute-all", "--backends", "keras-tensorflow"]
     for name in ("parallel", "again"):
         done = _fuzz(tmp_path, *common, "--out", name, timeout=600)
