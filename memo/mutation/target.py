@@ -19,9 +19,10 @@ among 85 would otherwise almost never be drawn). One mutant realizes two to :dat
 :data:`MAX_TARGET_LAYERS` layers (or grows by :data:`MIN_GROWTH`). Beside them, up to
 :data:`IDENTITIES_ADDED` inference-identity layer types that few executed models contain (Dropout, Random*
 augmentation ...) are added: alone they cannot make a mutant diverse, yet converters and exporters must still
-handle them. MH still chooses the seed and the operator (MEMO's Eq. 1-4): Target is one operator among the
-others. Targets are drawn from the headline (inference-relevant) items only, in a deterministic order for a
-given random generator.
+handle them. MH still chooses the seed <model, operator> (MEMO's Eq. 1-4); the campaign's directed share
+(``memo fuzz --directed``, half by default) hands the chosen model to Target instead of the chosen operator.
+Targets are drawn from the headline (inference-relevant) items only, bar those the reference kept refusing
+(:meth:`memo.coverage.CoverageTracker.given_up`), in a deterministic order for a given random generator.
 """
 from __future__ import annotations
 

@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from memo import __version__
+from memo.backends.result import stored_result
 from memo.coverage import CoverageTracker, denominators
 from memo.diskspace import tree_bytes
-from memo.backends.result import stored_result
 from memo.kinds import BUG_KINDS
 from memo.layers import CATALOGUE
 from memo.model.ir import ModelIR
