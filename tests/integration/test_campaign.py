@@ -127,6 +127,7 @@ def test_bad_flags_are_one_line_errors(tmp_path: Path, seeds_dir: Path) -> None:
         (["--iterations", "5", "--seeds-dir", str(tmp_path / "none"), "--no-execute"], "seed"),
         (["--resume", str(tmp_path / "ghost"), "--iterations", "3"], "no campaign"),
         (["--iterations", "5", "--max-disk", "banana", "--no-execute"], "--max-disk 'banana'"),
+        (["--iterations", "5", "--directed", "1.5", "--no-execute"], "--directed must be a share between 0 and 1"),
     ]
     for args, message in cases:
         if "--seeds-dir" not in args and "--resume" not in args:
