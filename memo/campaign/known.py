@@ -1,28 +1,32 @@
-"""Known outcomes: a library that declined a feature on several models is not asked again on the next one.
+"""Known outcomes: a library that declined or failed on a feature of several models is not asked again on the next.
 
 tf2onnx has no handler for a few TensorFlow ops that mutants keep producing (``Erfc`` from exact GELU,
 ``Expm1`` from CELU, ``StatefulPartitionedCall`` from the XLA function Keras uses for grouped and
 channels-first 3-D convolutions), and each such model paid the whole trace, freeze and conversion to be
-told so again. :class:`KnownOutcomes` learns from every stored execution which library declined which
-feature, and in which layers; once a library has declined the same feature on :data:`KNOWN_AFTER` models,
-a later model with such a layer skips that library (the executor's ``skip``: stage ``known``, a message
-starting :data:`KNOWN_PREFIX`), and a converter's consumers with it. One model in :data:`RECHECK_EVERY`
-(chosen by its folder's name) runs anyway, so that a rule that stopped holding is noticed. The price: a
-crash of that library on such a model (tf2onnx's own, or in TensorFlow's graph-mode trace, which tf2onnx
-runs) shows only when the model is rechecked.
+told so again; Keras's ONNX export fails on every model with a random augmentation layer (its torch trace
+captures the layer's random generator), about 2.6 s each on a quarter of a campaign's models.
+:class:`KnownOutcomes` learns from every stored execution which library declined or failed on which feature,
+and in which layers; once a library has done so on :data:`KNOWN_AFTER` models, a later model with such a
+layer skips that library (the executor's ``skip``: stage ``known``, a message starting :data:`KNOWN_PREFIX`
+for a declined feature, :data:`KNOWN_FAILURE_PREFIX` for a failure already filed as a bug), and a converter's
+consumers with it. A failure that aborts a stage hides whatever else that stage would have shown on the model,
+so skipping it loses little; one model in :data:`RECHECK_EVERY` (chosen by its folder's name) runs anyway, so
+that a rule that stopped holding is noticed. The price: another failure of that library on such a model
+shows only when the model is rechecked. The reference library is never skipped.
 
 A wrong skip hides a finding, so the prediction is conservative:
 
-* only a message that names the declined node counts (:data:`DECLINED_NODE` patterns: tf2onnx's), and only
-  when that node maps to exactly one layer of the model (its name scope under the model's);
+* only a failure that names where it happened counts: a graph node (:data:`DECLINED_NODE` patterns: tf2onnx's
+  and TensorFlow's), when that node maps to exactly one layer of the model (its name scope under the model's);
+  else a Keras layer class (:data:`FAILING_CLASS` patterns: Keras's "calling X.call()", a torch trace through
+  a Keras layer's source file), standing for every layer of that class in the model;
 * a rule is per (library, feature, culprit layer class): the layer parameter items (coverage values,
   :meth:`memo.layers.LayerSpec.coverage_values`) that its culprits share. A culprit joins the rule whose
-  shared items it keeps most of, as long as no layer of a model the library ran without declining anything
-  carries those items; otherwise it starts a rule of its own. So a rule generalizes only as far as the
+  shared items it keeps most of, as long as no layer of a model the library ran without failing carries
+  those items; otherwise it starts a rule of its own. So a rule generalizes only as far as the
   campaign's evidence allows (grouped convolutions with 2, 3-4 or 5+ groups stay three rules while a Conv2D
   with one group converted fine);
-* a model the library ran without declining anything (a recheck, say) drops every rule one of its layers
-  carries.
+* a model the library ran without failing (a recheck, say) drops every rule one of its layers carries.
 
 Pure Python over the IR and the stored results (no library is imported); the pipeline calls :meth:`skips`
 from its threads and :meth:`learn` from the main thread, hence the lock.
@@ -35,7 +39,7 @@ import threading
 from dataclasses import dataclass, replace
 from typing import Hashable
 
-from memo.backends.result import ExecutionResult, stored_result
+from memo.backends.result import ExecutionResult, StageResult, stored_result
 from memo.kinds import StageStatus
 from memo.layers import CATALOGUE
 from memo.model.ir import Layer, ModelIR
@@ -44,13 +48,23 @@ from memo.store import CampaignStore
 KNOWN_AFTER = 3  # models a library must have declined a feature on before the next ones skip it
 RECHECK_EVERY = 10  # one model in this many runs a known-unsupported library anyway
 KNOWN_PREFIX = "known unsupported"
+KNOWN_FAILURE_PREFIX = "known failure"
+LEARNT_STATUSES = {StageStatus.UNSUPPORTED.value: KNOWN_PREFIX, StageStatus.ERROR.value: KNOWN_FAILURE_PREFIX}
 
 # How a library's "unsupported" message names what it declined and where: an op type and a graph node.
 DECLINED_NODE: tuple[re.Pattern[str], ...] = (
     re.compile(r"no handler for op (?P<op>[\w.:-]+) \(node '(?P<node>[^']+)'\)"),  # tf2onnx
     re.compile(r"node '(?P<node>[^']+)' has op (?:[\w.]+::)?(?P<op>[\w.-]+), not an ONNX op"),  # tf2onnx leftover
     re.compile(r"Failed to convert node '(?P<node>[^']+)' \(op (?P<op>[\w.-]+)\)"),  # a tf2onnx handler declining
+    re.compile(r"\{\{node (?P<node>[^}]+)\}\} = (?P<op>[\w.-]+)"),  # TensorFlow's graph-mode shape inference
 )
+# How a failure names the Keras layer class it happened in, innermost first: Keras's own note on the failing
+# call, and the torch trace of an ONNX export ("node defined in .../keras/src/layers/.../random_flip.py(92)").
+FAILING_CLASS: tuple[re.Pattern[str], ...] = (
+    re.compile(r"Exception encountered when calling (?P<cls>\w+)\.call\(\)"),
+    re.compile(r"/keras/src/layers/(?:\w+/)*(?P<file>\w+)\.py\(\d+\)"),
+)
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _SCOPE_SUFFIX = re.compile(r"_\d+$")  # TensorFlow uniquifies name scopes: layer "conv1" traces as "conv1_1"
 
 Item = tuple[str, Hashable]
@@ -67,6 +81,40 @@ def declined_nodes(message: str) -> list[tuple[str, str]]:
     """``(feature, node)`` for every node an "unsupported" message says its library declined."""
     return [(found.group("op"), found.group("node"))
             for pattern in DECLINED_NODE for found in pattern.finditer(message)]
+
+
+def failing_class(ir: ModelIR, message: str) -> str | None:
+    """The class of the model's layers a failure message says it happened in (a source file ``random_flip.py``
+    names class RandomFlip), or None."""
+    classes = {layer.class_name.lower(): layer.class_name for layer in ir.layers}
+    for pattern in FAILING_CLASS:
+        for found in pattern.finditer(message):
+            named = found.groupdict().get("cls") or found.group("file").replace("_", "")
+            if named.lower() in classes:
+                return classes[named.lower()]
+    return None
+
+
+def gist(failure: StageResult) -> str:
+    """What a failure is, without what varies between models (numbers, a layer's own call note): its exception
+    type and first telling line, short. Two failures with one gist count as one feature."""
+    lines = [line.strip() for line in _ANSI.sub("", failure.message or "").splitlines()]
+    telling = next((line for line in lines if line and not line.startswith("Exception encountered when calling")), "")
+    telling = re.split(r" \[Caused by | Please ", telling)[0]
+    return f"{failure.exc_type or failure.status}: {re.sub(r'[0-9]+', 'N', telling)[:100]}"
+
+
+def culprits(ir: ModelIR, failure: StageResult) -> list[tuple[str, list[Layer]]]:
+    """``(feature, layers)`` for what a failure names: the layer of each declined node (the node's op is the
+    feature), else every layer of the class it happened in (its :func:`gist` is the feature)."""
+    found = [(feature, [layer]) for feature, node in declined_nodes(failure.message or "")
+             if (layer := culprit(ir, node)) is not None]
+    if found:
+        return found
+    class_name = failing_class(ir, failure.message or "")
+    if class_name is None:
+        return []
+    return [(gist(failure), [layer for layer in ir.layers if layer.class_name == class_name])]
 
 
 def culprit(ir: ModelIR, node: str) -> Layer | None:
@@ -106,6 +154,7 @@ class Rule:
     class_name: str
     items: frozenset[Item]
     models: int = 0
+    prefix: str = KNOWN_PREFIX  # KNOWN_FAILURE_PREFIX for a failure filed as a bug
 
     def matches(self, key: LayerKey) -> bool:
         return key[0] == self.class_name and self.items <= key[1]
@@ -144,20 +193,24 @@ class KnownOutcomes:
 
     def _why(self, rule: Rule, layer: Layer) -> str:
         models = f"{rule.models} model{'s' * (rule.models != 1)}"
-        return (f"{KNOWN_PREFIX}: {rule.library} declined {rule.feature} in {rule.class_name} layers like "
+        verb = "declined" if rule.prefix == KNOWN_PREFIX else "failed with"
+        return (f"{rule.prefix}: {rule.library} {verb} {rule.feature} in {rule.class_name} layers like "
                 f"{layer.name!r} on {models} (one model in {self.recheck_every} runs it anyway)")
 
     # ------------------------------------------------------------------ learn
     def learn(self, ir: ModelIR, result: ExecutionResult) -> None:
-        """Learn from one judged execution: what each library declined (and where), what it ran."""
+        """Learn from one judged execution: what each library declined or failed on (and where), what it ran.
+        The reference library is never learnt: it is never skipped."""
         keys = [layer_key(layer) for layer in ir.layers]
         with self._lock:
             for entry in result.backends.values():
                 failure = entry.failure
+                if entry.name == result.reference:
+                    continue
                 if failure is None and entry.stages:
                     self._handled_all(entry.name, keys)
-                elif failure is not None and failure.status == StageStatus.UNSUPPORTED.value:
-                    self._declined(entry.name, ir, failure.message)
+                elif failure is not None and str(failure.status) in LEARNT_STATUSES:
+                    self._declined(entry.name, ir, failure)
 
     def rebuild(self, store: CampaignStore) -> int:
         """Learn every execution ``store`` holds, in mutant order (a resumed campaign); returns how many."""
@@ -169,20 +222,21 @@ class KnownOutcomes:
                 count += 1
         return count
 
-    def _declined(self, library: str, ir: ModelIR, message: str) -> None:
-        """Count one model for every rule its declined nodes' layers join (once per rule)."""
+    def _declined(self, library: str, ir: ModelIR, failure: StageResult) -> None:
+        """Count one model for every rule the failure's culprit layers join (once per rule); several layers of
+        one class stand together, with the items they share."""
         counted: set[int] = set()
-        for feature, node in declined_nodes(message):
-            layer = culprit(ir, node)
-            if layer is None:
-                continue
-            class_name, items = layer_key(layer)
-            rule = self._join(library, feature, class_name, items)
+        prefix = LEARNT_STATUSES[str(failure.status)]
+        for feature, layers in culprits(ir, failure):
+            keys = [layer_key(layer) for layer in layers]
+            class_name, items = keys[0][0], frozenset.intersection(*(key[1] for key in keys))
+            rule = self._join(library, feature, class_name, items, prefix)
             if rule is not None and id(rule) not in counted:
                 counted.add(id(rule))
                 rule.models += 1
 
-    def _join(self, library: str, feature: str, class_name: str, items: frozenset[Item]) -> Rule | None:
+    def _join(self, library: str, feature: str, class_name: str, items: frozenset[Item],
+              prefix: str = KNOWN_PREFIX) -> Rule | None:
         """The rule a culprit with ``items`` joins: the one whose shared items it keeps most of without covering
         a layer the library handled; else a new rule of its own. None when a layer with these very items was
         handled elsewhere: then its settings alone do not decide, and nothing is learnt."""
@@ -198,7 +252,7 @@ class KnownOutcomes:
             if best is None or len(shared) > len(best[1]):
                 best = (rule, shared)
         if best is None:
-            rule = Rule(library, feature, class_name, items)
+            rule = Rule(library, feature, class_name, items, prefix=prefix)
             rules.append(rule)
             return rule
         best[0].items = best[1]

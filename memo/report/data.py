@@ -12,6 +12,7 @@ from typing import Any
 
 from memo import __version__
 from memo.backends.result import stored_result
+from memo.campaign.known import KNOWN_FAILURE_PREFIX
 from memo.coverage import CoverageTracker, denominators
 from memo.diskspace import tree_bytes
 from memo.kinds import BUG_KINDS
@@ -143,6 +144,8 @@ def engine_activity(store: CampaignStore) -> list[dict[str, Any]]:
             stages = entry.get("stages") or []
             if stages and all(stage.get("status") == "skipped" for stage in stages):
                 reason = SKIP_REASONS.get(stages[0].get("stage"), str(stages[0].get("stage")))
+                if str(stages[0].get("message") or "").startswith(KNOWN_FAILURE_PREFIX):
+                    reason = KNOWN_FAILURE_PREFIX  # a failure already filed as a bug, not a declined feature
                 row["skipped"][reason] = row["skipped"].get(reason, 0) + 1
             else:
                 row["ran"] += 1

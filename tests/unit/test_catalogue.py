@@ -291,3 +291,17 @@ def test_time_distributed_refuses_a_step_rank_its_inner_layer_does_not_take() ->
     pooling = {"layer": {"class_name": "AveragePooling2D", "config": {"pool_size": [1, 1]}, "module": "keras.layers"}}
     assert spec.refuses_at_run_time(pooling, [(None, 5, 12, 12, 2)]) is None  # steps of rank 4: (None, 12, 12, 2)
     assert "rank" in spec.refuses_at_run_time(pooling, [(None, 12, 12, 2)])
+
+
+def test_mel_spectrogram_refuses_a_signal_its_settings_no_longer_fit() -> None:
+    spec = get_spec("MelSpectrogram")
+    rng = random.Random(0)
+    for _ in range(200):  # what the sampler draws always runs
+        shape = (None, rng.randint(2, 64))
+        config = spec.sample(rng, [shape])
+        assert config is not None and spec.refuses_at_run_time(config, [shape]) is None, (shape, config)
+    # a campaign's mutant: fft_length 32 drawn for a long signal, then the signal shortened upstream to 2 samples
+    settings = {"fft_length": 32, "sequence_length": 16, "sequence_stride": 5}
+    assert "reflect-pads 2 samples by 16" in spec.refuses_at_run_time(settings, [(None, 2)])
+    assert spec.refuses_at_run_time(settings, [(None, 40)]) is None
+    assert "fewer frames" in spec.refuses_at_run_time(settings, [(None, 39)])  # step 5 divides 40

@@ -9,7 +9,8 @@ from memo.artifact import Artifact
 from memo.backends.result import BackendResult, ExecutionResult, StageResult
 from memo.campaign.config import CampaignConfig
 from memo.campaign.disk import DiskBudget
-from memo.campaign.known import KNOWN_PREFIX, KnownOutcomes, culprit, declined_nodes, rechecked
+from memo.campaign.known import (KNOWN_FAILURE_PREFIX, KNOWN_PREFIX, KnownOutcomes, culprit, declined_nodes,
+                                 failing_class, gist, rechecked)
 from memo.campaign.pipeline import Pipeline
 from memo.campaign.progress import Reporter
 from memo.campaign.stop import StopFlag
@@ -160,6 +161,91 @@ def test_a_resumed_campaign_knows_what_the_stored_executions_taught(tmp_path: Pa
     assert resumed.skips(gelu, NAMES[0]) == live.skips(gelu, NAMES[0]) != {}
 
 
+# Failures as a real campaign stored them (shortened): Keras's ONNX export through a torch trace, Keras on the
+# PyTorch backend, and TensorFlow's graph-mode trace of the model (tf2onnx's stage "trace").
+IVAL = ("Unsupported prim::Constant kind: 'ival'. Please send a bug report at https://github.com/pytorch/pytorch/"
+        "issues.  [Caused by the value '28653 defined in (%28653 : Generator = prim::Constant[value=torch.Generator("
+        "device=\"cpu\", seed=0)]()' (type 'Generator') in the TorchScript graph.]\n    (node defined in "
+        "/v/site-packages/keras/src/backend/torch/random.py(80): uniform\n/v/site-packages/keras/src/layers/"
+        "preprocessing/image_preprocessing/random_flip.py(92): get_random_transformation\n/v/site-packages/keras/"
+        "src/layers/preprocessing/image_preprocessing/base_image_preprocessing_layer.py(144): call\n/v/site-packages/"
+        "keras/src/layers/layer.py(1002): __call__\n")
+LANCZOS = ("Exception encountered when calling UpSampling2D.call().\n\n\x1b[1mResizing with Lanczos interpolation is "
+           "not supported by the PyTorch backend. Received: interpolation=lanczos3.\x1b[0m\n\nArguments received by "
+           "UpSampling2D.call():\n  \u2022 inputs=torch.Tensor(shape=torch.Size([2, 4, 4, 8]), dtype=float32)")
+AVGPOOL = ("in user code:\n\n    ValueError: Exception encountered when calling AdaptiveAveragePooling1D.call().\n\n"
+           "\x1b[1mNegative dimension size caused by subtracting 4 from 3 for '{{node lenet5_1/adaptive_average_"
+           "pooling1d_1/avg_pool_1}} = AvgPool[T=DT_FLOAT, data_format=\"NHWC\", ksize=[1, 1, 4, 1]](lenet5_1/"
+           "adaptive_average_pooling1d_1/avg_pool_1/ExpandDims)' with input shapes: [?,1,3,8].")
+
+
+def flip(name: str, **config: Any) -> Layer:
+    return Layer(name, "RandomFlip", {"mode": "horizontal", **config}, ["x"])
+
+
+def failing(library: str, stage: str, status: str, exc_type: str, message: str,
+            reference_fails: bool = False) -> ExecutionResult:
+    """``library`` failing at ``stage`` with this message; the reference ran (or failed alike)."""
+    reference = ([StageResult("load", "ok"), StageResult("execute", status, exc_type=exc_type, message=message)]
+                 if reference_fails else [StageResult("load", "ok"), StageResult("execute", "ok")])
+    return ExecutionResult("gone", "keras-tensorflow", ["out"], {
+        "keras-tensorflow": BackendResult("keras-tensorflow", "keras", "backend", reference),
+        library: BackendResult(library, "keras", "converter",
+                               [StageResult(stage, status, exc_type=exc_type, message=message)])})
+
+
+def test_a_failure_names_its_layer_class_by_keras_call_note_or_torch_trace_file() -> None:
+    ir = model(flip("random_flip"), Layer("up", "UpSampling2D", {"size": [2, 2]}, ["random_flip"]))
+    assert failing_class(ir, IVAL) == "RandomFlip", "the innermost Keras layer file of the trace"
+    assert failing_class(ir, LANCZOS) == "UpSampling2D"
+    assert failing_class(model(conv("c")), IVAL) is None, "a class the model does not have names nothing"
+    assert failing_class(ir, "KeyError: ''") is None
+    assert declined_nodes(AVGPOOL) == [("AvgPool", "lenet5_1/adaptive_average_pooling1d_1/avg_pool_1")]
+    assert gist(StageResult("load", "error", exc_type="ValueError", message=LANCZOS)) == (
+        "ValueError: Resizing with Lanczos interpolation is not supported by the PyTorch backend. Received: "
+        "interpolation"), "numbers made N, 100 characters at most"
+    assert gist(StageResult("convert", "error", exc_type="SymbolicValueError", message=IVAL)) == (
+        "SymbolicValueError: Unsupported prim::Constant kind: 'ival'.")
+
+
+def test_a_failure_filed_as_a_bug_is_skipped_once_known_but_never_on_the_reference() -> None:
+    known = KnownOutcomes(threshold=3)
+    flipping = model(flip("random_flip"), conv("c"))
+    export_fails = failing("keras-export", "convert", "error", "SymbolicValueError", IVAL)
+    for _ in range(3):
+        known.learn(flipping, export_fails)
+    skips = known.skips(model(flip("other"), conv("d")), NAMES[0])
+    assert list(skips) == ["keras-export"]
+    assert known.skips(model(flip("other", mode="vertical")), NAMES[0]) == {}, "no evidence on another mode"
+    assert skips["keras-export"].startswith(
+        f"{KNOWN_FAILURE_PREFIX}: keras-export failed with SymbolicValueError: Unsupported prim::Constant kind: "
+        "'ival'. in RandomFlip layers like 'other' on 3 models")
+    assert known.skips(model(conv("c")), NAMES[0]) == {}, "a model without a RandomFlip runs"
+    reference = KnownOutcomes(threshold=1)
+    for _ in range(3):
+        reference.learn(model(Layer("up", "UpSampling2D", {"size": [2, 2]}, ["x"])),
+                        failing("keras-export", "convert", "ok", "", "", reference_fails=True))
+    assert reference.rules() == [], "what the reference fails on is never learnt"
+    graph_mode = KnownOutcomes(threshold=2)
+    pooling = Layer("adaptive_average_pooling1d", "AdaptiveAveragePooling1D", {"output_size": 4}, ["x"])
+    for _ in range(2):
+        graph_mode.learn(model(pooling), failing("tf2onnx", "trace", "error", "ValueError", AVGPOOL))
+    assert [(rule.feature, rule.class_name) for rule in graph_mode.rules()] == [("AvgPool", "AdaptiveAveragePooling1D")]
+    assert "tf2onnx" in graph_mode.skips(model(pooling), NAMES[0])
+
+
+def test_several_layers_of_the_failing_class_stand_together_with_what_they_share() -> None:
+    known = KnownOutcomes(threshold=2)
+    two = model(flip("f1", mode="horizontal"), flip("f2", mode="vertical"))
+    for _ in range(2):
+        known.learn(two, failing("keras-export", "convert", "error", "SymbolicValueError", IVAL))
+    [rule] = known.rules()
+    assert rule.class_name == "RandomFlip" and "mode" not in dict(rule.items), "the modes differ: neither decides"
+    assert "keras-export" in known.skips(model(flip("f", mode="horizontal_and_vertical")), NAMES[0])
+    known.learn(model(flip("f", mode="vertical")), failing("keras-export", "convert", "ok", "", ""))
+    assert known.rules() == [], "a RandomFlip exported fine: the rule no longer holds"
+
+
 class Declining:
     """A stand-in executor on which tf2onnx declines every model's GELU; honours ``skip`` as the executor does."""
 
@@ -204,3 +290,17 @@ def test_the_pipeline_skips_what_its_executions_taught_and_the_report_counts_it(
         assert rows["tf2onnx"]["skipped_text"] == "1 known unsupported" and rows["tf2onnx"]["ran"] == 3
         assert len(Pipeline(CampaignConfig(name="k", jobs=1), store, DiskBudget(store, root, limit=0), StopFlag(),
                             Reporter(), {}, {}, root).known.rules()) == 1, "a resumed campaign knows it too"
+
+
+def test_the_report_tells_known_failures_from_known_declines(tmp_path: Path) -> None:
+    skipped = BackendResult("keras-export", "keras", "converter",
+                            [StageResult("known", "skipped", message=f"{KNOWN_FAILURE_PREFIX}: keras-export failed ...")])
+    ran = failing("keras-export", "convert", "error", "SymbolicValueError", IVAL)
+    with CampaignStore(tmp_path / "c", create=True) as store:
+        for iteration, outcome in enumerate([ran, ExecutionResult("gone", "keras-tensorflow", ["out"], {
+                "keras-tensorflow": ran.backends["keras-tensorflow"], "keras-export": skipped})]):
+            mutant_id = store.add_mutant(MutantRecord(iteration, "s", "NLA", "seed:s", "s", {},
+                                                      model(flip("f")).dumps(), True, diverse=True))
+            store.add_execution(mutant_id, outcome.to_json(), 1.0, None)
+        rows = {row["name"]: row for row in engine_activity(store)}
+    assert rows["keras-export"]["skipped_text"] == "1 known failure" and rows["keras-export"]["ran"] == 1

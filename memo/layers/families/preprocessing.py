@@ -4,7 +4,7 @@ layers, which are deterministic at inference (identity, or a center crop for Ran
 from __future__ import annotations
 
 import random
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from memo.layers import values as v
 from memo.layers.families.common import channels, draw_modes, entry, only, size as size_of, spatial
@@ -184,8 +184,21 @@ def mel_spectrogram() -> LayerSpec:
     def inputs(rng: random.Random, spec: LayerSpec) -> list[Shape]:
         return [(None, rng.randint(2, 64))]
 
+    def runtime_rule(config: Mapping[str, Any], shapes: Sequence[Shape]) -> str | None:
+        # what ``sample`` steers around, broken by a mutation that changed the signal's length upstream: the
+        # symbolic call accepts both, the run does not (MirrorPad's "paddings must be less than the dimension
+        # size"; a frame count unlike the declared one)
+        length, fft, step = only(shapes)[1], config.get("fft_length"), config.get("sequence_stride")
+        if length is None:
+            return None
+        if isinstance(fft, int) and fft // 2 >= length:
+            return f"reflect-pads {length} samples by {fft // 2}"
+        if isinstance(step, int) and step > 0 and (length + 1) % step == 0:  # see mel_strides
+            return f"frame step {step} on {length} samples makes fewer frames than declared"
+        return None
+
     return entry("MelSpectrogram", "preprocessing", (2,), params, sample, dtypes=AUDIO_DTYPES,
-                 rank_map=lambda rank: frozenset({3}), input_maker=inputs)
+                 rank_map=lambda rank: frozenset({3}), input_maker=inputs, runtime_rule=runtime_rule)
 
 
 def build() -> list[LayerSpec]:
