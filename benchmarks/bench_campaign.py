@@ -25,6 +25,7 @@ import psutil
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from memo.campaign.known import KNOWN_FAILURE_PREFIX  # noqa: E402
 from memo.diskspace import format_size, tree_bytes  # noqa: E402
 from memo.report.data import SKIP_REASONS, engine_activity, generation  # noqa: E402
 from memo.store import CampaignStore  # noqa: E402
@@ -77,10 +78,10 @@ def print_engines(campaign: Path) -> None:
     for row in rows:
         share = f"{100 * row['share']:.0f} %" if row["share"] is not None else "-"
         print(f"| {row['name']} | {row['role']} | {row['ran']} | {share} | {row['skipped_text']} | {row['findings']} |")
-    why = SKIP_REASONS["known"]
-    known = {row["name"]: row["skipped"][why] for row in rows if why in row["skipped"]}
-    print(f"\n- runs skipped as {why}: {sum(known.values())}"
-          + (f" ({', '.join(f'{name} {count}' for name, count in known.items())})" if known else ""))
+    for why in (SKIP_REASONS["known"], KNOWN_FAILURE_PREFIX):
+        known = {row["name"]: row["skipped"][why] for row in rows if why in row["skipped"]}
+        print(f"\n- runs skipped as {why}: {sum(known.values())}"
+              + (f" ({', '.join(f'{name} {count}' for name, count in known.items())})" if known else ""))
 
 
 def main() -> int:

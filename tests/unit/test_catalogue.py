@@ -305,3 +305,14 @@ def test_mel_spectrogram_refuses_a_signal_its_settings_no_longer_fit() -> None:
     assert "reflect-pads 2 samples by 16" in spec.refuses_at_run_time(settings, [(None, 2)])
     assert spec.refuses_at_run_time(settings, [(None, 40)]) is None
     assert "fewer frames" in spec.refuses_at_run_time(settings, [(None, 39)])  # step 5 divides 40
+
+
+def test_einsum_dense_refuses_an_input_rank_unlike_its_equation() -> None:
+    spec = get_spec("EinsumDense")
+    rng = random.Random(0)
+    for rank in (2, 3, 4):
+        shape = (None, *[rng.randint(1, 6) for _ in range(rank - 1)])
+        config = spec.sample(rng, [shape])
+        assert config is not None and spec.refuses_at_run_time(config, [shape]) is None
+    # a campaign's mutant: "ab,bc->ac" drawn for a rank-2 input, fed (None, 1, 1) after a keepdims pooling
+    assert "rank-2 input, not rank 3" in spec.refuses_at_run_time({"equation": "ab,bc->ac"}, [(None, 1, 1)])

@@ -1,7 +1,7 @@
 """Core layers: Dense, EinsumDense, Embedding, Identity, Masking."""
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from memo.layers import values as v
 from memo.layers.families.common import channels, draw_modes, entry, only
@@ -58,7 +58,17 @@ def einsum_dense() -> LayerSpec:
     def rank_map(rank: int) -> frozenset[int]:
         return frozenset(out for (inp, out, _) in EINSUM_EQUATIONS.values() if inp == rank)
 
-    return entry("EinsumDense", "core", (2, 3, 4), params, sample, rank_map=rank_map)
+    def runtime_rule(config: Mapping[str, Any], shapes: Sequence[Shape]) -> str | None:
+        # the symbolic call takes an input of another rank than the equation's (an upstream mutation changed
+        # it: "ab,bc->ac" fed (None, 1, 1) declares (None, 4)), the run broadcasts it to (2, 1, 4) and the next
+        # layer refuses that
+        equation, rank = config.get("equation"), len(only(shapes))
+        subscripts = equation.split(",")[0] if isinstance(equation, str) else ""
+        if subscripts and "..." not in subscripts and len(subscripts) != rank:
+            return f"equation {equation!r} takes a rank-{len(subscripts)} input, not rank {rank}"
+        return None
+
+    return entry("EinsumDense", "core", (2, 3, 4), params, sample, rank_map=rank_map, runtime_rule=runtime_rule)
 
 
 def embedding(name: str = "Embedding", extra_flags: Sequence[str] = ()) -> LayerSpec:
