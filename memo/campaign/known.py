@@ -29,7 +29,8 @@ A wrong skip hides a finding, so the prediction is conservative:
 * a model the library ran without failing (a recheck, say) drops every rule one of its layers carries.
 
 Pure Python over the IR and the stored results (no library is imported); the pipeline calls :meth:`skips`
-from its threads and :meth:`learn` from the main thread, hence the lock.
+from its threads and :meth:`learn` from the main thread (when generation takes an execution's outcome, at a
+fixed iteration, so that the skips are the same however fast the libraries ran), hence the lock.
 """
 from __future__ import annotations
 

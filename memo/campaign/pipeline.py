@@ -72,6 +72,7 @@ class Pipeline:
         self.in_flight: list[Execution] = []
         self.outcomes: dict[int, Outcome] = {}  # mutant id -> what generation learns, until it takes it
         self.known = KnownOutcomes()  # what each library is known to decline: not run again (memo.campaign.known)
+        self.unlearnt: dict[int, tuple[ModelIR, ExecutionResult]] = {}  # stored, outcome not taken yet
         self.known.rebuild(store)  # what a resumed campaign's earlier executions taught
 
     # ------------------------------------------------------------------ workers
@@ -163,7 +164,19 @@ class Pipeline:
                 return self._stored_outcome(mutant_id)
             wait(running, timeout=0.25)
             self.collect()
+        self._learn(mutant_id)
         return self.outcomes.pop(mutant_id)
+
+    def _learn(self, mutant_id: int) -> None:
+        """Teach :attr:`known` an execution when generation takes its outcome, not when it finishes: that is at
+        a fixed iteration, so what a later model skips does not depend on how fast the libraries were."""
+        stashed = self.unlearnt.pop(mutant_id, None)
+        if stashed is None:
+            return
+        try:
+            self.known.learn(*stashed)
+        except Exception:  # a defect in learning must not end the campaign: it only skips less
+            self.counters["internal_errors"] = self.counters.get("internal_errors", 0) + 1
 
     def _stored_outcome(self, mutant_id: int) -> Outcome:
         row = self.store.execution(mutant_id)
@@ -226,11 +239,8 @@ class Pipeline:
                 self.store.add_verdict(VerdictRecord(execution.mutant_id, verdict.kind, verdict.backend, verdict.stage,
                                                      verdict.message, dict(verdict.metrics)))
         self.counters["executed"] += 1
-        try:
-            if execution.ir is not None:
-                self.known.learn(execution.ir, result)
-        except Exception:  # a defect in learning must not end the campaign: it only skips less
-            self.counters["internal_errors"] += 1
+        if execution.ir is not None:
+            self.unlearnt[execution.mutant_id] = (execution.ir, result)
         self.outcomes[execution.mutant_id] = self._outcome_of(execution.mutant_id, result, verdicts, bugs)
         for verdict in findings:
             label = f"{verdict.kind}:{verdict.backend}"

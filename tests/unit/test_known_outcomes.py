@@ -281,6 +281,9 @@ def test_the_pipeline_skips_what_its_executions_taught_and_the_report_counts_it(
                                                           diverse=True))
                 pipeline.submit(mutant_id, f"m{iteration}", gelu)
                 pipeline.drain()
+                # learnt when generation takes the outcome (a fixed iteration), not when the execution finished
+                assert [rule.models for rule in pipeline.known.rules()] == ([iteration] if iteration else [])
+                assert pipeline.outcome(mutant_id) is not None  # what the loop does at the mutant's due iteration
         finally:
             pipeline.cancel()
             pipeline.close()
