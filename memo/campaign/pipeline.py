@@ -171,10 +171,12 @@ class Pipeline:
         """Teach :attr:`known` an execution when generation takes its outcome, not when it finishes: that is at
         a fixed iteration, so what a later model skips does not depend on how fast the libraries were."""
         stashed = self.unlearnt.pop(mutant_id, None)
-        if stashed is None:
-            return
+        if stashed is not None:
+            self._teach(*stashed)
+
+    def _teach(self, ir: ModelIR, result: ExecutionResult) -> None:
         try:
-            self.known.learn(*stashed)
+            self.known.learn(ir, result)
         except Exception:  # a defect in learning must not end the campaign: it only skips less
             self.counters["internal_errors"] = self.counters.get("internal_errors", 0) + 1
 
@@ -239,8 +241,10 @@ class Pipeline:
                 self.store.add_verdict(VerdictRecord(execution.mutant_id, verdict.kind, verdict.backend, verdict.stage,
                                                      verdict.message, dict(verdict.metrics)))
         self.counters["executed"] += 1
-        if execution.ir is not None:
-            self.unlearnt[execution.mutant_id] = (execution.ir, result)
+        if execution.ir is not None and self.config.feedback_lag:
+            self.unlearnt[execution.mutant_id] = (execution.ir, result)  # learnt when its outcome is taken
+        elif execution.ir is not None:  # no feedback: no outcome is ever taken, so it is learnt now
+            self._teach(execution.ir, result)
         self.outcomes[execution.mutant_id] = self._outcome_of(execution.mutant_id, result, verdicts, bugs)
         for verdict in findings:
             label = f"{verdict.kind}:{verdict.backend}"

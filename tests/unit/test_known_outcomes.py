@@ -270,7 +270,7 @@ def test_the_pipeline_skips_what_its_executions_taught_and_the_report_counts_it(
     executor = Declining()
     with CampaignStore(tmp_path / "campaigns" / "k", create=True) as store:
         root = tmp_path / "mutants" / "k"
-        pipeline = Pipeline(CampaignConfig(name="k", jobs=1), store, DiskBudget(store, root, limit=0),
+        pipeline = Pipeline(CampaignConfig(name="k", jobs=1, feedback_lag=8), store, DiskBudget(store, root, limit=0),
                             StopFlag(), Reporter(), {"executed": 0, "internal_errors": 0}, {}, root)
         pipeline.executors.append(executor)
         pipeline.worker_sets.put(executor)
@@ -307,3 +307,26 @@ def test_the_report_tells_known_failures_from_known_declines(tmp_path: Path) -> 
             store.add_execution(mutant_id, outcome.to_json(), 1.0, None)
         rows = {row["name"]: row for row in engine_activity(store)}
     assert rows["keras-export"]["skipped_text"] == "1 known failure" and rows["keras-export"]["ran"] == 1
+
+
+def test_without_feedback_an_execution_is_learnt_once_stored(tmp_path: Path) -> None:
+    """With ``feedback_lag`` 0 generation never takes an outcome: the pipeline learns at once, holding nothing."""
+    executor = Declining()
+    with CampaignStore(tmp_path / "campaigns" / "k", create=True) as store:
+        root = tmp_path / "mutants" / "k"
+        pipeline = Pipeline(CampaignConfig(name="k", jobs=1, feedback_lag=0), store, DiskBudget(store, root, limit=0),
+                            StopFlag(), Reporter(), {"executed": 0, "internal_errors": 0}, {}, root)
+        pipeline.executors.append(executor)
+        pipeline.worker_sets.put(executor)
+        gelu = model(conv("conv3_block1_0_conv", activation="gelu"))
+        try:
+            for iteration in range(4):
+                mutant_id = store.add_mutant(MutantRecord(iteration, "s", "NLA", "seed:s", "s", {}, gelu.dumps(), True,
+                                                          diverse=True))
+                pipeline.submit(mutant_id, f"m{iteration}", gelu)
+                pipeline.drain()
+        finally:
+            pipeline.cancel()
+            pipeline.close()
+        assert [list(skip) for skip in executor.skips] == [[], [], [], ["tf2onnx"]]
+        assert pipeline.unlearnt == {}

@@ -154,7 +154,13 @@ def mel_strides(length: int, fft: int) -> list[int]:
     the step does not divide ``length + 1`` (never for step 1). Otherwise the symbolic build accepts a model
     that every backend rejects at its next layer (a Keras bug, steered around here).
     """
-    return [step for step in range(2, fft + 1) if (length + 1) % step]
+    return [step for step in range(2, fft + 1) if mel_step_fits(length, step)]
+
+
+def mel_step_fits(length: int, step: int) -> bool:
+    """Whether MelSpectrogram's frame step makes the frame count Keras declares for ``length`` samples
+    (:func:`mel_strides`)."""
+    return step >= 2 and (length + 1) % step != 0
 
 
 def mel_spectrogram() -> LayerSpec:
@@ -193,7 +199,7 @@ def mel_spectrogram() -> LayerSpec:
             return None
         if isinstance(fft, int) and fft // 2 >= length:
             return f"reflect-pads {length} samples by {fft // 2}"
-        if isinstance(step, int) and step > 0 and (length + 1) % step == 0:  # see mel_strides
+        if isinstance(step, int) and not mel_step_fits(length, step):
             return f"frame step {step} on {length} samples makes fewer frames than declared"
         return None
 
