@@ -266,21 +266,33 @@ class Declining:
         pass
 
 
+def declining_pipeline(store: CampaignStore, root: Path, executor: Declining, feedback_lag: int) -> Pipeline:
+    pipeline = Pipeline(CampaignConfig(name="k", jobs=1, feedback_lag=feedback_lag), store,
+                        DiskBudget(store, root, limit=0), StopFlag(), Reporter(),
+                        {"executed": 0, "internal_errors": 0}, {}, root)
+    pipeline.executors.append(executor)
+    pipeline.worker_sets.put(executor)
+    return pipeline
+
+
+def run_gelu(pipeline: Pipeline, store: CampaignStore, iteration: int) -> int:
+    """Store, submit and wait for the mutant of ``iteration`` (a GELU model); its id."""
+    gelu = model(conv("conv3_block1_0_conv", activation="gelu"))
+    mutant_id = store.add_mutant(MutantRecord(iteration, "s", "NLA", "seed:s", "s", {}, gelu.dumps(), True,
+                                              diverse=True))
+    pipeline.submit(mutant_id, f"m{iteration}", gelu)
+    pipeline.drain()
+    return mutant_id
+
+
 def test_the_pipeline_skips_what_its_executions_taught_and_the_report_counts_it(tmp_path: Path) -> None:
     executor = Declining()
     with CampaignStore(tmp_path / "campaigns" / "k", create=True) as store:
         root = tmp_path / "mutants" / "k"
-        pipeline = Pipeline(CampaignConfig(name="k", jobs=1, feedback_lag=8), store, DiskBudget(store, root, limit=0),
-                            StopFlag(), Reporter(), {"executed": 0, "internal_errors": 0}, {}, root)
-        pipeline.executors.append(executor)
-        pipeline.worker_sets.put(executor)
-        gelu = model(conv("conv3_block1_0_conv", activation="gelu"))
+        pipeline = declining_pipeline(store, root, executor, feedback_lag=8)
         try:
             for iteration in range(4):  # mutant ids 1-4: none is rechecked
-                mutant_id = store.add_mutant(MutantRecord(iteration, "s", "NLA", "seed:s", "s", {}, gelu.dumps(), True,
-                                                          diverse=True))
-                pipeline.submit(mutant_id, f"m{iteration}", gelu)
-                pipeline.drain()
+                mutant_id = run_gelu(pipeline, store, iteration)
                 # learnt when generation takes the outcome (a fixed iteration), not when the execution finished
                 assert [rule.models for rule in pipeline.known.rules()] == ([iteration] if iteration else [])
                 assert pipeline.outcome(mutant_id) is not None  # what the loop does at the mutant's due iteration
@@ -313,18 +325,10 @@ def test_without_feedback_an_execution_is_learnt_once_stored(tmp_path: Path) -> 
     """With ``feedback_lag`` 0 generation never takes an outcome: the pipeline learns at once, holding nothing."""
     executor = Declining()
     with CampaignStore(tmp_path / "campaigns" / "k", create=True) as store:
-        root = tmp_path / "mutants" / "k"
-        pipeline = Pipeline(CampaignConfig(name="k", jobs=1, feedback_lag=0), store, DiskBudget(store, root, limit=0),
-                            StopFlag(), Reporter(), {"executed": 0, "internal_errors": 0}, {}, root)
-        pipeline.executors.append(executor)
-        pipeline.worker_sets.put(executor)
-        gelu = model(conv("conv3_block1_0_conv", activation="gelu"))
+        pipeline = declining_pipeline(store, tmp_path / "mutants" / "k", executor, feedback_lag=0)
         try:
             for iteration in range(4):
-                mutant_id = store.add_mutant(MutantRecord(iteration, "s", "NLA", "seed:s", "s", {}, gelu.dumps(), True,
-                                                          diverse=True))
-                pipeline.submit(mutant_id, f"m{iteration}", gelu)
-                pipeline.drain()
+                run_gelu(pipeline, store, iteration)
         finally:
             pipeline.cancel()
             pipeline.close()
