@@ -12,14 +12,12 @@ from memo.campaign.progress import Reporter
 from memo.campaign.stop import StopFlag
 from memo.diskspace import is_disk_full
 from memo.store import CampaignStore
-from memo.triage import TriageService, pending_bugs, pending_localizations, triage_campaign
+from memo.triage import TriageService, seconds_wanted, triage_campaign
 from memo.triage.dedup import update_bugs
 
 PROGRESS_EVERY_S = 0.5
 HISTORY_EVERY_S = 10.0
 STOP_TRIAGE_WAIT_S = 10.0  # on Ctrl-C, how long the background triage may take to finish its unit of work
-FINAL_S_PER_BUG = 30.0  # final pass budget per bug still to reduce (median reduction is well under this)
-FINAL_S_PER_LOCALIZATION = 4.0
 FINAL_TRIAGE_CEILING_S = 1800.0  # for campaigns bounded by iterations only
 
 
@@ -78,8 +76,7 @@ class TriageSchedule:
         """Sized to the bugs still to triage (a short campaign's final pass finishes them), within the
         configured floor and half the campaign's own length."""
         update_bugs(self.store)
-        wanted = FINAL_S_PER_BUG * len(pending_bugs(self.store)) + FINAL_S_PER_LOCALIZATION * len(
-            pending_localizations(self.store))
+        wanted = seconds_wanted(self.store)
         ceiling = max(self.config.triage_budget_s, 0.5 * (self.config.budget.seconds or FINAL_TRIAGE_CEILING_S))
         return min(ceiling, max(self.config.triage_budget_s, wanted))
 

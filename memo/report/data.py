@@ -12,6 +12,7 @@ from typing import Any
 
 from memo import __version__
 from memo.backends.result import stored_result
+from memo.campaign.config import campaign_dir
 from memo.campaign.known import KNOWN_FAILURE_PREFIX
 from memo.coverage import CoverageTracker, denominators
 from memo.diskspace import tree_bytes
@@ -21,7 +22,7 @@ from memo.model.ir import ModelIR
 from memo.oracle import KERAS_FRONT_END
 from memo.report.markdown import issue_markdown
 from memo.store import BugRow, CampaignStore
-from memo.triage import dedup
+from memo.triage import dedup, pending_bugs, pending_localizations, seconds_wanted
 from memo.triage.bugdir import BUGS_DIR, NOT_AGAIN, REPRO_FILE, bug_layers, read_bug_file
 from memo.triage.signature import FailureDetails, failure_details
 
@@ -57,7 +58,21 @@ def collect(store: CampaignStore) -> dict[str, Any]:
             "triage_errors": [{"bug": error.bug_id, "step": error.step, "message": error.message}
                               for error in store.triage.errors()],
             "verdict_counts": store.verdict_counts(), "engines": engine_activity(store),
-            "generation": generation(store)}
+            "generation": generation(store), "triage_left": triage_left(store)}
+
+
+MIN_CONTINUE_BUDGET_S = 120.0
+
+
+def triage_left(store: CampaignStore) -> dict[str, Any]:
+    """What triage has not done yet (bugs to reduce, numeric findings to localize) and the command that
+    finishes it, with the campaign as the user can name it from where they ran memo."""
+    bugs, localizations = len(pending_bugs(store)), len(pending_localizations(store))
+    name = store.get_meta("campaign_name") or store.directory.name
+    named = campaign_dir(name).resolve() == store.directory.resolve()
+    budget = 60 * -(-max(MIN_CONTINUE_BUDGET_S, seconds_wanted(store)) // 60)  # whole minutes, rounded up
+    return {"bugs": bugs, "localizations": localizations,
+            "command": f"python -m memo report {name if named else store.directory} --triage --budget {budget:.0f}"}
 
 
 def unconfirmed(entry: dict[str, Any]) -> bool:

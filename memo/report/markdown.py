@@ -96,7 +96,7 @@ def report_markdown(data: dict[str, Any]) -> str:
     t = data["triage"]
     lines += ["", f"## Bugs ({len(data['bugs'])})", "",
               f"{t['ready']} ready to file, {t['reduced']} reduced, {t['reproduce']} reproduce standalone, "
-              f"{t['merged']} entries merged into others.", "",
+              f"{t['merged']} entries merged into others." + _triage_left(data.get("triage_left")), "",
               "| id | kind | library | stage | layers | first seen | occurrences | reproduces | status |",
               "|---|---|---|---|---|---|---|---|---|"]
     for bug in data["bugs"]:
@@ -112,3 +112,10 @@ def report_markdown(data: dict[str, Any]) -> str:
     lines += ["", "## Unsupported features (not bugs)", "", "| library | feature | occurrences |", "|---|---|---|"]
     lines += [f"| {u['library']} | {u['feature']} | {u['count']} |" for u in data["unsupported"]]
     return "\n".join(lines) + "\n"
+
+
+def _triage_left(left: dict[str, Any] | None) -> str:
+    if not left or not (left["bugs"] or left["localizations"]):
+        return ""
+    return (f" Triage has not finished: {left['bugs']} bugs to reduce and check, {left['localizations']} numeric "
+            f"findings to localize; `{left['command']}` continues.")

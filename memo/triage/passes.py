@@ -35,6 +35,8 @@ PER_BUG_S = 45.0
 HANG_TIMEOUTS = 5  # a hang's reduction may spend this many timeouts (each hanging candidate costs one)
 NOT_REDUCED = "not reduced (no time or no executor)"
 RETRY_STATUSES = ("timeout", NOT_REDUCED)  # a later pass continues these from the folder's model
+S_PER_PENDING_BUG = 30.0  # time to ask for per bug still to reduce (median reduction is well under this)
+S_PER_PENDING_LOCALIZATION = 4.0
 
 
 # ---------------------------------------------------------------------------- what is left to do
@@ -66,6 +68,13 @@ def pending_bugs(store: CampaignStore) -> list[BugRow]:
     todo = [bug for bug in store.triage.load_bugs() if not bug.unlocalized and bug.merged_into is None
             and (not (bug.bug_dir and Path(bug.bug_dir).exists()) or bug.reduction.get("status") in RETRY_STATUSES)]
     return sorted(todo, key=lambda bug: (bug.attempted, -bug.occurrences, bug.first_seen))
+
+
+def seconds_wanted(store: CampaignStore) -> float:
+    """A time budget that finishes the triage still to do: the campaign's final pass asks for it, and the
+    report suggests it to continue."""
+    return (S_PER_PENDING_BUG * len(pending_bugs(store))
+            + S_PER_PENDING_LOCALIZATION * len(pending_localizations(store)))
 
 
 # ---------------------------------------------------------------------------- localization

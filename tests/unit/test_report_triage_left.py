@@ -1,0 +1,38 @@
+"""The report says how much triage is left and gives the one command that continues it."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from memo.report import write_report
+from memo.triage.dedup import update_bugs
+from memo.triage.passes import S_PER_PENDING_BUG
+from tests.unit.triage_store import make_campaign
+
+
+def test_pending_triage_is_counted_and_the_report_gives_the_command_that_continues_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # the campaign is then nameable as campaigns/unit
+    directory = tmp_path / "campaigns" / "unit"
+    with make_campaign(directory) as store:
+        update_bugs(store)
+        crashes = [bug.id for bug in store.triage.load_bugs() if bug.kind == "crash" and not bug.unlocalized]
+    data = json.loads(write_report(directory, tmp_path / "r.json", "json").read_text())
+    left = data["triage_left"]
+    assert left["bugs"] == len(crashes) == 2 and left["localizations"] == 1  # the keras-jax NaN
+    budget = max(120, 60 * -(-(S_PER_PENDING_BUG * 2 + 4) // 60))
+    assert left["command"] == f"python -m memo report unit --triage --budget {budget:.0f}"
+    html = write_report(directory, tmp_path / "r.html").read_text()
+    assert 'id="triage-left"' in html and left["command"] in html
+    assert "Triage has not finished" in write_report(directory, tmp_path / "r.md", "markdown").read_text()
+
+    with make_campaign(tmp_path / "elsewhere" / "c") as store:  # not under ./campaigns: named by its folder
+        update_bugs(store)
+        for bug in store.triage.load_bugs():
+            folder = tmp_path / "bugs" / bug.id
+            folder.mkdir(parents=True)
+            store.triage.update_bug(bug.id, bug_dir=str(folder), reduction={"status": "reduced"})
+    data = json.loads(write_report(tmp_path / "elsewhere" / "c", tmp_path / "c.json", "json").read_text())
+    assert data["triage_left"]["bugs"] == 0 and str(tmp_path / "elsewhere" / "c") in data["triage_left"]["command"]
