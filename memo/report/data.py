@@ -102,7 +102,7 @@ def triage_status(bugs: list[dict[str, Any]], rows: list[BugRow]) -> dict[str, A
     """How far triage got: the figures a reader checks before trusting the bug list."""
     reduced = [b for b in bugs if b["reduced_layers"] is not None and b["original_layers"] is not None
                and b["reduced_layers"] < b["original_layers"]]
-    sizes = sorted(b["reduced_layers"] for b in bugs if b["reduced_layers"] is not None)
+    sizes = sorted(b["reduced_layers"] for b in reduced)  # of the reduced bugs: an unreduced one keeps its size
     return {"bugs": len(bugs), "entries_before_merging": len([r for r in rows if not r.unlocalized]),
             "merged": len([r for r in rows if r.merged_into]), "reduced": len(reduced),
             "reproduce": len([b for b in bugs if b["reproduces"] is True]),

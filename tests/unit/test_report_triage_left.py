@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from memo.report import write_report
+from memo.report.data import triage_status
 from memo.triage.dedup import update_bugs
 from memo.triage.passes import S_PER_PENDING_BUG
 from tests.unit.triage_store import make_campaign
@@ -36,3 +37,12 @@ def test_pending_triage_is_counted_and_the_report_gives_the_command_that_continu
             store.triage.update_bug(bug.id, bug_dir=str(folder), reduction={"status": "reduced"})
     data = json.loads(write_report(tmp_path / "elsewhere" / "c", tmp_path / "c.json", "json").read_text())
     assert data["triage_left"]["bugs"] == 0 and str(tmp_path / "elsewhere" / "c") in data["triage_left"]["command"]
+
+
+def test_the_median_size_is_that_of_the_reduced_bugs_only() -> None:
+    def bug(original: int, reduced: int | None) -> dict:
+        return {"original_layers": original, "reduced_layers": reduced, "reproduces": None, "status": "-"}
+
+    # three reduced (to 1, 2 and 9 layers); two whose reduction had no time yet keep their 28 layers
+    status = triage_status([bug(30, 1), bug(20, 2), bug(25, 9), bug(28, 28), bug(28, 28), bug(12, None)], [])
+    assert status["reduced"] == 3 and status["median_layers"] == 2
