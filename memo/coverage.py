@@ -256,14 +256,9 @@ def model_coverage(ir: ModelIR, shapes: Mapping[str, Shape] | None = None) -> Co
         if spec.arity[0] <= in_deg <= spec.arity[1]:
             ins.add((name, in_deg))
         outs.add((name, min(out_degree.get(layer.name, 0), DEGREE_CAP)))
+        pairs |= _pairs_into(layer, name, by_name, reachable)
         for src in layer.inputs:
             producer = by_name[src]
-            if (producer.class_name, name) in reachable:
-                pairs.add((producer.class_name, name))
-            if is_identity(producer.class_name) and not is_identity(name):
-                realized = _through_identities(producer, by_name).class_name
-                if (realized, name) in reachable:  # A -> Dropout -> B runs as A -> B at inference
-                    pairs.add((realized, name))
             dtype = input_dtype(producer) if producer.class_name == INPUT_CLASS else _policy_dtype(producer)
             if dtype in spec.dtypes:
                 dtypes.add((name, dtype))
@@ -274,6 +269,30 @@ def model_coverage(ir: ModelIR, shapes: Mapping[str, Shape] | None = None) -> Co
                 sizes.add((name, size_label(shape)))
     return Coverage(types=types, pairs=pairs, params=params, input_ranks=ranks, dtypes=dtypes, shapes=sizes,
                     in_degrees=ins, out_degrees=outs)
+
+
+def _pairs_into(layer: Layer, name: str, by_name: Mapping[str, Layer],
+                reachable: frozenset[tuple[str, str]] | set[tuple[str, str]]) -> set[tuple[str, str]]:
+    """The reachable pairs ending at ``layer`` (catalogue name ``name``): one per input edge, and A -> B for
+    A -> Dropout -> B, which runs as A -> B at inference."""
+    pairs: set[tuple[str, str]] = set()
+    for src in layer.inputs:
+        producer = by_name[src]
+        if (producer.class_name, name) in reachable:
+            pairs.add((producer.class_name, name))
+        if is_identity(producer.class_name) and not is_identity(name):
+            realized = _through_identities(producer, by_name).class_name
+            if (realized, name) in reachable:
+                pairs.add((realized, name))
+    return pairs
+
+
+def model_pairs(ir: ModelIR) -> set[tuple[str, str]]:
+    """The ``pairs`` criterion of :func:`model_coverage` alone (cheap enough to measure an edit by)."""
+    by_name = {layer.name: layer for layer in ir.layers}
+    reachable = possible_pairs()
+    return {pair for layer in ir.layers if (spec := CATALOGUE.get(layer.class_name)) is not None
+            for pair in _pairs_into(layer, spec.name, by_name, reachable)}
 
 
 def _through_identities(layer: Layer, by_name: Mapping[str, Layer]) -> Layer:

@@ -67,6 +67,7 @@ class GenerationLoop:
         self.store = store
         self.seed_pool: SeedPool = {}
         self.iteration = 0
+        self.submitted = 0  # mutants submitted for execution (seed runs aside): the feedback lag's clock
         self.elapsed_before = 0.0
         self.started = time.monotonic()
         self.counters = {"generated": 0, "valid": 0, "diverse": 0, "executed": 0, "internal_errors": 0,
@@ -111,6 +112,7 @@ class GenerationLoop:
             raise UsageError(f"campaign {self.store.directory} has no saved state to resume")
         self.iteration, data = saved
         self.iteration += 1
+        self.submitted = int(data.get("submitted", self.iteration))  # states saved before it: iterations
         self.strategy = restore_strategy(data["search"])
         self.tracker = CoverageTracker.from_json(data["coverage"])
         self.seed_pool = {slot: PoolEntry.from_json(entry) for slot, entry in data["pool"].items()}
@@ -124,7 +126,8 @@ class GenerationLoop:
         return {"search": self.strategy.to_json(), "coverage": self.tracker.to_json(),
                 "pool": {slot: entry.to_json() for slot, entry in self.seed_pool.items()},
                 "elapsed": self.elapsed(), "counters": self.counters, "findings": self.findings,
-                "pending_seed_runs": self.pending_seed_runs, "awaiting": self.awaiting.to_json()}
+                "pending_seed_runs": self.pending_seed_runs, "awaiting": self.awaiting.to_json(),
+                "submitted": self.submitted}
 
     # ------------------------------------------------------------------ the clock
     def start_clock(self) -> None:
@@ -145,12 +148,13 @@ class GenerationLoop:
 
     @property
     def lag(self) -> int:
-        """Iterations between a mutant and the use of its outcome (0: no execution feedback)."""
+        """Mutants submitted for execution between a mutant and the use of its outcome (0: no execution
+        feedback)."""
         return int(self.config.feedback_lag or 0) if self.config.execute else 0
 
     def _apply_due(self, outcome: Await | None) -> bool:
-        """Apply every outcome due before this iteration, oldest first; False when the campaign stops first."""
-        for item in self.awaiting.due(self.iteration):
+        """Apply every outcome due by now, oldest first; False when the campaign stops first."""
+        for item in self.awaiting.due(self.submitted):
             found = outcome(item.mutant_id) if outcome is not None else None
             if found is None:
                 return False
@@ -219,10 +223,11 @@ class GenerationLoop:
         self.iteration += 1
         would_execute = mutant is not None and (record.diverse or self.config.execute_all)
         executes = self.config.execute and would_execute
+        self.submitted += executes
         with self.store.transaction():
             mutant_id = self.store.add_mutant(record)
             if would_execute:  # one never executed (not diverse) neither counts nor becomes a parent
-                item = Awaiting(mutant_id=mutant_id, iteration=iteration, due=iteration + self.lag, slot=slot,
+                item = Awaiting(mutant_id=mutant_id, iteration=iteration, due=self.submitted + self.lag, slot=slot,
                                 ident=f"m{iteration}", seed=parent.seed, ir_json=record.ir_json or "",
                                 coverage=coverage, candidate=record.diverse and self._may_be_parent(mutant),
                                 parent_signatures=parent.signatures)
@@ -254,7 +259,7 @@ class GenerationLoop:
         with self.store.transaction():
             mutant_id = self.store.add_mutant(record)
             if self.lag > 0:  # its outcome is applied before the first mutation
-                self.awaiting.add(Awaiting(mutant_id=mutant_id, iteration=record.iteration, due=self.iteration,
+                self.awaiting.add(Awaiting(mutant_id=mutant_id, iteration=record.iteration, due=self.submitted,
                                            slot=name, ident=entry.ident, seed=name, ir_json="", coverage=Coverage(),
                                            candidate=False, seed_run=True))
             self.store.save_state(self.iteration - 1, self._state())

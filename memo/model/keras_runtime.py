@@ -27,6 +27,9 @@ def keras_module() -> Any:
 
     # Symbolic builds of mutants trigger Keras's advice (masks dropped, layers unbuilt...): noise here.
     warnings.filterwarnings("ignore", category=UserWarning, module=r"keras(\.|$)")
+    # Mutants compute on overflowed values on purpose (NaN operator, huge weights): numpy's overflow and
+    # invalid-value warnings in the orchestrator (weight edits, output statistics) would only litter the console.
+    warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"(numpy|keras)(\.|$)")
     _keep_tensorflow_out(keras)
     return keras
 

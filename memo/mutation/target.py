@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Hashable
 
-from memo.coverage import declared
+from memo.coverage import declared, model_pairs
 from memo.coverage_realizable import headline_param
 from memo.errors import InvalidModelError, MutationFailed
 from memo.layers import CATALOGUE
@@ -73,13 +73,6 @@ class Claimed:
     params: set[ParamItem] = field(default_factory=set)
     types: set[str] = field(default_factory=set)
 
-    def placed(self, editor: Editor, site: str, class_name: str) -> None:
-        """Record the pairs a ``class_name`` layer inserted after ``site`` realizes."""
-        producer = producer_class(editor, site)
-        if producer is not None:
-            self.pairs.add((producer, class_name))
-        self.pairs.update((class_name, editor.layer(r).class_name) for r in editor.consumers(site))
-
 
 def _sites_by_class(editor: Editor) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
@@ -121,11 +114,17 @@ def pair_placements(editor: Editor, claimed: Claimed) -> list[tuple[str, str]]:
 
 
 def _insert_claiming(editor: Editor, claimed: Claimed, class_name: str, site: str,
-                     fixed: tuple[str, Hashable] | None = None) -> None:
-    pairs = Claimed()
-    pairs.placed(editor, site, class_name)  # before the edit: the site's readers change
+                     fixed: tuple[str, Hashable] | None = None, *, pair_wanted: bool = False) -> None:
+    """Insert a ``class_name`` layer after ``site`` and claim the pairs the model gained, measured on the model:
+    an adapter the insertion needed (a Reshape before the new layer, or before a reader that rejects its
+    output) stands between the layers a placement meant to pair. ``pair_wanted``: the edit must realize an
+    uncovered pair this mutant has not claimed yet, or it is undone (raises)."""
+    before = model_pairs(editor.ir)
     insert_layer(editor, CATALOGUE[class_name], site, fixed=fixed)
-    claimed.pairs |= pairs.pairs
+    gained = model_pairs(editor.ir) - before
+    if pair_wanted and not (gained & editor.view.uncovered_pairs) - claimed.pairs:
+        raise InvalidModelError(f"{class_name} after {site}: an adapter stands in between, no uncovered pair")
+    claimed.pairs |= gained
     claimed.types.add(class_name)
 
 
@@ -133,7 +132,7 @@ def _realize_pair(editor: Editor, claimed: Claimed) -> bool:
     ranked = pair_placements(editor, claimed)[:PLACEMENTS_TRIED]
     ranked.sort(key=lambda option: not _is_direct(editor, *option))  # stable: gain order kept within each
     for site, consumer in ranked:
-        if editor.attempt(_insert_claiming, editor, claimed, consumer, site):
+        if editor.attempt(_insert_claiming, editor, claimed, consumer, site, pair_wanted=True):
             return True
     return False
 

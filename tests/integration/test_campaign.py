@@ -226,8 +226,12 @@ def test_disk_budget_stops_cleanly_clean_frees_and_resume_continues(tmp_path: Pa
         kept = db.execute("SELECT COUNT(*) FROM executions WHERE artifact_dir IS NOT NULL").fetchone()[0]
         aborts = db.execute("SELECT COUNT(*) FROM verdicts WHERE backend = 'abort-on-poison' AND kind = 'crash'"
                             ).fetchone()[0]
+        silent = db.execute("SELECT COUNT(*) FROM executions WHERE mutant_id NOT IN "
+                            "(SELECT mutant_id FROM verdicts)").fetchone()[0]
     assert unexecuted == 0, "what the stop left unexecuted ran on resume"
-    assert aborts >= 8 and kept <= 2, "one bug: only its first two occurrences keep an artifact"
+    # every model shows the plugin's bug, unless tf2onnx (whose file the plugin reads) failed first
+    assert silent == 0 and aborts > 2
+    assert kept <= 2, "one bug: only its first two occurrences keep an artifact"
     assert _mutants(campaign) == _mutants_of_uninterrupted_run(tmp_path, [*args, "--max-disk", "0"], "8"), \
         "deleting artifacts never changes generation"
 

@@ -46,6 +46,7 @@ class Runs:
         self.decide = decide
         self.submitted: list[int] = []
         self.asked: list[int] = []
+        self.submitted_when_asked: dict[int, int] = {}
 
     def submit(self, mutant_id: int, ident: str, ir: ModelIR) -> None:
         self.submitted.append(mutant_id)
@@ -53,6 +54,7 @@ class Runs:
     def outcome(self, mutant_id: int) -> Outcome | None:
         assert mutant_id in self.submitted, "only a submitted mutant's outcome is awaited"
         self.asked.append(mutant_id)
+        self.submitted_when_asked[mutant_id] = len(self.submitted)
         return self.decide(mutant_id)
 
 
@@ -77,18 +79,21 @@ def test_a_model_the_reference_cannot_run_never_becomes_a_parent_nor_counts(stor
     assert loop.counters["parents"] == 0 and loop.counters["not_parents"] > 0
 
 
-def test_outcomes_apply_exactly_lag_iterations_later_and_parents_follow(store: CampaignStore,
-                                                                       seeds_dir: Path) -> None:
+def test_outcomes_apply_exactly_lag_submissions_later_and_parents_follow(store: CampaignStore,
+                                                                        seeds_dir: Path) -> None:
+    """The lag counts mutants submitted for execution, not iterations: a mutant that adds no coverage is not
+    executed, and at saturation (19 of 20 such) a lag in iterations left about one model in flight."""
     loop = _loop(store, seeds_dir)
     assert loop.lag == feedback_lag(1) == 8
     runs = Runs(lambda mutant_id: Outcome(reference_ran=True))
     _run(loop, runs, 1)  # the seed's own run, awaited before the first mutation
     _run(loop, runs, 4)
     seed_run = runs.submitted[0]
-    assert runs.asked == [seed_run], "mutants 0-3 are not due before iteration 4"
-    _run(loop, runs, 20)
-    mutants = {row["id"]: row["iteration"] for row in store._rows("SELECT id, iteration FROM mutants")}
-    assert all(mutants[m] <= loop.iteration - 1 - loop.lag for m in runs.asked if mutants[m] >= 0)
+    assert runs.asked == [seed_run], "mutants 0-3 are not due before 8 more submissions"
+    _run(loop, runs, 40)
+    assert loop.counters["generated"] > len(runs.submitted) - 1, "some mutants were not executed"
+    later = [runs.submitted_when_asked[m] - 1 - runs.submitted.index(m) for m in runs.asked if m != seed_run]
+    assert later and set(later) == {loop.lag}, "each outcome is applied exactly lag submissions later"
     assert any(not parent.startswith("seed:") for parent in _parents(store)), "executed mutants become parents"
     assert loop.tracker.models > 1
 

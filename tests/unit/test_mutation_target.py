@@ -5,6 +5,7 @@ import random
 
 from memo.coverage import Coverage, CoverageTracker, model_coverage
 from memo.layers import CATALOGUE, possible_pairs
+from memo.errors import MutationFailed
 from memo.mutation import mutate
 from tests.unit.test_mutation import lenet
 
@@ -95,3 +96,20 @@ def test_target_draws_a_rare_type_often_even_when_few_are_rare() -> None:
     hits = sum("Embedding" in {layer.class_name for layer in mutate(lenet(), "Target", random.Random(seed), tracker).ir}
                for seed in range(10))
     assert hits >= 8, hits
+
+
+def test_a_pair_placed_through_an_adapter_is_not_claimed_as_realized() -> None:
+    """LeNet's Dense layers output rank 2, so a Conv2D after one needs a Reshape in between, which makes the
+    pair (Reshape, Conv2D), not (Dense, Conv2D). Target must not return such a mutant as realizing the pair
+    (at saturation those were most of its mutants, none of them adding coverage)."""
+    pair = ("Dense", "Conv2D")
+    tracker = _covering_all_but(pairs={pair})
+    outcomes = []
+    for seed in range(5):
+        try:
+            mutant = mutate(lenet(), "Target", random.Random(seed), tracker)
+        except MutationFailed:
+            outcomes.append("failed")
+            continue
+        outcomes.append("realized" if pair in model_coverage(mutant.ir, mutant.shapes).pairs else "not realized")
+    assert "not realized" not in outcomes, outcomes
