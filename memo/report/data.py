@@ -49,8 +49,7 @@ def collect(store: CampaignStore) -> dict[str, Any]:
     bugs = sorted((entry for entry in entries if not unconfirmed(entry)), key=_filing_order)
     return {"memo_version": __version__, "generated": time.time(), "summary": summary(store),
             "coverage": coverage(store), "bugs": bugs, "unsupported": dedup.unsupported_groups(store),
-            "awaiting_localization": [{"kind": bug.kind, "library": bug.library, "findings": bug.occurrences}
-                                      for bug in rows if bug.unlocalized],
+            "awaiting_localization": awaiting_localization(store, rows),
             "unconfirmed": [{"id": e["id"], "kind": e["kind"], "library": e["library"], "stage": e["stage"],
                              "occurrences": e["occurrences"], "message": e["message"]}
                             for e in entries if unconfirmed(e)],
@@ -73,6 +72,15 @@ def triage_left(store: CampaignStore) -> dict[str, Any]:
     budget = 60 * -(-max(MIN_CONTINUE_BUDGET_S, seconds_wanted(store)) // 60)  # whole minutes, rounded up
     return {"bugs": bugs, "localizations": localizations,
             "command": f"python -m memo report {name if named else store.directory} --triage --budget {budget:.0f}"}
+
+
+def awaiting_localization(store: CampaignStore, rows: list[BugRow]) -> list[dict[str, Any]]:
+    """Numeric findings not yet bugs, per (kind, library): ``findings`` in all, ``unlocalizable`` of them whose
+    localization ran and found no first misbehaving layer (the library gave no outputs on the probe model...)."""
+    tried = store.triage.localizations()
+    return [{"kind": bug.kind, "library": bug.library, "findings": bug.occurrences,
+             "unlocalizable": sum(verdict in tried for verdict in store.triage.bug_verdicts(bug.id))}
+            for bug in rows if bug.unlocalized]
 
 
 def unconfirmed(entry: dict[str, Any]) -> bool:

@@ -78,6 +78,11 @@ class TriageTables:
         return [row[0] for row in self._db.execute("SELECT DISTINCT mutant_id FROM bug_occurrences WHERE bug_id = ?",
                                                    (bug_id,))]
 
+    def bug_verdicts(self, bug_id: str) -> list[int]:
+        """The verdicts (occurrences) of ``bug_id``."""
+        return [row[0] for row in self._db.execute("SELECT verdict_id FROM bug_occurrences WHERE bug_id = ?",
+                                                   (bug_id,))]
+
     def bugs_by_mutant(self) -> dict[int, set[str]]:
         """``{mutant_id: {bug ids that occurred in it}}``."""
         bugs: dict[int, set[str]] = {}

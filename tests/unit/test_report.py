@@ -38,7 +38,7 @@ def test_html_report_is_self_contained_and_escapes_library_text(campaign: Path, 
 def test_json_and_markdown_export_the_same_content(campaign: Path, tmp_path: Path) -> None:
     data = json.loads(write_report(campaign, tmp_path / "r.json", "json").read_text())
     assert {bug["kind"] for bug in data["bugs"]} == {"crash"} and len(data["bugs"]) == 2
-    assert data["awaiting_localization"] == [{"kind": "nan", "library": "keras-jax", "findings": 1}]
+    assert data["awaiting_localization"] == [{"kind": "nan", "library": "keras-jax", "findings": 1, "unlocalizable": 0}]
     assert data["summary"]["generated"] == 6 and data["summary"]["executed"] == 6
     assert data["unsupported"][0]["count"] == 2 and data["verdict_counts"]["crash"] == 4
     top = max(data["bugs"], key=lambda bug: bug["occurrences"])

@@ -9,7 +9,7 @@ import pytest
 from memo.report import write_report
 from memo.report.data import triage_status
 from memo.triage.dedup import update_bugs
-from memo.triage.passes import S_PER_PENDING_BUG
+from memo.triage.passes import S_PER_PENDING_BUG, pending_localizations
 from tests.unit.triage_store import make_campaign
 
 
@@ -46,3 +46,18 @@ def test_the_median_size_is_that_of_the_reduced_bugs_only() -> None:
     # three reduced (to 1, 2 and 9 layers); two whose reduction had no time yet keep their 28 layers
     status = triage_status([bug(30, 1), bug(20, 2), bug(25, 9), bug(28, 28), bug(28, 28), bug(12, None)], [])
     assert status["reduced"] == 3 and status["median_layers"] == 2
+
+
+def test_a_numeric_finding_localization_could_not_place_is_not_said_to_await_it(tmp_path: Path) -> None:
+    directory = tmp_path / "campaigns" / "unit"
+    with make_campaign(directory) as store:
+        update_bugs(store)
+        (verdict,) = pending_localizations(store)  # the keras-jax NaN
+        store.triage.save_localization(verdict, None, None, {"reason": "no outputs from keras-jax on the probe model"})
+        update_bugs(store)
+    data = json.loads(write_report(directory, tmp_path / "r.json", "json").read_text())
+    assert [(a["library"], a["findings"], a["unlocalizable"]) for a in data["awaiting_localization"]] == [
+        ("keras-jax", 1, 1)]
+    assert data["triage_left"]["localizations"] == 0
+    html = write_report(directory, tmp_path / "r.html").read_text()
+    assert "0 numeric findings await localization, 1 could not be localized" in html
