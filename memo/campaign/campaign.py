@@ -39,6 +39,7 @@ class Campaign:
         self.directory = Path(directory)
         self.executor = executor
         self.config = config
+        self.report_error: str | None = None  # why the end-of-campaign report could not be written
         self.reporter = reporter
         fresh = not resume and not self.directory.exists()
         self.store = CampaignStore(self.directory, create=not resume)
@@ -130,6 +131,8 @@ class Campaign:
         summary.update({"name": self.config.name, "stopped_because": stopped_because,
                         "directory": str(self.directory)})
         summary["report"] = self._write_report()
+        if summary["report"] is None and self.report_error:
+            summary["report_error"] = self.report_error
         if self.stop.reason in DISK_STOPS and stopped_because == BUDGET_SPENT:  # the last writes found it full
             summary["stopped_because"] = self.stop.reason
         self.reporter.end(summary)
@@ -182,4 +185,5 @@ class Campaign:
                 self.stop.disk_full()
             message = str(exc) if isinstance(exc, MemoError) else f"{type(exc).__name__}: {exc}"
             self.reporter.finding({"mutant_id": "-", "kind": "report-error", "backend": "memo", "message": message})
+            self.report_error = message.splitlines()[0] if message else type(exc).__name__
             return None

@@ -157,7 +157,9 @@ def summary_line(summary: dict[str, Any]) -> str:
     cov = ", ".join(f"{name} {c}/{t}" for name, (c, t) in summary.get("coverage", {}).items())
     findings = ", ".join(f"{k} {v}" for k, v in sorted(summary.get("findings", {}).items())) or "no findings"
     disk = f"; disk {disk_line(summary['disk'])}" if summary.get("disk") else ""
-    report = f"; report: {summary['report']}" if summary.get("report") else ""
+    report = f"; report: {summary['report']}" if summary.get("report") else (
+        f"; report not written ({summary['report_error']}): `python -m memo report {summary['name']}` writes it"
+        if summary.get("report_error") else "")
     cluster = summary.get("cluster")
     if cluster:
         disk += f"; cluster {cluster_line(cluster)}"
