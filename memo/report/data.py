@@ -22,7 +22,7 @@ from memo.model.ir import ModelIR
 from memo.oracle import KERAS_FRONT_END
 from memo.report.markdown import issue_markdown
 from memo.store import BugRow, CampaignStore
-from memo.triage import dedup, pending_bugs, pending_localizations, seconds_wanted
+from memo.triage import dedup, pending_bugs, pending_localizations, seconds_for
 from memo.triage.bugdir import BUGS_DIR, NOT_AGAIN, REPRO_FILE, bug_layers, read_bug_file
 from memo.triage.signature import FailureDetails, failure_details
 
@@ -69,7 +69,7 @@ def triage_left(store: CampaignStore) -> dict[str, Any]:
     bugs, localizations = len(pending_bugs(store)), len(pending_localizations(store))
     name = store.get_meta("campaign_name") or store.directory.name
     named = campaign_dir(name).resolve() == store.directory.resolve()
-    budget = 60 * -(-max(MIN_CONTINUE_BUDGET_S, seconds_wanted(store)) // 60)  # whole minutes, rounded up
+    budget = 60 * -(-max(MIN_CONTINUE_BUDGET_S, seconds_for(bugs, localizations)) // 60)  # whole minutes, up
     return {"bugs": bugs, "localizations": localizations,
             "command": f"python -m memo report {name if named else store.directory} --triage --budget {budget:.0f}"}
 

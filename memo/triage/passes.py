@@ -70,11 +70,15 @@ def pending_bugs(store: CampaignStore) -> list[BugRow]:
     return sorted(todo, key=lambda bug: (bug.attempted, -bug.occurrences, bug.first_seen))
 
 
+def seconds_for(bugs: int, localizations: int) -> float:
+    """A time budget that finishes ``bugs`` reductions and ``localizations``: the campaign's final pass asks for
+    it, and the report suggests it to continue."""
+    return S_PER_PENDING_BUG * bugs + S_PER_PENDING_LOCALIZATION * localizations
+
+
 def seconds_wanted(store: CampaignStore) -> float:
-    """A time budget that finishes the triage still to do: the campaign's final pass asks for it, and the
-    report suggests it to continue."""
-    return (S_PER_PENDING_BUG * len(pending_bugs(store))
-            + S_PER_PENDING_LOCALIZATION * len(pending_localizations(store)))
+    """:func:`seconds_for` the triage still to do in ``store``."""
+    return seconds_for(len(pending_bugs(store)), len(pending_localizations(store)))
 
 
 # ---------------------------------------------------------------------------- localization
