@@ -2,8 +2,9 @@
 
 One step selects a seed <slot, operator> (search strategy), mutates the slot's model, measures its
 coverage delta (Eq. 1), feeds the delta back to the strategy, replaces the slot's model when the mutant
-is diverse (UpdateSeeds), and stores the mutant together with the whole campaign state in one
-transaction; a diverse mutant (or every valid one with ``--execute-all``) is then handed to execution
+is diverse (UpdateSeeds), and stores the mutant; the whole campaign state is stored with it in the same
+transaction when the mutant goes to execution, and every :data:`STATE_EVERY` iterations otherwise (a resume
+drops the mutants stored after the state and generates them again, identically); a diverse mutant (or every valid one with ``--execute-all``) is then handed to execution
 (:mod:`memo.campaign.pipeline`). Its execution feeds back into the pool a fixed number of iterations later
 (:mod:`memo.campaign.feedback`): a diverse mutant becomes a parent, and its coverage counts, only once the
 reference ran it. The lag is fixed, so the same ``--seed`` and ``--jobs`` give the same mutants however fast
@@ -31,6 +32,10 @@ from memo.store import CampaignStore, MutantRecord
 
 Submit = Callable[[int, str, ModelIR], None]
 """Hands a stored mutant (its id, its ident, its IR) to execution."""
+STATE_EVERY = 25
+"""Iterations between two saves of the campaign state when none of them goes to execution. The state is most
+of a megabyte (coverage, pool, the models in flight); saved with each of the many mutants of a saturated
+campaign that add nothing, its encoding and writing took about 30 of the 49 ms a mutant cost."""
 Await = Callable[[int], "Outcome | None"]
 """The outcome of a submitted mutant's execution (waiting for it); None when the campaign stops first."""
 
@@ -106,11 +111,14 @@ class GenerationLoop:
         return [(seed.name, reduced_seed(seed) if self.config.reduce_seeds else seed.ir) for seed in seeds]
 
     def restore(self) -> None:
-        """A resumed campaign: the state saved with its last stored mutant."""
+        """A resumed campaign: the last saved state; the mutants stored after it (none went to execution) are
+        forgotten, to be generated again from that state."""
         saved = self.store.load_state()
         if saved is None:
             raise UsageError(f"campaign {self.store.directory} has no saved state to resume")
         self.iteration, data = saved
+        with self.store.transaction():
+            self.store.forget_mutants_after(self.iteration)
         self.iteration += 1
         self.submitted = int(data.get("submitted", self.iteration))  # states saved before it: iterations
         self.strategy = restore_strategy(data["search"])
@@ -121,6 +129,11 @@ class GenerationLoop:
         self.findings = dict(data.get("findings", {}))
         self.pending_seed_runs = list(data.get("pending_seed_runs", []))
         self.awaiting = AwaitingQueue.from_json(data.get("awaiting"))
+
+    def checkpoint(self) -> None:
+        """Save the campaign state as of the last generated mutant (a stopping campaign calls it)."""
+        with self.store.transaction():
+            self.store.save_state(self.iteration - 1, self._state())
 
     def _state(self) -> dict[str, Any]:
         return {"search": self.strategy.to_json(), "coverage": self.tracker.to_json(),
@@ -227,15 +240,17 @@ class GenerationLoop:
         with self.store.transaction():
             mutant_id = self.store.add_mutant(record)
             if would_execute:  # one never executed (not diverse) neither counts nor becomes a parent
+                candidate = record.diverse and self._may_be_parent(mutant)
                 item = Awaiting(mutant_id=mutant_id, iteration=iteration, due=self.submitted + self.lag, slot=slot,
-                                ident=f"m{iteration}", seed=parent.seed, ir_json=record.ir_json or "",
-                                coverage=coverage, candidate=record.diverse and self._may_be_parent(mutant),
-                                parent_signatures=parent.signatures)
+                                ident=f"m{iteration}", seed=parent.seed,
+                                ir_json=(record.ir_json or "") if candidate else "",  # only a parent needs it
+                                coverage=coverage, candidate=candidate, parent_signatures=parent.signatures)
                 if executes and self.lag > 0:
                     self.awaiting.add(item)
                 else:  # no execution feedback: it counts, and may become a parent, at once
                     self._apply(item, Outcome(reference_ran=True))
-            self.store.save_state(iteration, self._state())
+            if would_execute or iteration % STATE_EVERY == 0:
+                self.store.save_state(iteration, self._state())
         if executes:
             submit(mutant_id, f"m{iteration}", mutant.ir)
 

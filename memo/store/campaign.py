@@ -87,6 +87,12 @@ class CampaignStore:
         self._db.execute("INSERT OR REPLACE INTO state(id, iteration, data) VALUES (1, ?, ?)",
                          (iteration, json.dumps(data)))
 
+    def forget_mutants_after(self, iteration: int) -> int:
+        """Delete the mutants generated after ``iteration`` that never went to execution (those a resume from
+        the state saved at ``iteration`` generates again); how many."""
+        return self._db.execute("DELETE FROM mutants WHERE iteration > ? AND id NOT IN (SELECT mutant_id FROM"
+                                " executions)", (iteration,)).rowcount
+
     def load_state(self) -> tuple[int, dict[str, Any]] | None:
         row = self._db.execute("SELECT iteration, data FROM state WHERE id = 1").fetchone()
         return (row[0], json.loads(row[1])) if row else None

@@ -160,3 +160,38 @@ def test_awaiting_round_trips_and_claims() -> None:
     assert item.becomes_parent(Outcome(True, frozenset({"x"}), frozenset({"x"})))
     assert not item.becomes_parent(Outcome(True, frozenset({"y"}), frozenset({"y"})))
     assert not item.becomes_parent(Outcome(False))
+
+
+def _stored(store: CampaignStore) -> list[dict]:
+    return store._rows("SELECT id, iteration, slot, operator, parent, ir, diverse FROM mutants ORDER BY id")
+
+
+def test_a_resume_generates_again_exactly_the_mutants_stored_after_the_saved_state(tmp_path: Path,
+                                                                                  seeds_dir: Path) -> None:
+    """The state is saved with each mutant sent to execution and every STATE_EVERY iterations otherwise; a
+    campaign killed in between resumes from the saved state and regenerates the same mutants."""
+    decide = lambda mutant_id: Outcome(reference_ran=mutant_id % 3 != 0)  # noqa: E731
+    with CampaignStore(tmp_path / "killed", create=True) as killed_store:
+        killed, before_kill = _loop(killed_store, seeds_dir), Runs(decide)
+        steps = 40
+        _run(killed, before_kill, steps)
+        while killed_store.load_state()[0] == killed.iteration - 1:  # stop where the last mutants went unsaved
+            _run(killed, before_kill, 1)
+            steps += 1
+        saved_at = killed_store.load_state()[0]  # then a kill -9: no checkpoint
+        stored_at_kill = _stored(killed_store)
+        unsaved = [row for row in stored_at_kill if row["iteration"] > saved_at]
+        assert unsaved and not any(row["diverse"] for row in unsaved), "the tail after the state went nowhere"
+        assert len(killed_store.load_state()[1]["awaiting"]) > 0
+    with CampaignStore(tmp_path / "whole", create=True) as whole_store:
+        _run(_loop(whole_store, seeds_dir), Runs(decide), steps + 15)
+        expected = _stored(whole_store)
+    with CampaignStore(tmp_path / "killed") as reopened:
+        resumed = GenerationLoop(killed.config, reopened)
+        resumed.restore()
+        assert resumed.iteration == saved_at + 1
+        assert len(_stored(reopened)) == len(stored_at_kill) - len(unsaved)
+        runs = Runs(decide)
+        runs.submitted = [row["id"] for row in _stored(reopened)]  # submitted before the kill
+        _run(resumed, runs, 15 + len(unsaved))
+        assert _stored(reopened) == expected
