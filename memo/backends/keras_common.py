@@ -120,7 +120,9 @@ UNSUPPORTED: dict[str, tuple[UnsupportedPhrase, ...]] = {
                                      example="The Conv2D op currently only supports the NHWC tensor format on "
                                              "the CPU. The op was given the format: NCHW"),),
     "jax": (),
-    "torch": (),
+    "torch": (UnsupportedPhrase(r"is not supported by the PyTorch backend", exc_types=("ValueError",),
+                                example="Resizing with Lanczos interpolation is not supported by the PyTorch "
+                                        "backend. Received: interpolation=lanczos3."),),
 }
 
 

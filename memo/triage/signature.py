@@ -15,7 +15,7 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from memo.backends import CONVERTERS, REFERENCE, load_spec
 from memo.backends.result import TRACE_STAGE, ExecutionResult, StageResult
@@ -33,7 +33,22 @@ _MODULE_OF_DISTRIBUTION = {"tensorflow-cpu": "tensorflow", "tensorflow": "tensor
 _NOT_THE_LIBRARY = frozenset({"numpy"})
 
 # Masks applied in order: each (pattern, replacement).
-_MASKS: tuple[tuple[re.Pattern[str], str], ...] = (
+def _sorted_set(match: re.Match[str]) -> str:
+    return "{" + ", ".join(sorted(match.group(1).split(", "))) + "}"
+
+
+_MASKS: tuple[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]], ...] = (
+    # a printed Python set of strings: its order changes with the interpreter's hash seed
+    (re.compile(r"\{('[^'{}]*'(?:, '[^'{}]*')+)\}"), _sorted_set),
+    # terminal colours (Keras wraps a layer's error in bold)
+    (re.compile(r"\x1b\[[0-9;]*m"), ""),
+    # Keras's list of the failing call's arguments (input shapes, dtypes, flags), cut off at different points
+    # when the message is long: the error is what comes before it
+    (re.compile(r"\s*Arguments received by [\w.]+\(\):.*$"), ""),
+    # a torch tensor printed into the message ("Tensor: (1,.,.) = 0.74 -0.45 ... [ torch.FloatTensor{1,2,2} ]"):
+    # its values, shape and layout vary between occurrences of one bug (torch.jit's "Cannot insert a Tensor that
+    # requires grad as a constant" split into nine bugs in a 45-minute campaign)
+    (re.compile(r"\bTensor:\s.*?(?:\[ torch\.\w+\{[\d,]*\} \]|$)"), "Tensor: VALUES"),
     (re.compile(r"0x[0-9a-fA-F]+"), "0xADDR"),
     (re.compile(r"\[\d{1,2}:\d{2}:\d{2}(?:\.\d+)?\]"), "[TIME]"),
     (re.compile(r"(?<![\w/])(?:[A-Za-z]:|\.{1,2})?(?:/[\w.+@-]+){2,}/?"), "PATH"),
@@ -65,6 +80,9 @@ _MASKS: tuple[tuple[re.Pattern[str], str], ...] = (
                 r"_*[A-Za-z][A-Za-z_]*?[a-z_]\d+(?![\w.])"), "NAME"),
     (re.compile(r"(?<![\w.])[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?(?![\w.])"), "N"),
     (re.compile(r"\bnan\b|\binf\b", re.IGNORECASE), "N"),
+    # the inputs MXNet lists when binding fails ("Arguments: input_layer: (1, 3) indices: (1,)"): named after
+    # each model's input layers
+    (re.compile(r"(simple_bind error\. Arguments:)(?:\s+\S+: SHAPE)+"), r"\1 INPUTS"),
     # a printed array or tensor (torch's "Tensor: (1,1,.,.) = Columns 1 to 9 -0.24 0.22 ..."): its values, and so
     # how the printer lays them out, vary between runs of one bug; the message up to the dump names it
     (re.compile(r"(?:\bN[\s,;|]+){4,}.*$"), "VALUES..."),

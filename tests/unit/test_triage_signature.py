@@ -165,3 +165,26 @@ def test_the_symptom_line_names_the_cause_not_a_printed_tensor() -> None:
     mxnet = symptom({"kind": "crash", "library": "mxnet", "stage": "load", "exception": "MXNetError",
                      "message": "Traceback:\nCheck failed: shape 1 2 3 4 vs 2"})
     assert mxnet.endswith("Check failed: shape 1 2 3 4 vs 2"), "a message line with numbers is not data"
+
+
+def test_one_bug_in_the_forms_a_campaign_printed_it_is_one_signature() -> None:
+    """Seen in one 45-minute campaign: torch.jit's complaint printed with the tensor laid out three ways, Keras's
+    argument list cut off or not, a Python set in either order, MXNet naming each model's inputs."""
+    head = ("Exception encountered when calling Dense.call().\n\n\x1b[1mCannot insert a Tensor that requires grad as a "
+            "constant. Consider making it a parameter or input, or detaching the gradient\nTensor:\n")
+    forms = [head + "-0.7719\n 0.7127\n-0.0581\n 0.1809\n[ torch.FloatTensor{4,1} ]\x1b[0m\n\nArguments received by "
+                    "Dense.call():\n  • inputs=torch.Tensor(shape=torch.Size([1, 12, 4]), dtype=float32)\n  • training=False",
+             head + "-1.2205\n[ torch.FloatTensor{1,1} ]\x1b[0m\n\nArguments received by Dense.call():\n  • inputs=torch",
+             head + "Columns 1 to 10-0.3385  0.3125 -0.0255  0.0793 -0.1957  0.1307  0.1255 -0.2216  0.2857  0.0801\n",
+             head + "(1,.,.) = \n 0.7477 -0.4548\n  0.8708  0.4787\n[ torch.FloatTensor{1,2,2} ]\x1b[0m"]
+    masked = {normalize_message(form) for form in forms}
+    assert masked == {"Exception encountered when calling Dense.call(). Cannot insert a Tensor that requires grad as a "
+                      "constant. Consider making it a parameter or input, or detaching the gradient Tensor: VALUES"}
+    rfft = "Failed to convert node 'x' (op RFFT): only allows ComplexAbs as consumer not {}"
+    assert (normalize_message(rfft.format("{'Imag', 'Real'}")) == normalize_message(rfft.format("{'Real', 'Imag'}"))
+            != normalize_message(rfft.format("{'Real', 'Mul'}")))
+    bind = ("simple_bind error. Arguments:\n{}\nMXNetError: Error in operator node_3: Current implementation expects "
+            "padding on the first two axes to be zero.")
+    assert (normalize_message(bind.format("input_layer: (1, 28, 28, 1)"))
+            == normalize_message(bind.format("input: (1, 3)\nindices: (1, 5)")))
+    assert "padding on the first two axes" in normalize_message(bind.format("input: (1, 3)"))
