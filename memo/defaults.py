@@ -19,6 +19,10 @@ DEFAULT_MAX_PARENT_LAYERS = 20
 # is executed but not kept as a parent (0: no bound); see docs/architecture.md, "Throughput".
 DEFAULT_MAX_PARENT_COST = 200_000_000
 
+# A diverse mutant with more recurrent layers than this (memo.mutation.analysis.recurrent_layers), and than its
+# parent, is executed but not kept as a parent (0: no bound); see docs/architecture.md, "Throughput".
+DEFAULT_MAX_PARENT_RECURRENT = 2
+
 # Share of the mutations that the directed operator (Target) makes: MH (Eq. 1-4) still chooses the seed
 # <model, operator>, and with this probability the model it chose is mutated by Target instead of the
 # operator it chose (``memo fuzz --directed``); see docs/mutation.md, "Directed share".

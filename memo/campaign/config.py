@@ -9,7 +9,8 @@ from typing import Any
 
 import psutil
 
-from memo.defaults import DEFAULT_DIRECTED_SHARE, DEFAULT_MAX_PARENT_COST, DEFAULT_MAX_PARENT_LAYERS, DEFAULT_TIMEOUT_S
+from memo.defaults import (DEFAULT_DIRECTED_SHARE, DEFAULT_MAX_PARENT_COST, DEFAULT_MAX_PARENT_LAYERS,
+                           DEFAULT_MAX_PARENT_RECURRENT, DEFAULT_TIMEOUT_S)
 from memo.errors import UsageError
 
 # Pipelines sharing one set of warm workers: while one model converts, others run on the Keras backends.
@@ -71,6 +72,7 @@ class CampaignConfig:
     reduce_seeds: bool = True
     max_parent_layers: int = DEFAULT_MAX_PARENT_LAYERS  # a larger diverse mutant is not kept as a parent (0: no bound)
     max_parent_cost: int = DEFAULT_MAX_PARENT_COST  # above these estimated multiply-adds, not a parent (0: no bound)
+    max_parent_recurrent: int = DEFAULT_MAX_PARENT_RECURRENT  # with more recurrent layers, not a parent (0: no bound)
     triage_budget_s: float = 120.0
     max_disk_bytes: int = DEFAULT_MAX_DISK      # bytes of kept artifacts under mutants/NAME (0: no budget)
     keep_per_signature: int = KEEP_PER_SIGNATURE  # full artifacts kept per bug signature
@@ -87,6 +89,7 @@ class CampaignConfig:
         # stored before the bound existed: such a campaign ran unbounded, and resumes the same way
         data.setdefault("max_parent_layers", 0)
         data.setdefault("max_parent_cost", 0)
+        data.setdefault("max_parent_recurrent", 0)
         data.setdefault("feedback_lag", 0)  # stored before execution fed generation: resumes without it
         data.setdefault("directed_share", 0.0)  # stored before the directed share: MH's operator every time
         return cls(**data)

@@ -25,6 +25,7 @@ from memo.coverage import CRITERIA, Coverage, CoverageTracker, model_coverage
 from memo.errors import InvalidModelError, UsageError
 from memo.model.ir import ModelIR
 from memo.mutation import DIRECTED_OPERATOR, EXTRA_OPERATORS, MEMO_OPERATORS, OPERATORS, Mutant, MutationFailed, mutate
+from memo.mutation.analysis import recurrent_layers
 from memo.mutation.nan import has_injection
 from memo.search import SearchStrategy, make_strategy, restore_strategy
 from memo.seeds import discover_seeds, reduced_seed
@@ -240,7 +241,7 @@ class GenerationLoop:
         with self.store.transaction():
             mutant_id = self.store.add_mutant(record)
             if would_execute:  # one never executed (not diverse) neither counts nor becomes a parent
-                candidate = record.diverse and self._may_be_parent(mutant)
+                candidate = record.diverse and self._may_be_parent(mutant, parent.ir)
                 item = Awaiting(mutant_id=mutant_id, iteration=iteration, due=self.submitted + self.lag, slot=slot,
                                 ident=f"m{iteration}", seed=parent.seed,
                                 ir_json=(record.ir_json or "") if candidate else "",  # only a parent needs it
@@ -254,14 +255,18 @@ class GenerationLoop:
         if executes:
             submit(mutant_id, f"m{iteration}", mutant.ir)
 
-    def _may_be_parent(self, mutant: Mutant) -> bool:
+    def _may_be_parent(self, mutant: Mutant, parent: ModelIR) -> bool:
         """UpdateSeeds (Algorithm 2, lines 8-11) with a size bound and a compute bound: lineages would otherwise
         grow without end (median 18 to 61 layers within 30 minutes), and every backend's cost grows with them;
         within 32 layers, tensors still grow (a flattened feature map fed to attention, channels doubled by
-        concatenation) until one model costs a library tens of seconds. A model that injects NaN/Inf on purpose
+        concatenation) until one model costs a library tens of seconds; and lineages gathered recurrent layers,
+        which the libraries unroll (one model in nine had four or more after 45 minutes): a mutant with more
+        than the bound is a parent only if its parent had as many (a seed's lineage still evolves). A model that injects NaN/Inf on purpose
         is not a parent: its descendants would compute on the overflowed values."""
-        layers, cost = self.config.max_parent_layers, self.config.max_parent_cost
+        layers, cost, recurrent = (self.config.max_parent_layers, self.config.max_parent_cost,
+                                   self.config.max_parent_recurrent)
         return ((layers <= 0 or len(mutant.ir.layers) <= layers) and (cost <= 0 or mutant.cost <= cost)
+                and (recurrent <= 0 or recurrent_layers(mutant.ir) <= max(recurrent, recurrent_layers(parent)))
                 and not has_injection(mutant.ir))
 
     def _run_seed(self, name: str, submit: Submit) -> None:

@@ -8,7 +8,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memo.defaults import DEFAULT_DIRECTED_SHARE, DEFAULT_MAX_PARENT_COST, DEFAULT_MAX_PARENT_LAYERS, DEFAULT_TIMEOUT_S
+from memo.defaults import (DEFAULT_DIRECTED_SHARE, DEFAULT_MAX_PARENT_COST, DEFAULT_MAX_PARENT_LAYERS,
+                           DEFAULT_MAX_PARENT_RECURRENT, DEFAULT_TIMEOUT_S)
 from memo.diskspace import format_size, is_disk_full, parse_size, tree_bytes
 from memo.errors import UsageError
 
@@ -48,6 +49,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--max-parent-cost", type=float, default=DEFAULT_MAX_PARENT_COST, metavar="MACS",
                    help="likewise for a mutant whose estimated multiply-adds per sample exceed MACS "
                         f"(default {DEFAULT_MAX_PARENT_COST:.0e}; 0: no bound)")
+    p.add_argument("--max-parent-recurrent", type=int, default=DEFAULT_MAX_PARENT_RECURRENT, metavar="N",
+                   help="likewise for a mutant with more than N recurrent layers (a Bidirectional counting two) "
+                        f"and more than its parent (default {DEFAULT_MAX_PARENT_RECURRENT}; 0: no bound)")
     p.add_argument("--directed", type=float, default=DEFAULT_DIRECTED_SHARE, metavar="SHARE",
                    help="share of the mutations made by the directed operator Target on the model the search "
                         f"chose (default {DEFAULT_DIRECTED_SHARE:g}; 0: only the operator the search chose)")
@@ -178,7 +182,8 @@ def run(args: argparse.Namespace) -> int:
             search=args.search, operators=[o.strip() for o in args.ops.split(",")] if args.ops else None,
             execute_all=args.execute_all, execute=not args.no_execute, jobs=args.jobs or default_jobs(), timeout_s=args.timeout, safe_mode=not args.unsafe,
             reduce_seeds=not args.no_reduce, max_parent_layers=args.max_parent_layers,
-            max_parent_cost=int(args.max_parent_cost), directed_share=args.directed,
+            max_parent_cost=int(args.max_parent_cost),
+            max_parent_recurrent=args.max_parent_recurrent, directed_share=args.directed,
             triage_budget_s=_triage_budget(_budget_seconds(args)),
             max_disk_bytes=DEFAULT_MAX_DISK if max_disk is None else max_disk)
         directory = Path(args.out) if args.out else campaign_dir(name)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import shutil
+from types import SimpleNamespace
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -12,6 +13,8 @@ from memo.campaign.feedback import Awaiting, AwaitingQueue, Outcome, feedback_la
 from memo.campaign.loop import GenerationLoop
 from memo.coverage import Coverage, model_coverage
 from memo.model.ir import ModelIR
+from memo.mutation.analysis import recurrent_layers
+from memo.seeds import discover_seeds
 from memo.store import CampaignStore
 
 REPO = Path(__file__).resolve().parents[2]
@@ -138,6 +141,27 @@ def test_a_mutant_above_the_compute_bound_never_becomes_a_parent(store: Campaign
         loop.advance(lambda *args: None)
     assert loop.counters["diverse"] > 0
     assert _parents(store) == {"seed:lenet5"}
+
+
+def test_a_mutant_gathering_recurrent_layers_past_the_bound_never_becomes_a_parent(store: CampaignStore,
+                                                                                   seeds_dir: Path) -> None:
+    """Libraries unroll recurrent layers: a lineage must not gather them, but a seed that has many still evolves."""
+    stock = next(seed for seed in discover_seeds(REPO / "seeds") if seed.name == "lstm_stock_price").ir
+    loop = _loop(store, seeds_dir)
+    lenet = loop.seed_pool["lenet5"].ir
+    assert recurrent_layers(stock) == 3 and recurrent_layers(lenet) == 0
+    loop.config.max_parent_recurrent = 2
+
+    def may_be_parent(model: ModelIR, parent: ModelIR) -> bool:
+        return loop._may_be_parent(SimpleNamespace(ir=model, cost=1), parent)  # type: ignore[arg-type]
+
+    assert not may_be_parent(stock, lenet), "three recurrent layers where the parent had none"
+    assert may_be_parent(stock, stock), "as many as its parent: the seed's own lineage"
+    assert may_be_parent(lenet, stock)
+    loop.config.max_parent_recurrent = 3
+    assert may_be_parent(stock, lenet)
+    loop.config.max_parent_recurrent = 0  # no bound
+    assert may_be_parent(stock, lenet)
 
 
 def test_without_execution_the_pool_updates_at_once(store: CampaignStore, seeds_dir: Path) -> None:
