@@ -37,7 +37,11 @@ output is, and the verdict names the output. For one output Y against the refere
   stays absolute (outputs near 0 are compared to the precision of values around 1).
 * precision: ``p = 8 * eps`` of the output's dtype (the lower of Y's and O's); float16 and bfloat16 outputs
   thus get ``rtol = max(rtol, p)`` and ``atol = max(atol, p)`` looser than float32's defaults.
-* element-wise: every element finite in both must satisfy ``|Y - O| <= atol * s + rtol * |O|``;
+* element-wise: every element finite in both must satisfy ``|Y - O| <= atol * s + rtol * |O|``; except that
+  elements past it by at most ``spike`` times ``atol * s`` while ``mean |Y - O|`` stays within ``max(mad_floor,
+  p) * s`` are float noise: one element of 627,200 at 1.3 times the tolerance after twenty layers of separable
+  convolutions, with a mean deviation of 7e-7, made keras-jax, keras-torch, onnx2pytorch and onnx2torch each
+  "disagree" with TensorFlow (12 of the 65 inconsistency verdicts of a 70-minute campaign);
 * D_MAD (MEMO Eq. 5-6, after CRADLE): ``delta(Y, O) = mean |Y_i - O_i|`` and
   ``D_MAD(O, Y, Y') = |delta(Y,O) - delta(Y',O)| / (delta(Y,O) + delta(Y',O))`` (0 when both deltas are
   0), Y' being the other backend closest to the reference on that output. D_MAD is reported with an
@@ -92,6 +96,8 @@ class Thresholds:
     ``s = max(1, mean |O|)`` the output's scale (see the module docstring).
     dmad: D_MAD (0..1) above which a backend's mean deviation is out of line with its closest peer's.
     mad_floor: a mean absolute deviation at or below ``mad_floor * s`` is float noise, whatever D_MAD says.
+    spike: with the mean deviation at or below that floor, elements outside the tolerance by less than ``spike``
+    times ``atol * s`` are float noise too.
     eps_factor: tolerances are at least ``eps_factor * eps`` of the output's dtype (matters for float16 and
     bfloat16 only).
     """
@@ -101,6 +107,7 @@ class Thresholds:
     dmad: float = 0.9
     mad_floor: float = 1e-4
     eps_factor: float = 8.0
+    spike: float = 10.0
 
     def to_json(self) -> dict[str, float]:
         return asdict(self)
@@ -222,16 +229,20 @@ def tolerances(y: np.ndarray, o: np.ndarray, thresholds: Thresholds) -> tuple[fl
 def mismatch(y: np.ndarray, o: np.ndarray, thresholds: Thresholds) -> tuple[int, float, float]:
     """``(elements outside tolerance, max |Y - O|, atol * s)`` over the positions finite in both.
 
-    An element passes when ``|Y - O| <= atol * s + rtol * |O|`` (see :func:`tolerances`). Shapes must match.
+    An element passes when ``|Y - O| <= atol * s + rtol * |O|`` (see :func:`tolerances`); none counts when all
+    are within ``spike * atol * s`` and the mean deviation is within the floor (float noise). Shapes must match.
     """
     y64, o64 = _as_float64(y), _as_float64(o)
-    atol, rtol, _ = tolerances(y, o, thresholds)
+    atol, rtol, floor = tolerances(y, o, thresholds)
     finite = np.isfinite(y64) & np.isfinite(o64)
     diff = np.abs(y64[finite] - o64[finite])
     if diff.size == 0:
         return 0, 0.0, atol
-    bad = diff > atol + rtol * np.abs(o64[finite])
-    return int(np.count_nonzero(bad)), float(diff.max()), atol
+    bad = int(np.count_nonzero(diff > atol + rtol * np.abs(o64[finite])))
+    largest = float(diff.max())
+    if bad and largest <= thresholds.spike * atol and float(diff.mean()) <= floor:
+        bad = 0
+    return bad, largest, atol
 
 
 def outputs_agree(y: np.ndarray, o: np.ndarray, thresholds: Thresholds) -> bool:

@@ -219,6 +219,25 @@ def test_mismatch_counts_elements_outside_the_scaled_tolerance() -> None:
     assert not outputs_agree(y, o, Thresholds()) and outputs_agree(o, o, Thresholds())
 
 
+def test_a_few_elements_just_past_the_tolerance_with_a_noise_level_mean_are_float_noise() -> None:
+    """Seen in a campaign: 1 of 627,200 elements at 1.3 times the tolerance, mean deviation 7e-7."""
+    o = np.random.default_rng(3).uniform(0, 2, 627_200).astype(np.float32)
+    y = o + np.float32(5e-7)
+    o[1234] = np.float32(0.3)
+    y[1234] = np.float32(0.3 + 1.6e-3)  # past atol 1e-3 + rtol 1e-3 * 0.3, by a fifth
+    assert mismatch(y, o, Thresholds())[0] == 0 and outputs_agree(y, o, Thresholds())
+    assert mismatch(y, o, Thresholds(spike=1.0))[0] == 1, "without the spike allowance it is one element"
+    far = y.copy()
+    far[99] = o[99] + np.float32(0.5)  # far past the tolerance: a real difference, and the other one counts again
+    assert mismatch(far, o, Thresholds())[0] == 2
+    wide = o + np.float32(2e-4)  # the mean deviation above the floor: the element past the tolerance counts
+    wide[1234] = np.float32(0.3 + 1.6e-3)
+    assert mismatch(wide, o, Thresholds())[0] == 1
+    outputs = same_outputs(o)
+    outputs["keras-jax"]["out"] = y
+    assert judge(make_result(), outputs=outputs) == []
+
+
 def test_special_values_turn_numeric_findings_into_special() -> None:
     outputs = same_outputs(BASE)
     outputs["onnxruntime"]["out"][1, 2] = np.nan
