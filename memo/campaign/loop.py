@@ -209,15 +209,14 @@ class GenerationLoop:
         began = time.perf_counter()
         record = MutantRecord(iteration=iteration, slot=slot, operator=operator, parent=parent.ident,
                               seed=parent.seed, lineage={}, ir_json=None, valid=False)
-        mutant = None
         view = self.coverage_view()
-        try:
-            mutant = mutate(parent.ir, operator, rng, view, parent=parent.ident)
-        except (MutationFailed, InvalidModelError) as exc:
-            record.error = f"{type(exc).__name__}: {exc}"
-        except Exception as exc:  # a defect in an operator must not end a night-long campaign
-            self.counters["internal_errors"] += 1
-            record.error = f"internal {type(exc).__name__}: {exc}\n{traceback.format_exc(limit=6)}"
+        mutant = self._mutate(parent, operator, rng, view, record)
+        if mutant is None and operator == DIRECTED_OPERATOR and self.strategy.chosen not in (None, key):
+            self.strategy.feedback(key, 0)
+            key = self.strategy.fall_back()
+            operator = record.operator = key[1]
+            record.error = None
+            mutant = self._mutate(parent, operator, rng, view, record)
         new_items = 0
         coverage = Coverage()
         if mutant is not None:
@@ -254,6 +253,18 @@ class GenerationLoop:
                 self.store.save_state(iteration, self._state())
         if executes:
             submit(mutant_id, f"m{iteration}", mutant.ir)
+
+    def _mutate(self, parent: PoolEntry, operator: str, rng: random.Random, view: CoverageTracker,
+                record: MutantRecord) -> Mutant | None:
+        """``operator``'s mutant of the parent, or None with the reason in ``record.error``."""
+        try:
+            return mutate(parent.ir, operator, rng, view, parent=parent.ident)
+        except (MutationFailed, InvalidModelError) as exc:
+            record.error = f"{type(exc).__name__}: {exc}"
+        except Exception as exc:  # a defect in an operator must not end a night-long campaign
+            self.counters["internal_errors"] += 1
+            record.error = f"internal {type(exc).__name__}: {exc}\n{traceback.format_exc(limit=6)}"
+        return None
 
     def _may_be_parent(self, mutant: Mutant, parent: ModelIR) -> bool:
         """UpdateSeeds (Algorithm 2, lines 8-11) with a size bound and a compute bound: lineages would otherwise

@@ -66,6 +66,7 @@ class SearchStrategy(ABC):
 
     def __init__(self, state: SearchState) -> None:
         self.state = state
+        self.chosen: SeedKey | None = None  # the strategy's own choice in the last select (before a directed override)
 
     @abstractmethod
     def choose(self, rng: random.Random) -> SeedKey:
@@ -75,10 +76,19 @@ class SearchStrategy(ABC):
         """The next seed, counted as selected. ``directed`` = (operator, share): with probability ``share`` the
         model of the chosen seed is mutated by that operator instead (the key becomes <slot, operator>, so its
         statistics are that operator's), as long as the campaign uses it. The strategy still chooses the model."""
-        key = self.choose(rng)
+        key = self.chosen = self.choose(rng)
         if directed is not None and directed[1] > 0 and directed[0] in self.state.operators:
             if rng.random() < directed[1]:
                 key = (key[0], directed[0])
+        self.state.seeds[key].selected += 1
+        self.state.last = key
+        return key
+
+    def fall_back(self) -> SeedKey:
+        """The directed operator could not mutate the model (nothing uncovered it can realize there: at saturation
+        it failed on every model, half the iterations): the seed the strategy itself chose is used instead,
+        counted as selected too. The caller has fed the directed seed's failure back."""
+        key = self.chosen
         self.state.seeds[key].selected += 1
         self.state.last = key
         return key

@@ -13,6 +13,7 @@ from memo.campaign.feedback import Awaiting, AwaitingQueue, Outcome, feedback_la
 from memo.campaign.loop import GenerationLoop
 from memo.coverage import Coverage, model_coverage
 from memo.model.ir import ModelIR
+from memo.mutation import DIRECTED_OPERATOR, MutationFailed
 from memo.mutation.analysis import recurrent_layers
 from memo.seeds import discover_seeds
 from memo.store import CampaignStore
@@ -162,6 +163,33 @@ def test_a_mutant_gathering_recurrent_layers_past_the_bound_never_becomes_a_pare
     assert may_be_parent(stock, lenet)
     loop.config.max_parent_recurrent = 0  # no bound
     assert may_be_parent(stock, lenet)
+
+
+def test_when_the_directed_operator_cannot_mutate_the_model_the_chosen_operator_does(
+        store: CampaignStore, seeds_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """At saturation Target found nothing to realize in any model: half the iterations stored only its failure."""
+    import memo.campaign.loop as loop_module
+    real_mutate = loop_module.mutate
+
+    def mutate(ir: ModelIR, operator: str, *args: object, **kwargs: object) -> object:
+        if operator == DIRECTED_OPERATOR:
+            raise MutationFailed("Target: no uncovered item could be realized in this model")
+        return real_mutate(ir, operator, *args, **kwargs)
+
+    monkeypatch.setattr(loop_module, "mutate", mutate)
+    loop = _loop(store, seeds_dir, execute=False, ops=["NLA", "LConn", DIRECTED_OPERATOR])
+    loop.config.directed_share = 0.5
+    fell_back: list[tuple[int, tuple[str, str]]] = []
+    original = loop.strategy.fall_back
+    loop.strategy.fall_back = lambda: fell_back.append((loop.iteration, original())) or fell_back[-1][1]  # type: ignore[method-assign]
+    for _ in range(30):
+        loop.advance(lambda *args: None)
+    rows = {row["iteration"]: row for row in store._rows("SELECT iteration, operator, valid, error FROM mutants")}
+    assert len(fell_back) >= 5
+    for iteration, (slot, operator) in fell_back:
+        assert rows[iteration]["operator"] == operator != DIRECTED_OPERATOR and rows[iteration]["valid"]
+    directed = loop.strategy.state.seeds[("lenet5", DIRECTED_OPERATOR)]
+    assert directed.selected >= len(fell_back) and directed.diverse == 0 and directed.reward == 0
 
 
 def test_without_execution_the_pool_updates_at_once(store: CampaignStore, seeds_dir: Path) -> None:
