@@ -75,6 +75,7 @@ class Campaign:
             pipeline.start()
             self._start(pipeline)
             stopped_because = self._fuzz(pipeline)
+            self.loop.stop_clock()
             if not self.stop:
                 pipeline.drain()
                 self.triage.stop(timeout_s=None)
@@ -86,6 +87,7 @@ class Campaign:
                 raise
             stopped_because = STOP_DISK_FULL  # the failed transaction rolled back: the store stays consistent
         finally:
+            self.loop.stop_clock()
             pipeline.cancel()
             self.triage.stop(timeout_s=STOP_TRIAGE_WAIT_S)
             pipeline.close()

@@ -76,6 +76,7 @@ class GenerationLoop:
         self.submitted = 0  # mutants submitted for execution (seed runs aside): the feedback lag's clock
         self.elapsed_before = 0.0
         self.started = time.monotonic()
+        self.stopped: float | None = None  # when fuzzing ended (the clock stops)
         self.counters = {"generated": 0, "valid": 0, "diverse": 0, "executed": 0, "internal_errors": 0,
                          "parents": 0, "not_parents": 0}
         self.findings: dict[str, int] = {}
@@ -146,10 +147,18 @@ class GenerationLoop:
     # ------------------------------------------------------------------ the clock
     def start_clock(self) -> None:
         self.started = time.monotonic()
+        self.stopped = None
+
+    def stop_clock(self) -> None:
+        """Fuzzing is over: what follows (the models in flight, the final triage) is not fuzzing time, which the
+        budget, a resume and the report's duration and rates count (a five-minute campaign read "8 min 28 s")."""
+        if self.stopped is None:
+            self.stopped = time.monotonic()
 
     def elapsed(self) -> float:
         """Fuzzing seconds, the runs before a resume included."""
-        return self.elapsed_before + (time.monotonic() - self.started)
+        now = self.stopped if self.stopped is not None else time.monotonic()
+        return self.elapsed_before + (now - self.started)
 
     # ------------------------------------------------------------------ steps
     def advance(self, submit: Submit, outcome: Await | None = None) -> None:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import shutil
+import time
 from types import SimpleNamespace
 from pathlib import Path
 from typing import Callable, Iterator
@@ -247,3 +248,22 @@ def test_a_resume_generates_again_exactly_the_mutants_stored_after_the_saved_sta
         runs.submitted = [row["id"] for row in _stored(reopened)]  # submitted before the kill
         _run(resumed, runs, 15 + len(unsaved))
         assert _stored(reopened) == expected
+
+
+def test_the_clock_stops_when_fuzzing_does(store: CampaignStore, seeds_dir: Path) -> None:
+    """Draining the models in flight and the final triage are not fuzzing time: a five-minute campaign's report
+    said it lasted 8 min 28 s and halved its rates."""
+    loop = _loop(store, seeds_dir)
+    loop.elapsed_before = 60.0
+    loop.start_clock()
+    time.sleep(0.05)
+    loop.stop_clock()
+    stopped = loop.elapsed()
+    time.sleep(0.1)
+    loop.stop_clock()  # a second stop (the finally after the normal end) moves nothing
+    assert loop.elapsed() == stopped and 60.04 < stopped < 60.5
+    loop.checkpoint()
+    assert store.load_state()[1]["elapsed"] == stopped
+    loop.start_clock()  # a resume's clock runs again
+    time.sleep(0.02)
+    assert loop.elapsed() > 60.0 + 0.01
