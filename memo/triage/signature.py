@@ -57,6 +57,8 @@ _MASKS: tuple[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]], ...]
     (re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"), "UUID"),
     # quoted tensor / node names: anything quoted that holds a slash, a colon-index or a trailing number
     (re.compile(r"(['\"`])[^'\"`\s]*(?:[/:]|_\d+\b|\d+\1)[^'\"`\s]*\1"), r"\1NAME\1"),
+    # OpenVINO's node names, a global counter before the printed shape: Gather_5262772[?,1]:boolean[...]
+    (re.compile(r"\b[A-Za-z]\w*?_\d+(?=\[)"), "NAME"),
     # shapes and index tuples: (2, 3, None), [1,?,4], {2, 3}
     (re.compile(r"[\[({]\s*(?:-?\d+|None|\?|-1)?(?:\s*[,x×]\s*(?:-?\d+|None|\?))+\s*,?\s*[\])}]"), "SHAPE"),
     (re.compile(r"[\[(]\s*(?:-?\d+|None|\?)\s*,?\s*[\])]"), "SHAPE"),

@@ -188,3 +188,13 @@ def test_one_bug_in_the_forms_a_campaign_printed_it_is_one_signature() -> None:
     assert (normalize_message(bind.format("input_layer: (1, 28, 28, 1)"))
             == normalize_message(bind.format("input: (1, 3)\nindices: (1, 5)")))
     assert "padding on the first two axes" in normalize_message(bind.format("input: (1, 3)"))
+
+
+def test_openvino_node_counters_do_not_split_one_bug() -> None:
+    message = ("Exception encountered when calling GRU.call(). Check 'element::Type::merge(result_et, "
+               "get_input_element_type(1), get_input_element_type(2))' failed at src/core/src/op/select.cpp:57: "
+               "While validating node 'opset1::Select Select_{0} (opset8::Gather Gather_{1}[?,1]:boolean[?,1], "
+               "opset1::Add Add_{2}[?,64]:f32[?,64]) -> (dynamic[...])'")
+    first, second = (normalize_message(message.format(*ids)) for ids in ((5262773, 5262772, 5262771),
+                                                                         (6240392, 6240391, 6240390)))
+    assert first == second and "Gather_" not in first and "GRU.call()" in first
