@@ -139,6 +139,7 @@ class Campaign:
 
     def _end(self, stopped_because: str) -> dict[str, Any]:
         self._quietly_on_full_disk(self._history_point)
+        self._quietly_on_full_disk(self.disk.rewalk)  # the last line's disk figure: after what triage freed
         summary = self.snapshot()
         summary.update({"name": self.config.name, "stopped_because": stopped_because,
                         "directory": str(self.directory)})
