@@ -91,18 +91,9 @@ class Campaign:
             pipeline.cancel()
             self.triage.stop(timeout_s=STOP_TRIAGE_WAIT_S)
             pipeline.close()
-            self._checkpoint()
+            self._quietly_on_full_disk(self.loop.checkpoint)  # on a full disk the state saved before stands
             self.stop.restore()
         return self._end(stopped_because)
-
-    def _checkpoint(self) -> None:
-        """Save the state as of the last mutant; on a full disk the one saved before stands (a resume generates
-        the mutants after it again)."""
-        try:
-            self.loop.checkpoint()
-        except (OSError, sqlite3.Error) as exc:
-            if not is_disk_full(exc):
-                raise
 
     def _start(self, pipeline: Pipeline) -> None:
         executor = pipeline.executor

@@ -4,7 +4,8 @@ One step selects a seed <slot, operator> (search strategy), mutates the slot's m
 coverage delta (Eq. 1), feeds the delta back to the strategy, replaces the slot's model when the mutant
 is diverse (UpdateSeeds), and stores the mutant; the whole campaign state is stored with it in the same
 transaction when the mutant goes to execution, and every :data:`STATE_EVERY` iterations otherwise (a resume
-drops the mutants stored after the state and generates them again, identically); a diverse mutant (or every valid one with ``--execute-all``) is then handed to execution
+drops the mutants stored after the state and generates them again, identically); a diverse mutant (or every
+valid one with ``--execute-all``) is then handed to execution
 (:mod:`memo.campaign.pipeline`). Its execution feeds back into the pool a fixed number of iterations later
 (:mod:`memo.campaign.feedback`): a diverse mutant becomes a parent, and its coverage counts, only once the
 reference ran it. The lag is fixed, so the same ``--seed`` and ``--jobs`` give the same mutants however fast
@@ -281,8 +282,8 @@ class GenerationLoop:
         within 32 layers, tensors still grow (a flattened feature map fed to attention, channels doubled by
         concatenation) until one model costs a library tens of seconds; and lineages gathered recurrent layers,
         which the libraries unroll (one model in nine had four or more after 45 minutes): a mutant with more
-        than the bound is a parent only if its parent had as many (a seed's lineage still evolves). A model that injects NaN/Inf on purpose
-        is not a parent: its descendants would compute on the overflowed values."""
+        than the bound is a parent only if its parent had as many (a seed's lineage still evolves). A model
+        that injects NaN/Inf on purpose is not a parent: its descendants would compute on the overflowed values."""
         layers, cost, recurrent = (self.config.max_parent_layers, self.config.max_parent_cost,
                                    self.config.max_parent_recurrent)
         return ((layers <= 0 or len(mutant.ir.layers) <= layers) and (cost <= 0 or mutant.cost <= cost)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Hashable, Sequence
 
 from memo.errors import InvalidModelError, one_line
-from memo.layers import CATALOGUE
+from memo.layers import CATALOGUE, family_members
 from memo.model.build import build_keras_model
 from memo.model.ir import Layer, ModelIR, Shape, input_dtype, input_shape
 from memo.model.keras_runtime import deserialize_layer, keras_module, weights_deferred
@@ -127,7 +127,7 @@ def compute_cost(ir: ModelIR, infos: dict[str, TensorInfo]) -> int:
 # Python loop, which torch.onnx's trace (keras-export) and the libraries that import its ONNX file unroll; Keras
 # on JAX and TensorFlow's graph hold a loop. In a 45-minute campaign a model with one of them cost the libraries
 # 18 s, one with four or more 28 s, one without 6.5 s.
-RECURRENT_CLASSES = frozenset({"LSTM", "GRU", "SimpleRNN", "ConvLSTM1D", "ConvLSTM2D", "ConvLSTM3D"})
+RECURRENT_CLASSES = family_members("recurrent") - {"Bidirectional", "TimeDistributed"}  # without the wrappers
 
 
 def recurrent_layers(ir: ModelIR) -> int:

@@ -57,8 +57,6 @@ _MASKS: tuple[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]], ...]
     (re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"), "UUID"),
     # quoted tensor / node names: anything quoted that holds a slash, a colon-index or a trailing number
     (re.compile(r"(['\"`])[^'\"`\s]*(?:[/:]|_\d+\b|\d+\1)[^'\"`\s]*\1"), r"\1NAME\1"),
-    # OpenVINO's node names, a global counter before the printed shape: Gather_5262772[?,1]:boolean[...]
-    (re.compile(r"\b[A-Za-z]\w*?_\d+(?=\[)"), "NAME"),
     # shapes and index tuples: (2, 3, None), [1,?,4], {2, 3}
     (re.compile(r"[\[({]\s*(?:-?\d+|None|\?|-1)?(?:\s*[,x×]\s*(?:-?\d+|None|\?))+\s*,?\s*[\])}]"), "SHAPE"),
     (re.compile(r"[\[(]\s*(?:-?\d+|None|\?)\s*,?\s*[\])]"), "SHAPE"),
@@ -74,8 +72,8 @@ _MASKS: tuple[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]], ...]
     # TorchScript IR values (%inputs.27, %x.3): numbered per trace
     (re.compile(r"%[A-Za-z_]\w*\.\d+\b"), "%NAME"),
     # auto-generated layer/tensor names (conv2d_13, input_layer_2, Reshape__807): the same bug hits
-    # differently named nodes
-    (re.compile(r"\b[A-Za-z]\w*?_\d+\b"), "NAME"),
+    # differently named nodes; also right before a masked shape (OpenVINO's Gather_5262772[?,1], a global counter)
+    (re.compile(r"\b[A-Za-z]\w*?_\d+(?=\b|SHAPE)"), "NAME"),
     # generated op names without an underscore before the counter (_minimum0, MXNet's _plus12, node3);
     # dtype and opset words keep their numbers (float16 vs float32 is part of a bug)
     (re.compile(r"(?<![\w.])(?!(?:u?int|float|bfloat|complex|opset|conv|pool|relu|log|exp|sqrt)\d+\b)"
