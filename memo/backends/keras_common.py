@@ -18,6 +18,7 @@ import numpy as np
 from memo.backends.openvino_backend import CPU_CONFIG as OPENVINO_CPU_CONFIG
 from memo.backends.spec import BackendSpec, ReproRecipe, UnsupportedPhrase
 from memo.backends.versions import distribution_versions
+from memo.model.keras_runtime import cache_attr_skipsets
 
 UNSAFE_VARIABLE = "MEMO_KERAS_UNSAFE"
 
@@ -151,6 +152,7 @@ def keras_spec(keras_backend: str, libraries: tuple[str, ...]) -> BackendSpec:
 
         if keras.backend.backend() != keras_backend:
             raise RuntimeError(f"Keras started on {keras.backend.backend()!r}, expected {keras_backend!r}")
+        cache_attr_skipsets()
         _warm_up(keras)
         return distribution_versions(distributions)
 

@@ -149,3 +149,30 @@ def test_sequential_config_is_read() -> None:
     ]}
     ir = ModelIR.from_keras_config(config)
     assert [layer.inputs for layer in ir] == [[], ["in"], ["d1"]] and ir.outputs == ["r"]
+
+
+def test_keras_attr_skipset_cache_hits(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """memo's fix of Keras's never-hitting cache (memo.model.keras_runtime.cache_attr_skipsets): the set is
+    Keras's own, computed once per type, and saving and loading a model builds no throw-away Layer for it."""
+    from memo.model.keras_runtime import keras_module
+
+    keras_module()  # applies the fix, as in every memo process that imports Keras
+    from keras.src.layers.layer import Layer
+    from keras.src.saving import saving_lib
+
+    skipset = saving_lib.get_attr_skipset("Layer")
+    assert skipset == {"_self_unconditional_dependency_names", *dir(Layer())}
+    made: list[str] = []
+    original_init = Layer.__init__
+
+    def counting_init(self: Layer, *args: object, **kwargs: object) -> None:
+        made.append(type(self).__name__)
+        original_init(self, *args, **kwargs)
+
+    monkeypatch.setattr(Layer, "__init__", counting_init)
+    assert saving_lib.get_attr_skipset("Layer") is skipset
+    saving_lib.get_attr_skipset("Functional")
+    made.clear()
+    save_keras_artifact(_residual_ir(), tmp_path / "m.keras", seed=0)
+    load_model_file(tmp_path / "m.keras")
+    assert made and "Layer" not in made  # the model's own layer classes only, no bare Layer() per saved object
