@@ -14,14 +14,24 @@ def symptom(bug: dict[str, Any]) -> str:
         return f"{bug['library']} {what}{where}"
     exception = bug.get("exception") or kind
     # the last line of a multi-line message usually states the cause (MXNet, ONNX Runtime, XLA); a printed
-    # tensor after it (torch's "Tensor:" then rows of numbers) is data, not the cause
-    text = _ANSI.sub("", bug.get("error_message") or bug.get("message") or "")
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    # tensor after it (torch's "Tensor:" then rows of numbers) is data, not the cause. Keras prints the cause
+    # of a failing layer call in bold, between "Exception encountered when calling X.call()." and the list of
+    # the call's arguments ("• training=False" is no headline). torch's exporter states the cause first, then
+    # the value it concerns ("[Caused by the value ..." and the graph around it, or "Tensor:" and its rows).
+    raw = bug.get("error_message") or bug.get("message") or ""
+    bold = [part for part in _BOLD.findall(raw) if part.strip()]
+    text = _ANSI.sub("", bold[-1] if bold else raw)
+    context = _TORCH_CONTEXT.search(text)
+    text = text[:context.start()] if context and text[:context.start()].strip() else text
+    lines = [line.strip().lstrip(") ") for line in text.splitlines()
+             if line.strip() and not _is_argument(line.strip())]
     stated = [line for line in lines if not _is_data(line) and not line.endswith(":")] or lines
     return f"{bug['library']} ({bug.get('stage') or '?'}): {exception}: {stated[-1] if stated else ''}".strip()
 
 
-_ANSI = re.compile(r"\x1b\[[0-9;]*m")  # Keras prints the cause in bold
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_BOLD = re.compile(r"\x1b\[1m(.*?)\x1b\[0m", re.DOTALL)
+_TORCH_CONTEXT = re.compile(r"\[Caused by the value |^Tensor:$", re.MULTILINE)
 _NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 
 
@@ -29,3 +39,8 @@ def _is_data(line: str) -> bool:
     """A row of a printed array or tensor: numbers, with fewer letters than the rest of the line."""
     letters = sum(ch.isalpha() for ch in _NUMBER.sub("", line))
     return len(_NUMBER.findall(line)) >= 2 and letters * 2 < len(line.replace(" ", ""))
+
+
+def _is_argument(line: str) -> bool:
+    """A line of Keras's "Arguments received by X.call():" list."""
+    return line.startswith("•") or line.startswith("Arguments received by ")

@@ -167,6 +167,31 @@ def test_the_symptom_line_names_the_cause_not_a_printed_tensor() -> None:
     assert mxnet.endswith("Check failed: shape 1 2 3 4 vs 2"), "a message line with numbers is not data"
 
 
+def test_the_symptom_line_is_the_cause_keras_and_torch_print_among_their_context() -> None:
+    """Headlines a 20-minute campaign's report gave (2026-11-26): "TypeError: • training=False" (a line of Keras's
+    argument list), "RuntimeError: [ torch.FloatTensor{100,1} ]" (the end of a printed tensor) and
+    "SymbolicValueError: )  (type 'List[int]')" (the end of the graph torch's exporter prints after the cause)."""
+    def line(exception: str, message: str, library: str = "keras-export") -> str:
+        return symptom({"kind": "crash", "library": library, "stage": "execute", "exception": exception,
+                        "error_message": message})
+
+    keras = ("Exception encountered when calling RandomGrayscale.call().\n\n\x1b[1m'OpenVINOKerasTensor' object cannot "
+             "be interpreted as an integer\x1b[0m\n\nArguments received by RandomGrayscale.call():\n  • data=array("
+             "shape=(None, 71, 71, 3), dtype=float32)\n  • training=False")
+    assert line("TypeError", keras, "keras-openvino").endswith(
+        "TypeError: 'OpenVINOKerasTensor' object cannot be interpreted as an integer")
+    tensor = ("Exception encountered when calling Dense.call().\n\n\x1b[1mCannot insert a Tensor that requires grad as "
+              "a constant.\nTensor:\n-0.1718\n 0.1586\n[ torch.FloatTensor{100,1} ]\x1b[0m\n\nArguments received by "
+              "Dense.call():\n  • inputs=torch.Tensor(shape=torch.Size([1, 17, 100]), dtype=float32)")
+    assert line("RuntimeError", tensor).endswith("RuntimeError: Cannot insert a Tensor that requires grad as a constant.")
+    exporter = ("Failed to export a node '%119 : Long(device=cpu) = onnx::Gather[axis=0](%116, %118), scope: x\n' (in "
+                "list node %120 : int[] = prim::ListConstruct(%119), scope: y\n) because it is not constant.  [Caused by "
+                "the value '120 defined in (%120 : int[] = prim::ListConstruct(%119), scope: y\n)' (type 'List[int]') in "
+                "the TorchScript graph.]\n\n    Inputs:\n        #0: 119 defined in (%119)\n    )  (type 'Tensor')")
+    assert line("SymbolicValueError", exporter).endswith("SymbolicValueError: because it is not constant.")
+    assert line("KeyError", "''", "mxnet").endswith("KeyError: ''"), "quotes are part of the message"
+
+
 def test_one_bug_in_the_forms_a_campaign_printed_it_is_one_signature() -> None:
     """Seen in one 45-minute campaign: torch.jit's complaint printed with the tensor laid out three ways, Keras's
     argument list cut off or not, a Python set in either order, MXNet naming each model's inputs."""
