@@ -96,11 +96,11 @@ def _keep_tensorflow_out(keras: Any) -> None:
 def cache_attr_skipsets() -> None:
     """Make Keras's cache of the attributes its saving and loading skip work (idempotent; in every Keras worker).
 
-    Keras 3.15's ``saving_lib.get_attr_skipset`` reads its cache under ``saving_attr_skiplist_<type>`` and writes it
-    under ``saving_attr_skipset_<type>``, so it never hits: every layer saved or loaded builds a throw-away
-    ``Layer()`` and lists its attributes, 17 % of a ``.keras`` load on TensorFlow (1.7 of 9.7 s for 20 campaign
-    mutants), paid by each of the six Keras loads of every model. The set depends only on the type, so
-    caching it under the key that is read changes nothing else.
+    Keras 3.15's ``saving_lib.get_attr_skipset`` reads its cache under ``saving_attr_skiplist_<type>`` and
+    writes it under ``saving_attr_skipset_<type>``, so it never hits: every layer saved or loaded builds a
+    throw-away ``Layer()`` and lists its attributes. Loading 20 campaign mutants took 10 % less CPU with the
+    cache on TensorFlow, 31 % less on torch, and every model is loaded six times. The set depends only on the
+    type, so caching it under the key Keras reads changes nothing else.
     """
     from keras.src.backend.common import global_state
     from keras.src.saving import saving_lib
