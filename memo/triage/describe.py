@@ -21,8 +21,9 @@ def symptom(bug: dict[str, Any]) -> str:
     raw = bug.get("error_message") or bug.get("message") or ""
     bold = [part for part in _BOLD.findall(raw) if part.strip()]
     text = _ANSI.sub("", bold[-1] if bold else raw)
-    context = _TORCH_CONTEXT.search(text)
-    text = text[:context.start()] if context and text[:context.start()].strip() else text
+    for context in (TORCH_CAUSED_BY.search(text), _TORCH_TENSOR.search(text)):
+        if context and text[:context.start()].strip():
+            text = text[:context.start()]
     lines = [line.strip().lstrip(") ") for line in text.splitlines()
              if line.strip() and not _is_argument(line.strip())]
     stated = [line for line in lines if not _is_data(line) and not line.endswith(":")] or lines
@@ -31,7 +32,9 @@ def symptom(bug: dict[str, Any]) -> str:
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _BOLD = re.compile(r"\x1b\[1m(.*?)\x1b\[0m", re.DOTALL)
-_TORCH_CONTEXT = re.compile(r"\[Caused by the value |^Tensor:$", re.MULTILINE)
+# torch.onnx's exporter, after its complaint: the traced graph around the value it concerns
+TORCH_CAUSED_BY = re.compile(r"\s*\[Caused by the value .*$", re.DOTALL)
+_TORCH_TENSOR = re.compile(r"^Tensor:$", re.MULTILINE)  # torch.jit, after its complaint: the tensor's rows
 _NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 
 

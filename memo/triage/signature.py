@@ -22,6 +22,7 @@ from memo.backends.result import TRACE_STAGE, ExecutionResult, StageResult
 from memo.kinds import BUG_KINDS, MESSAGE_KINDS, NUMERIC_KINDS, VerdictKind
 from memo.model.ir import ModelIR
 from memo.oracle import KERAS_FRONT_END, TF_FUNCTION_STAGE, Verdict
+from memo.triage.describe import TORCH_CAUSED_BY
 
 UNSUPPORTED_KIND = VerdictKind.UNSUPPORTED.value
 TOP_FRAMES = 3
@@ -258,7 +259,6 @@ _FEATURE_PATTERNS = (
     re.compile(r"\w/([A-Z][A-Za-z0-9]+)\b"),                                           # model/conv_1/Pad
     re.compile(r"\b((?:[A-Z][a-z0-9]+){2,}|[A-Z][a-z]+[A-Z0-9]\w*)\b"),                  # AvgPool, Conv2D
 )
-_CAUSED_BY = re.compile(r"\s*\[Caused by the value .*$", re.DOTALL)
 _NOT_A_FEATURE = re.compile(r"(Error|Exception|Warning|Description)$")
 
 
@@ -268,7 +268,7 @@ def unsupported_feature(verdict: Verdict, message: str | None = None) -> str:
     if metrics.get("feature"):
         return str(metrics["feature"])
     text = message if message is not None else str(verdict.message or "")
-    text = _CAUSED_BY.sub("", text)  # the traced graph quoted after the cause names types, not the feature
+    text = TORCH_CAUSED_BY.sub("", text)  # the traced graph quoted after the cause names types, not the feature
     for pattern in _FEATURE_PATTERNS:
         for found in pattern.finditer(text):
             if not _NOT_A_FEATURE.search(found.group(1)):
