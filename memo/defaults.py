@@ -11,6 +11,18 @@ from __future__ import annotations
 # mutant takes under 3 s; a library past this is recorded as a hang.
 DEFAULT_TIMEOUT_S = 30.0
 
+# The limit counts the library's own work on the model, not memo's or the machine's: a worker's start-up (the
+# library's imports) has its own limit (memo.backends.supervisor.WorkerProcess.startup_timeout_s), and a
+# backend's first model after its worker started gets this many times the limit, for the library's first
+# compilation and lazy imports (a "hang" of 46 s was a first compile on a loaded machine). Later models get
+# the limit itself.
+FIRST_MODEL_GRACE = 2.0
+
+# A hang is filed only when it hangs again: triage re-runs the model on the hanging backend alone (a fresh
+# worker, nothing else in the run) with this many times the limit, and a repro script says "reproduces" only
+# when its run is still going after this many times the limit (memo.triage.checker, memo.triage.repro).
+HANG_CONFIRM_FACTOR = 2.0
+
 # A diverse mutant with more layers is executed but not kept as a parent (0: no bound); see
 # docs/architecture.md, "Throughput".
 DEFAULT_MAX_PARENT_LAYERS = 20

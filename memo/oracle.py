@@ -19,7 +19,7 @@ Pure numpy (no DL library). Verdict kinds (:mod:`memo.kinds`):
 * ``shape``: a different number of outputs, or an output of a different shape, than the reference.
 * ``inconsistency``: finite outputs differ from the reference's (below).
 * ``special``: with ``judge(..., special_values=True)`` (the model injects NaN/Inf on purpose, see
-  :func:`memo.mutation.nan.has_injection`), what would be ``nan``/``inconsistency`` is ``special``:
+  :func:`memo.mutation.nan.has_injection`), or when the reference's own outputs hold NaN/Inf, what would be ``nan``/``inconsistency`` is ``special``:
   libraries legitimately differ on special values. Examples: max pooling, ``maximum``/``minimum`` and
   ReLU over NaN (``max(NaN, x)`` is NaN in numpy/TensorFlow's ``tf.maximum`` but x under IEEE 754-2008
   ``maxNum`` semantics, which XLA CPU and some oneDNN/ONNX Runtime kernels follow; ReLU written as
@@ -586,6 +586,10 @@ def judge(result: ExecutionResult, thresholds: Thresholds = Thresholds(),
     arrays = _as_lists(outputs) if outputs is not None else load_outputs(result)
     if result.reference not in arrays:
         return verdicts
+    if not special_values and any(nonfinite_mask(array).any() for array in arrays[result.reference]):
+        # NaN/Inf the reference makes itself (not only NaN the NaN operator injected): libraries legitimately
+        # differ in how special values propagate, so every numeric difference is judged by that rule
+        special_values = True
     comparisons = compare(arrays, result.reference, thresholds)
     by_kind: dict[str, dict[str, str]] = {}
     outputs_of: dict[tuple[str, str], int | None] = {}

@@ -47,12 +47,17 @@ PRODUCERS: dict[str, str] = {"onnx": "tf2onnx", "onnx-opset11": "tf2onnx-opset11
                              "keras-onnx": "keras-export"}
 
 
+# Oracles: computations memo runs in a worker to judge the libraries, never compared as libraries under test
+# (the float64 truth of a numeric finding, :mod:`memo.triage.truth`).
+ORACLES: dict[str, str] = {"float64-truth": "memo.backends.float64_truth"}
+
+
 def load_spec(name: str) -> AnySpec:
-    """The declaration of a registered backend or converter (KeyError for an unknown name)."""
-    target = BACKENDS.get(name) or CONVERTERS[name]
+    """The declaration of a registered backend, converter or oracle (KeyError for an unknown name)."""
+    target = BACKENDS.get(name) or CONVERTERS.get(name) or ORACLES[name]
     module_name, _, attribute = target.partition(":")
     return getattr(importlib.import_module(module_name), attribute or "SPEC")
 
 
 __all__ = ["ARTIFACT_KINDS", "BACKENDS", "BackendSpec", "CONVERTERS", "ConverterSpec", "DEFAULT_BACKENDS",
-           "PRODUCERS", "REFERENCE", "ReproRecipe", "load_spec"]
+           "ORACLES", "PRODUCERS", "REFERENCE", "ReproRecipe", "load_spec"]

@@ -32,7 +32,7 @@ from memo.backends.plugins import PluginInfo, read_plugin
 from memo.backends.result import BackendResult, ExecutionResult, StageResult
 from memo.backends.supervisor import WorkerCommand, WorkerProcess
 from memo.backends.versions import versions_in
-from memo.defaults import DEFAULT_TIMEOUT_S
+from memo.defaults import DEFAULT_TIMEOUT_S, FIRST_MODEL_GRACE
 from memo.errors import UsageError
 
 
@@ -137,10 +137,12 @@ class DifferentialExecutor:
 
     def __init__(self, backends: Sequence[str] | None = None, plugins: Sequence[Path] = (),
                  timeout_s: float = DEFAULT_TIMEOUT_S, max_models_per_worker: int = 200, max_rss_mb: int = 3000,
-                 *, safe_mode: bool = True, replicas: Mapping[str, int] | None = None) -> None:
+                 *, safe_mode: bool = True, replicas: Mapping[str, int] | None = None,
+                 first_model_grace: float = FIRST_MODEL_GRACE) -> None:
         """``safe_mode=False`` lets the Keras workers deserialize Python code (Lambda layers) from models:
         only for models the user trusts (``memo run --unsafe``). ``replicas``: worker processes per worker
-        group (default one), for a library that would otherwise hold up concurrent ``run`` calls."""
+        group (default one), for a library that would otherwise hold up concurrent ``run`` calls.
+        ``first_model_grace``: a backend's first model after its worker starts gets this many times the limit."""
         names, infos = backend_selection(backends, plugins)
         self.members: dict[str, Member] = {name: registered_member(name) for name in names}
         for info in infos:
@@ -166,7 +168,7 @@ class DifferentialExecutor:
                 WorkerProcess(WorkerCommand(group=group if count == 1 else f"{group}.{i}", args=list(command.args),
                                             python=command.python, env=dict(command.env)),
                               self._log_dir, startup_timeout_s=max(180.0, timeout_s), max_models=max_models_per_worker,
-                              max_rss_mb=max_rss_mb) for i in range(count)]
+                              max_rss_mb=max_rss_mb, first_model_grace=first_model_grace) for i in range(count)]
             self._idle[group] = queue.Queue()
             for worker in self._workers[group]:
                 self._idle[group].put(worker)

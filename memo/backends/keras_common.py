@@ -16,7 +16,8 @@ from typing import Any, Iterator
 import numpy as np
 
 from memo.backends.openvino_backend import CPU_CONFIG as OPENVINO_CPU_CONFIG
-from memo.backends.spec import BackendSpec, ReproRecipe, UnsupportedPhrase
+from memo.backends.spec import (BackendSpec, DifferenceExample, DocumentedDifference, ReproRecipe,
+                                UnsupportedPhrase, Upstream)
 from memo.backends.versions import distribution_versions
 from memo.model.keras_runtime import cache_attr_skipsets
 
@@ -127,6 +128,31 @@ UNSUPPORTED: dict[str, tuple[UnsupportedPhrase, ...]] = {
 }
 
 
+# Bicubic resizing on Keras's torch backend is torch.nn.functional.interpolate(mode="bicubic"): PyTorch's cubic
+# kernel (a = -0.75, border samples clamped), where TensorFlow's (the reference's) is Keys' a = -0.5 with the
+# samples outside the image dropped and the weights renormalized; keras.ops.image.resize names only "bicubic".
+# Keras's own ONNX export (on torch) writes exactly that: Resize(cubic_coeff_a=-0.75, exclude_outside=0).
+# Evidence (memo run, Resizing(7, 7, interpolation="bicubic") on (4, 4, 2)): keras-torch 191/196 elements
+# outside tolerance, max |diff| 0.14, and keras-export the same on ONNX Runtime; keras-jax and ONNX Runtime
+# on tf2onnx's file (cubic_coeff_a=-0.5, exclude_outside=1) agree with TensorFlow. onnx2torch, onnx2pytorch
+# (0.14) and OpenVINO (0.04) differ on that same file, whose attributes fix the kernel: those stay bugs.
+BICUBIC_KERNEL = DocumentedDifference(
+    behaviour="bicubic resizing uses PyTorch's cubic kernel (a = -0.75, border samples clamped) where "
+              "TensorFlow uses Keys' kernel (a = -0.5, samples outside the image excluded); Keras's resize "
+              "does not fix the kernel",
+    source="ONNX operator Resize, attribute cubic_coeff_a (https://onnx.ai/onnx/operators/onnx__Resize.html)",
+    quote="The coefficient 'a' used in cubic interpolation. Two common choice are -0.5 (in some cases of "
+          "TensorFlow) and -0.75 (in PyTorch).",
+    kinds=("inconsistency",), layer_classes=("Resizing", "UpSampling2D"),
+    attributes=(("interpolation", ("bicubic",)),),
+    example=DifferenceExample("inconsistency", (("Resizing", {"height": 7, "width": 7, "interpolation": "bicubic"}),),
+                              0, "191/196 elements outside atol=0.001*scale rtol=0.001 (scale 1, max |diff| 0.14)"))
+
+# By-design differences per Keras backend (memo.backends.documented).
+DOCUMENTED: dict[str, tuple[DocumentedDifference, ...]] = {"torch": (BICUBIC_KERNEL,)}
+KERAS_UPSTREAM = Upstream("active", "https://github.com/keras-team/keras/issues",
+                          "Keras 3 is released regularly (3.15.1 installed); its backends' bugs are filed to Keras")
+
 # Per Keras backend, environment variables of its worker (and of its repro scripts, which copy a spec's env).
 # JAX: XLA keeps every HLO pass (fusion, algebraic simplification, layout: where XLA's own bugs live) but
 # generates machine code with LLVM at -O0. Each mutant is compiled once and run once on a batch of two, so
@@ -158,4 +184,5 @@ def keras_spec(keras_backend: str, libraries: tuple[str, ...]) -> BackendSpec:
 
     return BackendSpec(name=f"keras-{keras_backend}", consumes="keras", load=_load, run=_run, setup=setup,
                        distributions=distributions, env={"KERAS_BACKEND": keras_backend, **BACKEND_ENV.get(keras_backend, {})},
-                       unsupported_patterns=UNSUPPORTED.get(keras_backend, ()), repro=ReproRecipe())
+                       unsupported_patterns=UNSUPPORTED.get(keras_backend, ()), repro=ReproRecipe(),
+                       documented_differences=DOCUMENTED.get(keras_backend, ()), upstream=KERAS_UPSTREAM)

@@ -18,7 +18,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from memo.backends.spec import BackendSpec, ReproRecipe
+from memo.backends.spec import BackendSpec, ReproRecipe, Upstream
 from memo.backends.tflite_converter import INPUT_NAME, OUTPUT_NAME
 from memo.backends.versions import distribution_versions
 
@@ -80,4 +80,6 @@ def _run(interpreter: Any, inputs: dict[str, Any]) -> list[Any]:
 
 
 SPEC = BackendSpec(name="litert", consumes="tflite", load=_load, run=_run, setup=_setup,
-                   distributions=DISTRIBUTIONS, repro=ReproRecipe())
+                   distributions=DISTRIBUTIONS, repro=ReproRecipe(),
+                   upstream=Upstream("active", "https://github.com/google-ai-edge/LiteRT/issues",
+                                     "Google releases ai-edge-litert regularly (2.3.0 installed)"))

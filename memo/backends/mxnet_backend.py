@@ -12,7 +12,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from memo.backends.spec import BackendSpec, ReproRecipe, UnsupportedPhrase
+from memo.backends.spec import (BackendSpec, DifferenceExample, DocumentedDifference, ReproRecipe,
+                                UnsupportedPhrase, Upstream)
 from memo.backends.versions import distribution_versions
 
 DISTRIBUTIONS = ("mxnet", "onnx", "numpy")
@@ -71,11 +72,50 @@ def _run(bound: _Bound, inputs: dict[str, Any]) -> list[Any]:
 
 # MXNet's ONNX importer refuses ops with NotImplementedError ("Operator Resize not implemented."); the
 # one other deliberate refusal in it is Flatten's (mxnet/contrib/onnx/onnx2mx/_op_translations.py).
+# MXNet's own operators then decline, as CHECKs naming the unsupported case (MXNetError, a RuntimeError;
+# at bind time wrapped in "simple_bind error. Arguments: ..."), documented in the operators' docstrings:
+# * Pad (src/operator/pad-inl.h:215,218; docstring ".. note:: Current implementation only supports 4D and 5D
+#   input arrays with padding applied only on axes 1, 2 and 3."): a 3-D input (ZeroPadding1D) and padding
+#   on the batch or channel axis of a channels-last 4-D input. Examples from memo 0.x on MXNet 1.9.1
+#   (ZeroPadding1D(2) on (5, 3); an ONNX Pad of (1, 5, 6, 2) on axes 1 and 2).
+# * The linalg operators behind the importer's Gemm/MatMul (linalg_gemm2; src/operator/tensor/la_op.h:743,
+#   docstring ".. note:: The operator supports float32 and float64 data types only."): a float16 Dense.
+#   Example: Dense(4, dtype="float16") on (6,), `memo run` on mxnet.
 UNSUPPORTED = (
     UnsupportedPhrase(r"^Flatten operator only supports axis=1$", exc_types=("RuntimeError",),
                       example="Flatten operator only supports axis=1"),
+    UnsupportedPhrase(r"Current implementation (only supports 4-D or 5-D input|expects padding on the first two "
+                      r"axes to be zero)\.", exc_types=("RuntimeError",),
+                      example="simple_bind error. Arguments:\ninput_layer_2: (2, 5, 3)\nMXNetError: Error in "
+                              "operator functional_2_1/zero_padding1d_1/Pad: [06:21:51] ../src/operator/./pad-inl.h:"
+                              "215: Current implementation only supports 4-D or 5-D input."),
+    UnsupportedPhrase(r"MXNetError: This operation only supports 32-bit and 64-bit floating point$",
+                      exc_types=("RuntimeError",),
+                      example="Traceback (most recent call last):\n  File \"../src/operator/tensor/./la_op.h\", "
+                              "line 743\nMXNetError: This operation only supports 32-bit and 64-bit floating point"),
 )
+
+# MXNet's ONNX importer has no translator for ONNX's LSTM (its operator table, mxnet/contrib/onnx/onnx2mx/
+# _import_helper.py, lists none; import_onnx.py would raise "Operator LSTM not implemented."). tf2onnx writes
+# a Keras LSTM as one ONNX LSTM node whose optional sequence_lens input is omitted (the empty name ''), and the
+# importer looks every input name up before it looks the operator up: the refusal surfaces as KeyError ''
+# (measured: LSTM(4) on (5, 3), `memo run --backends keras-tensorflow,mxnet`, convert stage "KeyError: ''").
+# A KeyError is never a phrase of UNSUPPORTED, so this is declared on the model: an LSTM layer and exactly
+# that message. (GRU and SimpleRNN become ONNX Loop nodes: "Operator Loop not implemented.", a refusal.)
+DOCUMENTED = (
+    DocumentedDifference(
+        behaviour="MXNet's ONNX importer cannot import an ONNX LSTM node (no translator for the operator); on "
+                  "tf2onnx's LSTM node it fails looking up the omitted optional input '' before it gets to say so",
+        source="mxnet 1.9.1, python/mxnet/contrib/onnx/onnx2mx/import_onnx.py (GraphProto._convert_operator)",
+        quote='raise NotImplementedError("Operator {} not implemented.".format(op_name))',
+        kinds=("crash",), layer_classes=("LSTM",), message=r"^(KeyError: )?''$", at_layer=False,
+        example=DifferenceExample("crash", (("LSTM", {"units": 4}),), None, "KeyError: ''")),
+)
+
+UPSTREAM = Upstream("retired", "https://github.com/apache/mxnet/issues",
+                    "retired to the Apache Attic in 2023; 1.9.1 is its last release: bugs are not fixed")
 
 SPEC = BackendSpec(name="mxnet", consumes="onnx-opset11", convert=_convert, load=_load, run=_run, setup=_setup,
                    distributions=DISTRIBUTIONS, python=MXNET_PYTHON, unsupported_patterns=UNSUPPORTED,
+                   documented_differences=DOCUMENTED, upstream=UPSTREAM,
                    repro=ReproRecipe(requirements=("mxnet==1.9.1", "numpy==1.23.5", "onnx==1.14.1", "protobuf<4")))

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from memo.backends.spec import BackendSpec, ReproRecipe
+from memo.backends.spec import BackendSpec, ReproRecipe, Upstream
 from memo.backends.torch_common import eval_module, run_module, setup_torch
 from memo.backends.versions import distribution_versions
 
@@ -30,5 +30,10 @@ def _convert(path: Path) -> Any:
     return onnx2pytorch.ConvertModel(onnx.load(str(path)), experimental=True)
 
 
+# Release facts: conda-forge lists 0.5.0 (Sep 2024), 0.5.1 (Nov 2024), 0.5.2 and 0.5.3 (Nov 2025); 0.6.0 is
+# installed (requires Python >= 3.11). One maintainer: bugs may wait, but releases do come.
+UPSTREAM = Upstream("active", "https://github.com/Talmaj/onnx2pytorch/issues",
+                    "released 0.5.x in 2024-2025 and 0.6.0 since (installed); a one-maintainer project")
+
 SPEC = BackendSpec(name="onnx2pytorch", consumes="onnx", convert=_convert, load=eval_module, run=run_module,
-                   setup=_setup, distributions=DISTRIBUTIONS, repro=ReproRecipe())
+                   setup=_setup, distributions=DISTRIBUTIONS, repro=ReproRecipe(), upstream=UPSTREAM)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from memo.backends.spec import BackendSpec, ReproRecipe
+from memo.backends.spec import BackendSpec, ReproRecipe, Upstream
 from memo.backends.torch_common import eval_module, run_module, setup_torch
 from memo.backends.versions import distribution_versions
 
@@ -28,5 +28,9 @@ def _convert(path: Path) -> Any:
     return onnx2torch.convert(str(path))
 
 
+# Release facts: 1.5.15 (installed) is the newest on conda-forge, published Aug 2024.
+UPSTREAM = Upstream("maintenance", "https://github.com/ENOT-AutoDL/onnx2torch/issues",
+                    "no release since 1.5.15 (Aug 2024)")
+
 SPEC = BackendSpec(name="onnx2torch", consumes="onnx", convert=_convert, load=eval_module, run=run_module,
-                   setup=_setup, distributions=DISTRIBUTIONS, repro=ReproRecipe())
+                   setup=_setup, distributions=DISTRIBUTIONS, repro=ReproRecipe(), upstream=UPSTREAM)

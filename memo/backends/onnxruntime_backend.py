@@ -10,7 +10,8 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from memo.backends.spec import BackendSpec, ReproRecipe, UnsupportedPhrase
+from memo.backends.keras_common import BICUBIC_KERNEL
+from memo.backends.spec import BackendSpec, ReproRecipe, UnsupportedPhrase, Upstream
 from memo.backends.versions import distribution_versions
 
 DISTRIBUTIONS = ("onnxruntime", "onnx")
@@ -50,8 +51,14 @@ UNSUPPORTED = (
                               "ConvInteger(10) node with name 'conv'"),
 )
 
+UPSTREAM = Upstream("active", "https://github.com/microsoft/onnxruntime/issues",
+                    "Microsoft releases ONNX Runtime regularly (1.31.1 installed)")
+
 SPEC = BackendSpec(name="onnxruntime", consumes="onnx", load=_load, run=_run, setup=_setup,
                    distributions=DISTRIBUTIONS, unsupported_patterns=UNSUPPORTED, repro=ReproRecipe(),
-                   engine="onnxruntime")
-# The same runtime on Keras's own export (keras_export_converter: Keras on torch, torch.onnx).
-SPEC_KERAS_EXPORT = dataclasses.replace(SPEC, name="onnxruntime-keras-export", consumes="keras-onnx")
+                   engine="onnxruntime", upstream=UPSTREAM)
+# The same runtime on Keras's own export (keras_export_converter: Keras on torch, torch.onnx). That file's
+# bicubic Resize says cubic_coeff_a=-0.75 (PyTorch's kernel, what Keras on torch computes), and ONNX Runtime
+# follows it: a difference from TensorFlow's a = -0.5 there is by design (keras_common.BICUBIC_KERNEL).
+SPEC_KERAS_EXPORT = dataclasses.replace(SPEC, name="onnxruntime-keras-export", consumes="keras-onnx",
+                                        documented_differences=(BICUBIC_KERNEL,))

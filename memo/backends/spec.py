@@ -47,6 +47,67 @@ UnsupportedPatterns = Sequence["UnsupportedPhrase | str"]
 
 Outputs = Any  # a list/tuple of arrays, a dict of arrays, or a single array
 
+# Dtype policies outside what a float32-only document allows (Keras layer configs name the policy).
+LOW_PRECISION_POLICIES: tuple[str, ...] = ("float16", "bfloat16", "mixed_float16", "mixed_bfloat16")
+
+
+@dataclass(frozen=True)
+class DifferenceExample:
+    """A finding a :class:`DocumentedDifference` covers, for its test: the verdict ``kind``, the reduced model's
+    layers as ``(class_name, config)`` pairs (a chain, first fed by the input), the localized layer's index in
+    ``layers`` (None: not localized) and the verdict's message."""
+
+    kind: str
+    layers: tuple[tuple[str, dict[str, Any]], ...] = ()
+    layer: int | None = None
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class DocumentedDifference:
+    """A behaviour of one library that differs from the reference on purpose, with the document that allows it.
+
+    Declared only where an operator spec or the library's documentation leaves the choice open (or states the
+    configuration unsupported); where a spec fixes the behaviour (an ONNX attribute an engine ignores) the
+    finding stays a bug. It covers a finding of one of ``kinds`` whose model has a layer of one of
+    ``layer_classes`` (empty: any class) whose config holds, for each ``attributes`` pair ``(name, values)``,
+    one of ``values`` (``"dtype"`` compares the dtype policy's name); with ``at_layer`` that layer must be the
+    localized one when the finding is localized. ``message``: a regular expression searched in the verdict's
+    message (empty: any). ``source`` is the document (a URL, or a spec and its section) and ``quote`` its words.
+    """
+
+    behaviour: str
+    source: str
+    quote: str
+    kinds: tuple[str, ...]
+    example: DifferenceExample
+    layer_classes: tuple[str, ...] = ()
+    attributes: tuple[tuple[str, tuple[Any, ...]], ...] = ()
+    message: str = ""
+    at_layer: bool = True
+
+
+UPSTREAM_STATUSES: tuple[str, ...] = ("active", "maintenance", "retired")
+
+
+@dataclass(frozen=True)
+class Upstream:
+    """Whether a library's maintainers still release it: ``status`` is "active" (regular releases),
+    "maintenance" (rare releases, few fixes) or "retired" (no more releases; bugs there are not fixed);
+    ``tracker`` is where its bugs are filed (empty: unknown), ``reason`` one line of evidence."""
+
+    status: str = "active"
+    tracker: str = ""
+    reason: str = ""
+
+    def __post_init__(self) -> None:
+        if self.status not in UPSTREAM_STATUSES:
+            raise ValueError(f"upstream status must be one of {UPSTREAM_STATUSES}, not {self.status!r}")
+
+
+# What memo assumes of a library whose spec says nothing (a user's plugin): maintained, tracker unknown.
+UNKNOWN_UPSTREAM = Upstream("active", "", "not declared by its spec")
+
 
 @dataclass(frozen=True)
 class ReproRecipe:
@@ -103,6 +164,9 @@ class BackendSpec:
     # Another backend whose code this one runs first (torch.compile compiles onnx2torch's module): a failure
     # identical to that backend's (stage, type, message) is its finding, not a second one.
     builds_on: str | None = None
+    # Behaviour that differs from the reference by design, each with its document (memo.backends.documented).
+    documented_differences: tuple[DocumentedDifference, ...] = ()
+    upstream: Upstream = UNKNOWN_UPSTREAM  # whether the library is still released, and where bugs go
 
     def __post_init__(self) -> None:
         if self.consumes not in ARTIFACT_KINDS:
@@ -140,6 +204,8 @@ class ConverterSpec:
     unsupported_patterns: UnsupportedPatterns = DEFAULT_UNSUPPORTED_PATTERNS
     repro: ReproRecipe | None = None  # None: memo writes no repro.py for this library's bugs
     timeout_s: float | None = None  # per-model time limit when longer than the executor's
+    documented_differences: tuple[DocumentedDifference, ...] = ()  # as BackendSpec's
+    upstream: Upstream = UNKNOWN_UPSTREAM
 
     @property
     def worker_group(self) -> str:

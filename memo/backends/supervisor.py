@@ -5,6 +5,11 @@ finding about its library, never a failure of memo: the request's last announced
 "crash" (with the signal or exit code and the tail of the worker's stderr) or "hang" (after the worker
 is killed), and the next request starts a fresh worker. Workers are also recycled after a number of
 models or above a resident-memory limit, so memory stays bounded over a long campaign.
+
+The per-model limit counts the library's own work on the model. A worker started for a request imports its
+libraries under the start-up limit, before the request's clock starts; and a backend's first model since its
+worker started gets ``first_model_grace`` times the limit (its first compilation, lazy imports), every later
+model the limit itself (memo.defaults.FIRST_MODEL_GRACE).
 """
 from __future__ import annotations
 
@@ -22,6 +27,7 @@ from typing import Any
 import psutil
 
 from memo.backends.result import StageResult
+from memo.defaults import FIRST_MODEL_GRACE
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 STDERR_TAIL_CHARS = 4000
@@ -53,8 +59,10 @@ class WorkerCommand:
 
 class WorkerProcess:
     def __init__(self, command: WorkerCommand, log_dir: Path, *, startup_timeout_s: float = 180.0,
-                 max_models: int = 200, max_rss_mb: int = 3000) -> None:
+                 max_models: int = 200, max_rss_mb: int = 3000, first_model_grace: float = FIRST_MODEL_GRACE) -> None:
         self.command = command
+        self.first_model_grace = first_model_grace
+        self.served: set[str] = set()  # the backends this worker has answered a model for since it started
         self.log_dir = log_dir
         self.startup_timeout_s = startup_timeout_s
         self.max_models = max_models
@@ -90,6 +98,7 @@ class WorkerProcess:
             self._stderr_path.unlink(missing_ok=True)
         self.starts += 1
         self.models_served = 0
+        self.served = set()
         self._buffer = b""
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self._stderr_path = self.log_dir / f"{self.command.group}.{self.starts}.stderr"
@@ -161,17 +170,25 @@ class WorkerProcess:
             self.stop()
 
     # ------------------------------------------------------------------ requests
+    def limit_for(self, backend: str, timeout_s: float) -> float:
+        """The seconds ``backend``'s next model may take on this worker: ``timeout_s``, times the grace for
+        its first model since the worker started."""
+        return timeout_s if backend in self.served else timeout_s * self.first_model_grace
+
     def request(self, payload: dict[str, Any], timeout_s: float) -> Reply:
-        """Send one request; never raises for anything the library does."""
+        """Send one request; never raises for anything the library does. ``timeout_s``: the per-model limit
+        (see :meth:`limit_for`); a worker started now starts under its own start-up limit, not this one."""
         if not self.alive:
             failure = self.start()
             if failure is not None:
                 return Reply(stages=[failure])
         assert self.process is not None and self.process.stdin is not None
         self.next_id += 1
+        backend = str(payload.get("backend", ""))
         payload = {**payload, "id": self.next_id}
         stage, stage_started = "load", time.perf_counter()
-        deadline = time.monotonic() + timeout_s
+        timeout_s = self.limit_for(backend, timeout_s)
+        deadline = time.monotonic() + timeout_s  # after the start-up: the library's work on the model only
         try:
             self.process.stdin.write((json.dumps(payload) + "\n").encode())
             self.process.stdin.flush()
@@ -187,6 +204,7 @@ class WorkerProcess:
                 stage, stage_started = event["stage"], time.perf_counter()
             elif event["event"] == "done":
                 self.models_served += 1
+                self.served.add(backend)
                 self.recycle_if_needed()
                 return Reply(stages=[StageResult.from_json(record) for record in event["stages"]],
                              outputs=event.get("outputs"))

@@ -16,7 +16,10 @@ and leaves the TensorFlow node in the output graph. memo reads those logs:
   graph are "unsupported" (a known gap, grouped by op type);
 * "Failed to convert node ..." (logged with the exception a handler raised) and "rewriter ...:
   exception ..." are tf2onnx crashing: status "error" with the exception's type, unless the exception is
-  a deliberate refusal (NotImplementedError, or a phrase in ``UNSUPPORTED``).
+  a deliberate refusal (NotImplementedError, or a phrase in ``UNSUPPORTED``);
+* a complete conversion whose file is invalid ONNX (:mod:`memo.backends.onnx_validity`: the checker, strict
+  shape inference, negative pads, a Resize scale that changes the size) is tf2onnx's failure too ("error",
+  ``InvalidONNX``), so its engines are skipped rather than blamed.
 
 TensorFlow, tf2onnx and onnx are imported inside the functions that use them, which run in the worker
 only: the orchestrator imports this module to read the specs and must never import a library under test.
@@ -34,8 +37,9 @@ import numpy as np
 
 from memo.backends.keras_common import _load as load_keras_model
 from memo.backends.keras_common import keras_spec
+from memo.backends.onnx_validity import conversion_problems
 from memo.backends.result import TRACE_STAGE, ConversionProblem, StageFailure
-from memo.backends.spec import ConverterSpec, ReproRecipe, UnsupportedPhrase
+from memo.backends.spec import ConverterSpec, ReproRecipe, UnsupportedPhrase, Upstream
 from memo.backends.versions import distribution_versions
 from memo.backends.worker import classify
 
@@ -64,8 +68,21 @@ class _ErrorLog(logging.Handler):
 
 # Only an op without a handler is "unsupported" for tf2onnx (and NotImplementedError): an exception inside an
 # op handler or a rewriter, even a precondition check of its own ("make_sure failure: ... not supported"),
-# is filed as a tf2onnx crash, since such handler failures are the converter faults users hit.
-UNSUPPORTED: tuple[UnsupportedPhrase, ...] = ()
+# is filed as a tf2onnx crash, since such handler failures are the converter faults users hit. Except the
+# checks that name a feature its handler declines by design:
+# * RFFT/FFT (tf2onnx/onnx_opset/signal.py, CommonFFTOp): "Current implementation of RFFT or FFT only allows
+#   ComplexAbs as consumer" -- a spectrum consumed by Real/Imag (MelSpectrogram: measured, both opsets).
+# (Einsum at opset 11 needs no phrase: its handler starts at opset 12, so tf2onnx logs "Tensorflow op [...:
+# Einsum] is not supported", already a refusal; measured on MultiHeadAttention at opset 11.)
+UNSUPPORTED: tuple[UnsupportedPhrase, ...] = (
+    UnsupportedPhrase(r"^make_sure failure: Current implementation of RFFT or FFT only allows ComplexAbs as "
+                      r"consumer not ", exc_types=("ValueError",),
+                      example="make_sure failure: Current implementation of RFFT or FFT only allows ComplexAbs as "
+                              "consumer not {'Real', 'Imag'}"),
+)
+# tf2onnx released 1.16.1 in Jan 2024 and 1.17.0 in 2026 (installed; conda-forge, Mar 2026).
+UPSTREAM = Upstream("maintenance", "https://github.com/onnx/tensorflow-onnx/issues",
+                    "rare releases: 1.16.1 (Jan 2024), then 1.17.0 (2026)")
 _NO_HANDLER = "Tensorflow op [%s: %s] is not supported"
 _HANDLER_FAILED = "Failed to convert node %r (fct=%r)\n%r"
 _REWRITER_FAILED = "rewriter %s: exception %s"
@@ -198,7 +215,9 @@ def _export(frozen: FrozenModel, inputs: dict[str, Any], out_path: Path, *, opse
     out_path.parent.mkdir(parents=True, exist_ok=True)
     onnx.save(proto, str(out_path))
     problems, reported = logged_problems(errors.records)
-    return [*problems, *unconverted_nodes(proto, reported)]
+    # A complete conversion is checked before any engine runs it: an invalid file is tf2onnx's failure (an
+    # incomplete one fails the checker on its leftover TensorFlow ops, already reported above).
+    return [*problems, *unconverted_nodes(proto, reported)] or conversion_problems(proto)
 
 
 def _export_default(frozen: FrozenModel, inputs: dict[str, Any], out_path: Path) -> list[ConversionProblem | str]:
@@ -214,7 +233,7 @@ def _export_opset11(frozen: FrozenModel, inputs: dict[str, Any], out_path: Path)
 # failing optimizer fails the conversion, which memo reports against tf2onnx: a finding, not noise.
 _COMMON = dict(consumes="keras", load=_freeze, setup=_setup, distributions=DISTRIBUTIONS,
                env={**_KERAS_TF.env, "TF2ONNX_CATCH_ERRORS": "FALSE"}, group="tf2onnx",
-               unsupported_patterns=UNSUPPORTED, repro=ReproRecipe())
+               unsupported_patterns=UNSUPPORTED, repro=ReproRecipe(), upstream=UPSTREAM)
 SPEC = ConverterSpec(name="tf2onnx", produces="onnx", export=_export_default, **_COMMON)  # type: ignore[arg-type]
 SPEC_OPSET11 = ConverterSpec(name="tf2onnx-opset11", produces="onnx-opset11", export=_export_opset11,
                              **_COMMON)  # type: ignore[arg-type]

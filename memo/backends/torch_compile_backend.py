@@ -37,7 +37,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from memo.backends.spec import BackendSpec, ReproRecipe, UnsupportedPhrase
+from memo.backends.spec import BackendSpec, ReproRecipe, UnsupportedPhrase, Upstream
 from memo.backends.torch_common import run_module, setup_torch
 from memo.backends.versions import distribution_versions
 
@@ -157,12 +157,15 @@ UNSUPPORTED = (
     UnsupportedPhrase(r"^Hard failure due to fail_on_recompile_limit_hit", exc_types=("FailOnRecompileLimitHit",),
                       example="Hard failure due to fail_on_recompile_limit_hit"),
 )
+PYTORCH_UPSTREAM = Upstream("active", "https://github.com/pytorch/pytorch/issues",
+                            "PyTorch releases torch.compile several times a year (2.14.1 installed)")
 
 SPEC = BackendSpec(name="torch-compile", consumes="onnx", convert=_convert, load=_load_aot_eager, run=_run,
                    setup=_setup, distributions=DISTRIBUTIONS, group=GROUP, unsupported_patterns=UNSUPPORTED,
-                   repro=ReproRecipe(), builds_on="onnx2torch")
+                   repro=ReproRecipe(), builds_on="onnx2torch", upstream=PYTORCH_UPSTREAM)
 
 SPEC_INDUCTOR = BackendSpec(name="torch-inductor", consumes="onnx", convert=_convert, load=_load_inductor, run=_run,
                             setup=_setup, distributions=DISTRIBUTIONS, group=GROUP,
                             unsupported_patterns=UNSUPPORTED, repro=ReproRecipe(), timeout_s=240.0, sample_every=10,
-                            builds_on="torch-compile")  # Dynamo traces for both: the same failure is one finding
+                            builds_on="torch-compile",  # Dynamo traces for both: the same failure is one finding
+                            upstream=PYTORCH_UPSTREAM)

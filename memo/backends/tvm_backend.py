@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from memo.backends.result import StageFailure
-from memo.backends.spec import BackendSpec, ReproRecipe, UnsupportedPhrase
+from memo.backends.spec import BackendSpec, ReproRecipe, UnsupportedPhrase, Upstream
 from memo.backends.versions import distribution_versions
 
 DISTRIBUTIONS = ("apache-tvm", "onnx")
@@ -104,4 +104,6 @@ UNSUPPORTED: tuple[UnsupportedPhrase, ...] = ()
 
 SPEC = BackendSpec(name="tvm", consumes="onnx", convert=_convert, load=_load, run=_run, setup=_setup,
                    distributions=DISTRIBUTIONS, env={"TVM_NUM_THREADS": "1"}, unsupported_patterns=UNSUPPORTED,
-                   repro=ReproRecipe(), timeout_s=COMPILE_TIMEOUT_S)
+                   repro=ReproRecipe(), timeout_s=COMPILE_TIMEOUT_S,
+                   upstream=Upstream("active", "https://github.com/apache/tvm/issues",
+                                     "Apache TVM releases regularly (0.27.0 installed)"))

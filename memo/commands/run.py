@@ -64,21 +64,45 @@ def handle(args: argparse.Namespace) -> int:
         outputs = load_outputs(result)
         comparisons = compare(outputs, result.reference, thresholds) if result.reference in outputs else {}
         verdicts = judge(result, thresholds)
+        truths = _truths(artifact, verdicts, outputs, result.reference, Path(scratch))
     if args.json:
         print(json.dumps({"model": str(args.model), "artifact": artifact.to_json() if args.out else None,
                           "thresholds": thresholds.to_json(), "result": result.to_json(),
                           "comparisons": {name: c.metrics() for name, c in comparisons.items()},
-                          "verdicts": [v.to_json() for v in verdicts]}, indent=1))
+                          "verdicts": [{**v.to_json(), **({"truth": truths[i].to_json()} if i in truths else {})}
+                                       for i, v in enumerate(verdicts)]}, indent=1))
     else:
-        print_run(str(args.model), result, comparisons, verdicts)
+        print_run(str(args.model), result, comparisons, verdicts, truths)
     return 0
+
+
+def _truths(artifact: Any, verdicts: list[Any], outputs: dict[str, Any], reference: str,
+            scratch: Path) -> dict[int, Any]:
+    """The float64 truth of every numeric verdict (by its index), computed in one float64 worker."""
+    from memo.kinds import NUMERIC_KINDS
+    from memo.triage.probe import read_inputs
+    from memo.triage.truth import TruthRunner, judge_by_truth
+
+    numeric = [i for i, verdict in enumerate(verdicts) if verdict.kind in NUMERIC_KINDS]
+    if not numeric or reference not in outputs:
+        return {}
+    names = [layer.name for layer in artifact.read_ir().input_layers]
+    stored = read_inputs(artifact.inputs_path)
+    inputs = {name: stored[name] for name in names if name in stored}
+    runner = TruthRunner(scratch / "truth-logs")
+    try:
+        return {i: judge_by_truth(runner, artifact.keras_path, inputs, outputs, verdicts[i], reference,
+                                  scratch / f"truth-{i}") for i in numeric}
+    finally:
+        runner.close()
 
 
 def _number(value: float | None, spec: str) -> str:
     return "-" if value is None else format(value, spec)
 
 
-def print_run(model: str, result: Any, comparisons: dict[str, Any], verdicts: list[Any]) -> None:
+def print_run(model: str, result: Any, comparisons: dict[str, Any], verdicts: list[Any],
+              truths: dict[int, Any] | None = None) -> None:
     """The per-library table and the verdicts, for a terminal."""
     from rich.console import Console
     from rich.table import Table
@@ -98,6 +122,11 @@ def print_run(model: str, result: Any, comparisons: dict[str, Any], verdicts: li
     console.print(table)
     if not verdicts:
         console.print("verdict: all backends agree with the reference")
-    for verdict in verdicts:
+    for index, verdict in enumerate(verdicts):
         console.print(f"verdict: [bold]{verdict.kind}[/bold] {verdict.backend} at {verdict.stage}: {verdict.message}",
                       highlight=False, markup=True)
+        truth = (truths or {}).get(index)
+        if truth is not None:
+            errors = ", ".join(f"{name} {value:.3g}" for name, value in truth.errors.items())
+            console.print(f"  float64 truth: {truth.decision}: {truth.reason} (errors in tolerances: {errors})",
+                          highlight=False, markup=False)

@@ -5,6 +5,7 @@ The three formats (HTML, JSON, Markdown) render this one structure, so they alwa
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 import time
 from collections import Counter
 from pathlib import Path
@@ -20,14 +21,19 @@ from memo.kinds import BUG_KINDS
 from memo.layers import CATALOGUE
 from memo.model.ir import ModelIR
 from memo.oracle import KERAS_FRONT_END
+from memo.backends.documented import documented_difference, upstream_of
+from memo.backends.spec import UPSTREAM_STATUSES
 from memo.report.markdown import issue_markdown
+from memo.report.sections import READY, SECTION_RANK, section_counts, section_of, status_text
 from memo.store import BugRow, CampaignStore
 from memo.triage import dedup, pending_bugs, pending_localizations, seconds_for
 from memo.triage.bugdir import BUGS_DIR, NOT_AGAIN, REPRO_FILE, bug_layers, read_bug_file
+from memo.triage.reassess import REDUCED_VERDICT, TRUTH_KEY
 from memo.triage.signature import FailureDetails, failure_details
 
 COVERAGE_SERIES = (("types", "Layer types"), ("pairs", "Layer pairs"), ("params", "Layer parameter values"))
 CONFIG_PREVIEW_KEYS = 4
+UPSTREAM_RANK = {status: rank for rank, status in enumerate(UPSTREAM_STATUSES)}  # active, maintenance, retired
 
 
 def collect(store: CampaignStore) -> dict[str, Any]:
@@ -54,6 +60,7 @@ def collect(store: CampaignStore) -> dict[str, Any]:
                              "occurrences": e["occurrences"], "message": e["message"]}
                             for e in entries if unconfirmed(e)],
             "special": store.special_groups(), "triage": triage_status(bugs, rows),
+            "sections": section_counts(bugs),
             "triage_errors": [{"bug": error.bug_id, "step": error.step, "message": error.message}
                               for error in store.triage.errors()],
             "verdict_counts": store.verdict_counts(), "engines": engine_activity(store),
@@ -89,21 +96,10 @@ def unconfirmed(entry: dict[str, Any]) -> bool:
     return entry.get("reproduces") is not True and (entry.get("reduction") or {}).get("status") == NOT_AGAIN
 
 
-def filing_status(entry: dict[str, Any]) -> str:
-    """Where a bug stands on its way to an upstream issue, in words a reader acts on."""
-    reduced = entry.get("reduced_layers") is not None and entry.get("original_layers") is not None \
-        and entry["reduced_layers"] < entry["original_layers"]
-    if entry.get("reproduces") is True:
-        return "ready to file" if reduced else "reproduces (not reduced)"
-    if entry.get("reproduces") is False:
-        return "does not reproduce"
-    return (entry.get("reduction") or {}).get("status") or "not triaged yet"
-
-
 def _filing_order(entry: dict[str, Any]) -> tuple[Any, ...]:
-    rank = {"ready to file": 0, "reproduces (not reduced)": 1}.get(entry["status"], 3 if entry["status"] ==
-                                                                   "does not reproduce" else 2)
-    return rank, -entry["occurrences"], entry["first_seen"]
+    """By section; within one, actively maintained libraries first; then the most frequent."""
+    maintained = UPSTREAM_RANK.get((entry.get("upstream") or {}).get("status"), len(UPSTREAM_RANK))
+    return SECTION_RANK[entry["section"]], maintained, -entry["occurrences"], entry["first_seen"]
 
 
 def triage_status(bugs: list[dict[str, Any]], rows: list[BugRow]) -> dict[str, Any]:
@@ -114,7 +110,7 @@ def triage_status(bugs: list[dict[str, Any]], rows: list[BugRow]) -> dict[str, A
     return {"bugs": len(bugs), "entries_before_merging": len([r for r in rows if not r.unlocalized]),
             "merged": len([r for r in rows if r.merged_into]), "reduced": len(reduced),
             "reproduce": len([b for b in bugs if b["reproduces"] is True]),
-            "ready": len([b for b in bugs if b["status"] == "ready to file"]),
+            "ready": len([b for b in bugs if b["status"] == READY]),
             "median_layers": sizes[len(sizes) // 2] if sizes else None}
 
 
@@ -307,13 +303,16 @@ def bug_entry(store: CampaignStore, bug: BugRow, versions: dict[str, Any],
     ir = _load_ir(folder, finding.ir_json if finding else None)
     script_path = folder / REPRO_FILE if folder else None
     localization = info.get("localization") or {}
+    reduced = info.get(REDUCED_VERDICT) or {}  # the verdict on the reduced model: the figures the entry shows
     entry = {
         "id": bug.id, "kind": bug.kind, "library": bug.library, "stage": bug.stage or "",
         "signature": bug.parts, "first_seen": bug.first_seen, "last_seen": bug.last_seen,
         "occurrences": bug.occurrences, "first_mutant": bug.first_mutant,
         "layers": bug_layers(ir) if ir else [], "layer": bug.layer or localization.get("layer"),
         "layer_class": bug.layer_class, "reproduces": bug.reproduces, "checked": bug.checked,
-        "message": finding.message if finding else "", "metrics": finding.metrics if finding else {},
+        "message": reduced.get("message") or (finding.message if finding else ""),
+        "metrics": reduced.get("metrics") or (finding.metrics if finding else {}),
+        "truth": info.get(TRUTH_KEY) or {}, "truth_command": info.get("truth_command", ""),
         "exception": details.exception, "error_message": details.message, "traceback": details.traceback,
         "stderr": details.stderr, "reduction": bug.reduction, "original_layers": bug.original_layers,
         "reduced_layers": bug.reduced_layers, "bug_dir": str(folder) if folder else None,
@@ -324,9 +323,15 @@ def bug_entry(store: CampaignStore, bug: BugRow, versions: dict[str, Any],
         "repro_command": info.get("repro_command", ""),
         "merged": [{"id": other.id, "occurrences": other.occurrences, "signature": other.parts}
                    for other in merged or []],
+        "variants": dedup.variants([bug, *(merged or [])]),
     }
     entry["occurrences"] += sum(other.occurrences for other in merged or [])
-    entry["status"] = filing_status(entry)
+    entry["upstream"] = asdict(upstream_of(bug.library))
+    documented = documented_difference(bug.library, bug.kind, ir, entry["layer"], entry["message"])
+    entry["documented"] = ({"behaviour": documented.behaviour, "source": documented.source, "quote": documented.quote}
+                           if documented else None)
+    entry["section"] = section_of(entry)
+    entry["status"] = status_text(entry)
     entry["issue_markdown"] = issue_markdown(entry, versions)
     return entry
 

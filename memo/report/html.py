@@ -59,6 +59,6 @@ def render_html(data: dict[str, Any]) -> str:
         bugs=data["bugs"], kinds=kinds,
         unsupported=data["unsupported"], verdict_counts=data["verdict_counts"], engines=data["engines"],
         generation=data.get("generation"),
-        triage=data["triage"], left=data["triage_left"],
+        triage=data["triage"], left=data["triage_left"], sections=data.get("sections") or [],
         awaiting_localization=data["awaiting_localization"], unconfirmed=data["unconfirmed"], special=data["special"],
         triage_errors=data["triage_errors"])

@@ -32,6 +32,12 @@ def issue_markdown(bug: dict[str, Any], versions: Any) -> str:
     lines += [f"**Symptom:** {bug.get('message') or bug['kind']}  ",
               f"**Found by:** memo {__version__} (coverage-guided model mutation), bug `{bug['id']}`, "
               f"{bug['occurrences']} occurrence(s)", ""]
+    variants = bug.get("variants") or []
+    if len(variants) > 1:
+        lines += ["**Variants of this one root cause:** " + "; ".join(
+            f"{v['library']} on {', '.join(v['layer_classes']) or '-'} ({v['findings']} findings)" for v in variants),
+            ""]
+    lines += _truth_lines(bug.get("truth") or {})
     if bug.get("model"):
         lines += ["**Minimal model** (Keras 3 functional):", "",
                   "| layer | class | inputs | settings |", "|---|---|---|---|"]
@@ -46,6 +52,17 @@ def issue_markdown(bug: dict[str, Any], versions: Any) -> str:
         tail = "\n".join(bug["traceback"].rstrip().splitlines()[-TRACEBACK_LINES:])
         lines += ["**Traceback:**", "", _fenced(tail), ""]
     return "\n".join(lines)
+
+
+def _truth_lines(truth: dict[str, Any]) -> list[str]:
+    """The float64 truth as an issue states it: the verdict and each library's error against float64."""
+    if not truth.get("errors"):
+        return []
+    lines = [f"**Float64 truth** ({truth.get('method', '')}): {truth.get('decision')}: {truth.get('reason', '')}", "",
+             "| library | error against float64 (in tolerances; at most 1 is within tolerance) |", "|---|---|"]
+    for name, error in truth["errors"].items():
+        lines.append(f"| {name} | {error if isinstance(error, str) else format(error, '.3g')} |")
+    return lines + [""]
 
 
 def _when(seconds: float | None) -> str:

@@ -55,15 +55,15 @@ class TriageTables:
         self._db.executemany("DELETE FROM bugs WHERE id = ?", [(bug_id,) for bug_id in bug_ids])
 
     def merge_bug(self, bug_id: str, final_key: str) -> str | None:
-        """Record ``bug_id``'s root-cause key; every bug with that key is merged into the earliest one.
+        """Record ``bug_id``'s root-cause keys (space-separated, see :func:`memo.triage.signature.reduced_key`);
+        bugs that share a key, directly or through another bug, are merged into the earliest of them.
         Returns the bug ``bug_id`` was merged into (None: it is the primary entry)."""
         self._db.execute("UPDATE bugs SET final_key = ? WHERE id = ?", (final_key, bug_id))
-        same = [row[0] for row in self._db.execute("SELECT id FROM bugs WHERE final_key = ? ORDER BY first_seen, id",
-                                                   (final_key,))]
-        primary = same[0]
-        self._db.execute("UPDATE bugs SET merged_into = NULL WHERE id = ?", (primary,))
-        self._db.executemany("UPDATE bugs SET merged_into = ? WHERE id = ?", [(primary, other) for other in same[1:]])
-        return None if primary == bug_id else primary
+        rows = self._db.execute("SELECT id, first_seen, final_key FROM bugs WHERE final_key IS NOT NULL").fetchall()
+        primary = merge_primaries({row[0]: (row[1], str(row[2]).split()) for row in rows})
+        self._db.executemany("UPDATE bugs SET merged_into = ? WHERE id = ?",
+                             [(None if first == other else first, other) for other, first in primary.items()])
+        return None if primary[bug_id] == bug_id else primary[bug_id]
 
     # ------------------------------------------------------------------ occurrences
     def replace_occurrences(self, groups: Mapping[str, Iterable[tuple[int, int]]]) -> None:
@@ -113,3 +113,29 @@ class TriageTables:
     def errors(self) -> list[TriageError]:
         """Every recorded triage failure, oldest first."""
         return [TriageError(**row) for row in dict_rows(self._db, "SELECT * FROM triage_errors ORDER BY id")]
+
+
+def merge_primaries(bugs: Mapping[str, tuple[float, Iterable[str]]]) -> dict[str, str]:
+    """``{bug id: the bug it is merged into, or itself}`` for ``{bug id: (first_seen, root-cause keys)}``: bugs
+    sharing a key are one group (transitively), whose earliest bug (by first_seen, then id) is the entry."""
+    group_of_key: dict[str, str] = {}
+    parent = {bug_id: bug_id for bug_id in bugs}
+
+    def root(bug_id: str) -> str:
+        while parent[bug_id] != bug_id:
+            parent[bug_id] = parent[parent[bug_id]]
+            bug_id = parent[bug_id]
+        return bug_id
+
+    for bug_id, (_seen, keys) in bugs.items():
+        for key in keys:
+            other = group_of_key.setdefault(key, bug_id)
+            parent[root(other)] = root(bug_id)
+    groups: dict[str, list[str]] = {}
+    for bug_id in bugs:
+        groups.setdefault(root(bug_id), []).append(bug_id)
+    primary: dict[str, str] = {}
+    for members in groups.values():
+        first = min(members, key=lambda bug_id: (bugs[bug_id][0], bug_id))
+        primary.update({bug_id: first for bug_id in members})
+    return primary

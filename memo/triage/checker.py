@@ -1,4 +1,10 @@
-"""The reduction predicate: does a candidate model still show the bug, with the same signature?"""
+"""The reduction predicate: does a candidate model still show the bug, with the same signature?
+
+Also the check before a bug is reduced (:meth:`Checker.shows_again`). A hang is confirmed the hard way: the
+model runs again on the hanging library alone (a fresh worker, no other library in the run) with twice the
+per-model limit (memo.defaults.HANG_CONFIRM_FACTOR; no first-model grace on top). A model that finishes
+then was a slow run on a loaded machine, not a hang: triage records it as not shown again ("unconfirmed").
+"""
 from __future__ import annotations
 
 import shutil
@@ -6,13 +12,16 @@ from pathlib import Path
 
 import numpy as np
 
-from memo.backends.executor import ExecutionAbandoned
+from memo.backends import load_spec
+from memo.backends.executor import DifferentialExecutor, ExecutionAbandoned
+from memo.defaults import HANG_CONFIRM_FACTOR
 from memo.model.ir import ModelIR
 from memo.mutation.nan import has_injection
 from memo.oracle import judge
 from memo.triage.finding import Finding
-from memo.triage.localize import localize
-from memo.triage.probe import Run, read_inputs, run_model
+from memo.triage.localize import Localization, localize
+from memo.triage.materialize import find_plugin
+from memo.triage.probe import Run, alone, read_inputs, run_model
 from memo.triage.session import Session
 from memo.triage.signature import NUMERIC_KINDS, signature
 
@@ -29,15 +38,18 @@ class Checker:
         self.inputs: dict[str, np.ndarray] | None = (read_inputs(artifact_dir / "inputs.npz")
                                                      if artifact_dir is not None else None)
         self.count = 0
+        self.localization: Localization | None = None  # the numeric localization of the last run
 
-    def run(self, ir: ModelIR, directory: Path) -> tuple[bool, Run, str | None]:
-        """(same bug?, the run, the localized node)."""
+    def run(self, ir: ModelIR, directory: Path, *, recheck: bool = False) -> tuple[bool, Run, str | None]:
+        """(same bug?, the run, the localized node). ``recheck``: re-check a numeric culprit alone (the final
+        model's localization, kept in ``localization``; reduction's candidates skip it)."""
         executor = self.session.executor
         layer = None
         special = has_injection(ir)
         if self.kind in NUMERIC_KINDS:
             found, run = localize(executor, ir, self.kind, self.roles, directory, seed=self.session.seed,
-                                  inputs=self.inputs)
+                                  inputs=self.inputs, recheck=recheck)
+            self.localization = found
             layer = found.layer
             if run.result is None:
                 return False, run, layer
@@ -52,10 +64,32 @@ class Checker:
                    and signature(v, run.result, ir, divergent_layer=layer) == self.bug_id for v in verdicts)
         return same, run, layer
 
+    def hang_limit_s(self) -> float:
+        """Twice the limit the hanging library ran under (its spec's own limit where that is longer)."""
+        try:
+            own = load_spec(self.backend).timeout_s or 0.0
+        except KeyError:  # a plugin
+            own = 0.0
+        return HANG_CONFIRM_FACTOR * max(own, self.session.timeout_s)
+
+    def hangs_alone(self, ir: ModelIR, directory: Path) -> bool:
+        """Whether the model still hangs on the bug's library alone, given :meth:`hang_limit_s`."""
+        names = alone(self.backend, self.roles)
+        plugin = find_plugin(self.backend, self.session.plugins)
+        registered = [name for name in names if plugin is None or name != plugin.name]
+        with DifferentialExecutor(backends=registered, plugins=[plugin.path] if plugin else [],
+                                  timeout_s=self.hang_limit_s(), first_model_grace=1.0) as executor:
+            run = run_model(executor, ir, directory, seed=self.session.seed, inputs=self.inputs, backends=names)
+        return run.result is not None and any(
+            result.status == "hang" for name, result in run.result.backends.items() if name == self.backend)
+
     def shows_again(self, ir: ModelIR, directory: Path) -> bool:
         """Whether the bug's own model still shows it when run again as the campaign ran it (the plain
-        model, not the probe: exposing every layer as an output may change how a library compiles it)."""
+        model, not the probe: exposing every layer as an output may change how a library compiles it); a
+        hang: when it hangs again alone with twice the limit (:meth:`hangs_alone`)."""
         try:
+            if self.kind == "hang" and alone(self.backend, self.roles):
+                return self.hangs_alone(ir, directory)
             run = run_model(self.session.executor, ir, directory, seed=self.session.seed, inputs=self.inputs,
                             backends=self.roles.backends)
             if run.result is None:

@@ -7,11 +7,14 @@ NaN and inconsistency findings.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import Any, Sequence
 
 from memo.model.ir import ModelIR
-from memo.store import CampaignStore
-from memo.triage.signature import BUG_KINDS, NUMERIC_KINDS, UNSUPPORTED_KIND, digest, signature_parts
+from memo.store import BugRow, CampaignStore
+from memo.triage.bugdir import IR_FILE
+from memo.triage.signature import (BUG_KINDS, NUMERIC_KINDS, UNSUPPORTED_KIND, UNLOCALIZED, culprit_classes, digest,
+                                   signature_parts)
 
 
 @dataclass
@@ -90,3 +93,25 @@ def unsupported_groups(store: CampaignStore) -> list[dict[str, Any]]:
                                         "count": 0, "first_mutant": row.mutant_id, "message": row.message})
         group["count"] += 1
     return sorted(groups.values(), key=lambda g: (-g["count"], g["library"], g["feature"]))
+
+
+def _reduced_classes(bug: BugRow) -> list[str]:
+    """The culprit classes of a bug's reduced model (its folder's model), else its localized layer class."""
+    path = Path(bug.bug_dir) / IR_FILE if bug.bug_dir else None
+    ir = _ir(path.read_text()) if path is not None and path.exists() else None
+    if ir is not None:
+        return culprit_classes(ir)
+    return [bug.layer_class] if bug.layer_class and bug.layer_class != UNLOCALIZED else []
+
+
+def variants(bugs: Sequence[BugRow]) -> list[dict[str, Any]]:
+    """The variants one entry covers (its own bug and those merged into it): one per library and culprit
+    classes, with the bugs and the number of findings each holds; the entry's own variant first."""
+    out: dict[tuple[str, tuple[str, ...]], dict[str, Any]] = {}
+    for bug in bugs:
+        classes = _reduced_classes(bug)
+        variant = out.setdefault((bug.library, tuple(classes)), {"library": bug.library, "layer_classes": classes,
+                                                                 "bugs": [], "findings": 0})
+        variant["bugs"].append(bug.id)
+        variant["findings"] += bug.occurrences
+    return list(out.values())

@@ -25,6 +25,7 @@ from memo.triage.finding import Finding, load_finding
 from memo.triage.localize import localize
 from memo.triage.materialize import materialize
 from memo.triage.probe import read_inputs
+from memo.triage.reassess import pending_truths, reassess, reassess_folder
 from memo.triage.reduce import mentioned_layers, reduce_bug
 from memo.triage.rerun import rerun_script
 from memo.triage.session import Session, TriageSummary
@@ -165,13 +166,16 @@ def _triage_bug(session: Session, bug: BugRow) -> None:
         outcome = reduce_bug(start, checker, budget_s=budget, localized=localized, hints=hints,
                              numeric=bug.kind in NUMERIC_KINDS)
         final = session.work / f"{bug.id}-final"
-        same, run, layer = checker.run(outcome.ir, final)
+        same, run, layer = checker.run(outcome.ir, final, recheck=True)
         if same and run.artifact is not None:
             ir, source = outcome.ir, run.artifact.directory
             extra["layer"] = layer
             if bug.kind in NUMERIC_KINDS:
+                located_now = checker.localization
                 extra["localization"] = {"layer": layer, "layer_class": outcome.ir.get(layer).class_name
-                                         if layer else None, "reason": "in the reduced model"}
+                                         if layer else None, "reason": "in the reduced model",
+                                         "alone": located_now.alone if located_now else None,
+                                         "together": located_now.together if located_now else []}
             session.summary.reduced += len(outcome.ir.body) < outcome.original_layers
         else:
             # no step was taken: the original model itself did not show the bug on this last run (a hang that
@@ -185,6 +189,8 @@ def _triage_bug(session: Session, bug: BugRow) -> None:
     extra["reduction"] = reduction
     data = materialize(folder, source, ir, record, roles, extra)
     shutil.rmtree(session.work / f"{bug.id}-final", ignore_errors=True)
+    if bug.kind in NUMERIC_KINDS and can_run and session.remaining() > 0:
+        data.update(reassess(session, bug, finding, ir, folder, checker.inputs if checker else None))
     has_script = (folder / "repro.py").exists()
     session.summary.scripts += has_script
     store.triage.update_bug(bug.id, bug_dir=str(folder), original_layers=len(finding.ir.body),
@@ -229,11 +235,11 @@ def triage_campaign(store: CampaignStore, *, executor: Executor | None = None, t
         _drop_stale(store, update.stale)
         localizations, bugs = pending_localizations(store), pending_bugs(store)
         if session.remaining() > 0:
-            session.needed = _needed_backends(session, localizations, bugs)
+            session.needed = _needed_backends(session, localizations, bugs + pending_truths(store))
         # a pass without a budget (``memo report``) writes folders from the kept artifacts; a pass whose
         # budget ran out leaves the remaining bugs to the next one instead of marking them "not reduced"
         quick = time_budget_s <= 0
-        turn, tried = 0, set()
+        turn, tried, tried_truth = 0, set(), set()
         while quick or session.remaining() > 0:
             bugs = [bug for bug in pending_bugs(store) if bug.id not in tried]
             if bugs and (turn % 2 == 0 or not localizations or session.remaining() <= 0):
@@ -260,6 +266,17 @@ def triage_campaign(store: CampaignStore, *, executor: Executor | None = None, t
                     store.triage.save_localization(verdict_id, None, None, {"reason": f"failed: {exc}"})
                 update = dedup.update_bugs(store)
                 _drop_stale(store, update.stale)
+            elif session.remaining() > 0 and (truths := [b for b in pending_truths(store) if b.id not in tried_truth]):
+                bug = truths[0]
+                tried_truth.add(bug.id)  # once per pass, whatever the outcome
+                try:
+                    reassess_folder(session, bug)
+                except ExecutionAbandoned:
+                    break
+                except Exception as exc:
+                    if is_disk_full(exc):
+                        raise
+                    session.error(bug.id, "float64 truth", exc)
             else:
                 break
             turn += 1

@@ -129,3 +129,12 @@ def roles(verdict: Verdict, reference: str, available: list[str]) -> Roles:
         faulty, good = backend, reference
         needed.append(backend)
     return Roles(faulty, good, tuple(dict.fromkeys(needed)))
+
+
+def alone(backend: str, roles: Roles) -> tuple[str, ...]:
+    """The backends to run to see ``backend``'s own failure with no other library in the run: itself, or for
+    a converter the one reader of its output among ``roles`` (the converter runs before it, not beside it)."""
+    if backend not in CONVERTERS:
+        return (backend,)
+    produced = getattr(load_spec(backend), "produces", None)
+    return tuple(name for name in roles.backends if name not in CONVERTERS and _consumes(name) == produced)[:1]

@@ -8,8 +8,9 @@ A script is a shared frame (``templates/repro.py.j2``: header, environment, one 
   a plugin is not inlined: its file is copied beside the script (``plugin_backend.py``) and imported;
 * the worker's reading of inputs and writing of outputs, and its record of a converter's problems;
 * the symptom's test: the oracle's functions for nan / inconsistency / shape, and the bug signature's
-  message normalization for crashes (same type and normalized message), so a script and the campaign
-  cannot disagree on what "the same bug" is. A native crash is reproduced by the process dying the same
+  message normalization for crashes (same type and normalized message, with every file path the run
+  itself decides masked: :mod:`memo.triage.pathmask`), so a script and the campaign cannot disagree on
+  what "the same bug" is, wherever the script is run from. A native crash is reproduced by the process dying the same
   way, which :func:`memo.triage.rerun.interpret` accepts.
 
 The script depends only on the library and numpy (plus tf2onnx, TensorFlow and Keras when the conversion
@@ -33,8 +34,8 @@ from memo.kinds import BUG_KINDS
 from memo.oracle import Thresholds
 from memo.triage.bugdir import EXPECTED_FILE, INPUTS_FILE, MODEL_FILE, converted_file
 from memo.triage.inline import Bundle
-from memo.triage.rerun import expected_death
-from memo.triage.signature import normalize_message
+from memo.triage.rerun import ALARM_SLACK_S, expected_death, hang_limit_s
+from memo.triage.pathmask import comparable_message
 
 PLUGIN_FILE = "plugin_backend.py"
 CHECKS = {kind: f"checks/{kind}.py.j2" for kind in sorted(BUG_KINDS)}  # the symptom's test, per bug kind
@@ -44,7 +45,7 @@ NUMERIC_CHECKS = ("nan", "inconsistency", "shape")  # the kinds whose check comp
 _WORKER_IO = (("memo.backends.worker", "_read_inputs"), ("memo.backends.worker", "_write_outputs"))
 _CONVERTER_RECORD = ("memo.backends.worker", "_problem_record")
 _CHECK_CODE: dict[str, tuple[tuple[str, str], ...]] = {
-    "crash": (("memo.triage.signature", "normalize_message"),),
+    "crash": (("memo.triage.pathmask", "comparable_message"),),
     "hang": (),
     "nan": (("memo.oracle", "_nan_problem"),),
     "inconsistency": (("memo.oracle", "Thresholds"), ("memo.oracle", "mismatch")),
@@ -120,6 +121,7 @@ def render_script(*, bug_id: str, kind: str, library: str, faulty: str, symptom:
     ``library`` is a converter (the script converts, then runs the conversion there). ``plugin``: the
     plugin file when the backend that runs is a plugin (copied as ``plugin_backend.py``; ``plugin_env``
     its declared environment). ``expected_*``: the exception, message and stage memo recorded for a crash.
+    ``timeout_s``: the per-model limit the bug was found under; a hang's script waits twice as long.
     """
     spec = registered(library)
     converter = spec if isinstance(spec, ConverterSpec) else None
@@ -174,7 +176,8 @@ def render_script(*, bug_id: str, kind: str, library: str, faulty: str, symptom:
         input_names=input_names, converter=converter.name if converter else None, backend=runs is not None,
         model_file=model_file, converted_name=converted_file(converter.produces) if converter else "",
         check=CHECKS[kind], death=death, expected_exception=expected_exception,
-        expected_message=normalize_message(expected_message), expected_stage=expected_stage, timeout_s=timeout_s,
+        expected_message=comparable_message(expected_message), expected_stage=expected_stage,
+        timeout_s=hang_limit_s(timeout_s), alarm_slack_s=ALARM_SLACK_S,
         thresholds=", ".join(f"{k}={v!r}" for k, v in dataclasses.asdict(thresholds).items()), reference=reference)
     return text, files
 

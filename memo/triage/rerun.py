@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -10,9 +11,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from memo.defaults import HANG_CONFIRM_FACTOR
 from memo.triage.bugdir import REPRO_FILE
 
 OUTPUT_TAIL = 4000
+# A hang's script decides itself: still running after twice the limit, it says "reproduces" (or, hung in code
+# that holds the GIL, its alarm ends it by SIGALRM this many seconds later). Killing it from here decides
+# nothing, so ``rerun_script`` waits this much longer than the script's own limit (its imports, the alarm).
+ALARM_SLACK_S = 10
+HANG_RERUN_MARGIN_S = 120.0
+
+
+def hang_limit_s(timeout_s: float) -> float:
+    """How long a hang's script lets the model run before it says "reproduces": twice memo's per-model limit
+    ``timeout_s``, as triage confirms a hang (:data:`memo.defaults.HANG_CONFIRM_FACTOR`)."""
+    return HANG_CONFIRM_FACTOR * timeout_s
 
 
 @dataclass
@@ -53,9 +66,12 @@ def expected_death(bug: dict[str, Any]) -> tuple[str, int] | None:
 
 def interpret(returncode: int | None, bug: dict[str, Any], *, timed_out: bool = False) -> bool | None:
     """0: reproduces; 1: does not; killed by the bug's own signal (or exiting with the dead worker's own
-    code), or still running for a hang: reproduces; another signal: does not; anything else: unknown."""
+    code), or for a hang by its own alarm: reproduces; another signal: does not; anything else, and a script
+    killed from outside (``timed_out``: it never said whether the model ran past its limit), unknown."""
     if timed_out:
-        return True if bug.get("kind") == "hang" else None
+        return None
+    if bug.get("kind") == "hang" and returncode == -signal.SIGALRM:
+        return True
     death = expected_death(bug)
     if returncode is not None and death is not None and death[0] == "exit" and returncode == death[1]:
         return True
@@ -75,6 +91,8 @@ def _text(data: bytes | str | None) -> str:
 def rerun_script(folder: Path, bug: dict[str, Any], *, timeout_s: float = 300.0) -> RerunResult:
     """Run ``folder/repro.py`` (``bug``: the folder's bug.json data) and interpret its exit status."""
     python = bug.get("python") or sys.executable
+    if bug.get("kind") == "hang":  # let the script reach its own verdict (see ALARM_SLACK_S)
+        timeout_s = max(timeout_s, hang_limit_s(float(bug.get("timeout_s") or 60.0)) + HANG_RERUN_MARGIN_S)
     env = {k: v for k, v in os.environ.items() if k != "KERAS_BACKEND"}  # the script sets its own
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     started = time.monotonic()

@@ -16,6 +16,7 @@ from memo.defaults import DEFAULT_TIMEOUT_S
 from memo.store import CampaignStore
 from memo.triage.finding import Finding
 from memo.triage.probe import Roles, roles
+from memo.triage.truth import TruthRunner
 
 WORK_DIR = "triage-work"
 TRIAGE_TIMEOUT_S = DEFAULT_TIMEOUT_S
@@ -59,6 +60,7 @@ class Session:
         self.summary = TriageSummary()
         self.executor_failed = False
         self.needed: set[str] = set()  # the backends the pending work involves (set before any execution)
+        self._truth: TruthRunner | None = None
 
     def remaining(self) -> float:
         return self.deadline - time.monotonic()
@@ -82,7 +84,15 @@ class Session:
             self.error(None, "starting the executor", exc)
         return self.executor
 
+    def truth_runner(self) -> TruthRunner:
+        """The float64 worker of this pass (started on its first request)."""
+        if self._truth is None:
+            self._truth = TruthRunner(self.work / "truth-logs")
+        return self._truth
+
     def close(self) -> None:
+        if self._truth is not None:
+            self._truth.close()
         if self.own_executor and self.executor is not None:
             try:
                 self.executor.close()

@@ -15,12 +15,14 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Callable, Iterable
 
-from memo.backends import CONVERTERS, REFERENCE, load_spec
+from memo.backends import BACKENDS, CONVERTERS, REFERENCE, load_spec
 from memo.backends.result import TRACE_STAGE, ExecutionResult, StageResult
 from memo.kinds import BUG_KINDS, MESSAGE_KINDS, NUMERIC_KINDS, VerdictKind
-from memo.model.ir import ModelIR
+from memo.layers.catalogue import get_spec
+from memo.model.ir import Layer, ModelIR
 from memo.oracle import KERAS_FRONT_END, TF_FUNCTION_STAGE, Verdict
 from memo.triage.describe import TORCH_CAUSED_BY
 
@@ -276,18 +278,141 @@ def unsupported_feature(verdict: Verdict, message: str | None = None) -> str:
     return normalize_message(text, limit=80) or "unknown"
 
 
-# The parts of a provisional signature that survive into the root-cause key. The masked message does not
+# ---------------------------------------------------------------------------- the root cause, after reduction
+# The parts of a provisional signature that survive into the exact root-cause key. The masked message does not
 # (two wordings of one failure, with and without a shape, are one bug once the models coincide), nor does
 # the stage (one native crash kills the eager run and the graph-mode trace alike).
-_ROOT_CAUSE_PARTS = ("kind", "library", "exception", "frames", "reference", "layer")
+_ROOT_CAUSE_PARTS = ("kind", "exception", "frames", "reference", "layer")
+# Keras's wrapper around a layer's error ("Exception encountered when calling RandomHue.call().") names the
+# layer class the failure passed through, not the code that failed.
+_KERAS_CALL_WRAPPER = re.compile(r"Exception encountered when calling [\w.]+(?:\(\))?\.?\s*")
+# A failure the library did not describe (a signal, an exit status): its words cannot tell two bugs apart.
+_UNDESCRIBED = re.compile(r"^(?:signal|exit) |^WorkerDied$")
+# A stored message is cut at MESSAGE_LIMIT characters; once the wrapper (at most 44 characters and a 24-character
+# class name) and the names are masked, two messages of one failure through classes whose names differ in length
+# agree on this many characters.
+PATTERN_LIMIT = MESSAGE_LIMIT - 90
+
+
+@dataclass(frozen=True)
+class SharedOperator:
+    """Layer classes computed by one operator, chosen by one attribute: a finding in one of them is a finding in
+    the operator, whichever class reached it."""
+
+    name: str
+    classes: frozenset[str]
+    attribute: str | None = None
+    defaults: tuple[tuple[str, str], ...] = ()  # (class, the attribute's Keras default)
+
+    def of(self, layer: Layer) -> str | None:
+        if layer.class_name not in self.classes:
+            return None
+        if self.attribute is None:
+            return self.name
+        value = layer.config.get(self.attribute, dict(self.defaults).get(layer.class_name))
+        return f"{self.name}:{str(value).lower()}"
+
+
+SHARED_OPERATORS: tuple[SharedOperator, ...] = (
+    # Keras's Resizing and UpSampling2D both call ops.image.resize with their ``interpolation``; tf2onnx writes
+    # both as one ONNX Resize (a bicubic difference seen through either is one bug)
+    SharedOperator("resize", frozenset({"Resizing", "UpSampling2D"}), "interpolation",
+                   (("Resizing", "bilinear"), ("UpSampling2D", "nearest"))),
+    # Keras's TensorFlow, JAX and NumPy backends derive the windows of all six adaptive poolings from one
+    # helper (backend_utils.compute_adaptive_pooling_window_sizes)
+    SharedOperator("adaptive-pooling", frozenset(f"Adaptive{op}Pooling{d}D" for op in ("Average", "Max")
+                                                 for d in (1, 2, 3))),
+)
+
+
+def shared_operator(layer: Layer) -> str | None:
+    """The operator ``layer`` shares with other classes (see :data:`SHARED_OPERATORS`), None if none."""
+    return next((found for op in SHARED_OPERATORS if (found := op.of(layer)) is not None), None)
+
+
+def code_path(layer: Layer) -> str:
+    """What a crash in ``layer`` shares with crashes in other classes: its shared operator, else its catalogue
+    family (layers of one family share their library's code paths), else its class."""
+    operator = shared_operator(layer)
+    if operator is not None:
+        return operator
+    spec = get_spec(layer.class_name)
+    return f"family:{spec.family}" if spec is not None else f"class:{layer.class_name}"
+
+
+def culprits(reduced: ModelIR) -> list[Layer]:
+    """The reduced model's output layers: reduction cuts a failure at the node that fails."""
+    layers = reduced.by_name()
+    return [layers[name] for name in reduced.outputs if name in layers]
+
+
+def culprit_classes(reduced: ModelIR) -> list[str]:
+    """The culprits' classes, a wrapper's with the class it wraps: ``SpectralNormalization(Dense)``."""
+    names = set()
+    for layer in culprits(reduced):
+        inner = layer.config.get("layer")
+        wrapped = inner.get("class_name") if isinstance(inner, dict) else None
+        names.add(f"{layer.class_name}({wrapped})" if wrapped else layer.class_name)
+    return sorted(names)
+
+
+@lru_cache(maxsize=None)
+def library_of(backend: str) -> str:
+    """One name for backends that run one library's code: the first registered backend or converter declared
+    in the same module with the same distributions (``tf2onnx-opset11`` is ``tf2onnx`` at another opset)."""
+    registry = {**BACKENDS, **CONVERTERS}
+    if backend not in registry:
+        return backend
+    module = registry[backend].partition(":")[0]
+    try:
+        distributions = load_spec(backend).distributions
+        return next(name for name, target in registry.items()
+                    if target.partition(":")[0] == module and load_spec(name).distributions == distributions)
+    except Exception:  # a spec that does not load (a plugin's missing dependency): the backend is its own library
+        return backend
+
+
+def message_pattern(message: str, reduced: ModelIR) -> str:
+    """A masked message with what names the layer rather than the failing code masked too: Keras's wrapper,
+    the reduced model's layer names, and its class names where they name the Keras layer object."""
+    text = _KERAS_CALL_WRAPPER.sub("", message)
+    for layer in reduced.layers:
+        text = re.sub(rf"(?<![\w/]){re.escape(layer.name)}(?![\w/])", "NAME", text)
+        text = re.sub(rf"\b{re.escape(layer.class_name)}(?=\.\w+\(\)|\s+layer\b| name=)", "LAYER", text)
+    return text.strip()[:PATTERN_LIMIT]
+
+
+def reduced_keys(parts: dict[str, Any], reduced: ModelIR) -> tuple[str, ...]:
+    """A bug's root-cause identities once its model is reduced; two bugs sharing one are one bug.
+
+    The exact key: the failing library, its symptom (exception type and library frames, or the misbehaving
+    layer class) and the class of the culprit. The root-cause key, which lets one fix reached through several
+    layer classes be one entry: for a crash, the same exception with the same message pattern
+    (:func:`message_pattern`) in layers of one code path (:func:`code_path`; the frames are left out, since
+    they pass through each class's own module); a crash the library did not describe (a signal) only in a
+    shared operator; for a numeric finding, the same shared operator (:func:`shared_operator`), since nothing
+    else tells its code path. ``library`` is :func:`library_of` in both."""
+    library = library_of(str(parts.get("library", "")))
+    found = culprits(reduced)
+    exact = {name: parts[name] for name in _ROOT_CAUSE_PARTS if name in parts}
+    keys = [digest({**exact, "library": library, "culprit": sorted({layer.class_name for layer in found})})]
+    common = {"kind": parts.get("kind", ""), "library": library, "reference": parts.get("reference", "")}
+    if not found:
+        return tuple(keys)
+    if parts.get("kind") in NUMERIC_KINDS:
+        operators = {shared_operator(layer) for layer in found}
+        if None not in operators:
+            keys.append(digest({**common, "operator": sorted(operators)}))
+    elif "exception" in parts:
+        paths = {code_path(layer) for layer in found}
+        pattern = message_pattern(str(parts.get("message", "")), reduced)
+        described = bool(pattern) and not _UNDESCRIBED.match(str(parts["exception"]))
+        if described or all(shared_operator(layer) for layer in found):
+            keys.append(digest({**common, "exception": parts["exception"], "code_path": sorted(paths),
+                                "message": pattern}))
+    return tuple(dict.fromkeys(keys))
 
 
 def reduced_key(parts: dict[str, Any], reduced: ModelIR) -> str:
-    """A bug's root-cause identity once its model is reduced: the failing library, its symptom (exception
-    type and library frames, or the misbehaving layer class) and the class of the culprit, the reduced
-    model's output layer (reduction cuts a failure at the node that fails). Two bugs with the same key
-    are one bug found through different models."""
-    key = {name: parts[name] for name in _ROOT_CAUSE_PARTS if name in parts}
-    layers = reduced.by_name()
-    key["culprit"] = sorted({layers[name].class_name for name in reduced.outputs if name in layers})
-    return digest(key)
+    """:func:`reduced_keys` as the store keeps them (``bugs.final_key``, space-separated)."""
+    return " ".join(reduced_keys(parts, reduced))

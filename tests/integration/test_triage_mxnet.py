@@ -48,6 +48,21 @@ def test_findings_are_deduplicated_and_localized(triaged) -> None:
     assert bugs["crash"].stage == "convert" and "KeyError" in json.dumps(bugs["crash"].parts, sort_keys=True)
 
 
+def test_the_numeric_bug_is_confirmed_by_its_float64_truth(triaged) -> None:
+    from memo.triage.bugdir import read_bug_file
+
+    _root, store, _summary = triaged
+    bug = next(bug for bug in store.triage.load_bugs() if bug.kind == "inconsistency")
+    data = read_bug_file(Path(bug.bug_dir))
+    truth = data["truth"]
+    # MXNet's "same" average pooling is wrong; TensorFlow's agrees with float64 to well within the tolerance
+    assert truth["decision"] == "confirmed" and truth["blamed"] == "mxnet", truth
+    assert truth["errors"]["keras-tensorflow"] < 0.1 < 1 < truth["errors"]["mxnet"]
+    assert truth["condition"] < 1
+    # the headline speaks of the reduced model (one AveragePooling1D), not of the campaign's six-layer model
+    assert "elements outside" in data["reduced_verdict"]["message"]
+
+
 def test_every_bug_is_reduced_to_a_minimal_model(triaged) -> None:
     from memo.model.ir import ModelIR
 

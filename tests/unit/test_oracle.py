@@ -99,8 +99,16 @@ def test_differing_nonfinite_positions() -> None:
     outputs = same_outputs(base)
     outputs["mxnet"]["out"][0, 0] = -np.inf  # same position, other sign
     verdicts = judge(make_result(), outputs=outputs)
-    assert [(v.kind, v.backend) for v in verdicts] == [("nan", "mxnet")]
+    # the reference makes Inf itself: how special values propagate is judged by the special-value rule
+    assert [(v.kind, v.backend, v.metrics["numeric_kind"]) for v in verdicts] == [("special", "mxnet", "nan")]
     assert "differ" in verdicts[0].message
+
+
+def test_reference_finite_keeps_nan_verdicts() -> None:
+    outputs = same_outputs(BASE.copy())
+    outputs["mxnet"]["out"][0, 0] = np.nan  # the reference has no special value anywhere
+    verdicts = judge(make_result(), outputs=outputs)
+    assert [(v.kind, v.backend) for v in verdicts] == [("nan", "mxnet")]
 
 
 def test_shape_mismatch_skips_numeric_checks() -> None:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from memo.model.ir import Layer, ModelIR
 from memo.triage.reduce import isolate, mentioned_layers, reduce_bug
-from memo.triage.signature import normalize_message, reduced_key
+from memo.triage.signature import normalize_message, reduced_key, reduced_keys
 from tests.unit.triage_store import add_finding, crash_result, make_campaign, model
 
 
@@ -80,9 +80,10 @@ def test_bugs_whose_reduced_forms_coincide_merge_into_the_earliest(tmp_path: Pat
     parts_a = {"kind": "crash", "library": "onnxruntime", "stage": "execute", "exception": "Fail",
                "message": "shape (2, 3) bad", "frames": ["onnxruntime/x.py:run"]}
     parts_b = {**parts_a, "message": "other wording"}
-    assert reduced_key(parts_a, reduced) == reduced_key(parts_b, reduced)
-    assert reduced_key(parts_a, reduced) != reduced_key(parts_a, model("ReLU"))
-    assert reduced_key(parts_a, reduced) == reduced_key({**parts_a, "stage": "tf-function"}, model("Dense", "Softmax"))
+    exact = reduced_keys(parts_a, reduced)[0]  # the exact key: library, symptom, culprit class
+    assert exact == reduced_keys(parts_b, reduced)[0]
+    assert exact not in reduced_keys(parts_a, model("Dense")) and exact not in reduced_keys(parts_a, model("ReLU"))
+    assert exact == reduced_keys({**parts_a, "stage": "tf-function"}, model("Dense", "Softmax"))[0]
     with make_campaign(tmp_path / "c") as store:
         add_finding(store, 7, model("Dense", "Softmax"), crash_result("boom one"),
                     [("crash", "onnxruntime", "execute", "RuntimeError: boom one")])

@@ -114,7 +114,7 @@ def test_exit_status_interpretation() -> None:
     assert interpret(0, {}) is True and interpret(1, {}) is False and interpret(2, {}) is None
     assert interpret(-11, {"exception": "signal 11"}) is True and interpret(-6, {"exception": "signal 11"}) is False
     assert interpret(None, {}) is None
-    assert interpret(None, {"kind": "hang"}, timed_out=True) is True and interpret(None, {}, timed_out=True) is None
+    assert interpret(None, {"kind": "hang"}, timed_out=True) is None and interpret(None, {}, timed_out=True) is None
     died = {"exception": "WorkerDied", "error_message": "worker process killed by signal 8 (SIGFPE)"}
     assert expected_death(died) == ("signal", 8) and interpret(-8, died) is True and interpret(-11, died) is False
     exited = {"exception": "WorkerDied", "error_message": "worker process exited with code 3"}

@@ -1,0 +1,95 @@
+"""Which findings are documented behaviour, and which libraries are still maintained (pure: no library imported).
+
+Each backend or converter spec declares its by-design differences (:class:`DocumentedDifference`, with the
+document that allows each) and its upstream status (:class:`Upstream`). Triage asks
+:func:`documented_difference` whether a reduced finding is one of them (then it is listed under "documented
+differences", never as a bug) and :func:`upstream_of` where the library's bugs go and whether anyone fixes them.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from memo.backends import load_spec
+from memo.backends.spec import UNKNOWN_UPSTREAM, DocumentedDifference, Upstream
+from memo.model.ir import Layer, ModelIR
+
+# Keys under which a wrapper layer (Bidirectional, TimeDistributed) keeps the layer it wraps.
+_WRAPPED_KEYS = ("layer", "forward_layer")
+
+
+def documented_difference(library: str, kind: str, ir: ModelIR | None, layer: str | None,
+                          message: str) -> DocumentedDifference | None:
+    """The declaration of ``library`` (a registered backend or converter name) that covers a finding, or None.
+
+    ``kind`` is the verdict kind ("crash", "inconsistency", ...), ``ir`` the reduced model (None when there is
+    none: then only declarations without a layer condition can match), ``layer`` the name of the layer the
+    finding was localized to (None: not localized), ``message`` the verdict's message. An unregistered name
+    (a plugin) declares nothing.
+    """
+    spec = _spec(library)
+    if spec is None:
+        return None
+    for declared in getattr(spec, "documented_differences", ()):
+        if covers(declared, kind, ir, layer, message):
+            return declared
+    return None
+
+
+def upstream_of(name: str) -> Upstream:
+    """The upstream status a registered backend or converter declares; for any other name (a plugin) "active"
+    with no tracker (:data:`memo.backends.spec.UNKNOWN_UPSTREAM`)."""
+    return getattr(_spec(name), "upstream", UNKNOWN_UPSTREAM)
+
+
+def covers(declared: DocumentedDifference, kind: str, ir: ModelIR | None, layer: str | None, message: str) -> bool:
+    """Whether one declaration covers the finding (see :func:`documented_difference` for the arguments)."""
+    if kind not in declared.kinds:
+        return False
+    if declared.message and not re.search(declared.message, message or ""):
+        return False
+    if not declared.layer_classes and not declared.attributes:
+        return True
+    if ir is None:
+        return False
+    candidates = ir.body
+    if declared.at_layer and layer is not None:
+        candidates = [node for node in candidates if node.name == layer]
+    return any(_layer_matches(declared, node) for node in candidates)
+
+
+def _layer_matches(declared: DocumentedDifference, node: Layer) -> bool:
+    configs = [node.config, *_wrapped_configs(node.config)]
+    classes = {node.class_name, *(_wrapped_classes(node.config))}
+    if declared.layer_classes and not classes & set(declared.layer_classes):
+        return False
+    return all(any(_attribute(config, name) in values for config in configs) for name, values in declared.attributes)
+
+
+def _wrapped_configs(config: dict[str, Any]) -> list[dict[str, Any]]:
+    return [config[key].get("config", {}) for key in _WRAPPED_KEYS if isinstance(config.get(key), dict)]
+
+
+def _wrapped_classes(config: dict[str, Any]) -> list[str]:
+    return [str(config[key].get("class_name")) for key in _WRAPPED_KEYS if isinstance(config.get(key), dict)]
+
+
+def _attribute(config: dict[str, Any], name: str) -> Any:
+    """A config value, the dtype policy by its name (Keras writes ``{"class_name": "DTypePolicy", "config":
+    {"name": "float16"}}`` or a plain string)."""
+    value = config.get(name)
+    if name == "dtype" and isinstance(value, dict):
+        return value.get("config", {}).get("name")
+    if isinstance(value, list):  # JSON has no tuples; declarations may compare against tuples
+        return tuple(value)
+    return value
+
+
+def _spec(name: str) -> Any:
+    try:
+        return load_spec(name)
+    except (KeyError, ImportError):
+        return None
+
+
+__all__ = ["covers", "documented_difference", "upstream_of"]

@@ -1,0 +1,74 @@
+"""The float64 truth: a model recomputed by Keras on torch with every floating weight, input and layer widened
+to float64, so that a numeric finding can say which library is wrong, not only that two disagree.
+
+Not a library under test: memo never compares it as a backend. Triage runs it on a bug's reduced model
+(:mod:`memo.triage.truth`), ``memo run`` on a whole model. The weights and inputs are exactly the float32
+ones, widened (float32 -> float64 is exact), so the only difference from the libraries under test is the
+precision of the arithmetic. Torch rather than TensorFlow: the truth must not share the reference's kernels.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from memo.backends.keras_common import _load as _load_float32
+from memo.backends.spec import BackendSpec
+from memo.backends.versions import distribution_versions
+
+TRUTH = "float64-truth"
+WIDE = "float64"
+# Dtype names that a layer or input computes in, as Keras writes them into a config: each is widened.
+_FLOATING = frozenset({"float16", "bfloat16", "float32", "float64", "mixed_float16", "mixed_bfloat16"})
+
+
+def _widen_config(value: Any) -> Any:
+    """A copy of a serialized Keras object in which every floating dtype (a layer's dtype policy, an input's
+    dtype) is float64; integer and string dtypes (lookups, hashing, embedding indices) stay as they are."""
+    if isinstance(value, list):
+        return [_widen_config(item) for item in value]
+    if not isinstance(value, dict):
+        return value
+    widened = {key: _widen_config(item) for key, item in value.items()}
+    dtype = value.get("dtype")
+    if isinstance(dtype, str) and dtype in _FLOATING:
+        widened["dtype"] = WIDE
+    elif isinstance(dtype, dict) and (dtype.get("config") or {}).get("name") in _FLOATING:
+        widened["dtype"] = WIDE
+    return widened
+
+
+def _load(path: Path) -> Any:
+    """The float32 model as stored, rebuilt with float64 layers and given its own weights, widened."""
+    import keras
+
+    model = _load_float32(path)
+    serialized = keras.saving.serialize_keras_object(model)
+    wide = keras.saving.deserialize_keras_object(_widen_config(serialized), safe_mode=True)
+    weights = model.get_weights()
+    wide.set_weights([w.astype(np.float64) if np.issubdtype(w.dtype, np.floating) else w for w in weights])
+    return wide
+
+
+def _run(model: Any, inputs: dict[str, Any]) -> list[Any]:
+    import keras
+
+    arrays = [np.asarray(inputs[name]) for name in inputs]
+    arrays = [a.astype(np.float64) if np.issubdtype(a.dtype, np.floating) else a for a in arrays]
+    outputs = model(arrays, training=False)
+    if not isinstance(outputs, (list, tuple)):
+        outputs = [outputs]
+    return [keras.ops.convert_to_numpy(out) for out in outputs]
+
+
+def _setup() -> dict[str, str]:
+    import keras
+
+    if keras.backend.backend() != "torch":
+        raise RuntimeError(f"the float64 truth needs Keras on torch, not {keras.backend.backend()!r}")
+    return distribution_versions(("keras", "torch"))
+
+
+SPEC = BackendSpec(name=TRUTH, consumes="keras", load=_load, run=_run, setup=_setup, distributions=("keras", "torch"),
+                   env={"KERAS_BACKEND": "torch"})

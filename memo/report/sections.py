@@ -1,0 +1,98 @@
+"""Where each bug entry stands: ready to file, or which section keeps it apart, and why.
+
+A maintainer reads "ready to file" first and must accept every entry there as a real defect of the library
+named. Everything else stays visible, in its own section with the reason: a numeric finding whose float64
+truth blames another library, one no float32 library can be held to (ill-conditioned), one within the
+tolerance of float64 (float noise), one float64 cannot settle, a documented difference, a retired library's
+bug. The first rule that applies decides (a registry, in order).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from memo.kinds import NUMERIC_KINDS
+from memo.truth import CONTRADICTED, ILL_CONDITIONED, NOISE, UNAVAILABLE, UNDECIDED
+
+READY = "ready to file"
+
+
+@dataclass(frozen=True)
+class Section:
+    key: str
+    title: str
+    note: str
+
+
+SECTIONS: tuple[Section, ...] = (
+    Section("ready", READY, "reduced, reproducing, and (numeric findings) confirmed by the float64 truth"),
+    Section("ready-retired", "ready to file (retired library)",
+            "real, but the library is retired upstream (no more releases): a fix is unlikely"),
+    Section("not-ready", "not ready yet", "not reduced, not reproducing standalone, or not triaged yet"),
+    Section("truth-blames-other", "float64 blames another library",
+            "the float64 truth sides with the library accused: the one the verdict trusted is wrong"),
+    Section("documented", "documented differences",
+            "behaviour the library's documentation or the operator's specification allows"),
+    Section("ill-conditioned", "ill-conditioned",
+            "no float32 library can be held to the tolerance on this model (the float64 result itself is unstable, "
+            "non-finite, near overflow, or an index decided by ties)"),
+    Section("noise", "float noise", "every library involved is within the tolerance of the float64 result"),
+    Section("undecided", "undecided by float64", "neither side is close to the float64 result, or it could not "
+                                                  "be computed"),
+    Section("not-reproducing", "does not reproduce", "the standalone script does not show the bug"),
+)
+SECTION_RANK = {section.key: rank for rank, section in enumerate(SECTIONS)}
+TITLES = {section.key: section.title for section in SECTIONS}
+
+
+def _truth_decision(entry: dict[str, Any]) -> str | None:
+    truth = entry.get("truth") or {}
+    return truth.get("decision") if entry.get("kind") in NUMERIC_KINDS else None
+
+
+def _reduced(entry: dict[str, Any]) -> bool:
+    return entry.get("reduced_layers") is not None and entry.get("original_layers") is not None \
+        and entry["reduced_layers"] < entry["original_layers"]
+
+
+# (section key, does it apply?) in order: the first that applies decides.
+RULES: tuple[tuple[str, Callable[[dict[str, Any]], bool]], ...] = (
+    ("documented", lambda e: bool(e.get("documented"))),
+    ("ill-conditioned", lambda e: _truth_decision(e) == ILL_CONDITIONED),
+    ("noise", lambda e: _truth_decision(e) == NOISE),
+    ("undecided", lambda e: _truth_decision(e) in (UNDECIDED, UNAVAILABLE)),
+    ("truth-blames-other", lambda e: _truth_decision(e) == CONTRADICTED),
+    ("not-reproducing", lambda e: e.get("reproduces") is False),
+    ("not-ready", lambda e: not (e.get("reproduces") is True and _reduced(e))
+     or (e.get("kind") in NUMERIC_KINDS and _truth_decision(e) is None)),
+    ("ready-retired", lambda e: (e.get("upstream") or {}).get("status") == "retired"),
+    ("ready", lambda e: True),
+)
+
+
+def section_of(entry: dict[str, Any]) -> str:
+    """The key of the section ``entry`` belongs in."""
+    return next(key for key, applies in RULES if applies(entry))
+
+
+def status_text(entry: dict[str, Any]) -> str:
+    """The status column: the section's title, made specific where a reader acts on the detail."""
+    section = entry["section"]
+    if section == "truth-blames-other":
+        blamed = (entry.get("truth") or {}).get("blamed")
+        return f"float64 blames {blamed}" if blamed else TITLES[section]
+    if section == "not-ready":
+        if entry.get("reproduces") is True and _reduced(entry):
+            return "float64 truth not computed yet"
+        if entry.get("reproduces") is True:
+            return "reproduces (not reduced)"
+        return (entry.get("reduction") or {}).get("status") or "not triaged yet"
+    return TITLES[section]
+
+
+def section_counts(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every section with its title, note and number of entries, in reading order."""
+    counts: dict[str, int] = {}
+    for entry in entries:
+        counts[entry["section"]] = counts.get(entry["section"], 0) + 1
+    return [{"key": s.key, "title": s.title, "note": s.note, "count": counts.get(s.key, 0)} for s in SECTIONS]

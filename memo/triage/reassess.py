@@ -1,0 +1,89 @@
+"""A numeric bug judged again on its reduced model: the figures its entry shows, and its float64 truth.
+
+The campaign's verdict was made on the original mutant; the report, the headline and the issue text must
+speak of the model a maintainer receives. So the reduced model runs once more as the campaign ran it (the
+plain model, not the localization probe) on the backends the bug involves; the oracle's verdict on that run
+gives the headline, output names, element counts and max difference, and every backend's outputs are
+compared with the float64 truth (:mod:`memo.triage.truth`). Both go into ``bug.json``.
+"""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+from memo.model.ir import ModelIR
+from memo.mutation.nan import has_injection
+from memo.oracle import Verdict, judge, load_outputs
+from memo.kinds import NUMERIC_KINDS
+from memo.store import BugRow, CampaignStore
+from memo.triage.bugdir import INPUTS_FILE, IR_FILE, NOT_AGAIN, read_bug_file, write_bug_file
+from memo.triage.finding import Finding, load_finding
+from memo.triage.probe import read_inputs, run_model
+from memo.triage.session import Session
+from memo.triage.truth import TRUTH_ARRAYS, judge_by_truth
+
+REDUCED_VERDICT = "reduced_verdict"
+TRUTH_KEY = "truth"
+
+
+def reassess(session: Session, bug: BugRow, finding: Finding, ir: ModelIR, folder: Path,
+             inputs: dict[str, Any] | None) -> dict[str, Any]:
+    """Run the reduced model ``ir`` again, judge it, compute its float64 truth; the keys written into the bug's
+    ``bug.json`` (nothing when no executor is available or the model no longer runs)."""
+    executor = session.get_executor()
+    if executor is None:
+        return {}
+    directory = session.work / f"{bug.id}-reassess"
+    try:
+        run = run_model(executor, ir, directory, seed=session.seed, inputs=inputs,
+                        backends=session.roles(finding).backends)
+        if run.result is None or run.artifact is None:
+            return {}
+        reference = run.result.reference
+        mine = _matching(judge(run.result, special_values=has_injection(ir)), bug)
+        added: dict[str, Any] = {}
+        if mine is not None:
+            added[REDUCED_VERDICT] = {"message": mine.message, "metrics": mine.metrics}
+        outputs = load_outputs(run.result)
+        if reference in outputs:
+            names = [layer.name for layer in ir.input_layers]
+            stored = read_inputs(run.artifact.inputs_path)
+            ordered = {name: stored[name] for name in names if name in stored}
+            truth = judge_by_truth(session.truth_runner(), run.artifact.keras_path, ordered, outputs,
+                                   mine or finding.verdict, reference, directory / "truth",
+                                   save=folder / TRUTH_ARRAYS)
+            added[TRUTH_KEY] = truth.to_json()
+        if TRUTH_KEY in added:
+            campaign = Path(session.store.directory).resolve()
+            added["truth_command"] = f"python -m memo truth {bug.id} --campaign {campaign}"
+        if added:
+            write_bug_file(folder, {**read_bug_file(folder), **added})
+        return added
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def _matching(verdicts: list[Verdict], bug: BugRow) -> Verdict | None:
+    """The verdict of the reduced run that is this bug's (same kind, same library)."""
+    return next((v for v in verdicts if v.kind == bug.kind and v.backend == bug.library), None)
+
+
+def pending_truths(store: CampaignStore) -> list[BugRow]:
+    """Numeric bugs with a finished folder and no float64 truth yet (triaged before memo computed it, or by a
+    pass that ran out of time between the reduction and the truth)."""
+    return [bug for bug in store.triage.load_bugs()
+            if bug.kind in NUMERIC_KINDS and bug.merged_into is None and bug.bug_dir and Path(bug.bug_dir).exists()
+            and (bug.reduction or {}).get("status") not in (None, NOT_AGAIN)
+            and TRUTH_KEY not in read_bug_file(Path(bug.bug_dir))]
+
+
+def reassess_folder(session: Session, bug: BugRow) -> dict[str, Any]:
+    """:func:`reassess` a finished bug from its folder's model and inputs."""
+    folder = Path(str(bug.bug_dir))
+    finding = load_finding(session.store, bug.first_verdict)
+    if finding is None or not (folder / IR_FILE).exists():
+        return {}
+    ir = ModelIR.loads((folder / IR_FILE).read_text())
+    inputs = read_inputs(folder / INPUTS_FILE) if (folder / INPUTS_FILE).exists() else None
+    return reassess(session, bug, finding, ir, folder, inputs)

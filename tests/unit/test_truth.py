@@ -1,0 +1,118 @@
+"""The float64 truth's maths: scaled errors, conditioning, the decision, and the report section it leads to."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from memo.report.sections import section_of, status_text
+from memo.truth import (CONFIRMED, CONTRADICTED, ILL_CONDITIONED, NOISE, UNDECIDED, Truth, assess, condition,
+                        decide, perturb, scaled_error)
+
+T = np.linspace(-2.0, 2.0, 50)
+REF = "keras-tensorflow"
+
+
+def test_scaled_error_is_in_units_of_the_oracles_tolerance() -> None:
+    assert scaled_error(T.astype(np.float32), T) < 1e-3
+    # atol * s + rtol * |T| with s = max(1, mean |T|) ~ 1.02: an offset of 0.01 is about 5 to 10 tolerances
+    assert 4 < scaled_error(T + 0.01, T) < 10
+    nan = T.copy()
+    nan[3] = np.nan
+    assert scaled_error(nan, T) == float("inf") and scaled_error(T, nan) == float("inf")
+    assert scaled_error(nan, nan) == 0.0  # the same special value in both: no error
+    assert scaled_error(T[:10], T) == float("inf")  # another shape
+
+
+def test_float16_outputs_get_float16_tolerance() -> None:
+    half = T.astype(np.float16)
+    assert scaled_error(half, T) <= 1.0
+    assert scaled_error(half.astype(np.float32), T) > scaled_error(half, T)
+
+
+@pytest.mark.parametrize("accused, witness, decision", [
+    (50.0, 0.01, CONFIRMED),  # the accused far from float64, the reference close
+    (0.01, 50.0, CONTRADICTED),  # float64 sides with the accused
+    (0.8, 0.3, NOISE),  # both within the tolerance of float64
+    (40.0, 30.0, UNDECIDED),  # both far
+    (3.0, 1.5, UNDECIDED),  # past the floor, but not by the factor
+])
+def test_decision(accused: float, witness: float, decision: str) -> None:
+    assert decide({"a": accused, REF: witness}, ["a"], [REF])[0] == decision
+
+
+def test_each_side_counts_its_best_backend() -> None:
+    errors = {"onnxruntime": 30.0, "openvino": 31.0, REF: 0.01, "keras-jax": 25.0}
+    assert decide(errors, ["onnxruntime", "openvino"], [REF, "keras-jax"])[0] == CONFIRMED
+
+
+def test_perturbation_moves_floats_by_a_few_ulps_and_leaves_indices() -> None:
+    inputs = {"x": np.full((3, 4), 2.0, np.float32), "ids": np.arange(4)}
+    moved = perturb(inputs, 0)
+    relative = np.abs(moved["x"] / 2.0 - 1.0)
+    assert moved["x"].dtype == np.float64 and np.allclose(relative, 4 * np.finfo(np.float32).eps)
+    assert np.array_equal(moved["ids"], inputs["ids"])
+    assert not np.array_equal(perturb(inputs, 0)["x"], perturb(inputs, 1)["x"])
+    assert np.array_equal(perturb(inputs, 0)["x"], perturb(inputs, 0)["x"])  # deterministic
+
+
+def _outputs(accused: np.ndarray, reference: np.ndarray) -> dict[str, list[np.ndarray]]:
+    return {REF: [reference.astype(np.float32)], "mxnet": [accused.astype(np.float32)]}
+
+
+def test_a_wrong_library_is_confirmed_and_named() -> None:
+    truth = assess(_outputs(T + 0.3, T), [T], [[T * (1 + 1e-7)]], ["mxnet"], [REF], REF)
+    assert truth.decision == CONFIRMED and truth.blamed == "accused"
+    assert truth.errors["mxnet"] > 10 and truth.errors[REF] < 0.01
+
+
+def test_an_unstable_result_is_ill_conditioned_whoever_differs() -> None:
+    # a 1/x near 0 or a chaotic recurrence: a few ulps of input move the float64 result far
+    truth = assess(_outputs(T + 0.3, T), [T], [[T + 5.0]], ["mxnet"], [REF], REF)
+    assert truth.decision == ILL_CONDITIONED and "moves by" in truth.reason and truth.blamed is None
+    assert condition([T], [[T + 5.0]]) > 1
+
+
+@pytest.mark.parametrize("truth_values, reference, reason", [
+    (np.full(4, np.nan), np.zeros(4, np.float32), "NaN/Inf in float64"),
+    (np.full(4, 1e33), np.full(4, 1e33, np.float32), "overflow"),
+    (np.arange(4.0), np.arange(4), "indices or booleans"),
+])
+def test_other_ill_conditioned_results(truth_values: np.ndarray, reference: np.ndarray, reason: str) -> None:
+    outputs = {REF: [reference], "mxnet": [reference + 1]}
+    truth = assess(outputs, [truth_values], [], ["mxnet"], [REF], REF)
+    assert truth.decision == ILL_CONDITIONED and reason in truth.reason
+
+
+def test_truth_round_trips_through_json_with_infinite_errors() -> None:
+    truth = Truth(decision=CONFIRMED, errors={"a": float("inf"), "b": 0.5}, accused=["a"], witnesses=["b"])
+    data = truth.to_json()
+    assert data["errors"]["a"] == "inf"
+    assert Truth.from_json(data).errors == truth.errors
+
+
+def _entry(**values: object) -> dict[str, object]:
+    entry: dict[str, object] = {"kind": "inconsistency", "reproduces": True, "reduced_layers": 1,
+                                "original_layers": 6, "occurrences": 1, "first_seen": 0.0}
+    entry.update(values)
+    return entry
+
+
+@pytest.mark.parametrize("decision, section", [
+    (CONFIRMED, "ready"), (CONTRADICTED, "truth-blames-other"), (ILL_CONDITIONED, "ill-conditioned"),
+    (NOISE, "noise"), (UNDECIDED, "undecided"), ("unavailable", "undecided"),
+])
+def test_only_a_confirmed_numeric_finding_is_ready_to_file(decision: str, section: str) -> None:
+    assert section_of(_entry(truth={"decision": decision, "blamed": REF})) == section
+
+
+def test_a_numeric_finding_without_truth_is_not_ready_and_crashes_need_none() -> None:
+    entry = _entry()
+    entry["section"] = section_of(entry)
+    assert entry["section"] == "not-ready" and status_text(entry) == "float64 truth not computed yet"
+    assert section_of(_entry(kind="crash")) == "ready"
+    assert section_of(_entry(kind="crash", upstream={"status": "retired"})) == "ready-retired"
+    assert section_of(_entry(kind="crash", upstream={"status": "maintenance"})) == "ready"
+    assert section_of(_entry(kind="crash", documented={"behaviour": "b"})) == "documented"
+    contradicted = _entry(truth={"decision": CONTRADICTED, "blamed": REF})
+    contradicted["section"] = section_of(contradicted)
+    assert status_text(contradicted) == f"float64 blames {REF}"
