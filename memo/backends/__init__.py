@@ -49,7 +49,8 @@ PRODUCERS: dict[str, str] = {"onnx": "tf2onnx", "onnx-opset11": "tf2onnx-opset11
 
 # Oracles: computations memo runs in a worker to judge the libraries, never compared as libraries under test
 # (the float64 truth of a numeric finding, :mod:`memo.triage.truth`).
-ORACLES: dict[str, str] = {"float64-truth": "memo.backends.float64_truth"}
+ORACLES: dict[str, str] = {"float64-torch": "memo.backends.float64_truth",
+                           "float64-jax": "memo.backends.float64_truth:SPEC_JAX"}
 
 
 def load_spec(name: str) -> AnySpec:

@@ -11,7 +11,7 @@ import re
 from typing import Any
 
 from memo.backends import load_spec
-from memo.backends.spec import UNKNOWN_UPSTREAM, DocumentedDifference, Upstream
+from memo.backends.spec import NEVER_UNSUPPORTED, UNKNOWN_UPSTREAM, DocumentedDifference, UnsupportedPhrase, Upstream
 from memo.model.ir import Layer, ModelIR
 
 # Keys under which a wrapper layer (Bidirectional, TimeDistributed) keeps the layer it wraps.
@@ -92,4 +92,21 @@ def _spec(name: str) -> Any:
         return None
 
 
-__all__ = ["covers", "documented_difference", "upstream_of"]
+__all__ = ["covers", "declared_refusal", "documented_difference", "upstream_of"]
+
+
+def declared_refusal(library: str, exc_type: str | None, message: str) -> str | None:
+    """The pattern of ``library``'s declared refusals (its spec's unsupported phrases) that a stored failure
+    matches, or None: a failure recorded before memo knew the phrase is judged by what memo knows now. Only the
+    exception's own class name is known here (not its bases), so a phrase restricted to types matches by name."""
+    spec = _spec(library)
+    if spec is None or not exc_type or exc_type in NEVER_UNSUPPORTED:
+        return None
+    for phrase in getattr(spec, "unsupported_patterns", ()):
+        if isinstance(phrase, str):
+            phrase = UnsupportedPhrase(phrase)
+        if phrase.exc_types and exc_type not in phrase.exc_types:
+            continue
+        if re.search(phrase.pattern, message):
+            return phrase.pattern
+    return None

@@ -21,7 +21,7 @@ from memo.kinds import BUG_KINDS
 from memo.layers import CATALOGUE
 from memo.model.ir import ModelIR
 from memo.oracle import KERAS_FRONT_END
-from memo.backends.documented import documented_difference, upstream_of
+from memo.backends.documented import declared_refusal, documented_difference, upstream_of
 from memo.backends.spec import UPSTREAM_STATUSES
 from memo.report.markdown import issue_markdown
 from memo.report.sections import READY, SECTION_RANK, section_counts, section_of, status_text
@@ -330,6 +330,10 @@ def bug_entry(store: CampaignStore, bug: BugRow, versions: dict[str, Any],
     documented = documented_difference(bug.library, bug.kind, ir, entry["layer"], entry["message"])
     entry["documented"] = ({"behaviour": documented.behaviour, "source": documented.source, "quote": documented.quote}
                            if documented else None)
+    refusal = declared_refusal(bug.library, details.exception, details.message or "")
+    if refusal and not documented:
+        entry["documented"] = {"behaviour": f"{bug.library} declines this on purpose (a declared refusal)",
+                               "source": "the refusal memo's spec for it declares", "quote": refusal}
     entry["section"] = section_of(entry)
     entry["status"] = status_text(entry)
     entry["issue_markdown"] = issue_markdown(entry, versions)

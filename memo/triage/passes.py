@@ -217,6 +217,21 @@ def _needed_backends(session: Session, localizations: list[int], bugs: list[BugR
     return needed
 
 
+def rekey_reduced(store: CampaignStore) -> int:
+    """Recompute every reduced bug's root-cause key from its folder's model, merging anew where it changed (memo
+    learnt a new root-cause rule since the bug was reduced); returns how many changed."""
+    changed = 0
+    for bug in store.triage.load_bugs():
+        path = Path(bug.bug_dir) / IR_FILE if bug.bug_dir and bug.final_key else None
+        if path is None or not path.exists():
+            continue
+        key = reduced_key(bug.parts, ModelIR.loads(path.read_text()))
+        if key != bug.final_key:
+            store.triage.merge_bug(bug.id, key)
+            changed += 1
+    return changed
+
+
 def _drop_stale(store: CampaignStore, stale: list[str]) -> None:
     for bug_id in stale:
         shutil.rmtree(bug_folder(store.directory, bug_id), ignore_errors=True)
@@ -233,6 +248,7 @@ def triage_campaign(store: CampaignStore, *, executor: Executor | None = None, t
     try:
         update = dedup.update_bugs(store)
         _drop_stale(store, update.stale)
+        rekey_reduced(store)
         localizations, bugs = pending_localizations(store), pending_bugs(store)
         if session.remaining() > 0:
             session.needed = _needed_backends(session, localizations, bugs + pending_truths(store))

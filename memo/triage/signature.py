@@ -372,10 +372,16 @@ def library_of(backend: str) -> str:
         return backend
 
 
+_RANK_SUFFIX = re.compile(r"\b([A-Z][A-Za-z]*?)[123][dD]\b")
+
+
 def message_pattern(message: str, reduced: ModelIR) -> str:
     """A masked message with what names the layer rather than the failing code masked too: Keras's wrapper,
     the reduced model's layer names, and its class names where they name the Keras layer object."""
     text = _KERAS_CALL_WRAPPER.sub("", message)
+    # the 1-D/2-D/3-D twin a library picks for a layer of that rank (onnx2pytorch builds Conv2d for ConvLSTM1D
+    # and Conv3d for ConvLSTM2D, and fails alike in both): one code path
+    text = _RANK_SUFFIX.sub(r"\1Nd", text)
     for layer in reduced.layers:
         text = re.sub(rf"(?<![\w/]){re.escape(layer.name)}(?![\w/])", "NAME", text)
         text = re.sub(rf"\b{re.escape(layer.class_name)}(?=\.\w+\(\)|\s+layer\b| name=)", "LAYER", text)

@@ -1,8 +1,8 @@
 """Running the float64 truth (:mod:`memo.backends.float64_truth`) on a model and judging a numeric verdict by it.
 
-One warm worker process per triage pass (or ``memo run``), started on first use: Keras on torch in float64.
-The model runs three times: on its inputs, then on two copies moved by a few float32 ulps (the conditioning
-check of :mod:`memo.truth`). A failure of the truth (a layer torch cannot run in float64) makes the verdict
+Warm worker processes per triage pass (or ``memo run``), started on first use: Keras in float64 on JAX and on
+torch. The model runs three times on each engine used: on its inputs, then on two copies moved by a few float32
+ulps (the conditioning check of :mod:`memo.truth`). A failure of the truth (a layer torch cannot run in float64) makes the verdict
 ``unavailable`` with the reason: never a crash of triage, never a bug.
 """
 from __future__ import annotations
@@ -13,45 +13,77 @@ from typing import Sequence
 
 import numpy as np
 
-from memo.backends import CONVERTERS, load_spec
-from memo.backends.float64_truth import TRUTH
+from memo.backends import CONVERTERS, PRODUCERS, load_spec
 from memo.backends.supervisor import WorkerCommand, WorkerProcess
 from memo.oracle import Verdict
-from memo.truth import PERTURBATIONS, UNAVAILABLE, Truth, assess, perturb
+from memo.truth import PERTURBATIONS, UNAVAILABLE, Truth, assess_runs, engine_method, perturb, truth_engines
 
 TRUTH_TIMEOUT_S = 120.0  # float64 on torch is slower than the libraries' float32, and a reduced model is small
 
 
 class TruthRunner:
-    """A float64 worker, started on first use; ``close`` stops it."""
+    """The float64 workers (one per engine), each started on its first request; ``close`` stops them."""
 
     def __init__(self, log_dir: Path | None = None, timeout_s: float = TRUTH_TIMEOUT_S) -> None:
         self._log_dir = Path(log_dir or tempfile.mkdtemp(prefix="memo-truth-"))
-        spec = load_spec(TRUTH)
-        self._worker = WorkerProcess(WorkerCommand(group=TRUTH, args=["--spec", TRUTH], env=dict(spec.env)),
-                                     self._log_dir, startup_timeout_s=180.0)
+        self._workers: dict[str, WorkerProcess] = {}
         self.timeout_s = timeout_s
 
-    def outputs(self, keras_path: Path, inputs: dict[str, np.ndarray], scratch: Path,
+    def _worker(self, engine: str) -> WorkerProcess:
+        if engine not in self._workers:
+            spec = load_spec(engine)
+            self._workers[engine] = WorkerProcess(WorkerCommand(group=engine, args=["--spec", engine],
+                                                                env=dict(spec.env)),
+                                                  self._log_dir, startup_timeout_s=180.0)
+        return self._workers[engine]
+
+    def outputs(self, engine: str, keras_path: Path, inputs: dict[str, np.ndarray], scratch: Path,
                 tag: str) -> list[np.ndarray] | str:
-        """The float64 outputs of the model on ``inputs`` (in model-input order), or why there are none."""
+        """The float64 outputs of ``engine`` on the model and ``inputs`` (model-input order), or why there are none."""
         scratch.mkdir(parents=True, exist_ok=True)
-        inputs_path, out = scratch / f"{tag}.inputs.npz", scratch / f"{tag}.out.npz"
+        inputs_path, out = scratch / f"{tag}.inputs.npz", scratch / f"{engine}.{tag}.out.npz"
         np.savez(inputs_path, **inputs)
-        reply = self._worker.request({"op": "run", "backend": TRUTH, "model": str(Path(keras_path).resolve()),
-                                      "inputs": str(inputs_path.resolve()), "input_names": list(inputs),
-                                      "out": str(out.resolve())}, self.timeout_s)
+        reply = self._worker(engine).request({"op": "run", "backend": engine,
+                                              "model": str(Path(keras_path).resolve()),
+                                              "inputs": str(inputs_path.resolve()), "input_names": list(inputs),
+                                              "out": str(out.resolve())}, self.timeout_s)
         failed = next((stage for stage in reply.stages if stage.status != "ok"), None)
         if failed is not None or not reply.outputs:
             if failed is None:
-                return "the float64 run wrote no outputs"
+                return f"{engine} wrote no outputs"
             detail = f"{failed.exc_type}: {failed.message}" if failed.exc_type else failed.message
-            return f"the float64 run failed at {failed.stage} ({failed.status}): {' '.join(detail.split())[:300]}"
+            return f"{engine} failed at {failed.stage} ({failed.status}): {' '.join(detail.split())[:300]}"
         with np.load(reply.outputs, allow_pickle=False) as data:
             return [data[f"out_{i}"] for i in range(len(data.files))]
 
+    def runs(self, engine: str, keras_path: Path, inputs: dict[str, np.ndarray],
+             scratch: Path) -> tuple[list[np.ndarray], list[list[np.ndarray]]] | str:
+        """(truth, perturbed truths) of one engine, or why it has none."""
+        truth = self.outputs(engine, keras_path, inputs, scratch, "truth")
+        if isinstance(truth, str):
+            return truth
+        perturbed: list[list[np.ndarray]] = []
+        for index in range(PERTURBATIONS):
+            moved = self.outputs(engine, keras_path, perturb(inputs, index), scratch, f"perturbed{index}")
+            if isinstance(moved, str):
+                return moved
+            perturbed.append(moved)
+        return truth, perturbed
+
     def close(self) -> None:
-        self._worker.stop()
+        for worker in self._workers.values():
+            worker.stop()
+
+
+def _kernels(backend: str) -> frozenset[str]:
+    """The libraries whose code decides ``backend``'s results: its spec's distributions and those of the converter
+    that wrote the file it reads (ONNX Runtime on Keras's export runs what torch.onnx traced); none for a plugin."""
+    try:
+        spec = load_spec(backend)
+    except (KeyError, ImportError):
+        return frozenset()
+    converter = PRODUCERS.get(spec.consumes)
+    return frozenset(spec.distributions) | (_kernels(converter) if converter else frozenset())
 
 
 def sides(verdict: Verdict, reference: str, ran: Sequence[str]) -> tuple[list[str], list[str]]:
@@ -75,37 +107,63 @@ TRUTH_ARRAYS = "truth.npz"
 MAX_SAVED_BYTES = 4_000_000  # a bug folder keeps the arrays behind its truth when they are this small
 
 
-def save_arrays(path: Path, outputs: dict[str, list[np.ndarray]], truth: Sequence[np.ndarray],
-                perturbed: Sequence[Sequence[np.ndarray]]) -> bool:
-    """Write what a truth verdict was computed from (``BACKEND__I``, ``float64__I``, ``perturbedK__I``), so
-    that it can be checked again without any library; nothing when it would exceed :data:`MAX_SAVED_BYTES`."""
+def save_arrays(path: Path, outputs: dict[str, list[np.ndarray]],
+                runs: dict[str, tuple[list[np.ndarray], list[list[np.ndarray]]]]) -> bool:
+    """Write what a truth verdict was computed from (``BACKEND__I``; per float64 engine ``ENGINE:truth__I`` and
+    ``ENGINE:perturbedK__I``), so that it can be judged again without any library (the precision corpus);
+    nothing when it would exceed :data:`MAX_SAVED_BYTES`."""
     arrays = {f"{name}__{i}": np.asarray(a) for name, outs in outputs.items() for i, a in enumerate(outs)}
-    arrays.update({f"float64__{i}": np.asarray(a) for i, a in enumerate(truth)})
-    arrays.update({f"perturbed{k}__{i}": np.asarray(a) for k, run in enumerate(perturbed) for i, a in enumerate(run)})
+    for engine, (truth, perturbed) in runs.items():
+        arrays.update({f"{engine}:truth__{i}": np.asarray(a) for i, a in enumerate(truth)})
+        arrays.update({f"{engine}:perturbed{k}__{i}": np.asarray(a)
+                       for k, run in enumerate(perturbed) for i, a in enumerate(run)})
     if sum(a.nbytes for a in arrays.values()) > MAX_SAVED_BYTES:
         return False
     np.savez_compressed(path, **arrays)
     return True
 
 
+def load_arrays(path: Path) -> tuple[dict[str, list[np.ndarray]], dict[str, tuple[list[np.ndarray], list[list[np.ndarray]]]]]:
+    """What :func:`save_arrays` wrote: (outputs per backend, runs per float64 engine)."""
+    found: dict[str, dict[int, np.ndarray]] = {}
+    with np.load(path, allow_pickle=False) as data:
+        for key in data.files:
+            name, index = key.rsplit("__", 1)
+            found.setdefault(name, {})[int(index)] = data[key]
+    ordered = {name: [arrays[i] for i in sorted(arrays)] for name, arrays in found.items()}
+    outputs = {name: arrays for name, arrays in ordered.items() if ":" not in name}
+    runs = {}
+    for engine in dict.fromkeys(name.split(":")[0] for name in ordered if ":" in name):
+        perturbed = sorted(name for name in ordered if name.startswith(f"{engine}:perturbed"))
+        runs[engine] = (ordered[f"{engine}:truth"], [ordered[name] for name in perturbed])
+    return outputs, runs
+
+
 def judge_by_truth(runner: TruthRunner, keras_path: Path, inputs: dict[str, np.ndarray],
                    outputs: dict[str, list[np.ndarray]], verdict: Verdict, reference: str, scratch: Path,
                    save: Path | None = None) -> Truth:
     """The float64 verdict on ``verdict`` (found on the model at ``keras_path`` with ``inputs``), from the
-    float32 ``outputs`` of every backend that ran it; ``save``: where to keep the arrays (:func:`save_arrays`)."""
+    float32 ``outputs`` of every backend that ran it; ``save``: where to keep the arrays (:func:`save_arrays`).
+
+    The truth comes from the float64 engines that share no kernels with the accused (:func:`truth_engines`);
+    where two are used, each backend's error is to the nearest (:func:`memo.truth.assess_runs`)."""
     accused, witnesses = sides(verdict, reference, list(outputs))
-    truth = runner.outputs(keras_path, inputs, scratch, "truth")
-    if isinstance(truth, str):
-        return Truth(decision=UNAVAILABLE, reason=truth, accused=accused, witnesses=witnesses)
-    perturbed: list[list[np.ndarray]] = []
-    for index in range(PERTURBATIONS):
-        moved = runner.outputs(keras_path, perturb(inputs, index), scratch, f"perturbed{index}")
-        if isinstance(moved, str):
-            return Truth(decision=UNAVAILABLE, reason=moved, accused=accused, witnesses=witnesses)
-        perturbed.append(moved)
-    result = assess(outputs, truth, perturbed, accused, witnesses, reference)
+    engines = truth_engines([_kernels(name) for name in accused])
+    results: dict[str, tuple[list[np.ndarray], list[list[np.ndarray]]]] = {}
+    failures: list[str] = []
+    for engine in engines:  # an engine that cannot run the model (a layer without float64) leaves the other
+        got = runner.runs(engine, keras_path, inputs, scratch)
+        if isinstance(got, str):
+            failures.append(got)
+        else:
+            results[engine] = got
+    if not results:
+        return Truth(decision=UNAVAILABLE, reason="; ".join(failures) or "no float64 engine", accused=accused,
+                     witnesses=witnesses)
+    result = assess_runs(outputs, results, accused, witnesses, reference)
+    result.method = engine_method(list(results))
     if save is not None:
-        save_arrays(save, outputs, truth, perturbed)
+        save_arrays(save, outputs, results)
     if result.blamed == "accused":
         result.blamed = str(verdict.backend)
     elif result.blamed == "witness":

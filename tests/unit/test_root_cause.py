@@ -179,6 +179,20 @@ def test_onnx2pytorchs_non_initializer_weights_are_one_bug_for_the_three_conv_ls
     assert one_bug(*findings)
 
 
+def test_onnx2pytorchs_conv_built_without_channels_is_one_bug_whatever_rank_it_picks() -> None:
+    # p30's campaign: ConvLSTM1D builds a Conv2d, ConvLSTM3D a Conv3d, both without channels (one root cause)
+    findings = []
+    for class_name, conv in (("ConvLSTM1D", "Conv2d"), ("ConvLSTM3D", "Conv3d")):
+        message = f"{conv}.__init__() missing 2 required positional arguments: 'in_channels' and 'out_channels'"
+        traceback = ('Traceback (most recent call last):\n'
+                     f'  File "{SITE}/onnx2pytorch/convert/layer.py", line 60, in convert_layer\n'
+                     f'    layer = conv_class(**kwargs)\nTypeError: {message}\n')
+        findings.append((crash_parts("onnx2pytorch", "convert", "TypeError", message, traceback),
+                         reduced(class_name, {"filters": 2, "kernel_size": 2})))
+    assert reduced_keys(*findings[0])[0] != reduced_keys(*findings[1])[0]
+    assert one_bug(*findings)
+
+
 def _openvino_loop(class_name: str, canonical: int, carried: int, node: int) -> tuple[dict[str, Any], ModelIR]:
     """OpenVINO's ONNX Loop translator (tests/integration/test_backend_openvino_tvm.py's message)."""
     message = ("Check 'false' failed at src/frontends/common/src/frontend.cpp:54:\nFrontEnd API failed with "

@@ -33,8 +33,9 @@ def test_float16_outputs_get_float16_tolerance() -> None:
     (50.0, 0.01, CONFIRMED),  # the accused far from float64, the reference close
     (0.01, 50.0, CONTRADICTED),  # float64 sides with the accused
     (0.8, 0.3, NOISE),  # both within the tolerance of float64
+    (3.0, 1.5, NOISE),  # a few tolerances: rounding over a deep model, not a defect
     (40.0, 30.0, UNDECIDED),  # both far
-    (3.0, 1.5, UNDECIDED),  # past the floor, but not by the factor
+    (6.0, 3.0, UNDECIDED),  # past the floor, but not by the factor
 ])
 def test_decision(accused: float, witness: float, decision: str) -> None:
     assert decide({"a": accused, REF: witness}, ["a"], [REF])[0] == decision
@@ -116,3 +117,49 @@ def test_a_numeric_finding_without_truth_is_not_ready_and_crashes_need_none() ->
     contradicted = _entry(truth={"decision": CONTRADICTED, "blamed": REF})
     contradicted["section"] = section_of(contradicted)
     assert status_text(contradicted) == f"float64 blames {REF}"
+
+
+def test_the_truth_never_shares_kernels_with_the_accused() -> None:
+    from memo.truth import truth_engines
+
+    torch_based = frozenset({"onnx2pytorch", "torch"})
+    assert truth_engines([torch_based]) == ["float64-jax"]  # torch's bicubic kernel would side with it
+    assert truth_engines([frozenset({"keras", "jax", "jaxlib"})]) == ["float64-torch"]
+    assert truth_engines([frozenset({"openvino"})]) == ["float64-jax", "float64-torch"]
+    # accused on both: no engine is independent, both are used (and must agree)
+    assert truth_engines([torch_based, frozenset({"jax"})]) == ["float64-jax", "float64-torch"]
+
+
+def test_engines_apart_measures_in_tolerances() -> None:
+    from memo.truth import engines_apart
+
+    assert engines_apart([T], [T]) == 0.0
+    assert engines_apart([T], [T + 0.05]) > 1.0
+    assert engines_apart([T], [T, T]) == float("inf")
+
+
+def test_with_two_engines_each_error_is_to_the_nearest_semantics() -> None:
+    from memo.truth import assess_runs
+
+    other = T * 1.1  # another engine's semantics of an implementation-defined operation (a cubic coefficient)
+    runs = {"float64-jax": ([T], [[T]]), "float64-torch": ([other], [[other]])}
+    # wrong under both semantics: confirmed
+    assert assess_runs(_outputs(T + 1.0, T), runs, ["mxnet"], [REF], REF).decision == CONFIRMED
+    # the accused follows the other engine: an implementation choice, not a precision verdict
+    truth = assess_runs(_outputs(other, T), runs, ["mxnet"], [REF], REF)
+    assert truth.decision == UNDECIDED and "implementation choice" in truth.reason
+    # one engine unstable is enough to make it ill-conditioned
+    unstable = {"float64-jax": ([T], [[T]]), "float64-torch": ([T], [[T + 5.0]])}
+    assert assess_runs(_outputs(T + 1.0, T), unstable, ["mxnet"], [REF], REF).decision == ILL_CONDITIONED
+
+
+def test_saved_arrays_round_trip(tmp_path) -> None:
+    from memo.triage.truth import load_arrays, save_arrays
+
+    runs = {"float64-jax": ([T], [[T], [T * 2]]), "float64-torch": ([T + 1], [[T], [T]])}
+    outputs = _outputs(T + 0.3, T)
+    assert save_arrays(tmp_path / "truth.npz", outputs, runs)
+    loaded_outputs, loaded_runs = load_arrays(tmp_path / "truth.npz")
+    assert set(loaded_outputs) == set(outputs) and list(loaded_runs) == list(runs)
+    assert np.array_equal(loaded_runs["float64-jax"][1][1][0], T * 2)
+    assert np.array_equal(loaded_runs["float64-torch"][0][0], T + 1)
