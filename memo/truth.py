@@ -121,8 +121,9 @@ def condition(truth: Sequence[np.ndarray], perturbed: Sequence[Sequence[np.ndarr
 
 
 def perturb(inputs: dict[str, np.ndarray], index: int, ulps: int = PERTURBATION_ULPS) -> dict[str, np.ndarray]:
-    """The float inputs moved by ``ulps`` float32 ulps each (relative, random sign, seeded by ``index``);
-    integer inputs (indices) unchanged. Done in float64, so the move is exact."""
+    """The float inputs moved by ``ulps`` float32 ulps each (random sign, seeded by ``index``), relative to the
+    larger of the element and the input's mean magnitude, so that exact zeros move too (a channel of zeros whose
+    range a layer divides by); integer inputs (indices) unchanged. Done in float64, so the move is exact."""
     rng = np.random.default_rng(1000 + index)
     step = ulps * float(np.finfo(np.float32).eps)
     moved: dict[str, np.ndarray] = {}
@@ -130,7 +131,9 @@ def perturb(inputs: dict[str, np.ndarray], index: int, ulps: int = PERTURBATION_
         array = np.asarray(array)
         if np.issubdtype(array.dtype, np.floating):
             signs = rng.choice(np.array([-1.0, 1.0]), size=array.shape)
-            moved[name] = array.astype(np.float64) * (1.0 + step * signs)
+            wide = array.astype(np.float64)
+            typical = float(np.mean(np.abs(wide[np.isfinite(wide)]))) if np.isfinite(wide).any() else 0.0
+            moved[name] = wide + step * signs * np.maximum(np.abs(wide), typical)
         else:
             moved[name] = array
     return moved
@@ -209,20 +212,26 @@ def assess(outputs: dict[str, Sequence[np.ndarray]], truth: Sequence[np.ndarray]
 
 
 def assess_runs(outputs: dict[str, Sequence[np.ndarray]], runs: dict[str, Run], accused: Sequence[str],
-                witnesses: Sequence[str], reference: str, thresholds: Thresholds = Thresholds()) -> Truth:
+                witnesses: Sequence[str], reference: str, thresholds: Thresholds = Thresholds(), *,
+                special_inside: bool = False) -> Truth:
     """The verdict from one or more float64 engines (``runs``: engine -> its run).
 
     Where an operation leaves a choice open (a bicubic kernel's coefficient), two float64 engines may each be
     right for their own semantics: a backend's error is its distance to the NEAREST engine's result, so a
     library wrong under every semantics is confirmed, and one that follows another engine's semantics than the
     witness is not a precision verdict (``undecided``: an implementation choice). The conditioning is the
-    largest move of any engine."""
+    largest move of any engine. ``special_inside``: the float64 computation makes NaN/Inf somewhere inside the
+    model (then removes it): libraries legitimately differ in how special values propagate (the ONNX spec leaves
+    Clip, Max and Min of NaN open), so the finding is judged by the special-value rule, not by precision."""
     per_engine = {engine: errors_against(outputs, run[0], thresholds) for engine, run in runs.items()}
     errors = {name: min(found[name] for found in per_engine.values()) for name in outputs}
     moved = max(condition(run[0], run[1], thresholds) for run in runs.values())
     result = Truth(errors=errors, condition=moved, accused=list(accused), witnesses=list(witnesses))
     first = next(iter(runs.values()))[0]
     why = ill_conditioned(first, outputs.get(reference) or next(iter(outputs.values()), []), moved, thresholds)
+    if why is None and special_inside:
+        why = ("the float64 computation makes NaN or Inf inside the model (and removes it again): how special values "
+               "propagate is left open, so the special-value rule applies, not a precision verdict")
     if why is not None:
         result.decision, result.reason = ILL_CONDITIONED, why
         return result

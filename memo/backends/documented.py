@@ -92,7 +92,7 @@ def _spec(name: str) -> Any:
         return None
 
 
-__all__ = ["covers", "declared_refusal", "documented_difference", "upstream_of"]
+__all__ = ["covers", "declared_refusal", "delegated_library", "documented_difference", "upstream_of"]
 
 
 def declared_refusal(library: str, exc_type: str | None, message: str) -> str | None:
@@ -110,3 +110,9 @@ def declared_refusal(library: str, exc_type: str | None, message: str) -> str | 
         if re.search(phrase.pattern, message):
             return phrase.pattern
     return None
+
+
+def delegated_library(library: str, message: str) -> str | None:
+    """The library a failure reported by ``library`` belongs to (its spec's ``delegates``), or None."""
+    spec = _spec(library)
+    return next((other for pattern, other in getattr(spec, "delegates", ()) if re.search(pattern, message)), None)

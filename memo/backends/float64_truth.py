@@ -69,6 +69,25 @@ def _run(model: Any, inputs: dict[str, Any]) -> list[Any]:
     return [keras.ops.convert_to_numpy(out) for out in outputs]
 
 
+def _run_watching_special_values(model: Any, inputs: dict[str, Any]) -> list[Any]:
+    """:func:`_run`, plus one last output: 1 when some operation inside the model makes NaN or Inf (JAX's
+    debug_nans / debug_infs), even if the model removes it again (Keras's AutoContrast divides by a channel's
+    range and replaces the NaN of a constant channel); such a model is judged by the special-value rule."""
+    import jax
+
+    outputs = _run(model, inputs)
+    try:
+        with jax.debug_nans(True), jax.debug_infs(True):
+            _run(model, inputs)
+        special = 0
+    except FloatingPointError:
+        special = 1
+    return [*outputs, np.array(special, dtype=np.int8)]
+
+
+SPECIAL_FLAG_ENGINES = frozenset({TRUTH_JAX})  # engines whose last output is that flag
+
+
 def _setup_for(keras_backend: str, libraries: tuple[str, ...]) -> Any:
     def setup() -> dict[str, str]:
         import keras
@@ -84,5 +103,5 @@ SPEC = BackendSpec(name=TRUTH, consumes="keras", load=_load, run=_run, setup=_se
                    distributions=("keras", "torch"), env={"KERAS_BACKEND": "torch"})
 # JAX computes in float32 unless x64 is enabled before its first array; eager calls (no jit): a reduced model is
 # small, and one XLA program per primitive costs less than tracing the whole model for three runs.
-SPEC_JAX = BackendSpec(name=TRUTH_JAX, consumes="keras", load=_load, run=_run, setup=_setup_for("jax", ("jax", "jaxlib")),
+SPEC_JAX = BackendSpec(name=TRUTH_JAX, consumes="keras", load=_load, run=_run_watching_special_values, setup=_setup_for("jax", ("jax", "jaxlib")),
                        distributions=("keras", "jax", "jaxlib"), env={"KERAS_BACKEND": "jax", "JAX_ENABLE_X64": "1"})

@@ -169,6 +169,15 @@ BACKEND_ENV: dict[str, dict[str, str]] = {
 }
 
 
+# Failures of a Keras backend that belong to the library under it. OpenVINO's exceptions name their C++ source:
+# one raised through a device plugin (src/inference/src/dev/plugin.cpp, src/plugins/...: p30's "Can't allocate
+# registers for a snippet" compiling a GRU) is OpenVINO compiling a valid graph, which no code of Keras's backend
+# can cause; one from src/core (a shape helper Keras's backend called on a dynamic shape) stays Keras's.
+DELEGATES: dict[str, tuple[tuple[str, str], ...]] = {
+    "openvino": ((r"Exception from src/(?:plugins/|inference/src/dev/plugin\.cpp)", "openvino"),),
+}
+
+
 def keras_spec(keras_backend: str, libraries: tuple[str, ...]) -> BackendSpec:
     """The spec of Keras running on ``keras_backend`` (tensorflow, jax or torch)."""
     distributions = ("keras", *libraries)
@@ -185,4 +194,5 @@ def keras_spec(keras_backend: str, libraries: tuple[str, ...]) -> BackendSpec:
     return BackendSpec(name=f"keras-{keras_backend}", consumes="keras", load=_load, run=_run, setup=setup,
                        distributions=distributions, env={"KERAS_BACKEND": keras_backend, **BACKEND_ENV.get(keras_backend, {})},
                        unsupported_patterns=UNSUPPORTED.get(keras_backend, ()), repro=ReproRecipe(),
-                       documented_differences=DOCUMENTED.get(keras_backend, ()), upstream=KERAS_UPSTREAM)
+                       documented_differences=DOCUMENTED.get(keras_backend, ()), upstream=KERAS_UPSTREAM,
+                       delegates=DELEGATES.get(keras_backend, ()))

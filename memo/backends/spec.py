@@ -167,6 +167,9 @@ class BackendSpec:
     # Behaviour that differs from the reference by design, each with its document (memo.backends.documented).
     documented_differences: tuple[DocumentedDifference, ...] = ()
     upstream: Upstream = UNKNOWN_UPSTREAM  # whether the library is still released, and where bugs go
+    # Failures that are another library's though this backend reported them (a regular expression searched in
+    # the message -> that library): Keras on OpenVINO hands its graph to OpenVINO's device plugins.
+    delegates: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         if self.consumes not in ARTIFACT_KINDS:

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from memo.backends.spec import DifferenceExample, DocumentedDifference
+
 
 def setup_torch() -> None:
     import torch
@@ -29,3 +31,20 @@ def run_module(module: Any, inputs: dict[str, Any]) -> list[Any]:
     if not isinstance(outputs, (list, tuple)):
         outputs = [outputs]
     return [out.detach().cpu().numpy() for out in outputs]
+
+
+# Both ONNX-to-torch converters run an ONNX Resize with torch's interpolate, which has no equivalent of the
+# attributes that fix the sampling (coordinate_transformation_mode, nearest_mode, cubic_coeff_a,
+# exclude_outside): they ignore them and warn at conversion (onnx2torch/node_converters/resize.py: "For others
+# modes, the results might differ significantly!"; onnx2pytorch/operations/resize.py: "Pytorch's interpolate
+# uses no {key}. Result might differ."). A known limitation they state, not a bug to file (p30: 3 entries).
+TORCH_INTERPOLATE_RESIZE = DocumentedDifference(
+    behaviour="ONNX Resize runs as torch's interpolate, ignoring the attributes torch has no equivalent for "
+              "(coordinate_transformation_mode, nearest_mode, cubic_coeff_a, exclude_outside); the converter "
+              "warns that the results might differ",
+    source="the converter's own warning at conversion (onnx2torch node_converters/resize.py, onnx2pytorch "
+           "operations/resize.py)",
+    quote="For others modes, the results might differ significantly!",
+    kinds=("inconsistency",), layer_classes=("Resizing", "UpSampling2D"),
+    example=DifferenceExample("inconsistency", (("Resizing", {"height": 17, "width": 1, "interpolation": "nearest"}),),
+                              0, "782/782 elements outside atol=0.001*scale rtol=0.001 (scale 1, max |diff| 1.96)"))

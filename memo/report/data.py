@@ -21,7 +21,7 @@ from memo.kinds import BUG_KINDS
 from memo.layers import CATALOGUE
 from memo.model.ir import ModelIR
 from memo.oracle import KERAS_FRONT_END
-from memo.backends.documented import declared_refusal, documented_difference, upstream_of
+from memo.backends.documented import declared_refusal, delegated_library, documented_difference, upstream_of
 from memo.backends.spec import UPSTREAM_STATUSES
 from memo.report.markdown import issue_markdown
 from memo.report.sections import READY, SECTION_RANK, section_counts, section_of, status_text
@@ -326,7 +326,11 @@ def bug_entry(store: CampaignStore, bug: BugRow, versions: dict[str, Any],
         "variants": dedup.variants([bug, *(merged or [])]),
     }
     entry["occurrences"] += sum(other.occurrences for other in merged or [])
-    entry["upstream"] = asdict(upstream_of(bug.library))
+    entry["reported_by"] = None
+    delegated = delegated_library(bug.library, details.message or "") if bug.kind == "crash" else None
+    if delegated:  # reported by one backend, failing inside the library under it
+        entry["reported_by"], entry["library"] = bug.library, delegated
+    entry["upstream"] = asdict(upstream_of(entry["library"]))
     documented = documented_difference(bug.library, bug.kind, ir, entry["layer"], entry["message"])
     entry["documented"] = ({"behaviour": documented.behaviour, "source": documented.source, "quote": documented.quote}
                            if documented else None)

@@ -25,7 +25,7 @@ from memo.triage.finding import Finding, load_finding
 from memo.triage.localize import localize
 from memo.triage.materialize import materialize
 from memo.triage.probe import read_inputs
-from memo.triage.reassess import pending_truths, reassess, reassess_folder
+from memo.triage.reassess import pending_truths, reassess, reassess_folder, root_cause_parts
 from memo.triage.reduce import mentioned_layers, reduce_bug
 from memo.triage.rerun import rerun_script
 from memo.triage.session import Session, TriageSummary
@@ -197,7 +197,7 @@ def _triage_bug(session: Session, bug: BugRow) -> None:
                             reduced_layers=len(ir.body), reduction=reduction, layer=extra.get("layer"),
                             repro=str(folder / "repro.py") if has_script else None)
     if outcome is not None and outcome.status not in RETRY_STATUSES:
-        merged = store.triage.merge_bug(bug.id, reduced_key(bug.parts, ir))
+        merged = store.triage.merge_bug(bug.id, reduced_key(root_cause_parts(bug.parts, folder), ir))
         session.summary.merged += merged is not None
     if has_script and session.remaining() > 0:
         check = rerun_script(folder, data, timeout_s=session.timeout_s + 60)
@@ -217,15 +217,23 @@ def _needed_backends(session: Session, localizations: list[int], bugs: list[BugR
     return needed
 
 
+def _unchecked_scripts(store: CampaignStore) -> list[BugRow]:
+    """Finished bugs whose script was written but never run (the pass ran out of time in between)."""
+    return [bug for bug in store.triage.load_bugs() if bug.merged_into is None and bug.reproduces is None
+            and bug.repro and Path(bug.repro).exists() and bug.bug_dir
+            and (bug.reduction or {}).get("status") not in RETRY_STATUSES]
+
+
 def rekey_reduced(store: CampaignStore) -> int:
     """Recompute every reduced bug's root-cause key from its folder's model, merging anew where it changed (memo
     learnt a new root-cause rule since the bug was reduced); returns how many changed."""
     changed = 0
     for bug in store.triage.load_bugs():
-        path = Path(bug.bug_dir) / IR_FILE if bug.bug_dir and bug.final_key else None
-        if path is None or not path.exists():
+        # a reduction that ran out of time has a folder too: its model so far already names the root cause
+        path = Path(bug.bug_dir) / IR_FILE if bug.bug_dir else None
+        if path is None or not path.exists() or (bug.reduction or {}).get("status") == NOT_AGAIN:
             continue
-        key = reduced_key(bug.parts, ModelIR.loads(path.read_text()))
+        key = reduced_key(root_cause_parts(bug.parts, path.parent), ModelIR.loads(path.read_text()))
         if key != bug.final_key:
             store.triage.merge_bug(bug.id, key)
             changed += 1
@@ -293,6 +301,13 @@ def triage_campaign(store: CampaignStore, *, executor: Executor | None = None, t
                     if is_disk_full(exc):
                         raise
                     session.error(bug.id, "float64 truth", exc)
+            elif session.remaining() > 0 and (unchecked := [b for b in _unchecked_scripts(store) if b.id not in tried]):
+                bug = unchecked[0]
+                tried.add(bug.id)  # a script whose check ran out of time in an earlier pass
+                folder = Path(str(bug.bug_dir))
+                check = rerun_script(folder, read_bug_file(folder), timeout_s=session.timeout_s + 60)
+                store.triage.update_bug(bug.id, reproduces=check.reproduces, checked=time.time())
+                session.summary.reproduced += bool(check.reproduces)
             else:
                 break
             turn += 1

@@ -22,6 +22,7 @@ from memo.triage.finding import Finding, load_finding
 from memo.triage.probe import read_inputs, run_model
 from memo.triage.session import Session
 from memo.triage.truth import TRUTH_ARRAYS, judge_by_truth
+from memo.truth import CONTRADICTED
 
 REDUCED_VERDICT = "reduced_verdict"
 TRUTH_KEY = "truth"
@@ -87,3 +88,25 @@ def reassess_folder(session: Session, bug: BugRow) -> dict[str, Any]:
     ir = ModelIR.loads((folder / IR_FILE).read_text())
     inputs = read_inputs(folder / INPUTS_FILE) if (folder / INPUTS_FILE).exists() else None
     return reassess(session, bug, finding, ir, folder, inputs)
+
+
+def root_cause_parts(parts: dict[str, Any], folder: Path) -> dict[str, Any]:
+    """A bug's signature parts as its root-cause key should see them: when its float64 truth blames the other side
+    (``contradicted``), the library it blames (p30: one TensorFlow MelSpectrogram defect was filed once against
+    TensorFlow and once, with TensorFlow as the wrong witness, against Keras on torch)."""
+    data = read_bug_file(folder)
+    truth = data.get(TRUTH_KEY) or {}
+    if truth.get("decision") == CONTRADICTED and truth.get("blamed"):
+        parts = {**parts, "library": truth["blamed"]}
+    located = data.get("localization") or {}
+    if parts.get("kind") in NUMERIC_KINDS and located.get("layer_class"):
+        # the first misbehaving layer of the REDUCED model; when it is right alone, the first of the layers that
+        # are wrong together (p30: UnitNormalization amplifying TensorFlow's MelSpectrogram)
+        together = located.get("together") or []
+        first = together[0] if located.get("alone") == "right" and together else None
+        layer_class = located["layer_class"]
+        if first and (folder / IR_FILE).exists():
+            found = ModelIR.loads((folder / IR_FILE).read_text()).by_name().get(first)
+            layer_class = found.class_name if found is not None else layer_class
+        parts = {**parts, "layer": layer_class}
+    return parts

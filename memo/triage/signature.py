@@ -322,6 +322,12 @@ SHARED_OPERATORS: tuple[SharedOperator, ...] = (
     # helper (backend_utils.compute_adaptive_pooling_window_sizes)
     SharedOperator("adaptive-pooling", frozenset(f"Adaptive{op}Pooling{d}D" for op in ("Average", "Max")
                                                  for d in (1, 2, 3))),
+    # each Keras backend implements average (and max) pooling of every rank with one function and its padding
+    # rule (p30: Keras on torch's "same" average pooling counted the padding in 1-D and 3-D alike)
+    SharedOperator("average-pooling", frozenset(f"AveragePooling{d}D" for d in (1, 2, 3)), "padding",
+                   tuple((f"AveragePooling{d}D", "valid") for d in (1, 2, 3))),
+    SharedOperator("max-pooling", frozenset(f"MaxPooling{d}D" for d in (1, 2, 3)), "padding",
+                   tuple((f"MaxPooling{d}D", "valid") for d in (1, 2, 3))),
 )
 
 
@@ -330,14 +336,26 @@ def shared_operator(layer: Layer) -> str | None:
     return next((found for op in SHARED_OPERATORS if (found := op.of(layer)) is not None), None)
 
 
-def code_path(layer: Layer) -> str:
+def code_path(layer: Layer, *, wrapped: bool = False) -> str:
     """What a crash in ``layer`` shares with crashes in other classes: its shared operator, else its catalogue
     family (layers of one family share their library's code paths), else its class."""
     operator = shared_operator(layer)
     if operator is not None:
         return operator
+    inner = layer.config.get("layer")
+    if wrapped and isinstance(inner, dict) and inner.get("class_name"):  # the code of the layer it wraps
+        return code_path(Layer(layer.name, str(inner["class_name"]), dict(inner.get("config") or {}), []))
     spec = get_spec(layer.class_name)
     return f"family:{spec.family}" if spec is not None else f"class:{layer.class_name}"
+
+
+def divergent_path(class_name: str, reduced: ModelIR) -> str | None:
+    """The code a numeric finding's first misbehaving layer (of class ``class_name``) runs in the reduced model:
+    its shared operator (with the attribute that selects it), else its class; None when not localized."""
+    if not class_name or class_name == UNLOCALIZED:
+        return None
+    layer = next((layer for layer in reduced.body if layer.class_name == class_name), None)
+    return (shared_operator(layer) if layer is not None else None) or f"class:{class_name}"
 
 
 def culprits(reduced: ModelIR) -> list[Layer]:
@@ -409,13 +427,20 @@ def reduced_keys(parts: dict[str, Any], reduced: ModelIR) -> tuple[str, ...]:
         operators = {shared_operator(layer) for layer in found}
         if None not in operators:
             keys.append(digest({**common, "operator": sorted(operators)}))
+        divergent = divergent_path(str(parts.get("layer") or ""), reduced)
+        if divergent:  # the first misbehaving layer's code in one library, whatever follows it in the model
+            keys.append(digest({"kind": parts.get("kind", ""), "library": library, "divergent": divergent}))
     elif "exception" in parts:
-        paths = {code_path(layer) for layer in found}
         pattern = message_pattern(str(parts.get("message", "")), reduced)
         described = bool(pattern) and not _UNDESCRIBED.match(str(parts["exception"]))
         if described or all(shared_operator(layer) for layer in found):
-            keys.append(digest({**common, "exception": parts["exception"], "code_path": sorted(paths),
-                                "message": pattern}))
+            # a wrapper's failure is in its own code (SpectralNormalization around any layer) or in the code of
+            # the layer it wraps (TimeDistributed(LayerNormalization) failing as LayerNormalization does): a key
+            # for each, so that either merges
+            for wrapped in (False, True):
+                paths = sorted({code_path(layer, wrapped=wrapped) for layer in found})
+                keys.append(digest({**common, "exception": parts["exception"], "code_path": paths,
+                                    "message": pattern}))
     return tuple(dict.fromkeys(keys))
 
 

@@ -14,6 +14,7 @@ from typing import Sequence
 import numpy as np
 
 from memo.backends import CONVERTERS, PRODUCERS, load_spec
+from memo.backends.float64_truth import SPECIAL_FLAG_ENGINES
 from memo.backends.supervisor import WorkerCommand, WorkerProcess
 from memo.oracle import Verdict
 from memo.truth import PERTURBATIONS, UNAVAILABLE, Truth, assess_runs, engine_method, perturb, truth_engines
@@ -28,6 +29,7 @@ class TruthRunner:
         self._log_dir = Path(log_dir or tempfile.mkdtemp(prefix="memo-truth-"))
         self._workers: dict[str, WorkerProcess] = {}
         self.timeout_s = timeout_s
+        self.special_inside = False  # set by :meth:`runs`; reset by whoever judges one model
 
     def _worker(self, engine: str) -> WorkerProcess:
         if engine not in self._workers:
@@ -58,21 +60,33 @@ class TruthRunner:
 
     def runs(self, engine: str, keras_path: Path, inputs: dict[str, np.ndarray],
              scratch: Path) -> tuple[list[np.ndarray], list[list[np.ndarray]]] | str:
-        """(truth, perturbed truths) of one engine, or why it has none."""
+        """(truth, perturbed truths) of one engine, or why it has none. An engine that watches special values
+        records in :attr:`special_inside` whether the model makes NaN/Inf inside on its inputs."""
         truth = self.outputs(engine, keras_path, inputs, scratch, "truth")
         if isinstance(truth, str):
             return truth
+        if engine in SPECIAL_FLAG_ENGINES:
+            self.special_inside = self.special_inside or bool(truth.pop()[()])
         perturbed: list[list[np.ndarray]] = []
         for index in range(PERTURBATIONS):
             moved = self.outputs(engine, keras_path, perturb(inputs, index), scratch, f"perturbed{index}")
             if isinstance(moved, str):
                 return moved
+            if engine in SPECIAL_FLAG_ENGINES:
+                moved.pop()
             perturbed.append(moved)
         return truth, perturbed
 
     def close(self) -> None:
         for worker in self._workers.values():
             worker.stop()
+
+
+def _consumes(backend: str) -> str | None:
+    try:
+        return load_spec(backend).consumes
+    except (KeyError, ImportError):
+        return None
 
 
 def _kernels(backend: str) -> frozenset[str]:
@@ -151,6 +165,7 @@ def judge_by_truth(runner: TruthRunner, keras_path: Path, inputs: dict[str, np.n
     engines = truth_engines([_kernels(name) for name in accused])
     results: dict[str, tuple[list[np.ndarray], list[list[np.ndarray]]]] = {}
     failures: list[str] = []
+    runner.special_inside = False
     for engine in engines:  # an engine that cannot run the model (a layer without float64) leaves the other
         got = runner.runs(engine, keras_path, inputs, scratch)
         if isinstance(got, str):
@@ -160,7 +175,10 @@ def judge_by_truth(runner: TruthRunner, keras_path: Path, inputs: dict[str, np.n
     if not results:
         return Truth(decision=UNAVAILABLE, reason="; ".join(failures) or "no float64 engine", accused=accused,
                      witnesses=witnesses)
-    result = assess_runs(outputs, results, accused, witnesses, reference)
+    # Keras's ops follow numpy's special-value semantics on every backend (np.clip(NaN) is NaN): a Keras backend
+    # differing there is wrong; an ONNX engine may be right (the ONNX spec leaves NaN in Clip, Max, Min open)
+    open_semantics = runner.special_inside and not any(_consumes(name) == "keras" for name in accused)
+    result = assess_runs(outputs, results, accused, witnesses, reference, special_inside=open_semantics)
     result.method = engine_method(list(results))
     if save is not None:
         save_arrays(save, outputs, results)

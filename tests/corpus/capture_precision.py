@@ -46,8 +46,8 @@ def main(argv: list[str] | None = None) -> int:
     shutil.copyfile(arrays, CORPUS / f"{name}.npz")
     labels = json.loads(LABELS.read_text()) if LABELS.exists() else {}
     labels[name] = {"label": args.label, "reason": args.reason, "library": bug.get("library"),
-                    "kind": bug.get("kind"), "layers": sorted({row.get("class_name") for row in bug.get("model", [])}
-                                                             if isinstance(bug.get("model"), list) else []),
+                    "kind": bug.get("kind"), "layers": [layer["class_name"] for layer in json.loads(
+                        (args.folder / "ir.json").read_text())["layers"] if layer["class_name"] != "InputLayer"],
                     "accused": truth["accused"], "witnesses": truth["witnesses"],
                     "reference": bug.get("reference") or "keras-tensorflow",
                     "decision_when_captured": truth["decision"], "expected": EXPECTED[args.label]}

@@ -61,10 +61,20 @@ def test_bicubic_kernel_is_documented_for_the_torch_path(library: str) -> None:
     assert documented_difference(library, "inconsistency", _ir(up), None, INCONSISTENT) is found
 
 
-@pytest.mark.parametrize("library", ["onnx2torch", "onnx2pytorch", "openvino", "keras-openvino", "onnxruntime"])
+@pytest.mark.parametrize("library", ["openvino", "keras-openvino", "onnxruntime"])
 def test_bicubic_on_a_file_that_fixes_the_kernel_stays_a_bug(library: str) -> None:
     # tf2onnx's Resize says cubic_coeff_a=-0.5, exclude_outside=1: an engine computing otherwise ignores the spec
     assert documented_difference(library, "inconsistency", _ir(BICUBIC), "layer_0", INCONSISTENT) is None
+
+
+@pytest.mark.parametrize("library", ["onnx2torch", "onnx2pytorch"])
+def test_a_torch_converter_that_warns_it_ignores_resize_attributes_is_documented(library: str) -> None:
+    # both warn at conversion that torch's interpolate has no such attribute and "the results might differ"
+    found = documented_difference(library, "inconsistency", _ir(BICUBIC), "layer_0", INCONSISTENT)
+    assert found is not None and "might differ" in found.quote
+    assert documented_difference(library, "crash", _ir(BICUBIC), "layer_0", "RuntimeError: x") is None
+    dense = (("Dense", {"units": 3}),)
+    assert documented_difference(library, "inconsistency", _ir(dense), "layer_0", INCONSISTENT) is None
 
 
 def test_bicubic_near_misses() -> None:
@@ -143,3 +153,18 @@ def test_matcher_imports_no_dl_library() -> None:
             "print(sorted(heavy & {m.split('.')[0] for m in sys.modules}))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_an_openvino_plugin_failure_reported_by_keras_on_openvino_is_openvinos() -> None:
+    from memo.backends.documented import delegated_library
+
+    plugin = ("Exception from src/inference/src/cpp/core.cpp:117:\nException from src/inference/src/dev/plugin.cpp:54:"
+              "\nCheck 'active.size() != reg_pool.size()' failed at src/common/snippets/src/lowered/pass/"
+              "assign_registers.cpp:201:\nCan't allocate registers for a snippet: not enough registers")  # p30
+    assert delegated_library("keras-openvino", plugin) == "openvino"
+    assert delegated_library("keras-openvino", "Exception from src/plugins/intel_cpu/src/node.cpp:1: x") == "openvino"
+    # a shape helper Keras's backend called wrongly stays Keras's
+    core = ("Exception encountered when calling MelSpectrogram.call(). Exception from "
+            "src/core/src/partial_shape.cpp:261: to_shape was called on a dynamic shape")
+    assert delegated_library("keras-openvino", core) is None
+    assert delegated_library("keras-jax", plugin) is None and delegated_library("a-plugin", plugin) is None

@@ -303,3 +303,36 @@ def test_a_bug_reduced_once_more_leaves_its_group_when_its_key_changes(tmp_path:
         assert store.triage.merge_bug(second.id, "k-other") is None
         assert store.triage.load_bug(second.id).merged_into is None
 
+
+
+def test_a_numeric_bug_is_its_first_misbehaving_layer_whatever_follows_it() -> None:
+    # p30: TensorFlow's MelSpectrogram alone, and followed by UnitNormalization (the reduced model's output)
+    alone = reduced("MelSpectrogram", {"sequence_length": 5}, [None, 350])
+    followed = ModelIR([*alone.layers, Layer("unit_normalization", "UnitNormalization", {}, ["mel_spectrogram"])],
+                       ["unit_normalization"], "reduced")
+    first = numeric_parts("keras-tensorflow", "keras-jax", alone)
+    second = signature_parts(Verdict(kind="inconsistency", backend="keras-tensorflow", stage="execute",
+                                     message="max |diff| 3", metrics={"reference": "keras-jax"}),
+                             None, followed, divergent_layer="mel_spectrogram")
+    assert reduced_keys(first, alone)[0] != reduced_keys(second, followed)[0]
+    assert one_bug((first, alone), (second, followed))
+    # the same first layer in another library is another bug
+    assert not one_bug((first, alone), (numeric_parts("keras-openvino", "keras-tensorflow", alone), alone))
+
+
+def test_average_pooling_of_every_rank_with_one_padding_is_one_numeric_bug() -> None:
+    one = reduced("AveragePooling1D", {"pool_size": 3, "padding": "same"}, [None, 9, 3])
+    three = reduced("AveragePooling3D", {"pool_size": [4, 2, 2], "padding": "same"}, [None, 6, 6, 6, 2])
+    valid = reduced("AveragePooling3D", {"pool_size": [4, 2, 2]}, [None, 6, 6, 6, 2])
+    findings = [(numeric_parts("keras-torch", "keras-tensorflow", ir), ir) for ir in (one, three, valid)]
+    assert one_bug(findings[0], findings[1])
+    assert not one_bug(findings[0], findings[2])  # another padding rule: another code path
+
+
+def test_a_wrapper_failing_in_the_code_of_the_layer_it_wraps_is_that_layers_bug() -> None:
+    message = "Given normalized_shape=[4], expected input with shape [*, 4], but got input of size[2, 3, 5]"
+    plain = reduced("LayerNormalization", {"axis": -1})
+    wrapped = reduced("TimeDistributed", {"layer": {"class_name": "LayerNormalization", "config": {"axis": -1}}})
+    findings = [(crash_parts("keras-torch", "execute", "RuntimeError", keras_wrapped(cls, message)), ir)
+                for cls, ir in (("LayerNormalization", plain), ("TimeDistributed", wrapped))]
+    assert one_bug(*findings)

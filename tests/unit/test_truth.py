@@ -163,3 +163,13 @@ def test_saved_arrays_round_trip(tmp_path) -> None:
     assert set(loaded_outputs) == set(outputs) and list(loaded_runs) == list(runs)
     assert np.array_equal(loaded_runs["float64-jax"][1][1][0], T * 2)
     assert np.array_equal(loaded_runs["float64-torch"][0][0], T + 1)
+
+
+def test_special_values_inside_the_model_make_it_a_special_value_question() -> None:
+    from memo.truth import assess_runs
+
+    runs = {"float64-jax": ([T], [[T]])}
+    plain = assess_runs(_outputs(T + 1.0, T), runs, ["mxnet"], [REF], REF)
+    inside = assess_runs(_outputs(T + 1.0, T), runs, ["mxnet"], [REF], REF, special_inside=True)
+    assert plain.decision == CONFIRMED
+    assert inside.decision == ILL_CONDITIONED and "NaN or Inf inside" in inside.reason
