@@ -178,6 +178,12 @@ DELEGATES: dict[str, tuple[tuple[str, str], ...]] = {
 }
 
 
+# Keras backends whose numbers another registered backend's kernels decide (BackendSpec.computes_with): Keras on
+# OpenVINO compiles the model into one OpenVINO graph, run by the same plugin as the openvino backend (p30: one
+# Interpolate defect was filed against both, 35.0848 tolerances from float64 in each).
+COMPUTES_WITH: dict[str, str] = {"openvino": "openvino"}
+
+
 def keras_spec(keras_backend: str, libraries: tuple[str, ...]) -> BackendSpec:
     """The spec of Keras running on ``keras_backend`` (tensorflow, jax or torch)."""
     distributions = ("keras", *libraries)
@@ -195,4 +201,4 @@ def keras_spec(keras_backend: str, libraries: tuple[str, ...]) -> BackendSpec:
                        distributions=distributions, env={"KERAS_BACKEND": keras_backend, **BACKEND_ENV.get(keras_backend, {})},
                        unsupported_patterns=UNSUPPORTED.get(keras_backend, ()), repro=ReproRecipe(),
                        documented_differences=DOCUMENTED.get(keras_backend, ()), upstream=KERAS_UPSTREAM,
-                       delegates=DELEGATES.get(keras_backend, ()))
+                       delegates=DELEGATES.get(keras_backend, ()), computes_with=COMPUTES_WITH.get(keras_backend))

@@ -61,4 +61,4 @@ SPEC = BackendSpec(name="onnxruntime", consumes="onnx", load=_load, run=_run, se
 # bicubic Resize says cubic_coeff_a=-0.75 (PyTorch's kernel, what Keras on torch computes), and ONNX Runtime
 # follows it: a difference from TensorFlow's a = -0.5 there is by design (keras_common.BICUBIC_KERNEL).
 SPEC_KERAS_EXPORT = dataclasses.replace(SPEC, name="onnxruntime-keras-export", consumes="keras-onnx",
-                                        documented_differences=(BICUBIC_KERNEL,))
+                                        documented_differences=(BICUBIC_KERNEL,), computes_with="keras-torch")

@@ -170,6 +170,10 @@ class BackendSpec:
     # Failures that are another library's though this backend reported them (a regular expression searched in
     # the message -> that library): Keras on OpenVINO hands its graph to OpenVINO's device plugins.
     delegates: tuple[tuple[str, str], ...] = ()
+    # The backend whose kernels decide this one's numbers, when another's: Keras on OpenVINO builds an OpenVINO
+    # graph (openvino); ONNX Runtime on Keras's export runs what torch.onnx traced from Keras on torch
+    # (keras-torch). A numeric bug here with the same first misbehaving code as a bug there is that bug.
+    computes_with: str | None = None
 
     def __post_init__(self) -> None:
         if self.consumes not in ARTIFACT_KINDS:

@@ -29,7 +29,7 @@ from memo.store import BugRow, CampaignStore
 from memo.triage import dedup, pending_bugs, pending_localizations, seconds_for
 from memo.triage.bugdir import BUGS_DIR, NOT_AGAIN, REPRO_FILE, bug_layers, read_bug_file
 from memo.triage.reassess import REDUCED_VERDICT, TRUTH_KEY
-from memo.triage.signature import FailureDetails, failure_details
+from memo.triage.signature import FailureDetails, computing_library, failure_details
 
 COVERAGE_SERIES = (("types", "Layer types"), ("pairs", "Layer pairs"), ("params", "Layer parameter values"))
 CONFIG_PREVIEW_KEYS = 4
@@ -330,6 +330,10 @@ def bug_entry(store: CampaignStore, bug: BugRow, versions: dict[str, Any],
     delegated = delegated_library(bug.library, details.message or "") if bug.kind == "crash" else None
     if delegated:  # reported by one backend, failing inside the library under it
         entry["reported_by"], entry["library"] = bug.library, delegated
+    computing = computing_library(bug.library)
+    if not delegated and computing != bug.library and any(v["library"] == computing for v in entry["variants"]):
+        # one defect seen through both: filed against the library whose kernels compute it
+        entry["reported_by"], entry["library"] = bug.library, computing
     entry["upstream"] = asdict(upstream_of(entry["library"]))
     documented = documented_difference(bug.library, bug.kind, ir, entry["layer"], entry["message"])
     entry["documented"] = ({"behaviour": documented.behaviour, "source": documented.source, "quote": documented.quote}

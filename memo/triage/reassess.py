@@ -23,6 +23,7 @@ from memo.triage.probe import read_inputs, run_model
 from memo.triage.session import Session
 from memo.triage.truth import TRUTH_ARRAYS, judge_by_truth
 from memo.truth import CONTRADICTED
+from memo.triage.signature import TRUTH_DECISION
 
 REDUCED_VERDICT = "reduced_verdict"
 TRUTH_KEY = "truth"
@@ -98,6 +99,8 @@ def root_cause_parts(parts: dict[str, Any], folder: Path) -> dict[str, Any]:
     truth = data.get(TRUTH_KEY) or {}
     if truth.get("decision") == CONTRADICTED and truth.get("blamed"):
         parts = {**parts, "library": truth["blamed"]}
+    if truth.get("decision"):
+        parts = {**parts, TRUTH_DECISION: truth["decision"]}
     located = data.get("localization") or {}
     if parts.get("kind") in NUMERIC_KINDS and located.get("layer_class"):
         # the first misbehaving layer of the REDUCED model; when it is right alone, the first of the layers that

@@ -282,6 +282,7 @@ def unsupported_feature(verdict: Verdict, message: str | None = None) -> str:
 # The parts of a provisional signature that survive into the exact root-cause key. The masked message does not
 # (two wordings of one failure, with and without a shape, are one bug once the models coincide), nor does
 # the stage (one native crash kills the eager run and the graph-mode trace alike).
+TRUTH_DECISION = "truth"  # the float64 decision triage adds to a numeric bug's parts before keying it
 _ROOT_CAUSE_PARTS = ("kind", "exception", "frames", "reference", "layer")
 # Keras's wrapper around a layer's error ("Exception encountered when calling RandomHue.call().") names the
 # layer class the failure passed through, not the code that failed.
@@ -393,6 +394,15 @@ def library_of(backend: str) -> str:
 _RANK_SUFFIX = re.compile(r"\b([A-Z][A-Za-z]*?)[123][dD]\b")
 
 
+def computing_library(backend: str) -> str:
+    """The library whose kernels decide ``backend``'s numbers (its spec's ``computes_with``, else its own)."""
+    try:
+        other = getattr(load_spec(backend), "computes_with", None)
+    except (KeyError, ImportError):
+        return backend
+    return library_of(other or backend)
+
+
 def message_pattern(message: str, reduced: ModelIR) -> str:
     """A masked message with what names the layer rather than the failing code masked too: Keras's wrapper,
     the reduced model's layer names, and its class names where they name the Keras layer object."""
@@ -424,12 +434,15 @@ def reduced_keys(parts: dict[str, Any], reduced: ModelIR) -> tuple[str, ...]:
     if not found:
         return tuple(keys)
     if parts.get("kind") in NUMERIC_KINDS:
+        # findings float64 judges differently (a confirmed defect, a NaN-semantics question) are never one entry
+        common["decision"] = parts.get(TRUTH_DECISION, "")
         operators = {shared_operator(layer) for layer in found}
         if None not in operators:
             keys.append(digest({**common, "operator": sorted(operators)}))
         divergent = divergent_path(str(parts.get("layer") or ""), reduced)
         if divergent:  # the first misbehaving layer's code in one library, whatever follows it in the model
-            keys.append(digest({"kind": parts.get("kind", ""), "library": library, "divergent": divergent}))
+            keys.append(digest({"kind": parts.get("kind", ""), "decision": parts.get(TRUTH_DECISION, ""),
+                                "library": computing_library(str(parts.get("library", ""))), "divergent": divergent}))
     elif "exception" in parts:
         pattern = message_pattern(str(parts.get("message", "")), reduced)
         described = bool(pattern) and not _UNDESCRIBED.match(str(parts["exception"]))

@@ -336,3 +336,27 @@ def test_a_wrapper_failing_in_the_code_of_the_layer_it_wraps_is_that_layers_bug(
     findings = [(crash_parts("keras-torch", "execute", "RuntimeError", keras_wrapped(cls, message)), ir)
                 for cls, ir in (("LayerNormalization", plain), ("TimeDistributed", wrapped))]
     assert one_bug(*findings)
+
+
+def test_a_numeric_bug_computed_by_another_backends_kernels_is_that_backends() -> None:
+    # p30: ONNX Runtime on Keras's export ran what torch.onnx traced from Keras on torch's "same" average pooling;
+    # Keras on OpenVINO and the openvino backend shared one OpenVINO Interpolate defect
+    pool = reduced("AveragePooling3D", {"pool_size": [4, 2, 2], "padding": "same"}, [None, 6, 6, 6, 2])
+    assert one_bug((numeric_parts("keras-torch", "keras-tensorflow", pool), pool),
+                   (numeric_parts("onnxruntime-keras-export", "keras-tensorflow", pool), pool))
+    up = reduced("UpSampling2D", {"size": [2, 2], "interpolation": "bicubic"}, [None, 6, 6, 3])
+    assert one_bug((numeric_parts("openvino", "keras-tensorflow", up), up),
+                   (numeric_parts("keras-openvino", "keras-tensorflow", up), up))
+    # ONNX Runtime on tf2onnx's file runs its own kernels: not keras-torch's bug
+    assert not one_bug((numeric_parts("keras-torch", "keras-tensorflow", pool), pool),
+                       (numeric_parts("onnxruntime", "keras-tensorflow", pool), pool))
+
+
+def test_numeric_findings_float64_judges_differently_stay_apart() -> None:
+    # p30: Keras on OpenVINO's clip of NaN (a confirmed Keras defect) and OpenVINO's ONNX Clip of NaN (left open
+    # by the ONNX spec) must not become one entry filed in either section
+    auto = reduced("AutoContrast", {"value_range": [0, 255]}, [None, 1, 1, 3])
+    confirmed = {**numeric_parts("keras-openvino", "keras-tensorflow", auto), "truth": "confirmed"}
+    special = {**numeric_parts("openvino", "keras-tensorflow", auto), "truth": "ill-conditioned"}
+    assert not one_bug((confirmed, auto), (special, auto))
+    assert one_bug((confirmed, auto), ({**special, "truth": "confirmed"}, auto))
