@@ -60,5 +60,13 @@ def load_spec(name: str) -> AnySpec:
     return getattr(importlib.import_module(module_name), attribute or "SPEC")
 
 
+def find_spec(name: str) -> AnySpec | None:
+    """:func:`load_spec`, or None for a name memo does not register (a plugin) or whose module does not import."""
+    try:
+        return load_spec(name)
+    except (KeyError, ImportError):
+        return None
+
+
 __all__ = ["ARTIFACT_KINDS", "BACKENDS", "BackendSpec", "CONVERTERS", "ConverterSpec", "DEFAULT_BACKENDS",
-           "ORACLES", "PRODUCERS", "REFERENCE", "ReproRecipe", "load_spec"]
+           "ORACLES", "find_spec", "PRODUCERS", "REFERENCE", "ReproRecipe", "load_spec"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from memo.backends import load_spec
+from memo.backends import find_spec
 from memo.backends.spec import NEVER_UNSUPPORTED, UNKNOWN_UPSTREAM, DocumentedDifference, UnsupportedPhrase, Upstream
 from memo.model.ir import Layer, ModelIR
 
@@ -27,7 +27,7 @@ def documented_difference(library: str, kind: str, ir: ModelIR | None, layer: st
     finding was localized to (None: not localized), ``message`` the verdict's message. An unregistered name
     (a plugin) declares nothing.
     """
-    spec = _spec(library)
+    spec = find_spec(library)
     if spec is None:
         return None
     for declared in getattr(spec, "documented_differences", ()):
@@ -39,7 +39,7 @@ def documented_difference(library: str, kind: str, ir: ModelIR | None, layer: st
 def upstream_of(name: str) -> Upstream:
     """The upstream status a registered backend or converter declares; for any other name (a plugin) "active"
     with no tracker (:data:`memo.backends.spec.UNKNOWN_UPSTREAM`)."""
-    return getattr(_spec(name), "upstream", UNKNOWN_UPSTREAM)
+    return getattr(find_spec(name), "upstream", UNKNOWN_UPSTREAM)
 
 
 def covers(declared: DocumentedDifference, kind: str, ir: ModelIR | None, layer: str | None, message: str) -> bool:
@@ -85,12 +85,6 @@ def _attribute(config: dict[str, Any], name: str) -> Any:
     return value
 
 
-def _spec(name: str) -> Any:
-    try:
-        return load_spec(name)
-    except (KeyError, ImportError):
-        return None
-
 
 __all__ = ["covers", "declared_refusal", "delegated_library", "documented_difference", "upstream_of"]
 
@@ -99,7 +93,7 @@ def declared_refusal(library: str, exc_type: str | None, message: str) -> str | 
     """The pattern of ``library``'s declared refusals (its spec's unsupported phrases) that a stored failure
     matches, or None: a failure recorded before memo knew the phrase is judged by what memo knows now. Only the
     exception's own class name is known here (not its bases), so a phrase restricted to types matches by name."""
-    spec = _spec(library)
+    spec = find_spec(library)
     if spec is None or not exc_type or exc_type in NEVER_UNSUPPORTED:
         return None
     for phrase in getattr(spec, "unsupported_patterns", ()):
@@ -114,5 +108,5 @@ def declared_refusal(library: str, exc_type: str | None, message: str) -> str | 
 
 def delegated_library(library: str, message: str) -> str | None:
     """The library a failure reported by ``library`` belongs to (its spec's ``delegates``), or None."""
-    spec = _spec(library)
+    spec = find_spec(library)
     return next((other for pattern, other in getattr(spec, "delegates", ()) if re.search(pattern, message)), None)

@@ -80,15 +80,12 @@ def _truths(artifact: Any, verdicts: list[Any], outputs: dict[str, Any], referen
             scratch: Path) -> dict[int, Any]:
     """The float64 truth of every numeric verdict (by its index), computed in one float64 worker."""
     from memo.kinds import NUMERIC_KINDS
-    from memo.triage.probe import read_inputs
-    from memo.triage.truth import TruthRunner, judge_by_truth
+    from memo.triage.truth import TruthRunner, artifact_inputs, judge_by_truth
 
     numeric = [i for i, verdict in enumerate(verdicts) if verdict.kind in NUMERIC_KINDS]
     if not numeric or reference not in outputs:
         return {}
-    names = [layer.name for layer in artifact.read_ir().input_layers]
-    stored = read_inputs(artifact.inputs_path)
-    inputs = {name: stored[name] for name in names if name in stored}
+    inputs = artifact_inputs(artifact)
     runner = TruthRunner(scratch / "truth-logs")
     try:
         return {i: judge_by_truth(runner, artifact.keras_path, inputs, outputs, verdicts[i], reference,

@@ -14,7 +14,7 @@ from typing import Sequence
 import numpy as np
 
 from memo.artifact import Artifact, prepare_artifact
-from memo.backends import CONVERTERS, load_spec
+from memo.backends import CONVERTERS, find_spec, load_spec
 from memo.backends.result import ExecutionResult
 from memo.errors import InvalidModelError
 from memo.model.ir import ModelIR
@@ -88,11 +88,10 @@ class Roles:
     backends: tuple[str, ...]
 
 
-def _consumes(name: str) -> str | None:
-    try:
-        return load_spec(name).consumes
-    except KeyError:  # a plugin backend: not re-run by triage
-        return None
+def consumes_of(name: str) -> str | None:
+    """The artifact kind backend ``name`` reads; None for a plugin (not re-run by triage)."""
+    spec = find_spec(name)
+    return spec.consumes if spec is not None else None
 
 
 def roles(verdict: Verdict, reference: str, available: list[str]) -> Roles:
@@ -106,19 +105,19 @@ def roles(verdict: Verdict, reference: str, available: list[str]) -> Roles:
     involved = [name for name in (metrics.get("backends") or {}) if name != reference]
     needed = [reference, *involved]
     if backend == KERAS_FRONT_END:  # every Keras backend failed alike: any of them shows it
-        keras = [name for name in available if _consumes(name) == "keras"]
+        keras = [name for name in available if consumes_of(name) == "keras"]
         return Roles(reference, reference, tuple(dict.fromkeys([reference, *keras])))
     if backend == reference and verdict.stage == TF_FUNCTION_STAGE:
         # TensorFlow's graph-mode trace runs in the converter's worker: a backend on its output runs it
-        readers = [name for name in available if name not in CONVERTERS and _consumes(name) == "onnx"]
+        readers = [name for name in available if name not in CONVERTERS and consumes_of(name) == "onnx"]
         return Roles(reference, reference, tuple(dict.fromkeys([reference, *readers[:1]])))
     if backend == reference:
         faulty, good = reference, (involved[0] if involved else reference)
     elif backend in CONVERTERS:
         produced = getattr(load_spec(backend), "produces", None)
-        readers = [name for name in available if name not in CONVERTERS and _consumes(name) == produced]
+        readers = [name for name in available if name not in CONVERTERS and consumes_of(name) == produced]
         witness = [name for name in available if name not in CONVERTERS and name not in needed
-                   and name not in readers and _consumes(name) is not None]
+                   and name not in readers and consumes_of(name) is not None]
         # the oracle blamed the converter either because every reader differs alike while some other backend
         # agrees (a witness), or because one engine differs on this file but agrees on another converter's
         # (``same_engine``: that engine on the other file must run again)
@@ -137,4 +136,4 @@ def alone(backend: str, roles: Roles) -> tuple[str, ...]:
     if backend not in CONVERTERS:
         return (backend,)
     produced = getattr(load_spec(backend), "produces", None)
-    return tuple(name for name in roles.backends if name not in CONVERTERS and _consumes(name) == produced)[:1]
+    return tuple(name for name in roles.backends if name not in CONVERTERS and consumes_of(name) == produced)[:1]

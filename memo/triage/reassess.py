@@ -21,7 +21,7 @@ from memo.triage.bugdir import INPUTS_FILE, IR_FILE, NOT_AGAIN, read_bug_file, w
 from memo.triage.finding import Finding, load_finding
 from memo.triage.probe import read_inputs, run_model
 from memo.triage.session import Session
-from memo.triage.truth import TRUTH_ARRAYS, judge_by_truth
+from memo.triage.truth import TRUTH_ARRAYS, artifact_inputs, judge_by_truth
 from memo.truth import CONTRADICTED
 from memo.triage.signature import TRUTH_DECISION
 
@@ -49,11 +49,8 @@ def reassess(session: Session, bug: BugRow, finding: Finding, ir: ModelIR, folde
             added[REDUCED_VERDICT] = {"message": mine.message, "metrics": mine.metrics}
         outputs = load_outputs(run.result)
         if reference in outputs:
-            names = [layer.name for layer in ir.input_layers]
-            stored = read_inputs(run.artifact.inputs_path)
-            ordered = {name: stored[name] for name in names if name in stored}
-            truth = judge_by_truth(session.truth_runner(), run.artifact.keras_path, ordered, outputs,
-                                   mine or finding.verdict, reference, directory / "truth",
+            truth = judge_by_truth(session.truth_runner(), run.artifact.keras_path, artifact_inputs(run.artifact),
+                                   outputs, mine or finding.verdict, reference, directory / "truth",
                                    save=folder / TRUTH_ARRAYS)
             added[TRUTH_KEY] = truth.to_json()
         if TRUTH_KEY in added:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Callable, Iterable
 
-from memo.backends import BACKENDS, CONVERTERS, REFERENCE, load_spec
+from memo.backends import BACKENDS, CONVERTERS, REFERENCE, find_spec, load_spec
 from memo.backends.result import TRACE_STAGE, ExecutionResult, StageResult
 from memo.kinds import BUG_KINDS, MESSAGE_KINDS, NUMERIC_KINDS, VerdictKind
 from memo.layers.catalogue import get_spec
@@ -396,11 +396,10 @@ _RANK_SUFFIX = re.compile(r"\b([A-Z][A-Za-z]*?)[123][dD]\b")
 
 def computing_library(backend: str) -> str:
     """The library whose kernels decide ``backend``'s numbers (its spec's ``computes_with``, else its own)."""
-    try:
-        other = getattr(load_spec(backend), "computes_with", None)
-    except (KeyError, ImportError):
+    spec = find_spec(backend)
+    if spec is None:
         return backend
-    return library_of(other or backend)
+    return library_of(getattr(spec, "computes_with", None) or backend)
 
 
 def message_pattern(message: str, reduced: ModelIR) -> str:

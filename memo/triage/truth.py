@@ -13,10 +13,12 @@ from typing import Sequence
 
 import numpy as np
 
-from memo.backends import CONVERTERS, PRODUCERS, load_spec
+from memo.backends import CONVERTERS, PRODUCERS, find_spec, load_spec
 from memo.backends.float64_truth import SPECIAL_FLAG_ENGINES
 from memo.backends.supervisor import WorkerCommand, WorkerProcess
 from memo.oracle import Verdict
+from memo.artifact import Artifact
+from memo.triage.probe import consumes_of, read_inputs
 from memo.truth import PERTURBATIONS, UNAVAILABLE, Truth, assess_runs, engine_method, perturb, truth_engines
 
 TRUTH_TIMEOUT_S = 120.0  # float64 on torch is slower than the libraries' float32, and a reduced model is small
@@ -29,7 +31,6 @@ class TruthRunner:
         self._log_dir = Path(log_dir or tempfile.mkdtemp(prefix="memo-truth-"))
         self._workers: dict[str, WorkerProcess] = {}
         self.timeout_s = timeout_s
-        self.special_inside = False  # set by :meth:`runs`; reset by whoever judges one model
 
     def _worker(self, engine: str) -> WorkerProcess:
         if engine not in self._workers:
@@ -59,14 +60,13 @@ class TruthRunner:
             return [data[f"out_{i}"] for i in range(len(data.files))]
 
     def runs(self, engine: str, keras_path: Path, inputs: dict[str, np.ndarray],
-             scratch: Path) -> tuple[list[np.ndarray], list[list[np.ndarray]]] | str:
-        """(truth, perturbed truths) of one engine, or why it has none. An engine that watches special values
-        records in :attr:`special_inside` whether the model makes NaN/Inf inside on its inputs."""
+             scratch: Path) -> tuple[list[np.ndarray], list[list[np.ndarray]], bool] | str:
+        """(truth, perturbed truths, whether the model makes NaN/Inf inside on its inputs: known only to an engine
+        that watches special values) of one engine, or why it has none."""
         truth = self.outputs(engine, keras_path, inputs, scratch, "truth")
         if isinstance(truth, str):
             return truth
-        if engine in SPECIAL_FLAG_ENGINES:
-            self.special_inside = self.special_inside or bool(truth.pop()[()])
+        special = bool(truth.pop()[()]) if engine in SPECIAL_FLAG_ENGINES else False
         perturbed: list[list[np.ndarray]] = []
         for index in range(PERTURBATIONS):
             moved = self.outputs(engine, keras_path, perturb(inputs, index), scratch, f"perturbed{index}")
@@ -75,26 +75,18 @@ class TruthRunner:
             if engine in SPECIAL_FLAG_ENGINES:
                 moved.pop()
             perturbed.append(moved)
-        return truth, perturbed
+        return truth, perturbed, special
 
     def close(self) -> None:
         for worker in self._workers.values():
             worker.stop()
 
 
-def _consumes(backend: str) -> str | None:
-    try:
-        return load_spec(backend).consumes
-    except (KeyError, ImportError):
-        return None
-
-
 def _kernels(backend: str) -> frozenset[str]:
     """The libraries whose code decides ``backend``'s results: its spec's distributions and those of the converter
     that wrote the file it reads (ONNX Runtime on Keras's export runs what torch.onnx traced); none for a plugin."""
-    try:
-        spec = load_spec(backend)
-    except (KeyError, ImportError):
+    spec = find_spec(backend)
+    if spec is None:
         return frozenset()
     converter = PRODUCERS.get(spec.consumes)
     return frozenset(spec.distributions) | (_kernels(converter) if converter else frozenset())
@@ -153,6 +145,12 @@ def load_arrays(path: Path) -> tuple[dict[str, list[np.ndarray]], dict[str, tupl
     return outputs, runs
 
 
+def artifact_inputs(artifact: Artifact) -> dict[str, np.ndarray]:
+    """The artifact's stored inputs in model-input order, as the float64 workers take them."""
+    stored = read_inputs(artifact.inputs_path)
+    return {layer.name: stored[layer.name] for layer in artifact.read_ir().input_layers if layer.name in stored}
+
+
 def judge_by_truth(runner: TruthRunner, keras_path: Path, inputs: dict[str, np.ndarray],
                    outputs: dict[str, list[np.ndarray]], verdict: Verdict, reference: str, scratch: Path,
                    save: Path | None = None) -> Truth:
@@ -165,19 +163,19 @@ def judge_by_truth(runner: TruthRunner, keras_path: Path, inputs: dict[str, np.n
     engines = truth_engines([_kernels(name) for name in accused])
     results: dict[str, tuple[list[np.ndarray], list[list[np.ndarray]]]] = {}
     failures: list[str] = []
-    runner.special_inside = False
+    special_inside = False
     for engine in engines:  # an engine that cannot run the model (a layer without float64) leaves the other
         got = runner.runs(engine, keras_path, inputs, scratch)
         if isinstance(got, str):
             failures.append(got)
         else:
-            results[engine] = got
+            results[engine], special_inside = got[:2], special_inside or got[2]
     if not results:
         return Truth(decision=UNAVAILABLE, reason="; ".join(failures) or "no float64 engine", accused=accused,
                      witnesses=witnesses)
     # Keras's ops follow numpy's special-value semantics on every backend (np.clip(NaN) is NaN): a Keras backend
     # differing there is wrong; an ONNX engine may be right (the ONNX spec leaves NaN in Clip, Max, Min open)
-    open_semantics = runner.special_inside and not any(_consumes(name) == "keras" for name in accused)
+    open_semantics = special_inside and not any(consumes_of(name) == "keras" for name in accused)
     result = assess_runs(outputs, results, accused, witnesses, reference, special_inside=open_semantics)
     result.method = engine_method(list(results))
     if save is not None:
