@@ -67,12 +67,13 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from memo.backends import PRODUCERS, REFERENCE, load_spec
+from memo.backends import PRODUCERS, REFERENCE, load_spec, producer_of
 from memo.backends.result import FAILURES, TRACE_STAGE, BackendResult, ExecutionResult, StageResult
+from memo.devices import cpu_twin, judge_by_twins, library_count, per_backend_tolerances, same_on_both_devices
 from memo.kinds import VERDICT_KINDS, StageStatus, VerdictKind
 
 Outputs = dict[str, np.ndarray]
@@ -302,9 +303,12 @@ def _finite_mad(y: np.ndarray, o: np.ndarray) -> float:
     return mad(y64[finite], o64[finite]) if finite.any() else 0.0
 
 
-def compare(outputs: dict[str, list[np.ndarray]], reference: str, thresholds: Thresholds) -> dict[str, Comparison]:
-    """Every backend's outputs against the reference's, output by output, with D_MAD against the closest peer."""
+def compare(outputs: dict[str, list[np.ndarray]], reference: str, thresholds: Thresholds,
+            per_backend: Mapping[str, Thresholds] | None = None) -> dict[str, Comparison]:
+    """Every backend's outputs against the reference's, output by output, with D_MAD against the closest peer.
+    ``per_backend``: the thresholds of backends whose results were computed in a relaxed precision (GPU, tf32)."""
     ref = outputs[reference]
+    own = dict(per_backend or {})
     comparisons: dict[str, Comparison] = {}
     per: dict[str, list[dict[str, Any]]] = {}
     for name, outs in outputs.items():
@@ -314,11 +318,12 @@ def compare(outputs: dict[str, list[np.ndarray]], reference: str, thresholds: Th
         if comparisons[name].shape_problem:
             continue
         rows = []
+        mine = own.get(name, thresholds)
         for index, (y, o) in enumerate(zip(outs, ref)):
-            count, max_abs, atol = mismatch(y, o, thresholds)
+            count, max_abs, atol = mismatch(y, o, mine)
             rows.append({"output": index, "nan_problem": _nan_problem(y, o), "mismatched": count,
                          "max_abs_diff": max_abs, "mad": _finite_mad(y, o), "elements": int(np.size(y)),
-                         "scale": output_scale(o), "tolerance": atol, "mad_floor": tolerances(y, o, thresholds)[2]})
+                         "scale": output_scale(o), "tolerance": atol, "mad_floor": tolerances(y, o, mine)[2]})
         per[name] = rows
     for name, rows in per.items():
         for row in rows:
@@ -327,7 +332,7 @@ def compare(outputs: dict[str, list[np.ndarray]], reference: str, thresholds: Th
                 closest = min(peers, key=lambda peer: peers[peer])
                 row.update(dmad=d_mad_from_deltas(row["mad"], peers[closest]), dmad_peer=closest,
                            peer_mad=peers[closest])
-            row["flags"] = [kind for kind, _ in _row_flags(row, thresholds)]
+            row["flags"] = [kind for kind, _ in _row_flags(row, own.get(name, thresholds))]
         comparison = comparisons[name]
         comparison.per_output = [{key: value for key, value in row.items() if value is not None} for row in rows]
         if not rows:
@@ -484,6 +489,8 @@ def _failure_verdicts(result: ExecutionResult) -> list[Verdict]:
             # the exception of the backend whose code this one runs first (torch.compile converts with
             # onnx2torch): one finding, that backend's
             also[base].append(backend.name)
+        elif _same_failure(result, twin := cpu_twin(backend.name), stage):
+            also[twin].append(backend.name)  # the library fails alike on the CPU: the CPU backend's finding
         else:
             verdicts.append(_own_verdict(backend))
     for verdict in verdicts:
@@ -522,8 +529,10 @@ def _attribute(kind: str, flagged: dict[str, str], outputs: dict[str, list[np.nd
     def consistent(names: list[str]) -> bool:
         return all(agree(outputs[name], outputs[names[0]], thresholds) for name in names[1:])
 
+    flagged, cpu_twins = judge_by_twins(flagged, flagged_any, lambda name: name in outputs)
     verdicts: list[Verdict] = []
-    for artifact_kind, converter in PRODUCERS.items():
+    for artifact_kind in PRODUCERS:
+        converter = producer_of(artifact_kind, result.backends)
         group = [name for name in compared if result.backends[name].consumes == artifact_kind]
         others = [name for name in compared if name not in group]
         others_agree = any(name not in flagged_any for name in others)
@@ -539,22 +548,23 @@ def _attribute(kind: str, flagged: dict[str, str], outputs: dict[str, list[np.nd
         twins = [other for other in compared if other != name and engines[other] == engines[name]
                  and result.backends[other].consumes != kind_read and other not in flagged_any]
         if kind_read in PRODUCERS and twins:
-            converter = PRODUCERS[kind_read]
+            converter = producer_of(kind_read, result.backends)
             verdicts.append(Verdict(kind, converter, "convert",
                                     f"{name} differs on {converter}'s file while the same engine agrees with the "
                                     f"reference on another conversion ({twins[0]}): " + flagged[name],
                                     {"backends": {name: metrics(name)}, "same_engine": twins[0], **recorded}))
             del flagged[name]
     if len(compared) >= 2 and set(compared) <= flagged_any:  # none agrees with the reference
-        majority = next((group for group in groups
-                         if len(group) >= 2 and result.reference not in group and set(group) <= set(flagged)), None)
+        majority = next((group for group in groups if library_count(group) >= 2 and result.reference not in group
+                         and set(group) <= set(flagged)), None)
         if majority is not None:
             verdicts.append(Verdict(kind, result.reference, "execute",
                                     f"{len(majority)} backends ({', '.join(majority)}) agree with each other on a "
                                     f"different result: " + flagged[majority[0]],
                                     {"backends": {name: metrics(name) for name in majority}, **recorded}))
             flagged = {name: message for name, message in flagged.items() if name not in majority}
-    return verdicts + [Verdict(kind, name, "execute", message, {**metrics(name), **recorded})
+    return verdicts + [Verdict(kind, name, "execute", message,
+                               {**metrics(name), **recorded, **({"cpu_twin": cpu_twins[name]} if name in cpu_twins else {})})
                        for name, message in flagged.items()]
 
 
@@ -571,8 +581,8 @@ def _same_failure(result: ExecutionResult, other: str | None, stage: StageResult
     """Whether backend ``other`` failed in ``result`` at the same stage with the same exception as ``stage``."""
     entry = result.backends.get(other) if other else None
     failure = entry.failure if entry is not None and entry.status in FAILURES else None
-    return failure is not None and (failure.stage, failure.exc_type, failure.message) == (
-        stage.stage, stage.exc_type, stage.message)
+    return failure is not None and (failure.stage, failure.exc_type) == (stage.stage, stage.exc_type) and (
+        same_on_both_devices(stage.message, failure.message))
 
 
 def judge(result: ExecutionResult, thresholds: Thresholds = Thresholds(),
@@ -590,11 +600,12 @@ def judge(result: ExecutionResult, thresholds: Thresholds = Thresholds(),
         # NaN/Inf the reference makes itself (not only NaN the NaN operator injected): libraries legitimately
         # differ in how special values propagate, so every numeric difference is judged by that rule
         special_values = True
-    comparisons = compare(arrays, result.reference, thresholds)
+    own = per_backend_tolerances(result, thresholds)
+    comparisons = compare(arrays, result.reference, thresholds, own)
     by_kind: dict[str, dict[str, str]] = {}
     outputs_of: dict[tuple[str, str], int | None] = {}
     for name, comparison in comparisons.items():
-        for kind, message, index in _numeric_flags(comparison, thresholds, result.output_names):
+        for kind, message, index in _numeric_flags(comparison, own.get(name, thresholds), result.output_names):
             by_kind.setdefault(kind, {})[name] = message
             outputs_of[(kind, name)] = index
     if not by_kind:

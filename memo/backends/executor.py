@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import Callable, Collection, Iterator, Mapping, Protocol, Sequence
 
 from memo.artifact import Artifact
-from memo.backends import BACKENDS, DEFAULT_BACKENDS, PRODUCERS, REFERENCE, load_spec
+from memo.backends import BACKENDS, PRODUCERS, REFERENCE, STAND_IN_PRODUCERS, default_backends, load_spec
+from memo.backends.cuda import DEVICE_CPU, PRECISION_VARIABLE, STRICT, gpu_unavailable
 from memo.backends.keras_common import UNSAFE_VARIABLE
 from memo.backends.plugins import PluginInfo, read_plugin
 from memo.backends.result import BackendResult, ExecutionResult, StageResult
@@ -88,6 +89,7 @@ class Member:
     group: str = field(default="")
     timeout_s: float | None = None  # its own per-model limit, used when longer than the executor's
     sample_every: int = 1  # runs on one model in this many when a run names no backends
+    device: str = DEVICE_CPU  # where its kernels run (a GPU backend's results record the precision it ran in)
 
     def sampled_out(self, artifact: Artifact) -> bool:
         """Whether a sampled backend skips ``artifact`` (decided by the artifact folder's name: the same
@@ -99,14 +101,45 @@ class Member:
 
 
 def registered_member(name: str) -> Member:
+    """The member for a registered backend or converter."""
     spec = load_spec(name)
     produces = getattr(spec, "produces", None)
+    device = getattr(spec, "device", DEVICE_CPU)
     member = Member(name=name, consumes=spec.consumes, role="converter" if produces else "backend",
                     produces=produces, distributions=tuple(spec.distributions), group=spec.worker_group,
                     command=WorkerCommand(group=spec.worker_group, args=[], python=spec.python, env=dict(spec.env)),
-                    timeout_s=spec.timeout_s, sample_every=getattr(spec, "sample_every", 1))
+                    timeout_s=spec.timeout_s, sample_every=getattr(spec, "sample_every", 1), device=device)
     member.versions, member.unavailable = versions_in(spec.python, tuple(spec.distributions))
+    if device != DEVICE_CPU and member.unavailable is None:
+        member.unavailable = gpu_unavailable()
     return member
+
+
+def producer_member(kind: str) -> Member:
+    """The converter that writes ``kind`` here: its registered producer, or, where that cannot run, the first stand-in
+    that can (tf2onnx without TensorFlow: Keras's own ONNX export writes the ONNX file)."""
+    member = registered_member(PRODUCERS[kind])
+    for stand_in in STAND_IN_PRODUCERS.get(kind, ()) if member.unavailable else ():
+        candidate = registered_member(stand_in)
+        if candidate.unavailable is None:
+            return candidate
+    return member
+
+
+def choose_reference(members: Mapping[str, Member], reference: str | None) -> str:
+    """The backend every other one is compared with: ``reference`` (``--reference``), else memo's default
+    (:data:`memo.backends.REFERENCE`) when selected, else the first backend; a :class:`UsageError` when it is not a
+    selected backend or cannot run here."""
+    backends = [name for name, member in members.items() if member.role == "backend"]
+    chosen = reference or (REFERENCE if REFERENCE in backends else backends[0])
+    if chosen not in backends:
+        raise UsageError(f"reference {chosen!r} is not one of the selected backends ({', '.join(backends)})")
+    why = members[chosen].unavailable
+    if why:
+        runnable = [name for name in backends if members[name].unavailable is None and members[name].consumes == "keras"]
+        hint = f"; choose another with --reference (e.g. {runnable[0]})" if runnable else ""
+        raise UsageError(f"reference {chosen!r} cannot run here ({why}){hint}")
+    return chosen
 
 
 def plugin_member(info: PluginInfo) -> Member:
@@ -118,7 +151,7 @@ def plugin_member(info: PluginInfo) -> Member:
 def backend_selection(backends: Sequence[str] | None, plugins: Sequence[Path] = ()) -> tuple[list[str], list[PluginInfo]]:
     """(registered backends, plugins) of a selection (``None``: the default backends); a clear
     :class:`UsageError` for an unknown backend, a plugin whose name is taken or an empty selection."""
-    names = list(DEFAULT_BACKENDS if backends is None else backends)
+    names = list(default_backends() if backends is None else backends)
     unknown = [name for name in names if name not in BACKENDS]
     if unknown:
         raise UsageError(f"unknown backend {unknown[0]!r} (known: {', '.join(BACKENDS)})")
@@ -138,19 +171,26 @@ class DifferentialExecutor:
     def __init__(self, backends: Sequence[str] | None = None, plugins: Sequence[Path] = (),
                  timeout_s: float = DEFAULT_TIMEOUT_S, max_models_per_worker: int = 200, max_rss_mb: int = 3000,
                  *, safe_mode: bool = True, replicas: Mapping[str, int] | None = None,
-                 first_model_grace: float = FIRST_MODEL_GRACE) -> None:
+                 first_model_grace: float = FIRST_MODEL_GRACE, reference: str | None = None,
+                 gpu_precision: str = STRICT) -> None:
         """``safe_mode=False`` lets the Keras workers deserialize Python code (Lambda layers) from models:
         only for models the user trusts (``memo run --unsafe``). ``replicas``: worker processes per worker
         group (default one), for a library that would otherwise hold up concurrent ``run`` calls.
-        ``first_model_grace``: a backend's first model after its worker starts gets this many times the limit."""
+        ``first_model_grace``: a backend's first model after its worker starts gets this many times the limit.
+        ``reference``: the backend the others are compared with (:func:`choose_reference`); ``gpu_precision``: the
+        precision GPU backends run in (:mod:`memo.backends.cuda`)."""
         names, infos = backend_selection(backends, plugins)
         self.members: dict[str, Member] = {name: registered_member(name) for name in names}
         for info in infos:
             self.members[info.name] = plugin_member(info)
         for kind in sorted({m.consumes for m in self.members.values()} - {"keras"}):
-            converter = registered_member(PRODUCERS[kind])
-            self.members[converter.name] = converter
-        self.reference = REFERENCE if REFERENCE in self.members else next(iter(self.members))
+            converter = producer_member(kind)
+            self.members.setdefault(converter.name, converter)
+        self.reference = choose_reference(self.members, reference)
+        self.gpu_precision = gpu_precision
+        for member in self.members.values():
+            if member.device != DEVICE_CPU:
+                member.command.env[PRECISION_VARIABLE] = gpu_precision
         self.timeout_s = timeout_s
         self._log_dir = Path(tempfile.mkdtemp(prefix="memo-workers-"))
         commands: dict[str, WorkerCommand] = {}
@@ -342,7 +382,8 @@ class DifferentialExecutor:
         if member.unavailable:
             result.backends[member.name] = self._skipped(member, "start", f"unavailable: {member.unavailable}")
             return None
-        backend_result = BackendResult(name=member.name, consumes=member.consumes, role=member.role)
+        backend_result = BackendResult(name=member.name, consumes=member.consumes, role=member.role,
+                                       precision=self.gpu_precision if member.device != DEVICE_CPU else "")
         out = artifact.path_for(member.produces) if member.produces else artifact.outputs_path(member.name)
         out.unlink(missing_ok=True)
         request = {"op": "export" if member.role == "converter" else "run", "backend": member.name,

@@ -100,8 +100,9 @@ def _setup_for(keras_backend: str, libraries: tuple[str, ...]) -> Any:
 
 
 SPEC = BackendSpec(name=TRUTH, consumes="keras", load=_load, run=_run, setup=_setup_for("torch", ("torch",)),
-                   distributions=("keras", "torch"), env={"KERAS_BACKEND": "torch"})
+                   distributions=("keras", "torch"), env={"KERAS_BACKEND": "torch", "KERAS_TORCH_DEVICE": "cpu"})
 # JAX computes in float32 unless x64 is enabled before its first array; eager calls (no jit): a reduced model is
 # small, and one XLA program per primitive costs less than tracing the whole model for three runs.
 SPEC_JAX = BackendSpec(name=TRUTH_JAX, consumes="keras", load=_load, run=_run_watching_special_values, setup=_setup_for("jax", ("jax", "jaxlib")),
-                       distributions=("keras", "jax", "jaxlib"), env={"KERAS_BACKEND": "jax", "JAX_ENABLE_X64": "1"})
+                       distributions=("keras", "jax", "jaxlib"), env={"KERAS_BACKEND": "jax", "JAX_ENABLE_X64": "1",
+                                                                    "JAX_PLATFORMS": "cpu"})

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 from pathlib import Path
 from typing import Any, Iterator
 
 import numpy as np
 
+from memo.backends.cuda import DEVICE_CPU, DEVICE_CUDA, device_banner, set_jax_precision, set_torch_precision
 from memo.backends.openvino_backend import CPU_CONFIG as OPENVINO_CPU_CONFIG
 from memo.backends.spec import (BackendSpec, DifferenceExample, DocumentedDifference, ReproRecipe,
                                 UnsupportedPhrase, Upstream)
@@ -184,8 +186,49 @@ DELEGATES: dict[str, tuple[tuple[str, str], ...]] = {
 COMPUTES_WITH: dict[str, str] = {"openvino": "openvino"}
 
 
-def keras_spec(keras_backend: str, libraries: tuple[str, ...]) -> BackendSpec:
-    """The spec of Keras running on ``keras_backend`` (tensorflow, jax or torch)."""
+# Where each Keras backend runs its kernels, by device. A GPU machine's torch and JAX pick the GPU by themselves:
+# the CPU backends are pinned to the CPU (so that they stay the CUDA backends' CPU twins), the CUDA ones to the GPU.
+# XLA's -O0 code generation (BACKEND_ENV) is a CPU compile-time saving; on the GPU XLA compiles as users run it.
+# JAX would otherwise reserve 75 % of the GPU's memory in each worker that touches it.
+DEVICE_ENV: dict[tuple[str, str], dict[str, str]] = {
+    ("torch", DEVICE_CPU): {"KERAS_TORCH_DEVICE": "cpu"},
+    ("torch", DEVICE_CUDA): {"KERAS_TORCH_DEVICE": "cuda"},
+    ("jax", DEVICE_CPU): {"JAX_PLATFORMS": "cpu"},
+    ("jax", DEVICE_CUDA): {"JAX_PLATFORMS": "cuda", "XLA_PYTHON_CLIENT_PREALLOCATE": "false"},
+}
+
+
+def _load_cuda(path: Path) -> Any:
+    """:func:`_load` on a Keras GPU backend, with the GPU's precision switches set first (strict float32 unless the
+    run asks for TF32) and the device named on stderr."""
+    import keras
+
+    if keras.backend.backend() == "jax":
+        set_jax_precision()
+    else:
+        set_torch_precision()
+    print(device_banner(), file=sys.stderr, flush=True)
+    return _load(path)
+
+
+def _check_device(keras_backend: str, device: str) -> None:
+    """Fail the worker's start where the library does not run on ``device`` (no silent CPU fall-back)."""
+    if device != DEVICE_CUDA:
+        return
+    if keras_backend == "jax":
+        import jax
+
+        if not any(d.platform == "gpu" for d in jax.devices()):
+            raise RuntimeError(f"JAX sees no GPU (devices: {jax.devices()})")
+    else:
+        import torch
+
+        if not torch.cuda.is_available():
+            raise RuntimeError(f"torch {torch.__version__} sees no CUDA device")
+
+
+def keras_spec(keras_backend: str, libraries: tuple[str, ...], device: str = DEVICE_CPU) -> BackendSpec:
+    """The spec of Keras running on ``keras_backend`` (tensorflow, jax or torch), on ``device`` (cpu or cuda)."""
     distributions = ("keras", *libraries)
 
     def setup() -> dict[str, str]:
@@ -193,12 +236,18 @@ def keras_spec(keras_backend: str, libraries: tuple[str, ...]) -> BackendSpec:
 
         if keras.backend.backend() != keras_backend:
             raise RuntimeError(f"Keras started on {keras.backend.backend()!r}, expected {keras_backend!r}")
+        _check_device(keras_backend, device)
         cache_attr_skipsets()
         _warm_up(keras)
         return distribution_versions(distributions)
 
-    return BackendSpec(name=f"keras-{keras_backend}", consumes="keras", load=_load, run=_run, setup=setup,
-                       distributions=distributions, env={"KERAS_BACKEND": keras_backend, **BACKEND_ENV.get(keras_backend, {})},
+    name = f"keras-{keras_backend}" + ("" if device == DEVICE_CPU else f"-{device}")
+    backend_env = BACKEND_ENV.get(keras_backend, {}) if device == DEVICE_CPU else {}
+    return BackendSpec(name=name, consumes="keras", load=_load if device == DEVICE_CPU else _load_cuda, run=_run,
+                       setup=setup, distributions=distributions,
+                       env={"KERAS_BACKEND": keras_backend, **backend_env,
+                            **DEVICE_ENV.get((keras_backend, device), {})},
                        unsupported_patterns=UNSUPPORTED.get(keras_backend, ()), repro=ReproRecipe(),
                        documented_differences=DOCUMENTED.get(keras_backend, ()), upstream=KERAS_UPSTREAM,
-                       delegates=DELEGATES.get(keras_backend, ()), computes_with=COMPUTES_WITH.get(keras_backend))
+                       delegates=DELEGATES.get(keras_backend, ()), computes_with=COMPUTES_WITH.get(keras_backend),
+                       device=device, cpu_twin=None if device == DEVICE_CPU else f"keras-{keras_backend}")

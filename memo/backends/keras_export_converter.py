@@ -17,6 +17,7 @@ imports this module to read the spec and must never import a library under test.
 """
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -47,8 +48,18 @@ def _load_model(path: Path) -> Any:
 
 
 def _export(model: Any, inputs: dict[str, Any], out_path: Path) -> list[ConversionProblem]:
-    """Keras's ONNX export of ``model`` to ``out_path``; it raises on what it cannot export, and returns what
-    is invalid in the file it wrote (:mod:`memo.backends.onnx_validity`)."""
+    """Keras's ONNX export of ``model`` to ``out_path`` at torch.onnx's default opset."""
+    return _export_at(model, inputs, out_path, None)
+
+
+def _export_opset15(model: Any, inputs: dict[str, Any], out_path: Path) -> list[ConversionProblem]:
+    """Keras's ONNX export at opset 15, tf2onnx's default (:data:`SPEC_OPSET15`)."""
+    return _export_at(model, inputs, out_path, STAND_IN_OPSET)
+
+
+def _export_at(model: Any, inputs: dict[str, Any], out_path: Path, opset: int | None) -> list[ConversionProblem]:
+    """Keras's ONNX export of ``model`` to ``out_path`` (``opset`` None: torch.onnx's default); it raises on what it
+    cannot export, and returns what is invalid in the file it wrote (:mod:`memo.backends.onnx_validity`)."""
     import torch
 
     try:  # Keras exports only a model called once; the call is Keras on torch (keras-torch's execute)
@@ -57,7 +68,7 @@ def _export(model: Any, inputs: dict[str, Any], out_path: Path) -> list[Conversi
     except Exception as exc:
         raise StageFailure("load", exc) from exc
     out_path.parent.mkdir(parents=True, exist_ok=True)
-    model.export(str(out_path), format="onnx", verbose=False)
+    model.export(str(out_path), format="onnx", verbose=False, opset_version=opset)
     return conversion_problems(out_path)  # an invalid file is the export's failure, not its engine's
 
 
@@ -114,3 +125,9 @@ SPEC = ConverterSpec(name="keras-export", consumes="keras", produces="keras-onnx
                      setup=_setup, distributions=DISTRIBUTIONS, env=dict(_KERAS_TORCH.env), group="keras-export",
                      unsupported_patterns=UNSUPPORTED, repro=ReproRecipe(), timeout_s=120.0,
                      documented_differences=DOCUMENTED, upstream=UPSTREAM)
+
+# Keras's export standing in for tf2onnx where TensorFlow is not installed (a GPU machine with torch and JAX only:
+# memo.backends.STAND_IN_PRODUCERS): it writes the "onnx" artifact the ONNX backends read, at tf2onnx's default
+# opset, since onnx2torch converts no opset-19 Cast and torch.onnx's default opset is 20.
+STAND_IN_OPSET = 15
+SPEC_OPSET15 = dataclasses.replace(SPEC, name="keras-export-opset15", produces="onnx", export=_export_opset15)

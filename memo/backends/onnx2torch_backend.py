@@ -5,11 +5,13 @@ imports this module to read the spec and must never import a library under test.
 """
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
 from memo.backends.spec import BackendSpec, ReproRecipe, Upstream
-from memo.backends.torch_common import TORCH_INTERPOLATE_RESIZE, eval_module, run_module, setup_torch
+from memo.backends.torch_common import (TORCH_INTERPOLATE_RESIZE, eval_module, run_module, run_module_cuda,
+                                        setup_torch, setup_torch_cuda, to_cuda)
 from memo.backends.versions import distribution_versions
 
 DISTRIBUTIONS = ("onnx2torch", "torch", "onnx")
@@ -19,6 +21,13 @@ def _setup() -> dict[str, str]:
     import onnx2torch  # noqa: F401
 
     setup_torch()
+    return distribution_versions(DISTRIBUTIONS)
+
+
+def _setup_cuda() -> dict[str, str]:
+    import onnx2torch  # noqa: F401
+
+    setup_torch_cuda()
     return distribution_versions(DISTRIBUTIONS)
 
 
@@ -35,3 +44,7 @@ UPSTREAM = Upstream("maintenance", "https://github.com/ENOT-AutoDL/onnx2torch/is
 SPEC = BackendSpec(name="onnx2torch", consumes="onnx", convert=_convert, load=eval_module, run=run_module,
                    setup=_setup, distributions=DISTRIBUTIONS, repro=ReproRecipe(), upstream=UPSTREAM,
                    documented_differences=(TORCH_INTERPOLATE_RESIZE,))
+# onnx2torch's module run eagerly on the GPU (cuBLAS, cuDNN and torch's own CUDA kernels); judged against the
+# reference and against the same module on the CPU (``onnx2torch``).
+SPEC_CUDA = dataclasses.replace(SPEC, name="onnx2torch-cuda", load=to_cuda, run=run_module_cuda, setup=_setup_cuda,
+                                device="cuda", cpu_twin="onnx2torch")

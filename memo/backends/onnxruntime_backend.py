@@ -7,9 +7,11 @@ imports this module to read the spec and must never import a library under test.
 from __future__ import annotations
 
 import dataclasses
+import sys
 from pathlib import Path
 from typing import Any
 
+from memo.backends.cuda import TF32, device_banner, precision
 from memo.backends.keras_common import BICUBIC_KERNEL
 from memo.backends.spec import BackendSpec, ReproRecipe, UnsupportedPhrase, Upstream
 from memo.backends.versions import distribution_versions
@@ -62,3 +64,35 @@ SPEC = BackendSpec(name="onnxruntime", consumes="onnx", load=_load, run=_run, se
 # follows it: a difference from TensorFlow's a = -0.5 there is by design (keras_common.BICUBIC_KERNEL).
 SPEC_KERAS_EXPORT = dataclasses.replace(SPEC, name="onnxruntime-keras-export", consumes="keras-onnx",
                                         documented_differences=(BICUBIC_KERNEL,), computes_with="keras-torch")
+
+
+def _setup_cuda() -> dict[str, str]:
+    import onnxruntime
+
+    if "CUDAExecutionProvider" not in onnxruntime.get_available_providers():
+        raise RuntimeError(f"ONNX Runtime has no CUDA execution provider here (providers: "
+                           f"{', '.join(onnxruntime.get_available_providers())}): install onnxruntime-gpu")
+    return distribution_versions(CUDA_DISTRIBUTIONS)
+
+
+def _load_cuda(path: Path) -> Any:
+    """A session on the CUDA execution provider alone (no silent fall-back to the CPU's kernels), TF32 off unless
+    the GPU precision is tf32."""
+    import onnxruntime
+
+    options = onnxruntime.SessionOptions()
+    options.inter_op_num_threads = 1
+    cuda_options = {"device_id": 0, "use_tf32": 1 if precision() == TF32 else 0}
+    session = onnxruntime.InferenceSession(str(path), options, providers=[("CUDAExecutionProvider", cuda_options)])
+    if session.get_providers()[0] != "CUDAExecutionProvider":
+        raise RuntimeError(f"ONNX Runtime did not use the CUDA provider (got {session.get_providers()})")
+    print(device_banner(), file=sys.stderr, flush=True)
+    return session
+
+
+CUDA_DISTRIBUTIONS = ("onnxruntime-gpu", "onnx")
+# ONNX Runtime's CUDA execution provider on tf2onnx's file: available where onnxruntime-gpu is installed and a GPU
+# is visible; judged against the reference and against ``onnxruntime`` (its CPU provider) on the same file.
+SPEC_CUDA = dataclasses.replace(SPEC, name="onnxruntime-cuda", load=_load_cuda, setup=_setup_cuda,
+                                distributions=CUDA_DISTRIBUTIONS, engine="onnxruntime-cuda", device="cuda",
+                                cpu_twin="onnxruntime")

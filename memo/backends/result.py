@@ -92,6 +92,7 @@ class BackendResult:
     outputs_path: str | None = None
     versions: dict[str, str] = field(default_factory=dict)
     seconds: float = 0.0
+    precision: str = ""  # a GPU backend's precision mode ("strict" or "tf32", memo.backends.cuda); "" on the CPU
 
     @property
     def failure(self) -> StageResult | None:
@@ -114,6 +115,8 @@ class BackendResult:
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         data["stages"] = [stage.to_json() for stage in self.stages]
+        if not self.precision:
+            del data["precision"]  # CPU results read as they did before GPU backends existed
         return data
 
     @classmethod

@@ -174,6 +174,11 @@ class BackendSpec:
     # graph (openvino); ONNX Runtime on Keras's export runs what torch.onnx traced from Keras on torch
     # (keras-torch). A numeric bug here with the same first misbehaving code as a bug there is that bug.
     computes_with: str | None = None
+    # Where its kernels run: "cpu", or "cuda" (an NVIDIA GPU; such a backend is available only where the driver
+    # shows one, memo.backends.cuda). ``cpu_twin``: the same library on the CPU, against which a GPU backend is
+    # also judged (a result the CUDA path alone gets wrong is that path's bug).
+    device: str = "cpu"
+    cpu_twin: str | None = None
 
     def __post_init__(self) -> None:
         if self.consumes not in ARTIFACT_KINDS:

@@ -156,7 +156,10 @@ class WorkerProcess:
             self.process.wait()
         for stream in (self.process.stdin, self.process.stdout):
             if stream:
-                stream.close()
+                try:
+                    stream.close()
+                except BrokenPipeError:  # a request still buffered for the worker that is gone
+                    pass
         self.process = None
 
     def recycle_if_needed(self) -> None:

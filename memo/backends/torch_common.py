@@ -5,8 +5,10 @@ this module to read the specs and must never import a library under test.
 """
 from __future__ import annotations
 
+import sys
 from typing import Any
 
+from memo.backends.cuda import device_banner, set_torch_precision
 from memo.backends.spec import DifferenceExample, DocumentedDifference
 
 
@@ -21,16 +23,41 @@ def eval_module(module: Any) -> Any:
 
 
 def run_module(module: Any, inputs: dict[str, Any]) -> list[Any]:
-    """Call ``module`` positionally in model-input order; return its outputs as numpy arrays."""
+    """Call ``module`` positionally in model-input order on the CPU; return its outputs as numpy arrays."""
+    return run_module_on(module, inputs, "cpu")
+
+
+def run_module_cuda(module: Any, inputs: dict[str, Any]) -> list[Any]:
+    """:func:`run_module` with the inputs on the GPU (the module is there already: :func:`to_cuda`)."""
+    return run_module_on(module, inputs, "cuda")
+
+
+def run_module_on(module: Any, inputs: dict[str, Any], device: str) -> list[Any]:
     import torch
 
     with torch.no_grad():
-        outputs = module(*(torch.from_numpy(array) for array in inputs.values()))
+        outputs = module(*(torch.from_numpy(array).to(device) for array in inputs.values()))
     if isinstance(outputs, dict):
         outputs = list(outputs.values())
     if not isinstance(outputs, (list, tuple)):
         outputs = [outputs]
     return [out.detach().cpu().numpy() for out in outputs]
+
+
+def setup_torch_cuda() -> None:
+    """:func:`setup_torch`, and a clear failure where torch sees no GPU (a CPU-only build, a hidden device)."""
+    import torch
+
+    setup_torch()
+    if not torch.cuda.is_available():
+        raise RuntimeError(f"torch {torch.__version__} sees no CUDA device (built for CUDA {torch.version.cuda})")
+
+
+def to_cuda(module: Any) -> Any:
+    """The module in eval mode on the GPU, with the precision the run asks for (strict float32 by default)."""
+    set_torch_precision()
+    print(device_banner(), file=sys.stderr, flush=True)
+    return module.eval().to("cuda")
 
 
 # Both ONNX-to-torch converters run an ONNX Resize with torch's interpolate, which has no equivalent of the

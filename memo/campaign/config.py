@@ -78,6 +78,8 @@ class CampaignConfig:
     keep_per_signature: int = KEEP_PER_SIGNATURE  # full artifacts kept per bug signature
     feedback_lag: int | None = None  # iterations before an execution feeds generation (None: from --jobs; 0: never)
     directed_share: float = DEFAULT_DIRECTED_SHARE  # mutations made by the directed operator on MH's chosen model
+    reference: str | None = None  # the backend the others are compared with (None: keras-tensorflow)
+    gpu_precision: str = "strict"  # GPU backends in strict float32, or "tf32" (memo.backends.cuda)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

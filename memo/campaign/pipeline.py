@@ -91,7 +91,8 @@ class Pipeline:
 
     def _worker_set(self) -> Executor:
         return DifferentialExecutor(backends=self.config.backends, plugins=[Path(p) for p in self.config.plugins],
-                                    timeout_s=self.config.timeout_s, replicas=worker_replicas(self.config.jobs))
+                                    timeout_s=self.config.timeout_s, replicas=worker_replicas(self.config.jobs),
+                                    reference=self.config.reference, gpu_precision=self.config.gpu_precision)
 
     @property
     def executor(self) -> Executor | None:

@@ -22,6 +22,7 @@ from typing import Any, Callable, Collection, Mapping, Sequence
 
 from memo.artifact import Artifact
 from memo.backends import CONVERTERS, REFERENCE, load_spec
+from memo.backends.cuda import STRICT
 from memo.backends.executor import ExecutionAbandoned, backend_selection
 from memo.backends.result import BackendResult, ExecutionResult, StageResult
 from memo.cluster import CLUSTER_LOST
@@ -74,10 +75,14 @@ class ClusterExecutor:
 
     def __init__(self, session: ClusterSession, *, backends: Sequence[str] | None = None,
                  plugins: Sequence[Path] = (), timeout_s: float = 30.0, safe_mode: bool = True,
-                 stopping: Callable[[], bool] = lambda: False) -> None:
+                 stopping: Callable[[], bool] = lambda: False, reference: str | None = None,
+                 gpu_precision: str = STRICT) -> None:
         names, infos = backend_selection(backends, plugins)
         self._names = [*names, *(info.name for info in infos)]
-        self.reference = REFERENCE if REFERENCE in self._names else self._names[0]
+        self.reference = reference or (REFERENCE if REFERENCE in self._names else self._names[0])
+        if self.reference not in self._names:
+            raise UsageError(f"reference {self.reference!r} is not one of the selected backends")
+        self._gpu_precision = gpu_precision
         self.session = session
         self.ray = session.ray
         self._backends = list(backends) if backends is not None else None
@@ -148,7 +153,8 @@ class ClusterExecutor:
         actor = self.ray.remote(NodeRunner).options(
             num_cpus=0, max_concurrency=slots + 4, max_restarts=0,
             scheduling_strategy=NodeAffinitySchedulingStrategy(info.node_id, soft=False),
-        ).remote(self._backends, self._plugins, self.timeout_s, self._safe_mode, info.cpus, info.memory_gb)
+        ).remote(self._backends, self._plugins, self.timeout_s, self._safe_mode, info.cpus, info.memory_gb,
+                 self.reference, self._gpu_precision)
         node = Node(info=info, actor=actor, sets=sets, slots=slots)
         if previous is not None:  # a node that came back: its counts go on
             node.executed, node.rerun = previous.executed, previous.rerun

@@ -58,7 +58,8 @@ class NodeRunner:
     """The node's worker sets; ``run`` may be called by several threads at once (a threaded actor)."""
 
     def __init__(self, backends: Sequence[str] | None, plugins: Mapping[str, bytes], timeout_s: float,
-                 safe_mode: bool, cpus: float, memory_gb: float) -> None:
+                 safe_mode: bool, cpus: float, memory_gb: float, reference: str | None = None,
+                 gpu_precision: str = "strict") -> None:
         self.root = Path(tempfile.mkdtemp(prefix="memo-node-"))
         plugin_paths = []
         for name, data in plugins.items():  # the head's plugin files, written here: nodes share no files
@@ -69,7 +70,8 @@ class NodeRunner:
         self.sets, self.slots = node_capacity(cpus, memory_gb)
         per_set = -(-self.slots // self.sets)
         self.executors = [DifferentialExecutor(backends=backends, plugins=plugin_paths, timeout_s=timeout_s,
-                                               safe_mode=safe_mode,
+                                               safe_mode=safe_mode, reference=reference,
+                                               gpu_precision=gpu_precision,
                                                replicas=worker_replicas(per_set, memory_gb / self.sets))
                           for _ in range(self.sets)]
         self.free: queue.Queue[DifferentialExecutor] = queue.Queue()

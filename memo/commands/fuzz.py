@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from memo.defaults import (DEFAULT_DIRECTED_SHARE, DEFAULT_MAX_PARENT_COST, DEFAULT_MAX_PARENT_LAYERS,
                            DEFAULT_MAX_PARENT_RECURRENT, DEFAULT_TIMEOUT_S)
 from memo.diskspace import format_size, is_disk_full, parse_size, tree_bytes
+from memo.device_flags import add_device_arguments, check_device_arguments
 from memo.errors import UsageError
 
 if TYPE_CHECKING:
@@ -32,6 +33,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0, help="random seed: the same seed gives the same mutants")
     p.add_argument("--backends", help="comma-separated backends (default: all default backends)")
     p.add_argument("--backend-plugin", action="append", default=[], metavar="PATH", help="load a backend plugin")
+    add_device_arguments(p)
     p.add_argument("--seeds-dir", default="seeds", help="directory of seed models (default: seeds)")
     p.add_argument("--out", help="campaign directory (default: campaigns/NAME)")
     p.add_argument("--name", help="campaign name (default: date-time and seed)")
@@ -124,7 +126,8 @@ def _cluster_executor(address: str | None, config: "CampaignConfig", stop: "Stop
           flush=True)
     session = ClusterSession(address)
     executor = ClusterExecutor(session, backends=config.backends, plugins=[Path(p) for p in config.plugins],
-                               timeout_s=config.timeout_s, safe_mode=config.safe_mode, stopping=lambda: bool(stop))
+                               timeout_s=config.timeout_s, safe_mode=config.safe_mode, stopping=lambda: bool(stop),
+                               reference=config.reference, gpu_precision=config.gpu_precision)
     if not jobs_given:
         config.jobs = max(1, executor.slots())
     return executor
@@ -149,6 +152,7 @@ def run(args: argparse.Namespace) -> int:
     for plugin in args.backend_plugin:
         if not Path(plugin).is_file():
             raise UsageError(f"backend plugin {plugin}: no such file")
+    check_device_arguments(args)
     if args.jobs is not None and args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
     if not 0.0 <= args.directed <= 1.0:
@@ -184,7 +188,8 @@ def run(args: argparse.Namespace) -> int:
             reduce_seeds=not args.no_reduce, max_parent_layers=args.max_parent_layers,
             max_parent_cost=int(args.max_parent_cost),
             max_parent_recurrent=args.max_parent_recurrent, directed_share=args.directed,
-            triage_budget_s=_triage_budget(_budget_seconds(args)),
+            triage_budget_s=_triage_budget(_budget_seconds(args)), reference=args.reference,
+            gpu_precision=args.gpu_precision,
             max_disk_bytes=DEFAULT_MAX_DISK if max_disk is None else max_disk)
         directory = Path(args.out) if args.out else campaign_dir(name)
         if (directory / "campaign.sqlite").exists():

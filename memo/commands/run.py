@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from memo.defaults import DEFAULT_TIMEOUT_S
+from memo.device_flags import add_device_arguments, check_device_arguments
 from memo.errors import UsageError
 
 # The handlers below import the rest of memo when they run: the CLI imports every command module to
@@ -23,6 +24,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--backend-plugin", action="append", default=[], type=Path, metavar="PATH",
                         help="a plugin file declaring BACKEND = BackendSpec(...); repeatable")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    add_device_arguments(parser)
     parser.add_argument("--out", type=Path, help="keep the artifact (model, inputs, outputs) in this directory")
     parser.add_argument("--seed", type=int, default=0, help="seed for generated weights and inputs (default 0)")
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S,
@@ -55,8 +57,9 @@ def handle(args: argparse.Namespace) -> int:
         from memo.model.keras_runtime import allow_unsafe_deserialization
 
         allow_unsafe_deserialization()
-    with DifferentialExecutor(names, plugins=args.backend_plugin, timeout_s=args.timeout,
-                              safe_mode=not args.unsafe) as executor, \
+    check_device_arguments(args)
+    with DifferentialExecutor(names, plugins=args.backend_plugin, timeout_s=args.timeout, safe_mode=not args.unsafe,
+                              reference=args.reference, gpu_precision=args.gpu_precision) as executor, \
             tempfile.TemporaryDirectory(prefix="memo-run-") as scratch:
         artifact = prepare_artifact(loaded.ir, args.out or Path(scratch), seed=args.seed, weights=loaded.weights)
         result = executor.run(artifact)

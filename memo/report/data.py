@@ -16,6 +16,7 @@ from memo.backends.result import stored_result
 from memo.campaign.config import campaign_dir
 from memo.campaign.known import KNOWN_FAILURE_PREFIX
 from memo.coverage import CoverageTracker, denominators
+from memo.devices import device_of
 from memo.diskspace import tree_bytes
 from memo.kinds import BUG_KINDS
 from memo.layers import CATALOGUE
@@ -177,6 +178,7 @@ def engine_activity(store: CampaignStore) -> list[dict[str, Any]]:
     for row in rows.values():
         row["share"] = row["ran"] / executed if executed and isinstance(row["ran"], int) else None
         row["skipped_text"] = "; ".join(f"{n} {why}" for why, n in row["skipped"].items()) or "-"
+        row["device"] = device_of(row["name"])
     return list(rows.values())
 
 
@@ -305,7 +307,8 @@ def bug_entry(store: CampaignStore, bug: BugRow, versions: dict[str, Any],
     localization = info.get("localization") or {}
     reduced = info.get(REDUCED_VERDICT) or {}  # the verdict on the reduced model: the figures the entry shows
     entry = {
-        "id": bug.id, "kind": bug.kind, "library": bug.library, "stage": bug.stage or "",
+        "id": bug.id, "kind": bug.kind, "library": bug.library, "device": device_of(bug.library),
+        "stage": bug.stage or "",
         "signature": bug.parts, "first_seen": bug.first_seen, "last_seen": bug.last_seen,
         "occurrences": bug.occurrences, "first_mutant": bug.first_mutant,
         "layers": bug_layers(ir) if ir else [], "layer": bug.layer or localization.get("layer"),

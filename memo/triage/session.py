@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from memo.artifact import ensure_artifact
-from memo.backends import BACKENDS, DEFAULT_BACKENDS
+from memo.backends import BACKENDS, default_backends
+from memo.backends.cuda import STRICT
 from memo.backends.executor import DifferentialExecutor, Executor
 from memo.defaults import DEFAULT_TIMEOUT_S
 from memo.store import CampaignStore
@@ -54,7 +55,9 @@ class Session:
         config = store.get_meta("config", {}) or {}
         self.seed = int(config.get("seed", 0) or 0)
         self.timeout_s = float(config.get("timeout_s", TRIAGE_TIMEOUT_S) or TRIAGE_TIMEOUT_S)
-        self.available = list(config.get("backends") or DEFAULT_BACKENDS)
+        self.available = list(config.get("backends") or default_backends())
+        self.reference: str | None = config.get("reference")
+        self.gpu_precision = str(config.get("gpu_precision") or STRICT)
         self.plugins: list[str] = list(config.get("plugins") or [])
         self.work = store.directory.resolve() / WORK_DIR  # absolute: workers do not share our cwd
         self.summary = TriageSummary()
@@ -77,7 +80,9 @@ class Session:
             return self.executor
         names = sorted(name for name in self.needed if name in BACKENDS)
         try:
-            self.executor = DifferentialExecutor(backends=names, timeout_s=min(self.timeout_s, TRIAGE_TIMEOUT_S))
+            self.executor = DifferentialExecutor(backends=names, timeout_s=min(self.timeout_s, TRIAGE_TIMEOUT_S),
+                                                 reference=self.reference if self.reference in names else None,
+                                                 gpu_precision=self.gpu_precision)
             self.own_executor = True
         except Exception as exc:  # no execution possible: triage continues without localization/reduction
             self.executor_failed = True
