@@ -25,7 +25,7 @@ from memo.campaign.feedback import Awaiting, AwaitingQueue, Outcome, feedback_la
 from memo.coverage import CRITERIA, Coverage, CoverageTracker, model_coverage
 from memo.errors import InvalidModelError, UsageError
 from memo.model.ir import ModelIR
-from memo.mutation import DIRECTED_OPERATOR, EXTRA_OPERATORS, MEMO_OPERATORS, OPERATORS, Mutant, MutationFailed, mutate
+from memo.mutation import DEFAULT_OPERATORS, DIRECTED_OPERATOR, OPERATORS, Mutant, MutationFailed, mutate, operator_names
 from memo.mutation.analysis import recurrent_layers
 from memo.mutation.nan import has_injection
 from memo.search import SearchStrategy, make_strategy, restore_strategy
@@ -89,10 +89,10 @@ class GenerationLoop:
     # ------------------------------------------------------------------ set-up
     def initialize(self) -> None:
         """A new campaign: check the operators, load the seeds, store the configuration and the seeds."""
-        operators = self.config.operators or [*MEMO_OPERATORS, *EXTRA_OPERATORS]
+        operators = self.config.operators or list(DEFAULT_OPERATORS)
         unknown = [op for op in operators if op not in OPERATORS]
         if unknown:
-            raise UsageError(f"unknown mutation operator(s) {', '.join(unknown)} (choose from {', '.join(OPERATORS)})")
+            raise UsageError(f"unknown mutation operator(s) {', '.join(unknown)} (choose from {', '.join(operator_names())})")
         self.config.operators = list(operators)
         if self.config.feedback_lag is None:
             self.config.feedback_lag = feedback_lag(self.config.jobs) if self.config.execute else 0

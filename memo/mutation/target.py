@@ -222,6 +222,7 @@ def _add_rare_identities(editor: Editor) -> None:
 @register
 class Target(MutationOperator):
     name = "Target"
+    position = 14
     summary = "realize uncovered layer pairs and parameter values, and insert rarely executed layer types"
 
     def apply(self, editor: Editor) -> None:
