@@ -33,11 +33,11 @@ from typing import Any, Callable, Iterator
 from memo.coverage import model_coverage
 from memo.errors import InvalidModelError
 from memo.model.ir import ModelIR
-from memo.reduction import graph
-from memo.reduction.absorb import absorption_plans, pair_plans
-from memo.reduction.edits import Edit, apply_edit, combine, remove_span
-from memo.reduction.repair import width_repairs
-from memo.reduction.specs import BuildConflict, SpecTable, full_specs, propagate
+from memo.seed_reduction import graph
+from memo.seed_reduction.absorb import absorption_plans, pair_plans
+from memo.seed_reduction.edits import Edit, apply_edit, combine, remove_span
+from memo.seed_reduction.repair import width_repairs
+from memo.seed_reduction.specs import BuildConflict, SpecTable, full_specs, propagate
 
 CoverageFn = Callable[[ModelIR], Any]
 CoverageKey = tuple[frozenset, frozenset, frozenset]
