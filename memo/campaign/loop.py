@@ -152,7 +152,7 @@ class GenerationLoop:
 
     def stop_clock(self) -> None:
         """Fuzzing is over: what follows (the models in flight, the final triage) is not fuzzing time, which the
-        budget, a resume and the report's duration and rates count (a five-minute campaign read "8 min 28 s")."""
+        budget, a resume and the report's duration and rates count."""
         if self.stopped is None:
             self.stopped = time.monotonic()
 

@@ -30,8 +30,8 @@ LEMON_OPERATORS = operators_in(LEMON)
 DIRECTED_OPERATOR = "Target"  # what the campaign's directed share of mutations uses (memo fuzz --directed)
 ATTEMPTS = 3  # whole-operator retries (same rng stream) when the final build rejects a mutant
 # A mutation may not take a model above this many weight values (40 MB of float32) unless its parent is
-# larger already. Wide Dense layers on flattened maps made 58 M and 155 M-weight mutants: 30-60 s in
-# tf2onnx, 5 GB per worker, and every library's time goes to moving weights, not to running layers.
+# larger already: wide Dense layers on flattened maps make mutants whose time in every library goes to moving
+# weights, not to running layers (docs/benchmarks.md, "Campaign").
 MAX_WEIGHTS = 10_000_000
 
 __all__ = ["DEFAULT_OPERATORS", "DIRECTED_OPERATOR", "EXTRA_OPERATORS", "LEMON_OPERATORS", "MEMO_OPERATORS",

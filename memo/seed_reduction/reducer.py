@@ -148,7 +148,7 @@ def _rewire(ir: ModelIR) -> Iterator[list[Edit]]:
 
 PHASES: dict[str, Phase] = {"inter-block": _inter_block, "intra-block": _intra_block, "any-span": _any_span,
                             "rewire": _rewire}
-# The greedy result depends on the phase order (measured: InceptionResNetV2 and InceptionV3 do better with
+# The greedy result depends on the phase order (InceptionResNetV2 and InceptionV3 do better with
 # intra-block edits first, Xception with any-span before intra-block, MobileNetV2 with the default order).
 # Each order is one independent run from the original model; the smallest result is kept (the first on ties).
 PHASE_ORDERS: tuple[tuple[str, ...], ...] = (("inter-block", "intra-block", "any-span", "rewire"),
@@ -182,8 +182,8 @@ class _Reducer:
 
         Only when the edit's sole coverage change is that it lost items (types kept, nothing new). Lost layer
         pairs are re-homed first, then lost values absorbed; each kind of fix is applied at most once per edit.
-        (Also fixing *new* pairs, by feeding their consumers from elsewhere, was measured: it made the greedy
-        search end in larger models.)
+        (Also fixing *new* pairs, by feeding their consumers from elsewhere, makes the greedy search end in
+        larger models.)
         """
         types, pairs, params = key
         if types != self.target[0] or not pairs <= self.target[1] or not params <= self.target[2]:
