@@ -1,6 +1,7 @@
 """Seed reduction benchmark: per seed, original vs reduced layers, weights and inference time.
 
-Reproduce: ``.venv/bin/python benchmarks/bench_seed_reduction.py [--seeds-dir DIR] [--repeat N] [--json] [--lower-bound]``
+Reproduce:
+``.venv/bin/python benchmarks/bench_seed_reduction.py [--seeds-dir DIR] [--repeat N] [--json] [--lower-bound]``
 
 ``--lower-bound`` adds a lower bound on the layers of any model with exactly the seed's coverage, from an
 integer program over counts per layer class that ignores shapes (see :func:`layer_lower_bound`).

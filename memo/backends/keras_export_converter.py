@@ -105,7 +105,7 @@ DOCUMENTED: tuple[DocumentedDifference, ...] = (
 UPSTREAM = Upstream("active", "https://github.com/keras-team/keras/issues",
                     "Keras's export (torch.onnx underneath) is released with Keras 3 (3.15.1 installed)")
 
-# Export time grows with the model (TorchScript tracing, ~15 ms CPU per layer: over ten seconds for the 822 layers of
+# Export time grows with the model (TorchScript tracing, ~15 ms CPU per layer: over 10 s for the 822 layers of
 # Inception-ResNet-v2), and the worker shares two cores with the others: a large model is no hang.
 SPEC = ConverterSpec(name="keras-export", consumes="keras", produces="keras-onnx", load=_load_model, export=_export,
                      setup=_setup, distributions=DISTRIBUTIONS, env=dict(_KERAS_TORCH.env), group="keras-export",

@@ -239,7 +239,7 @@ def _export_opset11(frozen: FrozenModel, inputs: dict[str, Any], out_path: Path)
 
 
 # tf2onnx deep-copies the whole graph before each optimizer pass so that it can drop a pass that raises
-# (its "catch errors" mode); that copying was 55 % of conversion time on memo's mutants. Without it a
+# (its "catch errors" mode); that copying is over half of conversion time on memo's mutants. Without it a
 # failing optimizer fails the conversion, which memo reports against tf2onnx: a finding, not noise.
 _COMMON = dict(consumes="keras", load=_freeze, setup=_setup, distributions=DISTRIBUTIONS,
                env={**_KERAS_TF.env, "TF2ONNX_CATCH_ERRORS": "FALSE"}, group="tf2onnx",

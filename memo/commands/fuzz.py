@@ -29,7 +29,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     budget.add_argument("--hours", type=float)
     budget.add_argument("--minutes", type=float)
     budget.add_argument("--iterations", type=int, help="number of mutants to generate")
-    p.add_argument("--seed", type=int, default=0, help="random seed: with the same --jobs and flags, the same seed gives the same mutants (README)")
+    p.add_argument("--seed", type=int, default=0,
+                   help="random seed: with the same --jobs and flags, the same seed gives the same mutants (README)")
     p.add_argument("--backends", help="comma-separated backends (default: all default backends)")
     p.add_argument("--backend-plugin", action="append", default=[], metavar="PATH", help="load a backend plugin")
     p.add_argument("--seeds-dir", default="seeds", help="directory of seed models (default: seeds)")

@@ -15,7 +15,8 @@ from memo.coverage import CoverageTracker
 from memo.errors import InvalidModelError, MutationFailed, UsageError
 from memo.model.ir import ModelIR
 from memo.mutation.analysis import Shape, analyse, compute_cost, verify, weight_count
-from memo.mutation.base import DEFAULT_GROUPS, EXTRA, GROUPS, LEMON, MEMO, OPERATORS, Mutant, MutationOperator, operators_in
+from memo.mutation.base import (DEFAULT_GROUPS, EXTRA, GROUPS, LEMON, MEMO, OPERATORS, Mutant, MutationOperator,
+                                operators_in)
 from memo.mutation.editor import Editor
 from memo.mutation.preference import CoverageView
 
