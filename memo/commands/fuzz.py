@@ -39,7 +39,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--jobs", type=int, help="models executed at once; every three share one set of warm "
                    "workers (default: cores + 1, at most three per 12 GB of memory)")
     p.add_argument("--search", default="mh", help="seed selection: mh (default), random, mcts")
-    p.add_argument("--ops", help="comma-separated mutation operators (default: all)")
+    p.add_argument("--ops", help="comma-separated mutation operators (default: MEMO's seven and memo's own; "
+                                 "LEMON's only when named, docs/mutation.md)")
     p.add_argument("--execute-all", action="store_true", help="also execute mutants that add no coverage")
     p.add_argument("--no-execute", action="store_true", help="generate mutants and measure coverage only")
     p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="seconds a backend may spend on one "
