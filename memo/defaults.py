@@ -14,8 +14,8 @@ DEFAULT_TIMEOUT_S = 30.0
 # The limit counts the library's own work on the model, not memo's or the machine's: a worker's start-up (the
 # library's imports) has its own limit (memo.backends.supervisor.WorkerProcess.startup_timeout_s), and a
 # backend's first model after its worker started gets this many times the limit, for the library's first
-# compilation and lazy imports (a "hang" of 46 s was a first compile on a loaded machine). Later models get
-# the limit itself.
+# compilation and lazy imports, which a loaded machine can stretch past the limit. Later models get the
+# limit itself.
 FIRST_MODEL_GRACE = 2.0
 
 # A hang is filed only when it hangs again: triage re-runs the model on the hanging backend alone (a fresh

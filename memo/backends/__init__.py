@@ -35,10 +35,8 @@ BACKENDS: dict[str, str] = {
     "onnxruntime-cuda": "memo.backends.onnxruntime_backend:SPEC_CUDA",
 }
 # What `memo fuzz` runs without --backends: every engine whose cost per model keeps a campaign's CPU per
-# executed model within +35 % of the seven original libraries' (bench_differential.py, docs/benchmarks.md).
-# Measured CPU seconds per model on top of those seven (0.78): keras-export 0.14, keras-openvino 0.08,
-# openvino 0.03 (together +32 %); the TFLite conversion (litert) 0.40, tvm 0.28, torch-compile 0.78: one
-# --backends flag away.
+# executed model within +35 % of the seven original libraries' (bench_differential.py, docs/benchmarks.md,
+# "Engines"); the costlier ones (litert, tvm, torch-compile, torch-inductor) are one --backends flag away.
 DEFAULT_BACKENDS: tuple[str, ...] = ("keras-tensorflow", "keras-jax", "keras-torch", "keras-openvino", "onnxruntime",
                                      "onnx2pytorch", "onnx2torch", "openvino", "mxnet", "onnxruntime-keras-export")
 # Added to the default set where the driver shows an NVIDIA GPU (memo.backends.cuda.gpu_unavailable), never

@@ -40,8 +40,8 @@ def _load(path: Path) -> Any:
 def _zero_initializers() -> Iterator[None]:
     """Create variables as zeros while a model loads: the file's weights overwrite them anyway.
 
-    On JAX every initializer call compiles an XLA program per new shape (orthogonal and glorot initializers
-    of a 10-layer LSTM took 10 s to load); mutants keep bringing new shapes, so this cost would recur.
+    On JAX every initializer call compiles an XLA program per new shape (seconds for a model with
+    orthogonal and glorot initializers); mutants keep bringing new shapes, so this cost would recur.
     """
     from keras.src import backend
 
@@ -76,7 +76,7 @@ def _jax_call(model: Any, arrays: list[Any]) -> Any:
     """Keras on JAX as ``model.predict`` runs it: the whole model as one jitted XLA program.
 
     Eager JAX compiles every primitive for every new shape; one program per model is both what users
-    run and about 35 % cheaper on memo's mutants (median 0.30 s against 0.45 s per model, 60 mutants).
+    run and cheaper on memo's mutants (docs/benchmarks.md, "Campaign").
     """
     import jax
 
@@ -158,12 +158,12 @@ KERAS_UPSTREAM = Upstream("active", "https://github.com/keras-team/keras/issues"
 # Per Keras backend, environment variables of its worker (and of its repro scripts, which copy a spec's env).
 # JAX: XLA keeps every HLO pass (fusion, algebraic simplification, layout: where XLA's own bugs live) but
 # generates machine code with LLVM at -O0. Each mutant is compiled once and run once on a batch of two, so
-# compilation is the cost: it halves XLA's compile CPU (3.0 s against 6.4 s for ten campaign mutants), and
-# the outputs differ by float32 rounding only (at most 6e-6 on outputs up to 23 on those ten).
+# compilation is the cost: it halves XLA's compile CPU, and the outputs differ by float32 rounding only
+# (docs/benchmarks.md).
 # TensorFlow: oneDNN's CPU kernels on every x86 machine. TensorFlow turns them on by itself only on CPUs with
 # AVX-512 or AMX features, and its other kernels behave differently: on an AVX2-only machine DepthwiseConv2D
-# refused unequal float32 strides (10 of a 20-minute campaign's 205 mutants had the reference fail) and
-# adaptive max pooling no longer died of SIGFPE. The reference, tf2onnx's trace and the repro scripts then
+# refuses unequal float32 strides (the reference then fails on one mutant in 20) and
+# adaptive max pooling no longer dies of SIGFPE. The reference, tf2onnx's trace and the repro scripts then
 # behave the same on every machine, as a campaign's seed promises.
 BACKEND_ENV: dict[str, dict[str, str]] = {
     "jax": {"XLA_FLAGS": "--xla_backend_optimization_level=0"},
@@ -172,7 +172,7 @@ BACKEND_ENV: dict[str, dict[str, str]] = {
 
 
 # Failures of a Keras backend that belong to the library under it. OpenVINO's exceptions name their C++ source:
-# one raised through a device plugin (src/inference/src/dev/plugin.cpp, src/plugins/...: p30's "Can't allocate
+# one raised through a device plugin (src/inference/src/dev/plugin.cpp, src/plugins/...: "Can't allocate
 # registers for a snippet" compiling a GRU) is OpenVINO compiling a valid graph, which no code of Keras's backend
 # can cause; one from src/core (a shape helper Keras's backend called on a dynamic shape) stays Keras's.
 DELEGATES: dict[str, tuple[tuple[str, str], ...]] = {
@@ -181,8 +181,8 @@ DELEGATES: dict[str, tuple[tuple[str, str], ...]] = {
 
 
 # Keras backends whose numbers another registered backend's kernels decide (BackendSpec.computes_with): Keras on
-# OpenVINO compiles the model into one OpenVINO graph, run by the same plugin as the openvino backend (p30: one
-# Interpolate defect was filed against both, 35.0848 tolerances from float64 in each).
+# OpenVINO compiles the model into one OpenVINO graph, run by the same plugin as the openvino backend (otherwise
+# one Interpolate defect is filed against both, equally far from float64 in each).
 COMPUTES_WITH: dict[str, str] = {"openvino": "openvino"}
 
 

@@ -94,7 +94,7 @@ UNSUPPORTED = (
                       example="Traceback (most recent call last):\n  File \"../src/operator/tensor/./la_op.h\", "
                               "line 743\nMXNetError: This operation only supports 32-bit and 64-bit floating point"),
     # src/operator/linalg_impl.h:166, LOG(FATAL) in the CPU gemm for mshadow::half::half_t: MXNet has no float16
-    # matrix multiply on CPU (measured: a float16 Dense in p30's campaign)
+    # matrix multiply on CPU (a float16 Dense shows it)
     UnsupportedPhrase(r"MXNetError: FP16 gemm on cpu not implemented!$", exc_types=("MXNetError", "RuntimeError"),
                       example="Traceback (most recent call last):\n  File \"../src/operator/nn/./../linalg_impl.h\", "
                               "line 166\nMXNetError: FP16 gemm on cpu not implemented!"),
@@ -104,7 +104,7 @@ UNSUPPORTED = (
 # _import_helper.py, lists none; import_onnx.py would raise "Operator LSTM not implemented."). tf2onnx writes
 # a Keras LSTM as one ONNX LSTM node whose optional sequence_lens input is omitted (the empty name ''), and the
 # importer looks every input name up before it looks the operator up: the refusal surfaces as KeyError ''
-# (measured: LSTM(4) on (5, 3), `memo run --backends keras-tensorflow,mxnet`, convert stage "KeyError: ''").
+# (`memo run --backends keras-tensorflow,mxnet` on LSTM(4) over (5, 3): convert stage "KeyError: ''").
 # A KeyError is never a phrase of UNSUPPORTED, so this is declared on the model: an LSTM layer and exactly
 # that message. (GRU and SimpleRNN become ONNX Loop nodes: "Operator Loop not implemented.", a refusal.)
 DOCUMENTED = (

@@ -13,8 +13,8 @@ follow the ONNX rule. :func:`validity_problems` lists what is wrong with a writt
 * strict shape inference with data propagation (``infer_shapes(strict_mode=True, data_prop=True)``), which
   also follows shapes computed by Shape/Gather/Concat chains.
 
-Measured on real conversions before any rule was kept (docs/benchmarks.md, 2026-11-26): none of these
-fails on a valid file for a benign reason. onnx is imported inside the functions: this module is inlined
+None of these fails on a valid file for a benign reason (docs/benchmarks.md, "Validity of converted ONNX
+files"). onnx is imported inside the functions: this module is inlined
 into standalone repro scripts (:mod:`memo.triage.inline`) and imported by the orchestrator.
 """
 from __future__ import annotations

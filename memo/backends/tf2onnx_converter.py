@@ -71,13 +71,13 @@ class _ErrorLog(logging.Handler):
 # is filed as a tf2onnx crash, since such handler failures are the converter faults users hit. Except the
 # checks that name a feature its handler declines by design:
 # * RFFT/FFT (tf2onnx/onnx_opset/signal.py, CommonFFTOp): "Current implementation of RFFT or FFT only allows
-#   ComplexAbs as consumer" -- a spectrum consumed by Real/Imag (MelSpectrogram: measured, both opsets).
+#   ComplexAbs as consumer" -- a spectrum consumed by Real/Imag (MelSpectrogram, at both opsets).
 # (Einsum at opset 11 needs no phrase: its handler starts at opset 12, so tf2onnx logs "Tensorflow op [...:
-# Einsum] is not supported", already a refusal; measured on MultiHeadAttention at opset 11.)
+# Einsum] is not supported", already a refusal: MultiHeadAttention at opset 11.)
 # * Einsum's optimizer (tf2onnx/optimizer/einsum_optimizer.py, _check_onnx_opset_): "Opset (11) must be >= 13 for
 #   operator 'batch_dot'" -- the decomposition it rewrites Einsum into needs opset 13. tf2onnx by default catches
 #   an optimizer's exception and keeps the graph unoptimized; memo runs with TF2ONNX_CATCH_ERRORS=FALSE (see
-#   ``_export``), so this declared limit surfaces as an exception (measured: MultiHeadAttention at opset 11).
+#   ``_export``), so this declared limit surfaces as an exception (MultiHeadAttention at opset 11).
 UNSUPPORTED: tuple[UnsupportedPhrase, ...] = (
     UnsupportedPhrase(r"^make_sure failure: Current implementation of RFFT or FFT only allows ComplexAbs as "
                       r"consumer not ", exc_types=("ValueError",),
@@ -85,7 +85,7 @@ UNSUPPORTED: tuple[UnsupportedPhrase, ...] = (
                               "consumer not {'Real', 'Imag'}"),
     UnsupportedPhrase(r"^Opset \(\d+\) must be >= \d+ for operator '\w+'\.$", exc_types=("RuntimeError",),
                       example="Opset (11) must be >= 13 for operator 'batch_dot'."),
-    # the same optimizer declines equations with upper-case letters (CachedEinsum.build_onnx_einsum); measured:
+    # the same optimizer declines equations with upper-case letters (CachedEinsum.build_onnx_einsum), e.g.
     # MultiHeadAttention's 'BNTS,BSNH->BTNH' at opset 11
     UnsupportedPhrase(r"^Only lower equation can be optimized, '[^']*' is not\.$", exc_types=("RuntimeError",),
                       example="Only lower equation can be optimized, 'BNTS,BSNH->BTNH' is not."),
@@ -239,7 +239,7 @@ def _export_opset11(frozen: FrozenModel, inputs: dict[str, Any], out_path: Path)
 
 
 # tf2onnx deep-copies the whole graph before each optimizer pass so that it can drop a pass that raises
-# (its "catch errors" mode); that copying was 55 % of conversion time on memo's mutants. Without it a
+# (its "catch errors" mode); that copying is over half of conversion time on memo's mutants. Without it a
 # failing optimizer fails the conversion, which memo reports against tf2onnx: a finding, not noise.
 _COMMON = dict(consumes="keras", load=_freeze, setup=_setup, distributions=DISTRIBUTIONS,
                env={**_KERAS_TF.env, "TF2ONNX_CATCH_ERRORS": "FALSE"}, group="tf2onnx",

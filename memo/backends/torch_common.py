@@ -64,7 +64,7 @@ def to_cuda(module: Any) -> Any:
 # attributes that fix the sampling (coordinate_transformation_mode, nearest_mode, cubic_coeff_a,
 # exclude_outside): they ignore them and warn at conversion (onnx2torch/node_converters/resize.py: "For others
 # modes, the results might differ significantly!"; onnx2pytorch/operations/resize.py: "Pytorch's interpolate
-# uses no {key}. Result might differ."). A known limitation they state, not a bug to file (p30: 3 entries).
+# uses no {key}. Result might differ."). A known limitation they state, not a bug to file.
 TORCH_INTERPOLATE_RESIZE = DocumentedDifference(
     behaviour="ONNX Resize runs as torch's interpolate, ignoring the attributes torch has no equivalent for "
               "(coordinate_transformation_mode, nearest_mode, cubic_coeff_a, exclude_outside); the converter "

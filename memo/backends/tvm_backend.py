@@ -34,8 +34,8 @@ from memo.backends.versions import distribution_versions
 
 DISTRIBUTIONS = ("apache-tvm", "onnx")
 TARGET = "llvm"
-# Compiling is most of TVM's cost: 1 to 13 CPU seconds per bundled seed model (densenet121 the most), which
-# several workers sharing two cores can stretch past the executor's default 30 s.
+# Compiling is most of TVM's cost, up to seconds per bundled seed model (docs/benchmarks.md), which several
+# workers sharing two cores can stretch past the executor's default 30 s.
 COMPILE_TIMEOUT_S = 120.0
 
 

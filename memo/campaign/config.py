@@ -15,10 +15,8 @@ from memo.errors import UsageError
 
 # Pipelines sharing one set of warm workers: while one model converts, others run on the Keras backends.
 # A set costs about 8 GB; memory allows one set per WORKER_SET_MEMORY_GB. tf2onnx (trace, freeze, two
-# conversions: 52 % of all CPU in the 30-minute benchmark) is the slowest library per model, so a set
-# shared by several pipelines runs two tf2onnx workers where memory allows. With mutants bounded to 10 M
-# weights, two of them on the 2-core / 23 GB machine executed 13 % more mutants in 10 minutes (the cores
-# 93 % busy instead of 79 %), at 10.1 GB peak for the whole campaign instead of 7.6 GB.
+# conversions) is the slowest library per model, so a set shared by several pipelines runs two tf2onnx
+# workers where memory allows: they keep the cores busier for a few GB more (docs/benchmarks.md, "Campaign").
 PIPELINES_PER_WORKER_SET = 3
 WORKER_SET_MEMORY_GB = 12
 SHARED_SET_REPLICAS = {"tf2onnx": 2}

@@ -19,8 +19,8 @@ The outcome of a mutant is applied once *lag* more mutants have been submitted f
 exactly (the loop waits for it if needed), never earlier, so that the same ``--seed`` and ``--jobs`` give the
 same campaign however fast the libraries are, and ``--resume`` continues it: what waits for its outcome is
 saved with the campaign state. The lag counts submissions, not iterations: once coverage saturates, most
-mutants add nothing and are not executed, and a lag of 24 iterations held about one model in flight (one
-60-minute campaign's executions per minute halved while the loop waited, generating).
+mutants add nothing and are not executed, and a lag in iterations leaves the pipelines idle while the loop
+generates (docs/benchmarks.md).
 """
 from __future__ import annotations
 
@@ -33,8 +33,8 @@ from memo.coverage import Coverage, union_all
 def feedback_lag(jobs: int) -> int:
     """Submissions between submitting a mutant and using its execution: enough to keep ``jobs`` pipelines busy
     while the loop waits for the oldest outcome. One slow model (a 30 s timeout and its worker's restart, a
-    60 s conversion) must not stop generation: with 3 iterations per pipeline the loop caught up with it
-    within seconds and every pipeline went idle (the 20-minute benchmark's cores were 72 % busy)."""
+    60 s conversion) must not stop generation: with a lag of a few per pipeline the loop catches up with it
+    within seconds and every pipeline goes idle (docs/benchmarks.md)."""
     return 8 * max(1, jobs)
 
 

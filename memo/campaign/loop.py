@@ -25,7 +25,8 @@ from memo.campaign.feedback import Awaiting, AwaitingQueue, Outcome, feedback_la
 from memo.coverage import CRITERIA, Coverage, CoverageTracker, model_coverage
 from memo.errors import InvalidModelError, UsageError
 from memo.model.ir import ModelIR
-from memo.mutation import DIRECTED_OPERATOR, EXTRA_OPERATORS, MEMO_OPERATORS, OPERATORS, Mutant, MutationFailed, mutate
+from memo.mutation import (DEFAULT_OPERATORS, DIRECTED_OPERATOR, OPERATORS, Mutant, MutationFailed, mutate,
+                           operator_names)
 from memo.mutation.analysis import recurrent_layers
 from memo.mutation.nan import has_injection
 from memo.search import SearchStrategy, make_strategy, restore_strategy
@@ -37,7 +38,7 @@ Submit = Callable[[int, str, ModelIR], None]
 STATE_EVERY = 25
 """Iterations between two saves of the campaign state when none of them goes to execution. The state is most
 of a megabyte (coverage, pool, the models in flight); saved with each of the many mutants of a saturated
-campaign that add nothing, its encoding and writing took about 30 of the 49 ms a mutant cost."""
+campaign that add nothing, its encoding and writing would cost more than generating them (docs/benchmarks.md)."""
 Await = Callable[[int], "Outcome | None"]
 """The outcome of a submitted mutant's execution (waiting for it); None when the campaign stops first."""
 
@@ -89,10 +90,11 @@ class GenerationLoop:
     # ------------------------------------------------------------------ set-up
     def initialize(self) -> None:
         """A new campaign: check the operators, load the seeds, store the configuration and the seeds."""
-        operators = self.config.operators or [*MEMO_OPERATORS, *EXTRA_OPERATORS]
+        operators = self.config.operators or list(DEFAULT_OPERATORS)
         unknown = [op for op in operators if op not in OPERATORS]
         if unknown:
-            raise UsageError(f"unknown mutation operator(s) {', '.join(unknown)} (choose from {', '.join(OPERATORS)})")
+            raise UsageError(f"unknown mutation operator(s) {', '.join(unknown)} "
+                             f"(choose from {', '.join(operator_names())})")
         self.config.operators = list(operators)
         if self.config.feedback_lag is None:
             self.config.feedback_lag = feedback_lag(self.config.jobs) if self.config.execute else 0
@@ -152,7 +154,7 @@ class GenerationLoop:
 
     def stop_clock(self) -> None:
         """Fuzzing is over: what follows (the models in flight, the final triage) is not fuzzing time, which the
-        budget, a resume and the report's duration and rates count (a five-minute campaign read "8 min 28 s")."""
+        budget, a resume and the report's duration and rates count."""
         if self.stopped is None:
             self.stopped = time.monotonic()
 
@@ -278,12 +280,12 @@ class GenerationLoop:
 
     def _may_be_parent(self, mutant: Mutant, parent: ModelIR) -> bool:
         """UpdateSeeds (Algorithm 2, lines 8-11) with a size bound and a compute bound: lineages would otherwise
-        grow without end (median 18 to 61 layers within 30 minutes), and every backend's cost grows with them;
-        within 32 layers, tensors still grow (a flattened feature map fed to attention, channels doubled by
-        concatenation) until one model costs a library tens of seconds; and lineages gathered recurrent layers,
-        which the libraries unroll (one model in nine had four or more after 45 minutes): a mutant with more
-        than the bound is a parent only if its parent had as many (a seed's lineage still evolves). A model
-        that injects NaN/Inf on purpose is not a parent: its descendants would compute on the overflowed values."""
+        grow without end, and every backend's cost grows with them (docs/architecture.md, "Throughput");
+        within the layer bound, tensors still grow (a flattened feature map fed to attention, channels doubled by
+        concatenation) until one model costs a library tens of seconds; and lineages gather recurrent layers,
+        which the libraries unroll: a mutant with more than the bound is a parent only if its parent had as many
+        (a seed's lineage still evolves). A model that injects NaN/Inf on purpose is not a parent: its descendants
+        would compute on the overflowed values."""
         layers, cost, recurrent = (self.config.max_parent_layers, self.config.max_parent_cost,
                                    self.config.max_parent_recurrent)
         return ((layers <= 0 or len(mutant.ir.layers) <= layers) and (cost <= 0 or mutant.cost <= cost)

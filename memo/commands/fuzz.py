@@ -30,7 +30,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     budget.add_argument("--hours", type=float)
     budget.add_argument("--minutes", type=float)
     budget.add_argument("--iterations", type=int, help="number of mutants to generate")
-    p.add_argument("--seed", type=int, default=0, help="random seed: the same seed gives the same mutants")
+    p.add_argument("--seed", type=int, default=0,
+                   help="random seed: with the same --jobs and flags, the same seed gives the same mutants (README)")
     p.add_argument("--backends", help="comma-separated backends (default: all default backends)")
     p.add_argument("--backend-plugin", action="append", default=[], metavar="PATH", help="load a backend plugin")
     add_device_arguments(p)
@@ -40,7 +41,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--jobs", type=int, help="models executed at once; every three share one set of warm "
                    "workers (default: cores + 1, at most three per 12 GB of memory)")
     p.add_argument("--search", default="mh", help="seed selection: mh (default), random, mcts")
-    p.add_argument("--ops", help="comma-separated mutation operators (default: all)")
+    p.add_argument("--ops", help="comma-separated mutation operators (default: MEMO's seven and memo's own; "
+                                 "LEMON's only when named, docs/mutation.md)")
     p.add_argument("--execute-all", action="store_true", help="also execute mutants that add no coverage")
     p.add_argument("--no-execute", action="store_true", help="generate mutants and measure coverage only")
     p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="seconds a backend may spend on one "

@@ -98,9 +98,9 @@ def cache_attr_skipsets() -> None:
 
     Keras 3.15's ``saving_lib.get_attr_skipset`` reads its cache under ``saving_attr_skiplist_<type>`` and
     writes it under ``saving_attr_skipset_<type>``, so it never hits: every layer saved or loaded builds a
-    throw-away ``Layer()`` and lists its attributes. Loading 20 campaign mutants took 10 % less CPU with the
-    cache on TensorFlow, 31 % less on torch, and every model is loaded six times. The set depends only on the
-    type, so caching it under the key Keras reads changes nothing else.
+    throw-away ``Layer()`` and lists its attributes. The cache makes loading cheaper (docs/benchmarks.md), and
+    every model is loaded six times. The set depends only on the type, so caching it under the key Keras reads
+    changes nothing else.
     """
     from keras.src.backend.common import global_state
     from keras.src.saving import saving_lib

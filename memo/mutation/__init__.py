@@ -1,40 +1,47 @@
 """Mutation operators: MEMO's seven (Section 3.3, Table 2) and a few beyond (GraphFuzz, Isra).
 
 ``mutate(ir, operator, rng, coverage)`` returns a :class:`Mutant` whose model builds in Keras, or raises
-:class:`MutationFailed` (retryable). See docs/mutation.md for each operator and how to add one.
+:class:`MutationFailed` (retryable). See docs/mutation.md for each operator and how to add one: every module
+here is imported, so an operator's ``@register`` is all that lists it.
 """
 from __future__ import annotations
 
+import importlib
+import pkgutil
 import random
 from typing import Mapping
 
 from memo.coverage import CoverageTracker
 from memo.errors import InvalidModelError, MutationFailed, UsageError
 from memo.model.ir import ModelIR
-from memo.mutation import blocks, inputs, lemon, nan, params, removal, structure, target  # noqa: F401  (they register)
 from memo.mutation.analysis import Shape, analyse, compute_cost, verify, weight_count
-from memo.mutation.base import OPERATORS, Mutant, MutationOperator
+from memo.mutation.base import (DEFAULT_GROUPS, EXTRA, GROUPS, LEMON, MEMO, OPERATORS, Mutant, MutationOperator,
+                                operators_in)
 from memo.mutation.editor import Editor
 from memo.mutation.preference import CoverageView
 
-MEMO_OPERATORS = ("NLA", "LResh", "LMerg", "LConn", "CShape", "CMode", "NaN")
-EXTRA_OPERATORS = ("LRemove", "ERemove", "TSM", "DType", "SameInput", "Block", "Target")
+for _module in pkgutil.iter_modules(__path__):  # each operator module registers its operators on import
+    importlib.import_module(f"{__name__}.{_module.name}")
+del _module
+
+MEMO_OPERATORS = operators_in(MEMO)
+EXTRA_OPERATORS = operators_in(EXTRA)
+DEFAULT_OPERATORS = operators_in(*DEFAULT_GROUPS)  # what a campaign uses without --ops, in the search's order
+LEMON_OPERATORS = operators_in(LEMON)
 DIRECTED_OPERATOR = "Target"  # what the campaign's directed share of mutations uses (memo fuzz --directed)
-# LEMON's coverage-blind operators, for the ablation (benchmarks/bench_ablation.py); not used by default.
-LEMON_OPERATORS = ("LEMON-WS", "LEMON-NEB", "LEMON-AFRm", "LEMON-AFRp", "LEMON-LC", "LEMON-LR")
 ATTEMPTS = 3  # whole-operator retries (same rng stream) when the final build rejects a mutant
 # A mutation may not take a model above this many weight values (40 MB of float32) unless its parent is
-# larger already. Wide Dense layers on flattened maps made 58 M and 155 M-weight mutants: 30-60 s in
-# tf2onnx, 5 GB per worker, and every library's time goes to moving weights, not to running layers.
+# larger already: wide Dense layers on flattened maps make mutants whose time in every library goes to moving
+# weights, not to running layers (docs/benchmarks.md, "Campaign").
 MAX_WEIGHTS = 10_000_000
 
-__all__ = ["DIRECTED_OPERATOR", "EXTRA_OPERATORS", "LEMON_OPERATORS", "MEMO_OPERATORS", "OPERATORS", "Mutant",
-           "MutationFailed", "MutationOperator",
-           "mutate", "operator_names"]
+__all__ = ["DEFAULT_OPERATORS", "DIRECTED_OPERATOR", "EXTRA_OPERATORS", "LEMON_OPERATORS", "MEMO_OPERATORS",
+           "OPERATORS", "Mutant", "MutationFailed", "MutationOperator", "mutate", "operator_names"]
 
 
 def operator_names() -> tuple[str, ...]:
-    return MEMO_OPERATORS + EXTRA_OPERATORS + LEMON_OPERATORS
+    """Every registered operator, group by group (:data:`~memo.mutation.base.GROUPS`), each group by position."""
+    return operators_in(*GROUPS)
 
 
 def get_operator(name: str) -> MutationOperator:

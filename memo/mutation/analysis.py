@@ -125,8 +125,8 @@ def compute_cost(ir: ModelIR, infos: dict[str, TensorInfo]) -> int:
 
 # Layers that step through their input's time axis one position at a time. Keras on torch runs the steps as a
 # Python loop, which torch.onnx's trace (keras-export) and the libraries that import its ONNX file unroll; Keras
-# on JAX and TensorFlow's graph hold a loop. In a 45-minute campaign a model with one of them cost the libraries
-# 18 s, one with four or more 28 s, one without 6.5 s.
+# on JAX and TensorFlow's graph hold a loop. A model with one of them costs the libraries about three times a
+# model without (docs/benchmarks.md).
 RECURRENT_CLASSES = family_members("recurrent") - {"Bidirectional", "TimeDistributed"}  # without the wrappers
 
 
@@ -200,8 +200,8 @@ def remember(ir: ModelIR, infos: dict[str, TensorInfo]) -> None:
 
 MAX_ATTENTION_SCORES = 1 << 22  # query length^2 x features one attention layer may compute
 # Steps one recurrent layer may run over. Keras's export to ONNX (a TorchScript trace) and Keras on OpenVINO unroll
-# the time loop whatever `unroll` says: a GRU or LSTM over 243-980 steps (a feature map flattened into a sequence)
-# took keras-export 25-50 s and keras-openvino past the 30 s timeout; the seeds' recurrent layers run 25-60 steps.
+# the time loop whatever `unroll` says, so a few hundred steps (a feature map flattened into a sequence) take them
+# to the timeout (docs/mutation.md); the seeds' recurrent layers run 25-60 steps.
 MAX_RECURRENT_STEPS = 64
 _LOOPS_OVER_TIME = frozenset({"LSTM", "GRU", "SimpleRNN", "Bidirectional", "ConvLSTM1D", "ConvLSTM2D", "ConvLSTM3D"})
 

@@ -23,6 +23,7 @@ MAX_FILTERS = 64
 @register
 class SameInput(MutationOperator):
     name = "SameInput"
+    position = 12
     summary = "feed one tensor to both inputs of a merging layer"
 
     def apply(self, editor: Editor) -> None:
@@ -99,6 +100,7 @@ def insert_block(editor: Editor, block: str, site: str) -> str:
 @register
 class FusableBlock(MutationOperator):
     name = "Block"
+    position = 13
     summary = "insert a small block converters fuse (conv+bn+act, dense+act, residual, multi-branch concat)"
 
     def apply(self, editor: Editor) -> None:

@@ -49,6 +49,7 @@ def resize_input(editor: Editor, node: str, new: TensorInfo) -> None:
 @register
 class TensorShapeMutation(MutationOperator):
     name = "TSM"
+    position = 10
     summary = "resize a model input; the new shape flows through the model where layers accept it"
     targets = ("shapes", "input_ranks")
 
@@ -86,6 +87,7 @@ def set_dtype(editor: Editor, node: str, dtype: str) -> None:
 @register
 class DTypeMutation(MutationOperator):
     name = "DType"
+    position = 11
     summary = "make one layer or input compute in float16, float64 or bfloat16 where the layer API allows it"
     targets = ("dtypes",)
 

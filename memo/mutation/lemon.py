@@ -17,7 +17,7 @@ import numpy as np
 
 from memo.errors import MutationFailed
 from memo.model.weights import register_weight_edit
-from memo.mutation.base import MutationOperator, register
+from memo.mutation.base import LEMON, MutationOperator, register
 from memo.mutation.editor import Editor
 
 # The activations LEMON draws replacements from.
@@ -71,6 +71,8 @@ def _block_units(arrays: list[np.ndarray], edit: dict[str, Any]) -> None:
 @register
 class WeightShuffling(MutationOperator):
     name = "LEMON-WS"
+    group = LEMON
+    position = 15
     summary = "LEMON: shuffle the incoming weights of some neurons of a layer"
 
     def apply(self, editor: Editor) -> None:
@@ -80,6 +82,8 @@ class WeightShuffling(MutationOperator):
 @register
 class NeuronEffectBlock(MutationOperator):
     name = "LEMON-NEB"
+    group = LEMON
+    position = 16
     summary = "LEMON: zero the incoming weights of some neurons of a layer"
 
     def apply(self, editor: Editor) -> None:
@@ -111,6 +115,8 @@ def _with_activation(editor: Editor, choose_new: bool) -> None:
 @register
 class ActivationRemoval(MutationOperator):
     name = "LEMON-AFRm"
+    group = LEMON
+    position = 17
     summary = "LEMON: remove a layer's activation (make it linear)"
 
     def apply(self, editor: Editor) -> None:
@@ -120,6 +126,8 @@ class ActivationRemoval(MutationOperator):
 @register
 class ActivationReplacement(MutationOperator):
     name = "LEMON-AFRp"
+    group = LEMON
+    position = 18
     summary = "LEMON: replace a layer's activation with another one"
 
     def apply(self, editor: Editor) -> None:
@@ -137,6 +145,8 @@ def _copy_after(editor: Editor, name: str) -> None:
 @register
 class LayerCopy(MutationOperator):
     name = "LEMON-LC"
+    group = LEMON
+    position = 19
     summary = "LEMON: duplicate a shape-preserving layer right after itself"
 
     def apply(self, editor: Editor) -> None:
@@ -147,6 +157,8 @@ class LayerCopy(MutationOperator):
 @register
 class LemonLayerRemoval(MutationOperator):
     name = "LEMON-LR"
+    group = LEMON
+    position = 20
     summary = "LEMON: remove a shape-preserving layer"
 
     def apply(self, editor: Editor) -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from memo.errors import MutationFailed
 from memo.model.ir import ModelIR
-from memo.mutation.base import MutationOperator, register
+from memo.mutation.base import MEMO, MutationOperator, register
 from memo.mutation.editor import Editor
 
 SCALE = 1e30
@@ -44,6 +44,8 @@ def inject(editor: Editor, target: str, source: str, value: str, extent: str) ->
 @register
 class NaNInjection(MutationOperator):
     name = "NaN"
+    group = MEMO
+    position = 7
     summary = "make one layer's input contain NaN or Inf"
 
     def apply(self, editor: Editor) -> None:

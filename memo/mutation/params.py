@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 from memo.errors import MutationFailed
 from memo.layers import get_spec
 from memo.layers.spec import MODE, SHAPE
-from memo.mutation.base import MutationOperator, register
+from memo.mutation.base import MEMO, MutationOperator, register
 from memo.mutation.editor import Editor
 from memo.mutation.preference import by_tier
 
@@ -73,6 +73,8 @@ class _ChangeParams(MutationOperator):
 @register
 class ChangeShape(_ChangeParams):
     name = "CShape"
+    group = MEMO
+    position = 5
     summary = "set shape parameters of 1-5 layers to values not yet covered"
     kind = SHAPE
 
@@ -80,5 +82,7 @@ class ChangeShape(_ChangeParams):
 @register
 class ChangeMode(_ChangeParams):
     name = "CMode"
+    group = MEMO
+    position = 6
     summary = "set mode parameters of 1-5 layers to values not yet covered"
     kind = MODE

@@ -23,6 +23,7 @@ def _pair_tier(editor: Editor, producer: str, reader: str) -> int:
 @register
 class LayerRemoval(MutationOperator):
     name = "LRemove"
+    position = 8
     summary = "remove a layer; its readers take its (first float) input, adapted where needed"
 
     def apply(self, editor: Editor) -> None:
@@ -67,6 +68,7 @@ def remove_edge(editor: Editor, producer: str, reader: str) -> None:
 @register
 class EdgeRemoval(MutationOperator):
     name = "ERemove"
+    position = 9
     summary = "remove an edge: drop a merge input, or let a layer skip its producer"
 
     def apply(self, editor: Editor) -> None:

@@ -7,7 +7,7 @@ from typing import ClassVar
 from memo.errors import InvalidModelError, MutationFailed
 from memo.layers import CATALOGUE, MERGING, RESHAPING
 from memo.mutation.analysis import TensorInfo, call_layer
-from memo.mutation.base import MutationOperator, register
+from memo.mutation.base import MEMO, MutationOperator, register
 from memo.mutation.editor import Editor
 from memo.mutation.insertion import best_pair_gain, insert_layer, site_tier, splice_after
 from memo.mutation.preference import by_tier
@@ -47,6 +47,8 @@ class _InsertAPIs(MutationOperator):
 @register
 class NewLayerAddition(_InsertAPIs):
     name = "NLA"
+    group = MEMO
+    position = 1
     summary = "insert 1-5 layer APIs, uncovered ones first"
     pool_name = "catalogue"
 
@@ -57,6 +59,8 @@ class NewLayerAddition(_InsertAPIs):
 @register
 class LayerReshaping(_InsertAPIs):
     name = "LResh"
+    group = MEMO
+    position = 2
     summary = "insert 1-5 reshaping layer APIs, uncovered ones first"
     pool_name = "reshaping"
 
@@ -90,6 +94,8 @@ def merge_two(editor: Editor, merge: str, first: str, second: str) -> str:
 @register
 class LayerMerging(MutationOperator):
     name = "LMerg"
+    group = MEMO
+    position = 3
     summary = "merge two tensors of compatible shape with a merging layer"
 
     def apply(self, editor: Editor) -> None:
@@ -153,6 +159,8 @@ def _call(editor: Editor, name: str) -> TensorInfo:
 @register
 class LayerConnecting(MutationOperator):
     name = "LConn"
+    group = MEMO
+    position = 4
     summary = "connect two existing layers so that an uncovered layer pair appears"
 
     def apply(self, editor: Editor) -> None:

@@ -51,13 +51,13 @@ INDEX_LENGTHS = (4, 8, 16)  # lengths of a new integer input feeding an embeddin
 IDENTITIES_ADDED = 2  # rarely executed inference-identity layer types added beside the targets (distinct)
 # Size of a Target mutant (layers before its identities are added): it stops realizing targets once the model
 # has this many layers, and may always grow by MIN_GROWTH. Every library's cost grows with the model, and Target
-# chains rare, often costly layers (recurrent, attention, 3-D): unbounded, its mutants of 20-26-layer parents
-# reached 37-46 layers and took keras-export, keras-openvino and tf2onnx 15-60 s each.
+# chains rare, often costly layers (recurrent, attention, 3-D), so its unbounded mutants are the slowest to run
+# (docs/benchmarks.md).
 MAX_TARGET_LAYERS = 30
 MIN_GROWTH = 4
 # Least weight of the "rare types" target kind while any headline type is rare. Its natural weight (the rare
-# share of the types, e.g. 3 of 85) made a rare type about 1 target in 30; c60 (53 min) still had Embedding in
-# 2 and ReversibleEmbedding in 1 of 826 executed mutants.
+# share of the types, e.g. 3 of 85) makes a rare type about 1 target in 30, which leaves rare types rare in the
+# executed mutants (docs/benchmarks.md).
 RARE_TYPE_WEIGHT = 0.3
 
 Action = Callable[[Editor], Any]
@@ -222,6 +222,7 @@ def _add_rare_identities(editor: Editor) -> None:
 @register
 class Target(MutationOperator):
     name = "Target"
+    position = 14
     summary = "realize uncovered layer pairs and parameter values, and insert rarely executed layer types"
 
     def apply(self, editor: Editor) -> None:

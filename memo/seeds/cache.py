@@ -16,9 +16,9 @@ from typing import Any
 
 import memo
 from memo.model.ir import ModelIR
-from memo.reduction import CoverageFn, default_coverage_fn, reduce_model
+from memo.seed_reduction import CoverageFn, default_coverage_fn, reduce_model
 from memo.model.weights import Weights
-from memo.reduction.specs import full_specs, weight_shapes
+from memo.seed_reduction.specs import full_specs, weight_shapes
 from memo.seeds.loading import Seed
 
 REDUCTION_VERSION = "2"  # 2: value absorption

@@ -123,8 +123,8 @@ def materialize(folder: Path, source: Path, ir: ModelIR, bug: dict[str, Any], ro
     if plugin is not None:
         shutil.copyfile(plugin.path, folder / PLUGIN_FILE)
     good_outputs = _outputs(source / "outputs" / f"{good}.npz") if good else []
-    if good_outputs and kind in NUMERIC_CHECKS:  # only their scripts compare outputs (a crash bug's reference
-        # outputs had made one folder 69 MB: a 17 M-element output)
+    if good_outputs and kind in NUMERIC_CHECKS:  # only their scripts compare outputs (and reference outputs
+        # can be tens of MB)
         np.savez(folder / EXPECTED_FILE, **{f"out_{i}": array for i, array in enumerate(good_outputs)})
     inputs = read_inputs(folder / INPUTS_FILE)
     data = {**bug, "reference": good or "", "faulty": faulty, "shapes": _shapes(ir),

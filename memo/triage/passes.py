@@ -26,7 +26,7 @@ from memo.triage.localize import localize
 from memo.triage.materialize import materialize
 from memo.triage.probe import read_inputs
 from memo.triage.reassess import pending_truths, reassess, reassess_folder, root_cause_parts
-from memo.triage.reduce import mentioned_layers, reduce_bug
+from memo.triage.bug_reduction import mentioned_layers, reduce_bug
 from memo.triage.rerun import rerun_script
 from memo.triage.session import Session, TriageSummary
 from memo.triage.signature import NUMERIC_KINDS, failure_details, reduced_key

@@ -90,8 +90,8 @@ def reassess_folder(session: Session, bug: BugRow) -> dict[str, Any]:
 
 def root_cause_parts(parts: dict[str, Any], folder: Path) -> dict[str, Any]:
     """A bug's signature parts as its root-cause key should see them: when its float64 truth blames the other side
-    (``contradicted``), the library it blames (p30: one TensorFlow MelSpectrogram defect was filed once against
-    TensorFlow and once, with TensorFlow as the wrong witness, against Keras on torch)."""
+    (``contradicted``), the library it blames, so that one defect is not filed twice: once against its library
+    and once, with that library as the wrong witness, against another (a TensorFlow MelSpectrogram defect)."""
     data = read_bug_file(folder)
     truth = data.get(TRUTH_KEY) or {}
     if truth.get("decision") == CONTRADICTED and truth.get("blamed"):
@@ -101,7 +101,7 @@ def root_cause_parts(parts: dict[str, Any], folder: Path) -> dict[str, Any]:
     located = data.get("localization") or {}
     if parts.get("kind") in NUMERIC_KINDS and located.get("layer_class"):
         # the first misbehaving layer of the REDUCED model; when it is right alone, the first of the layers that
-        # are wrong together (p30: UnitNormalization amplifying TensorFlow's MelSpectrogram)
+        # are wrong together (e.g. UnitNormalization amplifying TensorFlow's MelSpectrogram)
         together = located.get("together") or []
         first = together[0] if located.get("alone") == "right" and together else None
         layer_class = located["layer_class"]

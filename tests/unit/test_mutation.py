@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +18,9 @@ from memo.model.build import build_keras_model, infer_shapes
 from memo.model.inputs import make_inputs
 from memo.model.ir import Layer, ModelIR
 from memo.model.weights import generate_weights, set_weights
-from memo.mutation import EXTRA_OPERATORS, LEMON_OPERATORS, MEMO_OPERATORS, OPERATORS, MutationFailed, mutate
+from memo.mutation import (DEFAULT_OPERATORS, EXTRA_OPERATORS, LEMON_OPERATORS, MEMO_OPERATORS, OPERATORS,
+                           MutationFailed, MutationOperator, mutate, operator_names)
+from memo.mutation.base import register
 
 
 def lenet() -> ModelIR:
@@ -61,6 +64,28 @@ MODELS = {"lenet": lenet, "resnet": residual_net, "lstm": lstm_regressor}
 def test_registry_names_match_the_published_api() -> None:
     assert MEMO_OPERATORS == ("NLA", "LResh", "LMerg", "LConn", "CShape", "CMode", "NaN")
     assert set(OPERATORS) == set(MEMO_OPERATORS) | set(EXTRA_OPERATORS) | set(LEMON_OPERATORS)
+
+
+def test_the_operator_order_stays_what_campaigns_were_generated_with() -> None:
+    """The default operators are the search's arms in this order: another order gives a seed other mutants."""
+    assert EXTRA_OPERATORS == ("LRemove", "ERemove", "TSM", "DType", "SameInput", "Block", "Target")
+    assert LEMON_OPERATORS == ("LEMON-WS", "LEMON-NEB", "LEMON-AFRm", "LEMON-AFRp", "LEMON-LC", "LEMON-LR")
+    assert DEFAULT_OPERATORS == MEMO_OPERATORS + EXTRA_OPERATORS
+    assert operator_names() == MEMO_OPERATORS + EXTRA_OPERATORS + LEMON_OPERATORS
+
+
+@pytest.mark.parametrize("declared, complaint", [
+    ({"name": "NLA", "position": 99}, "unique name"),
+    ({"name": "Fresh", "position": 3}, "taken by LMerg; the next free one is 21"),
+    ({"name": "Fresh", "position": 0}, "position of its own"),
+    ({"name": "Fresh", "position": 99, "group": "default"}, "group 'default'"),
+])
+def test_a_registration_that_would_make_the_operator_order_ambiguous_is_refused(
+        declared: dict[str, object], complaint: str) -> None:
+    operator = type("Fresh", (MutationOperator,), declared)
+    with pytest.raises(ValueError, match=re.escape(complaint)):
+        register(operator)
+    assert "Fresh" not in OPERATORS
 
 
 @pytest.mark.parametrize("model", sorted(MODELS))

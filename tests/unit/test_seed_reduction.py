@@ -1,4 +1,4 @@
-"""Block-aware reduction: graph analysis, edits, and coverage preservation on random models and the ten seeds."""
+"""Block-aware seed reduction: graph analysis, edits, and coverage preservation on random models and the ten seeds."""
 from __future__ import annotations
 
 import random
@@ -9,11 +9,11 @@ import pytest
 from memo.coverage import model_coverage
 from memo.model import Layer, ModelIR
 from memo.model.build import build_keras_model
-from memo.reduction import coverage_key, reduce_model
-from memo.reduction.edits import Edit, apply_edit, remove_span
-from memo.reduction.graph import cut_nodes, repeated_groups, spans
-from memo.reduction.repair import width_repairs
-from memo.reduction.specs import BuildConflict, full_specs, propagate
+from memo.seed_reduction import coverage_key, reduce_model
+from memo.seed_reduction.edits import Edit, apply_edit, remove_span
+from memo.seed_reduction.graph import cut_nodes, repeated_groups, spans
+from memo.seed_reduction.repair import width_repairs
+from memo.seed_reduction.specs import BuildConflict, full_specs, propagate
 
 
 def _conv(name: str, src: str, filters: int, kernel: int = 3, strides: int = 1, padding: str = "same") -> Layer:
@@ -183,7 +183,7 @@ def _three_convs() -> ModelIR:
 
 
 def test_value_absorption_moves_a_lone_value_onto_a_kept_layer(monkeypatch: pytest.MonkeyPatch) -> None:
-    from memo.reduction import reducer
+    from memo.seed_reduction import reducer
 
     ir = _three_convs()
     result = reduce_model(ir)
@@ -196,7 +196,7 @@ def test_value_absorption_moves_a_lone_value_onto_a_kept_layer(monkeypatch: pyte
 
 
 def test_pair_plans_rewire_a_layer_whose_input_pair_is_made_twice() -> None:
-    from memo.reduction.absorb import pair_plans
+    from memo.seed_reduction.absorb import pair_plans
 
     ir = ModelIR([Layer("x", "InputLayer", {"batch_shape": [None, 8, 8, 3], "dtype": "float32"}),
                   Layer("pool", "MaxPooling2D", {"pool_size": [2, 2]}, ["x"]), Layer("r1", "ReLU", {}, ["pool"]),

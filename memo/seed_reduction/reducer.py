@@ -33,11 +33,11 @@ from typing import Any, Callable, Iterator
 from memo.coverage import model_coverage
 from memo.errors import InvalidModelError
 from memo.model.ir import ModelIR
-from memo.reduction import graph
-from memo.reduction.absorb import absorption_plans, pair_plans
-from memo.reduction.edits import Edit, apply_edit, combine, remove_span
-from memo.reduction.repair import width_repairs
-from memo.reduction.specs import BuildConflict, SpecTable, full_specs, propagate
+from memo.seed_reduction import graph
+from memo.seed_reduction.absorb import absorption_plans, pair_plans
+from memo.seed_reduction.edits import Edit, apply_edit, combine, remove_span
+from memo.seed_reduction.repair import width_repairs
+from memo.seed_reduction.specs import BuildConflict, SpecTable, full_specs, propagate
 
 CoverageFn = Callable[[ModelIR], Any]
 CoverageKey = tuple[frozenset, frozenset, frozenset]
@@ -148,7 +148,7 @@ def _rewire(ir: ModelIR) -> Iterator[list[Edit]]:
 
 PHASES: dict[str, Phase] = {"inter-block": _inter_block, "intra-block": _intra_block, "any-span": _any_span,
                             "rewire": _rewire}
-# The greedy result depends on the phase order (measured: InceptionResNetV2 and InceptionV3 do better with
+# The greedy result depends on the phase order (InceptionResNetV2 and InceptionV3 do better with
 # intra-block edits first, Xception with any-span before intra-block, MobileNetV2 with the default order).
 # Each order is one independent run from the original model; the smallest result is kept (the first on ties).
 PHASE_ORDERS: tuple[tuple[str, ...], ...] = (("inter-block", "intra-block", "any-span", "rewire"),
@@ -182,8 +182,8 @@ class _Reducer:
 
         Only when the edit's sole coverage change is that it lost items (types kept, nothing new). Lost layer
         pairs are re-homed first, then lost values absorbed; each kind of fix is applied at most once per edit.
-        (Also fixing *new* pairs, by feeding their consumers from elsewhere, was measured: it made the greedy
-        search end in larger models.)
+        (Also fixing *new* pairs, by feeding their consumers from elsewhere, makes the greedy search end in
+        larger models.)
         """
         types, pairs, params = key
         if types != self.target[0] or not pairs <= self.target[1] or not params <= self.target[2]:

@@ -1,11 +1,11 @@
-"""Reduction (ddmin over nodes, output cuts, parameters to defaults) and localization, with pure predicates."""
+"""Bug reduction (ddmin over nodes, output cuts, parameters to defaults) and localization, with pure predicates."""
 from __future__ import annotations
 
 import numpy as np
 
 from memo.model.ir import Layer, ModelIR
 from memo.triage.localize import first_divergence
-from memo.triage.reduce import cut_at, drop_unused_inputs, layer_defaults, reduce_bug, without
+from memo.triage.bug_reduction import cut_at, drop_unused_inputs, layer_defaults, reduce_bug, without
 
 
 def _chain(classes: list[str]) -> ModelIR:

@@ -1,11 +1,11 @@
-"""The fast reduction steps (a layer alone, the shortest failing prefix, layers the error names) and the
+"""The fast bug-reduction steps (a layer alone, the shortest failing prefix, layers the error names) and the
 root-cause key that merges bugs found through different models; pure predicates, Keras on numpy only."""
 from __future__ import annotations
 
 from pathlib import Path
 
 from memo.model.ir import Layer, ModelIR
-from memo.triage.reduce import isolate, mentioned_layers, reduce_bug
+from memo.triage.bug_reduction import isolate, mentioned_layers, reduce_bug
 from memo.triage.signature import normalize_message, reduced_key, reduced_keys
 from tests.unit.triage_store import add_finding, crash_result, make_campaign, model
 

@@ -96,7 +96,7 @@ def pair_plans(candidate: ModelIR, missing: set[PairItem], max_plans: int) -> li
     A pair (A, B) comes back when some kept B layer takes one input from an earlier kept A layer instead,
     provided the pair that input made before is made by another edge as well. The options of a pair are
     ordered nearest first: the new source close to the old one in model order, likelier the same shape
-    (ordering by equal shapes first was measured to make no difference on the ten seeds).
+    (ordering by equal shapes first makes no difference on the ten seeds).
     """
     layers = candidate.by_name()
     position = {layer.name: i for i, layer in enumerate(candidate.layers)}

@@ -1,6 +1,7 @@
 """Seed reduction benchmark: per seed, original vs reduced layers, weights and inference time.
 
-Reproduce: ``.venv/bin/python benchmarks/bench_reduction.py [--seeds-dir DIR] [--repeat N] [--json] [--lower-bound]``
+Reproduce:
+``.venv/bin/python benchmarks/bench_seed_reduction.py [--seeds-dir DIR] [--repeat N] [--json] [--lower-bound]``
 
 ``--lower-bound`` adds a lower bound on the layers of any model with exactly the seed's coverage, from an
 integer program over counts per layer class that ignores shapes (see :func:`layer_lower_bound`).
@@ -26,7 +27,7 @@ from memo.model.build import build_keras_model
 from memo.model.inputs import make_inputs
 from memo.model.ir import ModelIR
 from memo.model.weights import generate_weights, set_weights
-from memo.reduction import coverage_key, reduce_model
+from memo.seed_reduction import coverage_key, reduce_model
 from memo.seeds import SEEDS_DIR, discover_seeds
 
 
@@ -130,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     mean = [sum(row[key][i] for row in rows) / n for key in ("layers", "weights", "inference_s") for i in (0, 1)]
     print(f"{'average':22s} {mean[0]:5.0f} -> {mean[1]:3.1f} {mean[2]:11,.0f} -> {mean[3]:10,.0f} "
           f"{mean[4]:7.3f} -> {mean[5]:6.3f} {sum(r['reduction_s'] for r in rows):8.2f} (total)")
-    print("command: .venv/bin/python benchmarks/bench_reduction.py " + " ".join(argv or sys.argv[1:]))
+    print("command: .venv/bin/python benchmarks/bench_seed_reduction.py " + " ".join(argv or sys.argv[1:]))
     return 0 if all(row["coverage_equal"] for row in rows) else 1
 
 

@@ -8,7 +8,7 @@ in the same coverage bucket as the old one; when it does not, the coverage check
 from __future__ import annotations
 
 from memo.model.ir import ModelIR
-from memo.reduction.specs import Spec
+from memo.seed_reduction.specs import Spec
 
 ELEMENTWISE_MERGES = frozenset({"Add", "Subtract", "Multiply", "Average", "Maximum", "Minimum"})
 WIDTH_PARAMS = {"Conv1D": "filters", "Conv2D": "filters", "Conv3D": "filters", "SeparableConv1D": "filters",

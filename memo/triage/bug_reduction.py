@@ -1,4 +1,5 @@
-"""Reduction of a bug's model: the smallest model that still shows the same bug (same signature).
+"""Bug reduction: the smallest model that still shows a bug (same signature); seeds have their own reduction,
+:mod:`memo.seed_reduction`, which keeps coverage instead.
 
 1. cut the model at the localized layer (NaN / inconsistency) or keep one output of several;
 2. layers the error names (a node name in the message or traceback): each alone, then the model up to it;
@@ -6,7 +7,7 @@
    model cut at a node keeps only its ancestors), then the last node alone (fed by fresh inputs of the
    same shapes and dtypes); most bugs are one layer, and this finds it in a handful of runs;
 4. delta debugging (ddmin) over the body nodes: a removed node's consumers read its first input
-   instead (the edits of :mod:`memo.reduction.edits`); Keras rejecting the result is a cheap "no";
+   instead (the edits of :mod:`memo.seed_reduction.edits`); Keras rejecting the result is a cheap "no";
 5. parameters back toward their Keras defaults, a layer at a time, then a parameter at a time.
 
 Each candidate is judged by ``check`` (re-execution plus signature comparison, see
@@ -24,7 +25,7 @@ from typing import Any, Callable
 from memo.model.ir import Layer, ModelIR
 from memo.model.keras_runtime import keras_module
 from memo.mutation.analysis import analyse
-from memo.reduction.edits import Edit, apply_edit
+from memo.seed_reduction.edits import Edit, apply_edit
 
 Check = Callable[[ModelIR], bool]
 SKIPPED_PARAMETERS = frozenset({"name", "dtype", "trainable", "batch_input_shape", "batch_shape"})

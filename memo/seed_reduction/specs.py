@@ -20,7 +20,7 @@ import numpy as np
 from memo.model.build import build_keras_model
 from memo.model.ir import Layer, ModelIR
 from memo.model.keras_runtime import deserialize_layer, keras_module, weights_deferred
-from memo.reduction.graph import layer_signature
+from memo.seed_reduction.graph import layer_signature
 
 Spec = tuple[tuple[int | None, ...], str]
 
