@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Callable, TypeVar
 
 from memo.backends.executor import Executor
-from memo.campaign.config import MUTANTS_DIR, CampaignConfig
+from memo.campaign.config import CampaignConfig
 from memo.campaign.disk import DISK_STOPS, REWALK_EVERY_S, STOP_DISK_FULL, DiskBudget
 from memo.campaign.loop import GenerationLoop
 from memo.campaign.pipeline import Pipeline
@@ -23,6 +23,7 @@ from memo.campaign.schedule import HISTORY_EVERY_S, PROGRESS_EVERY_S, STOP_TRIAG
 from memo.campaign.stop import BUDGET_SPENT, StopFlag
 from memo.diskspace import is_disk_full
 from memo.errors import MemoError
+from memo.paths import MUTANTS_DIR
 from memo.report import REPORTS_DIR, write_report
 from memo.store import CampaignStore
 
