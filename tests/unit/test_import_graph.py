@@ -1,6 +1,7 @@
 """memo's package layering, read from the source with ``ast``: every import (at module level or inside a
-function: both are arrows) goes from a higher layer to a lower one, never sideways within a layer nor up; and
-no module is longer than :data:`MAX_LINES`. docs/architecture.md states the same layers."""
+function: both are arrows) goes from a higher layer to a lower one, never sideways within a layer nor up; no
+module imports itself through others; and no module is longer than :data:`MAX_LINES`. docs/architecture.md
+states the same layers."""
 from __future__ import annotations
 
 import ast
@@ -64,16 +65,24 @@ def unit_of(module: str) -> str:
     return parts[1] if len(parts) > 1 else parts[0]
 
 
+MODULES = sorted(MEMO.rglob("*.py"))
+MODULE_NAMES = frozenset(module_name(path) for path in MODULES)
+
+
 def imported_modules(node: ast.AST, package: str) -> list[str]:
-    """The modules an import statement names (``from X import Y`` names X; a relative import is resolved)."""
+    """The modules an import statement imports: ``from X import Y`` imports X.Y where that is a module of memo,
+    else X; a relative import is resolved against ``package``."""
     if isinstance(node, ast.Import):
         return [alias.name for alias in node.names]
-    if isinstance(node, ast.ImportFrom):
-        if not node.level:
-            return [node.module or ""]
-        base = package.split(".")[:len(package.split(".")) - (node.level - 1)]
-        return [".".join(base + ([node.module] if node.module else []))]
-    return []
+    if not isinstance(node, ast.ImportFrom):
+        return []
+    if node.level:
+        parts = package.split(".")
+        base = ".".join(parts[:len(parts) - (node.level - 1)] + ([node.module] if node.module else []))
+    else:
+        base = node.module or ""
+    return list(dict.fromkeys(f"{base}.{alias.name}" if f"{base}.{alias.name}" in MODULE_NAMES else base
+                              for alias in node.names))
 
 
 def arrows(path: Path) -> list[Arrow]:
@@ -98,7 +107,35 @@ def upward_or_sideways(arrow: Arrow) -> str | None:
     return f"{arrow.source}:{arrow.line} imports {arrow.target} ({target} is {where} {source})"
 
 
-MODULES = sorted(MEMO.rglob("*.py"))
+def import_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One cycle of ``graph`` (module -> the modules it imports) as its modules in order, the first repeated
+    at the end; None if there is none."""
+    state: dict[str, str] = {}  # "open" while on the current path, then "done"
+    path: list[str] = []
+
+    def visit(module: str) -> list[str] | None:
+        state[module] = "open"
+        path.append(module)
+        for target in sorted(graph.get(module, ())):
+            if state.get(target) == "open":
+                return path[path.index(target):] + [target]
+            if target not in state and (cycle := visit(target)):
+                return cycle
+        state[module] = "done"
+        path.pop()
+        return None
+
+    for module in sorted(graph):
+        if module not in state and (cycle := visit(module)):
+            return cycle
+    return None
+
+
+def nearest_module(dotted: str) -> str:
+    """``dotted`` or its nearest enclosing module of memo (``memo.oracle.Verdict`` -> ``memo.oracle``)."""
+    while dotted not in MODULE_NAMES and "." in dotted:
+        dotted = dotted.rpartition(".")[0]
+    return dotted
 
 
 def test_every_unit_of_memo_has_a_layer_and_every_layer_names_a_unit() -> None:
@@ -119,6 +156,19 @@ def test_no_module_is_over_the_line_limit() -> None:
     assert set(long) >= OVERSIZED, f"gone or short enough now, drop from OVERSIZED: {sorted(OVERSIZED - set(long))}"
 
 
+def test_no_module_imports_itself_through_others() -> None:
+    graph: dict[str, set[str]] = {}
+    for path in MODULES:
+        module = module_name(path)
+        graph[module] = {nearest_module(arrow.target) for arrow in arrows(path)} - {module}
+    assert import_cycle(graph) is None, f"an import cycle: {' -> '.join(import_cycle(graph) or [])}"
+
+
+def test_the_cycle_finder_finds_a_cycle_and_only_a_cycle() -> None:
+    assert import_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == ["a", "b", "c", "a"]
+    assert import_cycle({"a": {"b", "c"}, "b": {"c"}, "c": set()}) is None
+
+
 @pytest.mark.parametrize(("source", "target", "broken"), [
     ("memo/report/data.py", "memo.campaign.config", True),  # up
     ("memo/artifact.py", "memo.backends.spec", True),  # up
@@ -132,6 +182,6 @@ def test_the_checker_tells_up_and_sideways_from_down(source: str, target: str, b
 
 
 def test_imports_inside_functions_and_relative_imports_are_arrows() -> None:
-    tree = ast.parse("from . import records\n\ndef f():\n    from memo.campaign import config\n")
+    tree = ast.parse("from . import records\n\ndef f():\n    from memo.campaign import config, Campaign\n")
     found = [target for node in ast.walk(tree) for target in imported_modules(node, "memo.store")]
-    assert sorted(found) == ["memo.campaign", "memo.store"]
+    assert sorted(found) == ["memo.campaign", "memo.campaign.config", "memo.store.records"]
