@@ -97,9 +97,10 @@ def arrows(path: Path) -> list[Arrow]:
 
 
 def upward_or_sideways(arrow: Arrow) -> str | None:
-    """Why ``arrow`` breaks the layering, or None if it goes down (or stays inside its unit)."""
+    """Why ``arrow`` breaks the layering, or None if it goes down (or stays inside its unit; a unit without a layer
+    is the first test's finding)."""
     source, target = unit_of(module_name(MEMO.parent / arrow.source)), unit_of(arrow.target)
-    if source == target:
+    if source == target or source not in LAYER_OF or target not in LAYER_OF:
         return None
     if LAYER_OF[target] < LAYER_OF[source]:
         return None
@@ -172,7 +173,7 @@ def test_the_cycle_finder_finds_a_cycle_and_only_a_cycle() -> None:
 @pytest.mark.parametrize(("source", "target", "broken"), [
     ("memo/report/data.py", "memo.campaign.config", True),  # up
     ("memo/artifact.py", "memo.backends.spec", True),  # up
-    ("memo/mutation/lemon.py", "memo.reduction", True),  # sideways: a layer's units are independent
+    ("memo/model/ir.py", "memo.diskspace", True),  # sideways: a layer's units are independent
     ("memo/campaign/pipeline.py", "memo.report", False),  # down
     ("memo/store/campaign.py", "memo.store.records", False),  # inside its unit
     ("memo/cli.py", "memo", False),  # memo/__init__.py is the lowest layer
