@@ -25,8 +25,8 @@ import psutil
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from memo.campaign.known import KNOWN_FAILURE_PREFIX  # noqa: E402
 from memo.diskspace import format_size, tree_bytes  # noqa: E402
+from memo.kinds import KNOWN_FAILURE_PREFIX  # noqa: E402
 from memo.report.data import SKIP_REASONS, engine_activity, generation  # noqa: E402
 from memo.store import CampaignStore  # noqa: E402
 

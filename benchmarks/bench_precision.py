@@ -23,7 +23,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from memo.campaign.config import campaign_dir  # noqa: E402
+from memo.paths import campaign_dir  # noqa: E402
 from memo.kinds import NUMERIC_KINDS  # noqa: E402
 from memo.store import CampaignStore  # noqa: E402
 from memo.triage.finding import load_finding  # noqa: E402

@@ -25,7 +25,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from memo.campaign.config import campaign_dir  # noqa: E402
+from memo.paths import campaign_dir  # noqa: E402
 from memo.coverage import denominators  # noqa: E402
 from memo.store import CampaignStore  # noqa: E402
 

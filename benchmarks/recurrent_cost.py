@@ -19,7 +19,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from memo.campaign.config import campaign_dir  # noqa: E402
+from memo.paths import campaign_dir  # noqa: E402
 from memo.model.ir import ModelIR  # noqa: E402
 from memo.mutation.analysis import recurrent_layers  # noqa: E402
 from memo.store import CampaignStore  # noqa: E402

@@ -23,13 +23,11 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from memo.backends.spec import ARTIFACT_FILES
+from memo.artifact_files import ARTIFACT_FILES, INPUTS_FILE, IR_FILE, OUTPUTS_DIR
 from memo.model.files import save_keras_artifact
 from memo.model.inputs import make_inputs
 from memo.model.ir import ModelIR
 from memo.model.weights import Weights
-from memo.mutation import lemon  # noqa: F401  (registers LEMON's weight edits, which a stored IR may carry)
-
 
 
 @dataclass
@@ -40,11 +38,11 @@ class Artifact:
     ir_path: Path
 
     def path_for(self, kind: str) -> Path:
-        """The file of an artifact kind (``spec.ARTIFACT_FILES``), whether written yet or not."""
+        """The file of an artifact kind (:data:`ARTIFACT_FILES`), whether written yet or not."""
         return self.keras_path if kind == "keras" else self.directory / ARTIFACT_FILES[kind]
 
     def outputs_path(self, backend: str) -> Path:
-        return self.directory / "outputs" / f"{backend}.npz"
+        return self.directory / OUTPUTS_DIR / f"{backend}.npz"
 
     def read_ir(self) -> ModelIR:
         return ModelIR.loads(self.ir_path.read_text())
@@ -61,9 +59,11 @@ class Artifact:
         return cls(**{key: Path(data[key]) for key in ("directory", "keras_path", "inputs_path", "ir_path")})
 
 
-def _artifact_in(directory: Path) -> Artifact:
+def artifact_in(directory: Path) -> Artifact:
+    """The artifact whose files are (or will be) in ``directory``."""
+    directory = Path(directory)
     return Artifact(directory=directory, keras_path=directory / ARTIFACT_FILES["keras"],
-                    inputs_path=directory / "inputs.npz", ir_path=directory / "model.ir.json")
+                    inputs_path=directory / INPUTS_FILE, ir_path=directory / IR_FILE)
 
 
 def prepare_artifact(ir: ModelIR, directory: Path, *, seed: int, weights: Weights | None = None) -> Artifact:
@@ -72,7 +72,7 @@ def prepare_artifact(ir: ModelIR, directory: Path, *, seed: int, weights: Weight
     rejects the model."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    artifact = _artifact_in(directory)
+    artifact = artifact_in(directory)
     save_keras_artifact(ir, artifact.keras_path, seed=seed, weights=weights)
     np.savez(artifact.inputs_path, **make_inputs(ir, seed))
     artifact.ir_path.write_text(json.dumps(ir.to_json(), indent=1, sort_keys=True))
@@ -83,7 +83,7 @@ def ensure_artifact(ir: ModelIR, directory: Path, *, seed: int) -> Artifact:
     """The artifact in ``directory`` if its model and inputs are there, else the same artifact rebuilt from
     ``ir`` and the campaign ``seed`` (campaigns delete most artifacts; weights and inputs are deterministic).
     A rebuilt artifact has no ONNX files or outputs until it is executed again."""
-    artifact = _artifact_in(Path(directory))
+    artifact = artifact_in(Path(directory))
     if artifact.keras_path.exists() and artifact.inputs_path.exists():
         if not artifact.ir_path.exists():
             artifact.ir_path.write_text(json.dumps(ir.to_json(), indent=1, sort_keys=True))
@@ -98,7 +98,7 @@ def slim_artifact(directory: Path, *, kinds: Iterable[str], backends: Iterable[s
     directory = Path(directory)
     keep_kinds, keep_backends = set(kinds), set(backends)
     doomed = [directory / name for kind, name in ARTIFACT_FILES.items() if kind != "keras" and kind not in keep_kinds]
-    outputs = directory / "outputs"
+    outputs = directory / OUTPUTS_DIR
     if outputs.is_dir():
         doomed += [path for path in outputs.glob("*.npz") if path.stem not in keep_backends]
     freed = 0

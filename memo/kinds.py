@@ -56,5 +56,10 @@ BUG_KINDS: frozenset[str] = MESSAGE_KINDS | NUMERIC_KINDS
 # Kinds that are recorded but are not findings against a library.
 NON_FINDINGS: frozenset[str] = frozenset({"invalid", "unsupported", "special"})
 
-__all__ = ["BUG_KINDS", "FAILURES", "MESSAGE_KINDS", "NON_FINDINGS", "NUMERIC_KINDS", "STATUSES", "StageStatus",
-           "VERDICT_KINDS", "VerdictKind"]
+# How the message of a stage skipped as a known outcome (stage "known", :mod:`memo.campaign.known`) starts: a
+# feature the library declined before, or a failure already filed as a bug (the report tells them apart).
+KNOWN_PREFIX = "known unsupported"
+KNOWN_FAILURE_PREFIX = "known failure"
+
+__all__ = ["BUG_KINDS", "FAILURES", "KNOWN_FAILURE_PREFIX", "KNOWN_PREFIX", "MESSAGE_KINDS", "NON_FINDINGS",
+           "NUMERIC_KINDS", "STATUSES", "StageStatus", "VERDICT_KINDS", "VerdictKind"]

@@ -12,14 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-# The artifact files a backend can consume, by kind, relative to the artifact's directory. "onnx" is
-# tf2onnx's default-opset conversion (dynamic batch); "onnx-opset11" is the opset-11, static-shape
-# conversion with every initializer listed as a graph input, the form MXNet's importer accepts; "tflite" is
-# TensorFlow's TFLite converter's flatbuffer (run by LiteRT); "keras-onnx" is Keras's own ONNX export
-# (``Model.export(format="onnx")`` on the torch backend, i.e. torch.onnx), a second, independent path to ONNX.
-ARTIFACT_FILES = {"keras": "model.keras", "onnx": "onnx/model.onnx", "onnx-opset11": "onnx/model.opset11.onnx",
-                  "tflite": "tflite/model.tflite", "keras-onnx": "keras-onnx/model.onnx"}
-ARTIFACT_KINDS = tuple(ARTIFACT_FILES)
+from memo.artifact_files import ARTIFACT_KINDS  # stdlib only, like this module
 
 # Exception types that are never a deliberate refusal, whatever their message says (checked on the whole
 # class hierarchy): "unsupported operand type(s)", "... is not registered" in a KeyError are bugs.

@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Any, Callable, TypeVar
 
 from memo.backends.executor import Executor
-from memo.campaign.config import MUTANTS_DIR, CampaignConfig
-from memo.campaign.disk import DISK_STOPS, REWALK_EVERY_S, STOP_DISK_FULL, DiskBudget
+from memo.campaign.config import CampaignConfig
+from memo.campaign.disk import DISK_STOPS, REWALK_EVERY_S, STOP_DISK_FULL, DiskBudget, stored_signatures
+from memo.campaign.firsts import FirstShown
 from memo.campaign.loop import GenerationLoop
 from memo.campaign.pipeline import Pipeline
 from memo.campaign.progress import Reporter
@@ -23,6 +24,7 @@ from memo.campaign.schedule import HISTORY_EVERY_S, PROGRESS_EVERY_S, STOP_TRIAG
 from memo.campaign.stop import BUDGET_SPENT, StopFlag
 from memo.diskspace import is_disk_full
 from memo.errors import MemoError
+from memo.paths import MUTANTS_DIR
 from memo.report import REPORTS_DIR, write_report
 from memo.store import CampaignStore
 
@@ -55,7 +57,9 @@ class Campaign:
                 self.loop.initialize()
             self.disk = DiskBudget(self.store, self.artifacts_root, limit=config.max_disk_bytes,
                                    per_signature=config.keep_per_signature)
-            self.disk.load()
+            stored = list(stored_signatures(self.store))  # one walk of the stored results, for both
+            self.disk.load(stored)
+            self.firsts = FirstShown.of(stored)
         except BaseException:
             self.store.close()
             if fresh:  # a campaign that could not start leaves nothing behind
@@ -68,7 +72,7 @@ class Campaign:
         self.loop.start_clock()
         self.stop.install()
         pipeline = Pipeline(self.config, self.store, self.disk, self.stop, self.reporter, self.loop.counters,
-                            self.loop.findings, self.artifacts_root, executor=self.executor)
+                            self.loop.findings, self.artifacts_root, executor=self.executor, firsts=self.firsts)
         self.pipeline = pipeline
         stopped_because = BUDGET_SPENT
         try:

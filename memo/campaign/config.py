@@ -4,7 +4,6 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
 import psutil
@@ -26,9 +25,6 @@ REPLICA_MEMORY_GB = 16
 # (memo.campaign.disk keeps the rest of its logic; these are here because the configuration stores them).
 KEEP_PER_SIGNATURE = 2
 DEFAULT_MAX_DISK = 2 * 2**30
-
-CAMPAIGNS_DIR = Path("campaigns")
-MUTANTS_DIR = Path("mutants")
 
 
 @dataclass
@@ -97,14 +93,6 @@ class CampaignConfig:
 
 def default_name(seed: int) -> str:
     return time.strftime("%Y%m%d-%H%M%S") + f"-s{seed}"
-
-
-def campaign_dir(name_or_path: str) -> Path:
-    """A campaign named ``name`` lives in ``campaigns/name``; a path is taken as it is."""
-    path = Path(name_or_path)
-    if path.is_dir() or path.is_absolute() or len(path.parts) > 1:
-        return path
-    return CAMPAIGNS_DIR / name_or_path
 
 
 def total_memory_gb() -> float:

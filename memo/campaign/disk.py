@@ -16,12 +16,13 @@ import os
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 from memo.artifact import slim_artifact
 from memo.backends import CONVERTERS, load_spec
 from memo.backends.result import ExecutionResult, stored_result
 from memo.campaign.config import DEFAULT_MAX_DISK, KEEP_PER_SIGNATURE
+from memo.campaign.firsts import ExecutionSignatures
 from memo.diskspace import format_size, tree_bytes
 from memo.oracle import Verdict
 from memo.store import CampaignStore
@@ -96,6 +97,23 @@ def converter_declines(verdicts: Iterable[Verdict], result: ExecutionResult | No
                               if v.kind == "unsupported" and v.backend in CONVERTERS))
 
 
+def stored_signatures(store: CampaignStore) -> Iterator[ExecutionSignatures]:
+    """What every stored execution showed, in the order they were stored: the disk budget counts its bugs, the
+    memory of first occurrences (:mod:`memo.campaign.firsts`) remembers them and its declines."""
+    groups: dict[int, list[Verdict]] = {}
+    for row in store.verdicts(tuple(sorted(BUG_KINDS | {"unsupported"}))):
+        groups.setdefault(row["mutant_id"], []).append(stored_verdict(row))
+    # streamed: a long campaign's results are hundreds of megabytes
+    for execution in store.executions():
+        verdicts = groups.get(execution.mutant_id)
+        if not verdicts:
+            yield ExecutionSignatures(execution.mutant_id, artifact_dir=execution.artifact_dir)
+            continue
+        result = stored_result(execution.result)
+        yield ExecutionSignatures(execution.mutant_id, tuple(finding_signatures(verdicts, result)),
+                                  tuple(converter_declines(verdicts, result)), execution.artifact_dir)
+
+
 def needed_files(verdicts: Iterable[Verdict], result: ExecutionResult | None) -> tuple[set[str], set[str]] | None:
     """(artifact kinds, backends whose outputs) triage may read for these findings, or None when it cannot
     tell (then nothing is slimmed). Per finding: the file every involved backend consumes (and what a
@@ -132,8 +150,9 @@ class Kept:
 class DiskBudget:
     """The artifacts a campaign keeps, their bytes, and the budget; one per running campaign.
 
-    ``limit`` 0 means no budget (a full disk still stops the campaign). Signature counts are rebuilt
-    from the store on start, so a resumed campaign keeps the same artifacts it would have kept.
+    ``limit`` 0 means no budget (a full disk still stops the campaign). Signature counts (how many artifacts
+    of each bug are kept) are rebuilt from the store on start, so a resumed campaign keeps the same artifacts
+    it would have kept.
     """
 
     store: CampaignStore
@@ -145,42 +164,27 @@ class DiskBudget:
     discarded: int = 0    # artifacts deleted right after their execution was stored
     kept: dict[int, Kept] = field(default_factory=dict)
     seen: dict[str, int] = field(default_factory=dict)
-    first: dict[str, int] = field(default_factory=dict)  # signature -> the mutant whose execution showed it first
     bugs_dir: Path | None = None
 
-    def load(self) -> None:
-        """Signature counts from every stored finding; the artifacts still on disk; the true byte count.
-        Folders of executions stored as not kept (a kill between commit and delete) are deleted now."""
+    def load(self, stored: Iterable[ExecutionSignatures] | None = None) -> None:
+        """Signature counts from every stored execution (``stored``: :func:`stored_signatures`, walked here when
+        not given); the artifacts still on disk; the true byte count. Folders of executions stored as not kept
+        (a kill between commit and delete) are deleted now."""
         self.bugs_dir = self.store.directory.resolve() / BUGS_DIR
-        groups: dict[int, list[Verdict]] = {}
-        for row in self.store.verdicts(tuple(sorted(BUG_KINDS | {"unsupported"}))):
-            groups.setdefault(row["mutant_id"], []).append(stored_verdict(row))
-        # streamed: a long campaign's results are hundreds of megabytes
-        for execution in self.store.executions():
-            mutant_id, directory = execution.mutant_id, execution.artifact_dir
-            signatures: list[str] = []
-            if mutant_id in groups:
-                result = stored_result(execution.result)
-                signatures = finding_signatures(groups[mutant_id], result)
-                self.remember(converter_declines(groups[mutant_id], result), mutant_id)
-            self._count(signatures, mutant_id)
+        for execution in stored_signatures(self.store) if stored is None else stored:
+            self._count(execution.bugs)
+            directory = execution.artifact_dir
             if directory and Path(directory).is_dir():
-                self.kept[mutant_id] = Kept(mutant_id, Path(directory), tree_bytes(Path(directory)),
-                                            tuple(signatures))
+                self.kept[execution.mutant_id] = Kept(execution.mutant_id, Path(directory),
+                                                      tree_bytes(Path(directory)), execution.bugs)
         dropped = self.store.mutants_without_artifact()
         for folder in _numbered_folders(self.root):
             if int(folder.name) in dropped:
                 shutil.rmtree(folder, ignore_errors=True)
         self.rewalk()
 
-    def remember(self, signatures: Iterable[str], mutant_id: int) -> None:
-        """Note the first model that showed each signature (what :meth:`known_before` answers from)."""
-        for sig in signatures:
-            self.first.setdefault(sig, mutant_id)
-
-    def _count(self, signatures: Iterable[str], mutant_id: int) -> bool:
+    def _count(self, signatures: Iterable[str]) -> bool:
         """Count one more occurrence of each signature; True if one of them is within the quota."""
-        self.remember(signatures, mutant_id)
         within = False
         for sig in signatures:
             within |= self.seen.get(sig, 0) < self.per_signature
@@ -194,7 +198,7 @@ class DiskBudget:
         (:func:`finding_signatures`), when the caller has them already."""
         if signatures is None:
             signatures = finding_signatures(verdicts, result)
-        if not self._count(signatures, mutant_id):
+        if not self._count(signatures):
             self.discarded += 1
             return False
         needed = needed_files(verdicts, result)
@@ -204,10 +208,6 @@ class DiskBudget:
         self.kept[mutant_id] = Kept(mutant_id, Path(directory), size, tuple(signatures))
         self.used += size
         return True
-
-    def known_before(self, mutant_id: int, signatures: Iterable[str]) -> frozenset[str]:
-        """Those of ``signatures`` (of an execution already admitted) that another model showed first."""
-        return frozenset(sig for sig in signatures if self.first.get(sig, mutant_id) != mutant_id)
 
     def rewalk(self) -> int:
         """Re-measure the whole folder (the running count misses in-flight artifacts and what triage freed)."""

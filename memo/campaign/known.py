@@ -41,15 +41,13 @@ from dataclasses import dataclass, replace
 from typing import Hashable
 
 from memo.backends.result import ExecutionResult, StageResult, stored_result
-from memo.kinds import StageStatus
+from memo.kinds import KNOWN_FAILURE_PREFIX, KNOWN_PREFIX, StageStatus
 from memo.layers import CATALOGUE
 from memo.model.ir import Layer, ModelIR
 from memo.store import CampaignStore
 
 KNOWN_AFTER = 3  # models a library must have declined a feature on before the next ones skip it
 RECHECK_EVERY = 10  # one model in this many runs a known-unsupported library anyway
-KNOWN_PREFIX = "known unsupported"
-KNOWN_FAILURE_PREFIX = "known failure"
 LEARNT_STATUSES = {StageStatus.UNSUPPORTED.value: KNOWN_PREFIX, StageStatus.ERROR.value: KNOWN_FAILURE_PREFIX}
 
 # How a library's "unsupported" message names what it declined and where: an op type and a graph node.

@@ -23,8 +23,9 @@ from memo.backends.executor import DifferentialExecutor, ExecutionAbandoned, Exe
 from memo.backends.result import ExecutionResult, stored_result
 from memo.campaign.config import PIPELINES_PER_WORKER_SET, CampaignConfig, worker_replicas
 from memo.campaign.disk import (STOP_DISK_BUDGET, DiskBudget, converter_declines, finding_signatures,
-                                stored_verdict)
+                                stored_signatures, stored_verdict)
 from memo.campaign.feedback import NOT_RUN, Outcome
+from memo.campaign.firsts import FirstShown
 from memo.campaign.known import KnownOutcomes
 from memo.campaign.progress import Reporter
 from memo.campaign.stop import StopFlag
@@ -54,12 +55,14 @@ class Pipeline:
 
     def __init__(self, config: CampaignConfig, store: CampaignStore, disk: DiskBudget, stop: StopFlag,
                  reporter: Reporter, counters: dict[str, int], findings: dict[str, int],
-                 artifacts_root: Path, executor: Executor | None = None) -> None:
+                 artifacts_root: Path, executor: Executor | None = None, firsts: FirstShown | None = None) -> None:
         """``executor``: one executor for every pipeline (a cluster's), instead of local worker sets; the
-        pipeline closes it with its own."""
+        pipeline closes it with its own. ``firsts``: which model first showed each signature among the stored
+        executions (built from the store when not given)."""
         self.config = config
         self.store = store
         self.disk = disk
+        self.firsts = firsts if firsts is not None else FirstShown.of(stored_signatures(store))
         self.stop = stop
         self.reporter = reporter
         self.counters = counters
@@ -192,13 +195,12 @@ class Pipeline:
     def _outcome_of(self, mutant_id: int, result: ExecutionResult, verdicts: list[Verdict],
                     bugs: list[str]) -> Outcome:
         """Bugs it showed (``bugs``: their signatures) and features a converter declined (either makes
-        descendants re-pay a known outcome)."""
-        declines = converter_declines(verdicts, result)
-        self.disk.remember(declines, mutant_id)
-        signatures = [*bugs, *declines]
+        descendants re-pay a known outcome), and which of them another model showed first."""
+        signatures = [*bugs, *converter_declines(verdicts, result)]
+        self.firsts.remember(signatures, mutant_id)
         reference = result.backends.get(result.reference)
         return Outcome(reference_ran=reference is not None and reference.status == "ok",
-                       signatures=frozenset(signatures), known=self.disk.known_before(mutant_id, signatures))
+                       signatures=frozenset(signatures), known=self.firsts.known_before(mutant_id, signatures))
 
     def drain(self) -> None:
         """Wait for every execution in flight and store it, in submission order."""

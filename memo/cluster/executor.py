@@ -21,13 +21,14 @@ from pathlib import Path
 from typing import Any, Callable, Collection, Mapping, Sequence
 
 from memo.artifact import Artifact
+from memo.artifact_files import BASE_FILES
 from memo.backends import CONVERTERS, REFERENCE, load_spec
 from memo.backends.cuda import STRICT
 from memo.backends.executor import ExecutionAbandoned, backend_selection
 from memo.backends.result import BackendResult, ExecutionResult, StageResult
 from memo.cluster import CLUSTER_LOST
 from memo.cluster.connect import ClusterSession, NodeInfo
-from memo.cluster.node import BASE_FILES, NodeRunner, node_capacity, pack_files, unpack_files
+from memo.cluster.node import NodeRunner, node_capacity, pack_files, unpack_files
 from memo.errors import UsageError, one_line
 
 NO_NODE_GRACE_S = 120.0  # with no node for this long, the campaign stops (and --resume continues it)

@@ -17,12 +17,11 @@ import uuid
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from memo.artifact import Artifact
+from memo.artifact import artifact_in
+from memo.artifact_files import BASE_FILES
 from memo.backends.executor import DifferentialExecutor
-from memo.backends.spec import ARTIFACT_FILES
 from memo.campaign.config import PIPELINES_PER_WORKER_SET, WORKER_SET_MEMORY_GB, machine_jobs, worker_replicas
 
-BASE_FILES = (ARTIFACT_FILES["keras"], "inputs.npz", "model.ir.json")  # what the head writes; the rest is the run's
 Files = dict[str, bytes]
 
 
@@ -92,8 +91,7 @@ class NodeRunner:
         executor = self.free.get()
         try:
             unpack_files(directory, files)
-            artifact = Artifact(directory=directory, keras_path=directory / ARTIFACT_FILES["keras"],
-                                inputs_path=directory / "inputs.npz", ir_path=directory / "model.ir.json")
+            artifact = artifact_in(directory)
             result = executor.run(artifact, backends, skip=skip)
             return result.to_json(), pack_files(directory, exclude=BASE_FILES)
         finally:

@@ -26,7 +26,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from memo.campaign.config import campaign_dir
+    from memo.paths import campaign_dir
     from memo.campaign.disk import regenerable_paths
     from memo.store import CampaignStore
 

@@ -97,8 +97,8 @@ def _unused_name(base: str, directory_of) -> str:
 
 def _disk_stop_message(reason: str, directory: Path, config: CampaignConfig) -> str:
     """One line: why the campaign stopped, what to delete, how to continue."""
-    from memo.campaign.config import campaign_dir
     from memo.campaign.disk import STOP_DISK_FULL, regenerable_paths
+    from memo.paths import campaign_dir
     from memo.store import CampaignStore
 
     ref = config.name if campaign_dir(config.name).resolve() == directory.resolve() else str(directory)
@@ -141,12 +141,12 @@ def _max_disk(args: argparse.Namespace) -> int | None:
 
 def run(args: argparse.Namespace) -> int:
     from memo.campaign.campaign import Campaign
-    from memo.campaign.config import (DEFAULT_MAX_DISK, MUTANTS_DIR, Budget, CampaignConfig, campaign_dir,
-                                      default_jobs, default_name)
+    from memo.campaign.config import DEFAULT_MAX_DISK, Budget, CampaignConfig, default_jobs, default_name
     from memo.campaign.disk import DISK_STOPS, EXIT_DISK, space_warning
     from memo.campaign.progress import REPORTERS
     from memo.campaign.stop import StopFlag
     from memo.cluster import CLUSTER_LOST, EXIT_CLUSTER
+    from memo.paths import MUTANTS_DIR, campaign_dir
     from memo.store import CampaignStore
 
     max_disk = _max_disk(args)

@@ -22,7 +22,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from memo.campaign.config import campaign_dir
+    from memo.paths import campaign_dir
     from memo.report import write_report
     from memo.store import CampaignStore
     from memo.triage import triage_campaign

@@ -24,7 +24,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def find_bug_folder(bug: str, campaign: str | None) -> Path:
-    from memo.campaign.config import CAMPAIGNS_DIR, campaign_dir
+    from memo.paths import CAMPAIGNS_DIR, campaign_dir
     from memo.triage.bugdir import BUGS_DIR, REPRO_FILE
 
     direct = Path(bug)

@@ -18,7 +18,8 @@ from memo.errors import ModelLoadError, one_line
 from memo.model.build import build_keras_model
 from memo.model.ir import ModelIR
 from memo.model.keras_runtime import keras_module
-from memo.model.weights import Weights, apply_weight_edits, generate_weights, set_weights
+from memo.model.weight_edits import apply_weight_edits
+from memo.model.weights import Weights, generate_weights, set_weights
 
 # Class names whose configs carry Python code: never deserialized unless the user allows it.
 CODE_CARRYING_LAYERS = frozenset({"Lambda", "TFOpLambda", "SlicingOpLambda"})

@@ -1,34 +1,15 @@
-"""Deterministic weights for a built Keras model, and the registry of recorded weight edits.
+"""Deterministic weights for a built Keras model (the edits an IR records are :mod:`memo.model.weight_edits`).
 
 Nothing here imports Keras: the functions take a model that :mod:`memo.model.build` has built.
-
-``ModelIR.weight_edits`` records edits to the generated weights (LEMON's weight mutations), applied when
-the artifact is written. Each edit kind is applied by a function that the operator recording it
-registers with :func:`register_weight_edit` (``memo/mutation/lemon.py``), so that this module needs no
-import of the mutation operators.
 """
 from __future__ import annotations
 
 import zlib
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
 Weights = dict[str, list[np.ndarray]]
-# Applies one recorded edit ({"layer": name, "kind": kind, ...}) in place to one layer's weight arrays.
-WeightEdit = Callable[[list[np.ndarray], dict[str, Any]], None]
-
-WEIGHT_EDITS: dict[str, WeightEdit] = {}
-
-
-def register_weight_edit(kind: str) -> Callable[[WeightEdit], WeightEdit]:
-    """Decorator: the function applying weight edits of ``kind`` (``ModelIR.weight_edits[i]["kind"]``)."""
-
-    def add(function: WeightEdit) -> WeightEdit:
-        WEIGHT_EDITS[kind] = function
-        return function
-
-    return add
 
 
 def generate_weights(model: Any, seed: int) -> Weights:
@@ -71,14 +52,6 @@ def _draw(rng: np.random.Generator, name: str, shape: tuple[int, ...], dtype: st
         limit = float(np.sqrt(6.0 / max(1, fan_in + fan_out)))
         values = rng.uniform(-limit, limit, shape)
     return values.astype(dtype if dtype in ("float16", "float32", "float64") else "float32")
-
-
-def apply_weight_edits(weights: Weights, edits: list[dict[str, Any]]) -> None:
-    """Apply ``ModelIR.weight_edits`` in place; an edit of a layer without weights is ignored."""
-    for edit in edits:
-        arrays = weights.get(edit["layer"])
-        if arrays:
-            WEIGHT_EDITS[edit["kind"]](arrays, edit)
 
 
 def set_weights(model: Any, weights: Weights) -> None:

@@ -6,17 +6,14 @@ weight shuffling (WS) and neuron effect block (NEB), recorded in ``ModelIR.weigh
 the artifact's weights are generated; activation removal (AFRm) and replacement (AFRp); layer copy (LC) and
 layer removal (LR) of a layer whose output shape equals its input shape.
 
-The functions applying WS and NEB edits live here and register with :mod:`memo.model.weights` (which does
-not import the operators); :mod:`memo.artifact` imports this module, so every artifact writer has them.
+WS and NEB record their edits (kinds "shuffle" and "block"); :mod:`memo.model.weight_edits` applies them, so
+that writing an artifact needs no import of the operators.
 """
 from __future__ import annotations
 
 from typing import Any, Callable
 
-import numpy as np
-
 from memo.errors import MutationFailed
-from memo.model.weights import register_weight_edit
 from memo.mutation.base import LEMON, MutationOperator, register
 from memo.mutation.editor import Editor
 
@@ -46,26 +43,6 @@ def _weight_edit(editor: Editor, kind: str) -> None:
     edit = {"layer": name, "kind": kind, "units": units, "seed": editor.rng.randrange(2**31)}
     editor.ir.weight_edits.append(edit)
     editor.record("weights", node=name, **{k: v for k, v in edit.items() if k != "layer"})
-
-
-@register_weight_edit("shuffle")
-def _shuffle_units(arrays: list[np.ndarray], edit: dict[str, Any]) -> None:
-    """LEMON's weight shuffling: permute the incoming weights of some output units of the kernel."""
-    kernel = arrays[0]
-    rng = np.random.default_rng(edit["seed"])
-    flat = kernel.reshape(-1, kernel.shape[-1])
-    for unit in edit["units"]:
-        flat[:, unit % flat.shape[1]] = rng.permutation(flat[:, unit % flat.shape[1]])
-    arrays[0] = flat.reshape(kernel.shape)
-
-
-@register_weight_edit("block")
-def _block_units(arrays: list[np.ndarray], edit: dict[str, Any]) -> None:
-    """LEMON's neuron effect block: zero the incoming weights (and bias) of some output units."""
-    for index, array in enumerate(arrays[:2]):
-        if array.ndim >= 1 and (index == 0 or array.shape[-1] == arrays[0].shape[-1]):
-            for unit in edit["units"]:
-                array[..., unit % array.shape[-1]] = 0
 
 
 @register

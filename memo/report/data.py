@@ -13,15 +13,14 @@ from typing import Any
 
 from memo import __version__
 from memo.backends.result import stored_result
-from memo.campaign.config import campaign_dir
-from memo.campaign.known import KNOWN_FAILURE_PREFIX
 from memo.coverage import CoverageTracker, denominators
 from memo.devices import device_of
 from memo.diskspace import tree_bytes
-from memo.kinds import BUG_KINDS
+from memo.kinds import BUG_KINDS, KNOWN_FAILURE_PREFIX, KNOWN_PREFIX
 from memo.layers import CATALOGUE
 from memo.model.ir import ModelIR
 from memo.oracle import KERAS_FRONT_END
+from memo.paths import campaign_dir
 from memo.backends.documented import declared_refusal, delegated_library, documented_difference, upstream_of
 from memo.backends.spec import UPSTREAM_STATUSES
 from memo.report.markdown import issue_markdown
@@ -150,7 +149,7 @@ def disk_figures(store: CampaignStore) -> dict[str, Any]:
 
 # Why a backend skipped a model, by the stage its skip is recorded at.
 SKIP_REASONS = {"sample": "not in its sample", "convert": "no converted file", "load": "converter's load lost",
-                "start": "unavailable", "known": "known unsupported"}
+                "start": "unavailable", "known": KNOWN_PREFIX}
 
 
 def engine_activity(store: CampaignStore) -> list[dict[str, Any]]:

@@ -16,7 +16,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from memo.backends.spec import ARTIFACT_FILES
+from memo.artifact_files import ARTIFACT_FILES
 from memo.model.ir import ModelIR
 
 # The reduction status of a finding whose own model did not show it again: the report lists it as unconfirmed.

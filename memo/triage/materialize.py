@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from memo.artifact import ARTIFACT_FILES
+from memo.artifact_files import ARTIFACT_FILES
 from memo.backends.plugins import PluginInfo, read_plugin
 from memo.backends.spec import ConverterSpec
 from memo.errors import UsageError

@@ -5,12 +5,13 @@ from pathlib import Path
 
 import pytest
 
-from memo.artifact import Artifact
+from memo.artifact import Artifact, artifact_in
+from memo.artifact_files import BASE_FILES
 from memo.backends.result import BackendResult, ExecutionResult, StageResult
 from memo.campaign.progress import cluster_line
 from memo.cluster.connect import parse_address
 from memo.cluster.executor import bring_back
-from memo.cluster.node import BASE_FILES, node_capacity, pack_files, unpack_files
+from memo.cluster.node import node_capacity, pack_files, unpack_files
 from memo.errors import UsageError
 
 
@@ -35,8 +36,7 @@ def _artifact(directory: Path) -> Artifact:
     directory.mkdir(parents=True, exist_ok=True)
     for name in BASE_FILES:
         (directory / name).write_bytes(name.encode())
-    return Artifact(directory=directory, keras_path=directory / BASE_FILES[0], inputs_path=directory / "inputs.npz",
-                    ir_path=directory / "model.ir.json")
+    return artifact_in(directory)
 
 
 def test_artifact_files_travel_as_bytes_and_stay_inside_their_folder(tmp_path: Path) -> None:
