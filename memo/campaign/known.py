@@ -45,6 +45,7 @@ from memo.kinds import StageStatus
 from memo.layers import CATALOGUE
 from memo.model.ir import Layer, ModelIR
 from memo.store import CampaignStore
+from memo.text import without_ansi, without_traced_graph
 
 KNOWN_AFTER = 3  # models a library must have declined a feature on before the next ones skip it
 RECHECK_EVERY = 10  # one model in this many runs a known-unsupported library anyway
@@ -65,7 +66,6 @@ FAILING_CLASS: tuple[re.Pattern[str], ...] = (
     re.compile(r"Exception encountered when calling (?P<cls>\w+)\.call\(\)"),
     re.compile(r"/keras/src/layers/(?:\w+/)*(?P<file>\w+)\.py\(\d+\)"),
 )
-_ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _SCOPE_SUFFIX = re.compile(r"_\d+$")  # TensorFlow uniquifies name scopes: layer "conv1" traces as "conv1_1"
 
 Item = tuple[str, Hashable]
@@ -99,9 +99,9 @@ def failing_class(ir: ModelIR, message: str) -> str | None:
 def gist(failure: StageResult) -> str:
     """What a failure is, without what varies between models (numbers, a layer's own call note): its exception
     type and first telling line, short. Two failures with one gist count as one feature."""
-    lines = [line.strip() for line in _ANSI.sub("", failure.message or "").splitlines()]
+    lines = [line.strip() for line in without_ansi(failure.message or "").splitlines()]
     telling = next((line for line in lines if line and not line.startswith("Exception encountered when calling")), "")
-    telling = re.split(r" \[Caused by | Please ", telling)[0]
+    telling = without_traced_graph(telling).split(" Please ")[0]
     return f"{failure.exc_type or failure.status}: {re.sub(r'[0-9]+', 'N', telling)[:100]}"
 
 

@@ -24,7 +24,7 @@ from memo.kinds import BUG_KINDS, MESSAGE_KINDS, NUMERIC_KINDS, VerdictKind
 from memo.layers.catalogue import get_spec
 from memo.model.ir import Layer, ModelIR
 from memo.oracle import KERAS_FRONT_END, TF_FUNCTION_STAGE, Verdict
-from memo.triage.describe import TORCH_CAUSED_BY
+from memo.text import ANSI_CODE, without_traced_graph
 
 UNSUPPORTED_KIND = VerdictKind.UNSUPPORTED.value
 TOP_FRAMES = 3
@@ -44,7 +44,7 @@ _MASKS: tuple[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]], ...]
     # a printed Python set of strings: its order changes with the interpreter's hash seed
     (re.compile(r"\{('[^'{}]*'(?:, '[^'{}]*')+)\}"), _sorted_set),
     # terminal colours (Keras wraps a layer's error in bold)
-    (re.compile(r"\x1b\[[0-9;]*m"), ""),
+    (ANSI_CODE, ""),
     # Keras's list of the failing call's arguments (input shapes, dtypes, flags), cut off at different points
     # when the message is long: the error is what comes before it
     (re.compile(r"\s*Arguments received by [\w.]+\(\):.*$"), ""),
@@ -270,7 +270,7 @@ def unsupported_feature(verdict: Verdict, message: str | None = None) -> str:
     if metrics.get("feature"):
         return str(metrics["feature"])
     text = message if message is not None else str(verdict.message or "")
-    text = TORCH_CAUSED_BY.sub("", text)  # the traced graph quoted after the cause names types, not the feature
+    text = without_traced_graph(text)  # the traced graph quoted after the cause names types, not the feature
     for pattern in _FEATURE_PATTERNS:
         for found in pattern.finditer(text):
             if not _NOT_A_FEATURE.search(found.group(1)):
