@@ -6,9 +6,11 @@ DL library (their callables do that inside the worker).
 """
 from __future__ import annotations
 
+import functools
 import importlib
+from typing import Any
 
-from memo.backends.spec import ARTIFACT_KINDS, AnySpec, BackendSpec, ConverterSpec, ReproRecipe
+from memo.backends.spec import ARTIFACT_KINDS, AnySpec, BackendSpec, ConverterSpec, MessageRules, ReproRecipe
 
 REFERENCE = "keras-tensorflow"
 
@@ -36,15 +38,13 @@ BACKENDS: dict[str, str] = {
 DEFAULT_BACKENDS: tuple[str, ...] = ("keras-tensorflow", "keras-jax", "keras-torch", "keras-openvino", "onnxruntime",
                                      "onnx2pytorch", "onnx2torch", "openvino", "mxnet", "onnxruntime-keras-export")
 
-# Converters, keyed by name; PRODUCERS says which converter writes each non-keras artifact kind.
+# Converters, keyed by name; each spec says which artifact kind it writes (``produces``: :func:`producers`).
 CONVERTERS: dict[str, str] = {
     "tf2onnx": "memo.backends.tf2onnx_converter:SPEC",
     "tf2onnx-opset11": "memo.backends.tf2onnx_converter:SPEC_OPSET11",
     "tflite-converter": "memo.backends.tflite_converter:SPEC",
     "keras-export": "memo.backends.keras_export_converter:SPEC",
 }
-PRODUCERS: dict[str, str] = {"onnx": "tf2onnx", "onnx-opset11": "tf2onnx-opset11", "tflite": "tflite-converter",
-                             "keras-onnx": "keras-export"}
 
 
 # Oracles: computations memo runs in a worker to judge the libraries, never compared as libraries under test
@@ -55,9 +55,7 @@ ORACLES: dict[str, str] = {"float64-torch": "memo.backends.float64_truth",
 
 def load_spec(name: str) -> AnySpec:
     """The declaration of a registered backend, converter or oracle (KeyError for an unknown name)."""
-    target = BACKENDS.get(name) or CONVERTERS.get(name) or ORACLES[name]
-    module_name, _, attribute = target.partition(":")
-    return getattr(importlib.import_module(module_name), attribute or "SPEC")
+    return _declared_at(BACKENDS.get(name) or CONVERTERS.get(name) or ORACLES[name])
 
 
 def find_spec(name: str) -> AnySpec | None:
@@ -68,5 +66,56 @@ def find_spec(name: str) -> AnySpec | None:
         return None
 
 
+def _declared_at(target: str) -> AnySpec:
+    """The spec a registry entry names: ``module`` (its ``SPEC``) or ``module:ATTRIBUTE``."""
+    module_name, _, attribute = target.partition(":")
+    return getattr(importlib.import_module(module_name), attribute or "SPEC")
+
+
+def producers() -> dict[str, str]:
+    """``{artifact kind: converter}``: which registered converter writes each artifact kind but keras (its
+    spec's ``produces``)."""
+    return dict(_producers(tuple(CONVERTERS.items())))
+
+
+def producer_of(kind: str) -> str | None:
+    """The converter that writes artifact ``kind``; None for keras (the artifact itself) or an unknown kind."""
+    return producers().get(kind)
+
+
+def declared_messages() -> tuple[MessageRules, ...]:
+    """The :class:`MessageRules` of every registered backend and converter whose module imports, each once, in
+    registry order (backends first): memo applies them to every library's messages."""
+    return _declared_messages(tuple(BACKENDS.values()) + tuple(CONVERTERS.values()))
+
+
+@functools.lru_cache(maxsize=4)
+def _producers(converters: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
+    kinds: dict[str, str] = {}
+    for name, target in converters:
+        kinds.setdefault(_declared_at(target).produces, name)  # type: ignore[union-attr]
+    return tuple(kinds.items())
+
+
+@functools.lru_cache(maxsize=4)
+def _declared_messages(targets: tuple[str, ...]) -> tuple[MessageRules, ...]:
+    rules: dict[MessageRules, None] = {}
+    for target in targets:
+        try:
+            rules.setdefault(_declared_at(target).messages)
+        except ImportError:  # a backend whose module does not import here declares nothing here
+            continue
+    return tuple(rules)
+
+
+def __getattr__(name: str) -> Any:
+    """``PRODUCERS``, the old name of :func:`producers` as a dict (computed on first use: it loads the converters'
+    specs)."""
+    if name == "PRODUCERS":
+        return producers()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = ["ARTIFACT_KINDS", "BACKENDS", "BackendSpec", "CONVERTERS", "ConverterSpec", "DEFAULT_BACKENDS",
-           "ORACLES", "find_spec", "PRODUCERS", "REFERENCE", "ReproRecipe", "load_spec"]
+           "ORACLES", "declared_messages", "find_spec", "producer_of", "producers", "REFERENCE", "ReproRecipe",
+           "load_spec"]

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Callable, Collection, Iterator, Mapping, Protocol, Sequence
 
 from memo.artifact import Artifact
-from memo.backends import BACKENDS, DEFAULT_BACKENDS, PRODUCERS, REFERENCE, load_spec
+from memo.backends import BACKENDS, DEFAULT_BACKENDS, REFERENCE, load_spec, producers
 from memo.backends.keras_common import UNSAFE_VARIABLE
 from memo.backends.plugins import PluginInfo, read_plugin
 from memo.backends.result import BackendResult, ExecutionResult, StageResult
@@ -148,7 +148,7 @@ class DifferentialExecutor:
         for info in infos:
             self.members[info.name] = plugin_member(info)
         for kind in sorted({m.consumes for m in self.members.values()} - {"keras"}):
-            converter = registered_member(PRODUCERS[kind])
+            converter = registered_member(producers()[kind])
             self.members[converter.name] = converter
         self.reference = REFERENCE if REFERENCE in self.members else next(iter(self.members))
         self.timeout_s = timeout_s

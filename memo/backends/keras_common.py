@@ -16,8 +16,9 @@ from typing import Any, Iterator
 import numpy as np
 
 from memo.backends.openvino_backend import CPU_CONFIG as OPENVINO_CPU_CONFIG
-from memo.backends.spec import (BackendSpec, DifferenceExample, DocumentedDifference, ReproRecipe,
-                                UnsupportedPhrase, Upstream)
+from memo.backends.spec import (BackendSpec, DifferenceExample, DocumentedDifference, MessageMask, MessageRules,
+                                ReproRecipe, UnsupportedPhrase, Upstream)
+from memo.backends.torch_common import TORCH_MASKS
 from memo.backends.versions import distribution_versions
 from memo.model.keras_runtime import cache_attr_skipsets
 
@@ -184,6 +185,25 @@ DELEGATES: dict[str, tuple[tuple[str, str], ...]] = {
 COMPUTES_WITH: dict[str, str] = {"openvino": "openvino"}
 
 
+# How Keras's failures read (BackendSpec.messages). Its list of the failing call's arguments (input shapes, dtypes,
+# flags) is cut off at different points when the message is long: the error is what comes before it. Its note on
+# the failing call names the layer class the failure happened in.
+KERAS_ARGUMENTS = MessageMask(r"\s*Arguments received by [\w.]+\(\):.*$", "",
+                              example="Exception encountered when calling Dense.call(). Negative dimension size "
+                                      "Arguments received by Dense.call(): • inputs=tf.Tensor(shape=(2, 3))")
+KERAS_FAILING_CALL = r"Exception encountered when calling (?P<cls>\w+)\.call\(\)"
+# Per Keras backend, the masks of the library under it, and the packages of its frames where a distribution's
+# name is not its package's (TensorFlow's CPU wheel, tensorflow-cpu, is the package tensorflow).
+BACKEND_MASKS: dict[str, tuple[MessageMask, ...]] = {"torch": TORCH_MASKS}
+FRAME_MODULES: dict[str, tuple[str, ...]] = {"tensorflow": ("keras", "tensorflow")}
+
+
+def keras_messages(keras_backend: str) -> MessageRules:
+    """How Keras on ``keras_backend`` fails: Keras's masks and failing-call note, and its backend's masks."""
+    return MessageRules(masks=(KERAS_ARGUMENTS, *BACKEND_MASKS.get(keras_backend, ())),
+                        failing_classes=(KERAS_FAILING_CALL,), frame_modules=FRAME_MODULES.get(keras_backend, ()))
+
+
 def keras_spec(keras_backend: str, libraries: tuple[str, ...]) -> BackendSpec:
     """The spec of Keras running on ``keras_backend`` (tensorflow, jax or torch)."""
     distributions = ("keras", *libraries)
@@ -201,4 +221,5 @@ def keras_spec(keras_backend: str, libraries: tuple[str, ...]) -> BackendSpec:
                        distributions=distributions, env={"KERAS_BACKEND": keras_backend, **BACKEND_ENV.get(keras_backend, {})},
                        unsupported_patterns=UNSUPPORTED.get(keras_backend, ()), repro=ReproRecipe(),
                        documented_differences=DOCUMENTED.get(keras_backend, ()), upstream=KERAS_UPSTREAM,
-                       delegates=DELEGATES.get(keras_backend, ()), computes_with=COMPUTES_WITH.get(keras_backend))
+                       delegates=DELEGATES.get(keras_backend, ()), computes_with=COMPUTES_WITH.get(keras_backend),
+                       messages=keras_messages(keras_backend))

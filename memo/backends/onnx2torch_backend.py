@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from memo.backends.spec import BackendSpec, ReproRecipe, Upstream
-from memo.backends.torch_common import TORCH_INTERPOLATE_RESIZE, eval_module, run_module, setup_torch
+from memo.backends.torch_common import TORCH_INTERPOLATE_RESIZE, TORCH_MESSAGES, eval_module, run_module, setup_torch
 from memo.backends.versions import distribution_versions
 
 DISTRIBUTIONS = ("onnx2torch", "torch", "onnx")
@@ -33,5 +33,5 @@ UPSTREAM = Upstream("maintenance", "https://github.com/ENOT-AutoDL/onnx2torch/is
                     "no release since 1.5.15 (Aug 2024)")
 
 SPEC = BackendSpec(name="onnx2torch", consumes="onnx", convert=_convert, load=eval_module, run=run_module,
-                   setup=_setup, distributions=DISTRIBUTIONS, repro=ReproRecipe(), upstream=UPSTREAM,
+                   setup=_setup, distributions=DISTRIBUTIONS, repro=ReproRecipe(), upstream=UPSTREAM, messages=TORCH_MESSAGES,
                    documented_differences=(TORCH_INTERPOLATE_RESIZE,))

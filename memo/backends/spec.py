@@ -87,6 +87,51 @@ class DocumentedDifference:
     at_layer: bool = True
 
 
+# When a library's message mask applies among memo's own masks of a bug signature's message
+# (:func:`memo.triage.signature.normalize_message`): on the message as written (blanks collapsed, colour codes
+# removed, printed sets sorted); once addresses, paths, graph names, quoted names and shapes read ADDR, PATH,
+# NAME and SHAPE; once generated names and numbers read NAME and N too.
+MASK_STAGES: tuple[str, ...] = ("written", "shapes", "numbers")
+
+
+@dataclass(frozen=True)
+class MessageMask:
+    """A detail a library writes into its messages that differs between two occurrences of one bug.
+
+    Every bug signature's message, whichever library wrote it, has ``pattern`` (a regular expression) replaced
+    by ``replacement`` (a :func:`re.sub` template) at ``stage`` (one of :data:`MASK_STAGES`). ``example``: a
+    message as the mask sees it at that stage, which it changes (tests check every declared one).
+    """
+
+    pattern: str
+    replacement: str
+    stage: str = "written"
+    example: str = ""
+
+    def __post_init__(self) -> None:
+        if self.stage not in MASK_STAGES:
+            raise ValueError(f"mask stage must be one of {MASK_STAGES}, not {self.stage!r}")
+
+
+@dataclass(frozen=True)
+class MessageRules:
+    """How a library's failures read, for what memo makes of them in the orchestrator.
+
+    ``masks``: details its messages vary in (:class:`MessageMask`). ``declined_nodes``: regular expressions
+    with groups ``op`` and ``node``, for a message naming the graph node it declined or failed on;
+    ``failing_classes``: with group ``cls`` (a Keras layer class) or ``file`` (a Keras layer's source file,
+    ``random_flip.py`` for RandomFlip), for a message naming the layer it failed in (both read by
+    :mod:`memo.campaign.known`, in every library's messages). ``frame_modules``: the top-level Python packages
+    whose traceback frames are the library's code, in its bugs' signatures (empty: its distributions'
+    names, "-" read as "_").
+    """
+
+    masks: tuple[MessageMask, ...] = ()
+    declined_nodes: tuple[str, ...] = ()
+    failing_classes: tuple[str, ...] = ()
+    frame_modules: tuple[str, ...] = ()
+
+
 UPSTREAM_STATUSES: tuple[str, ...] = ("active", "maintenance", "retired")
 
 
@@ -174,6 +219,7 @@ class BackendSpec:
     # graph (openvino); ONNX Runtime on Keras's export runs what torch.onnx traced from Keras on torch
     # (keras-torch). A numeric bug here with the same first misbehaving code as a bug there is that bug.
     computes_with: str | None = None
+    messages: MessageRules = MessageRules()  # how its failures read (masks, named nodes and classes, frames)
 
     def __post_init__(self) -> None:
         if self.consumes not in ARTIFACT_KINDS:
@@ -213,6 +259,7 @@ class ConverterSpec:
     timeout_s: float | None = None  # per-model time limit when longer than the executor's
     documented_differences: tuple[DocumentedDifference, ...] = ()  # as BackendSpec's
     upstream: Upstream = UNKNOWN_UPSTREAM
+    messages: MessageRules = MessageRules()  # as BackendSpec's
 
     @property
     def worker_group(self) -> str:

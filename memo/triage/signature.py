@@ -18,8 +18,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Callable, Iterable
 
-from memo.backends import BACKENDS, CONVERTERS, REFERENCE, find_spec, load_spec
+from memo.backends import BACKENDS, CONVERTERS, REFERENCE, declared_messages, find_spec, load_spec
 from memo.backends.result import TRACE_STAGE, ExecutionResult, StageResult
+from memo.backends.spec import MASK_STAGES, MessageRules
 from memo.kinds import BUG_KINDS, MESSAGE_KINDS, NUMERIC_KINDS, VerdictKind
 from memo.layers.catalogue import get_spec
 from memo.model.ir import Layer, ModelIR
@@ -31,27 +32,25 @@ TOP_FRAMES = 3
 MESSAGE_LIMIT = 300
 UNLOCALIZED = "?"
 
-# Python import names for the distributions a backend declares (the rest map by replacing "-" with "_").
-_MODULE_OF_DISTRIBUTION = {"tensorflow-cpu": "tensorflow", "tensorflow": "tensorflow", "jaxlib": "jaxlib"}
+# Distributions a backend lists for their versions whose frames are never the library under test.
 _NOT_THE_LIBRARY = frozenset({"numpy"})
 
-# Masks applied in order: each (pattern, replacement).
+Mask = tuple[re.Pattern[str], "str | Callable[[re.Match[str]], str]"]
+
+
 def _sorted_set(match: re.Match[str]) -> str:
     return "{" + ", ".join(sorted(match.group(1).split(", "))) + "}"
 
 
-_MASKS: tuple[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]], ...] = (
+# memo's own masks, applied in order: each (pattern, replacement); after each group, the masks the backends
+# declare for that stage (MessageMask.stage, :func:`library_masks`), in registry order.
+_CLEANING: tuple[Mask, ...] = (
     # a printed Python set of strings: its order changes with the interpreter's hash seed
     (re.compile(r"\{('[^'{}]*'(?:, '[^'{}]*')+)\}"), _sorted_set),
     # terminal colours (Keras wraps a layer's error in bold)
     (ANSI_CODE, ""),
-    # Keras's list of the failing call's arguments (input shapes, dtypes, flags), cut off at different points
-    # when the message is long: the error is what comes before it
-    (re.compile(r"\s*Arguments received by [\w.]+\(\):.*$"), ""),
-    # a torch tensor printed into the message ("Tensor: (1,.,.) = 0.74 -0.45 ... [ torch.FloatTensor{1,2,2} ]"):
-    # its values, shape and layout vary between occurrences of one bug (torch.jit's "Cannot insert a Tensor that
-    # requires grad as a constant" split into nine bugs in a 45-minute campaign)
-    (re.compile(r"\bTensor:\s.*?(?:\[ torch\.\w+\{[\d,]*\} \]|$)"), "Tensor: VALUES"),
+)
+_DETAILS: tuple[Mask, ...] = (
     (re.compile(r"0x[0-9a-fA-F]+"), "0xADDR"),
     (re.compile(r"\[\d{1,2}:\d{2}:\d{2}(?:\.\d+)?\]"), "[TIME]"),
     (re.compile(r"(?<![\w/])(?:[A-Za-z]:|\.{1,2})?(?:/[\w.+@-]+){2,}/?"), "PATH"),
@@ -68,12 +67,8 @@ _MASKS: tuple[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]], ...]
     (re.compile(r"(['\"`]?)[A-Za-z.]+(?:,[A-Za-z.]+)*->[A-Za-z.]*\1"), r"\1EQUATION\1"),
     # MLIR / XLA-style shapes: tensor<2x?x4xf32>, 2x3x4
     (re.compile(r"(?<![\w.])(?:\d+|\?)(?:x(?:\d+|\?))+(?:x(?:[fiu]\d+|bf16|i1))?(?![\w.])"), "SHAPE"),
-    # torch.onnx's export errors end by quoting the traced graph around the failing value ("[Caused by the value
-    # 'kernel.23 defined in (%kernel.23 : Float(*, 4, 13...) = onnx::Transpose...]"): which value, its shape
-    # and scope differ from model to model for one bug; the head of the message names it
-    (re.compile(r"\s*\[Caused by the value .*$"), " [Caused by a value of the traced graph]"),
-    # TorchScript IR values (%inputs.27, %x.3): numbered per trace
-    (re.compile(r"%[A-Za-z_]\w*\.\d+\b"), "%NAME"),
+)
+_NAMES_AND_NUMBERS: tuple[Mask, ...] = (
     # auto-generated layer/tensor names (conv2d_13, input_layer_2, Reshape__807): the same bug hits
     # differently named nodes; also right before a masked shape (OpenVINO's Gather_5262772[?,1], a global counter)
     (re.compile(r"\b[A-Za-z]\w*?_\d+(?=\b|SHAPE)"), "NAME"),
@@ -83,13 +78,34 @@ _MASKS: tuple[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]], ...]
                 r"_*[A-Za-z][A-Za-z_]*?[a-z_]\d+(?![\w.])"), "NAME"),
     (re.compile(r"(?<![\w.])[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?(?![\w.])"), "N"),
     (re.compile(r"\bnan\b|\binf\b", re.IGNORECASE), "N"),
-    # the inputs MXNet lists when binding fails ("Arguments: input_layer: (1, 3) indices: (1,)"): named after
-    # each model's input layers
-    (re.compile(r"(simple_bind error\. Arguments:)(?:\s+\S+: SHAPE)+"), r"\1 INPUTS"),
+)
+_DUMPS: tuple[Mask, ...] = (
     # a printed array or tensor (torch's "Tensor: (1,1,.,.) = Columns 1 to 9 -0.24 0.22 ..."): its values, and so
     # how the printer lays them out, vary between runs of one bug; the message up to the dump names it
     (re.compile(r"(?:\bN[\s,;|]+){4,}.*$"), "VALUES..."),
 )
+
+
+def library_masks(stage: str) -> tuple[Mask, ...]:
+    """The masks the registered backends declare for ``stage`` (:data:`memo.backends.spec.MASK_STAGES`), each
+    once, in registry order."""
+    return _compiled_masks(declared_messages())[stage]
+
+
+@lru_cache(maxsize=4)
+def _compiled_masks(rules: tuple[MessageRules, ...]) -> dict[str, tuple[Mask, ...]]:
+    declared = dict.fromkeys(mask for rule in rules for mask in rule.masks)
+    return {stage: tuple((re.compile(mask.pattern), mask.replacement) for mask in declared if mask.stage == stage)
+            for stage in MASK_STAGES}
+
+
+def message_masks() -> tuple[Mask, ...]:
+    """Every mask of a signature's message, in the order they apply: memo's own, each group followed by the
+    backends' masks of that stage."""
+    return (*_CLEANING, *library_masks("written"), *_DETAILS, *library_masks("shapes"), *_NAMES_AND_NUMBERS,
+            *library_masks("numbers"), *_DUMPS)
+
+
 # Python tracebacks ("File "p", line 3, in f") and faulthandler dumps ("File "p", line 3 in f").
 _FRAME = re.compile(r'^\s*File "(?P<path>[^"]+)", line \d+,? in (?P<func>\S+)', re.MULTILINE)
 
@@ -97,7 +113,7 @@ _FRAME = re.compile(r'^\s*File "(?P<path>[^"]+)", line \d+,? in (?P<func>\S+)', 
 def normalize_message(message: str | None, limit: int = MESSAGE_LIMIT) -> str:
     """The message with everything that varies between two occurrences of one bug masked."""
     text = " ".join((message or "").split())
-    for pattern, replacement in _MASKS:
+    for pattern, replacement in message_masks():
         text = pattern.sub(replacement, text)
     return text[:limit]
 
@@ -106,10 +122,10 @@ def library_modules(backend: str) -> tuple[str, ...]:
     """Top-level Python packages whose frames count as "inside the library" for ``backend``."""
     name = backend.split(":")[0]
     try:
-        distributions = list(load_spec(name).distributions)
+        spec = load_spec(name)
+        modules = list(spec.messages.frame_modules) or [d.replace("-", "_") for d in spec.distributions]
     except Exception:  # an unknown or plugin backend: guess from its name
-        distributions = [part for part in re.split(r"[-_]", name) if part]
-    modules = [_MODULE_OF_DISTRIBUTION.get(d, d.replace("-", "_")) for d in distributions]
+        modules = [part for part in re.split(r"[-_]", name) if part]
     return tuple(m for m in dict.fromkeys(modules) if m and m not in _NOT_THE_LIBRARY)
 
 

@@ -1,0 +1,54 @@
+"""What each backend declares about its messages (BackendSpec.messages) is well-formed and does what it says."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from memo.backends import BACKENDS, CONVERTERS, declared_messages, load_spec, producers
+from memo.backends.spec import MessageMask, MessageRules
+
+RULES = declared_messages()
+MASKS = list(dict.fromkeys(mask for rule in RULES for mask in rule.masks))
+
+
+def test_the_registered_backends_declare_masks_and_naming_patterns() -> None:
+    assert MASKS and any(rule.declined_nodes for rule in RULES) and any(rule.failing_classes for rule in RULES)
+
+
+@pytest.mark.parametrize("mask", MASKS, ids=lambda mask: mask.pattern[:40])
+def test_each_declared_mask_changes_its_example(mask: MessageMask) -> None:
+    assert mask.example, "a mask needs an example message"
+    assert re.sub(mask.pattern, mask.replacement, mask.example) != mask.example
+
+
+@pytest.mark.parametrize("pattern", [p for rule in RULES for p in rule.declined_nodes])
+def test_declined_node_patterns_name_an_op_and_a_node(pattern: str) -> None:
+    assert {"op", "node"} <= set(re.compile(pattern).groupindex)
+
+
+@pytest.mark.parametrize("pattern", [p for rule in RULES for p in rule.failing_classes])
+def test_failing_class_patterns_name_a_class_or_a_file(pattern: str) -> None:
+    assert set(re.compile(pattern).groupindex) & {"cls", "file"}
+
+
+def test_a_mask_stage_must_be_known() -> None:
+    with pytest.raises(ValueError, match="mask stage"):
+        MessageMask("x", "y", stage="later")
+
+
+def test_every_spec_has_message_rules() -> None:
+    for name in [*BACKENDS, *CONVERTERS]:
+        assert isinstance(load_spec(name).messages, MessageRules), name
+
+
+def test_producers_are_the_converters_declarations() -> None:
+    found = producers()
+    assert found == {load_spec(name).produces: name for name in CONVERTERS}
+    assert found["onnx"] == "tf2onnx" and found["tflite"] == "tflite-converter" and "keras" not in found
+
+
+def test_the_old_producers_name_still_reads() -> None:
+    from memo.backends import PRODUCERS
+
+    assert PRODUCERS == producers()
