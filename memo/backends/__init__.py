@@ -10,7 +10,8 @@ import functools
 import importlib
 from typing import Any
 
-from memo.backends.spec import ARTIFACT_KINDS, AnySpec, BackendSpec, ConverterSpec, MessageRules, ReproRecipe
+from memo.backends.spec import (ARTIFACT_KINDS, SPEC_NAME, AnySpec, BackendSpec, ConverterSpec, MessageRules,
+                                ReproRecipe)
 
 REFERENCE = "keras-tensorflow"
 
@@ -69,7 +70,7 @@ def find_spec(name: str) -> AnySpec | None:
 def _declared_at(target: str) -> AnySpec:
     """The spec a registry entry names: ``module`` (its ``SPEC``) or ``module:ATTRIBUTE``."""
     module_name, _, attribute = target.partition(":")
-    return getattr(importlib.import_module(module_name), attribute or "SPEC")
+    return getattr(importlib.import_module(module_name), attribute or SPEC_NAME)
 
 
 def producers() -> dict[str, str]:

@@ -21,6 +21,12 @@ ARTIFACT_FILES = {"keras": "model.keras", "onnx": "onnx/model.onnx", "onnx-opset
                   "tflite": "tflite/model.tflite", "keras-onnx": "keras-onnx/model.onnx"}
 ARTIFACT_KINDS = tuple(ARTIFACT_FILES)
 
+# The name under which a backend module (memo's own, or a user's plugin file) declares its spec; plugins written
+# before it was one name declare ``BACKEND``, which memo still reads.
+SPEC_NAME = "SPEC"
+OLD_PLUGIN_NAME = "BACKEND"
+DECLARATION_NAMES: tuple[str, ...] = (SPEC_NAME, OLD_PLUGIN_NAME)
+
 # Exception types that are never a deliberate refusal, whatever their message says (checked on the whole
 # class hierarchy): "unsupported operand type(s)", "... is not registered" in a KeyError are bugs.
 NEVER_UNSUPPORTED: tuple[str, ...] = ("TypeError", "KeyError", "IndexError", "AssertionError", "AttributeError")

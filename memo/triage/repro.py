@@ -28,7 +28,7 @@ import memo
 from memo import __version__
 from memo.backends import load_spec
 from memo.backends.plugins import read_plugin
-from memo.backends.spec import AnySpec, ConverterSpec
+from memo.backends.spec import SPEC_NAME, AnySpec, ConverterSpec
 from memo.backends.supervisor import THREAD_VARIABLES
 from memo.kinds import BUG_KINDS
 from memo.oracle import Thresholds
@@ -101,13 +101,14 @@ def _library_section(bundle: Bundle, spec: AnySpec, names: tuple[str, ...]) -> _
     return _Section(f"{spec.name}: memo's worker code ({module})", code)
 
 
-def _plugin_section() -> _Section:
+def _plugin_section(declared_as: str) -> _Section:
     root = str(Path(memo.__file__).resolve().parents[1])
+    imported = SPEC_NAME if declared_as == SPEC_NAME else f"{declared_as} as {SPEC_NAME}"
     code = (f"# The plugin file memo's worker imported. A plugin is written against memo (its BackendSpec), so memo\n"
             f"# must be importable for it; the code in this script does not use memo.\n"
             f"sys.path.insert(0, HERE)\nsys.path.append({root!r})\n"
-            f"from plugin_backend import BACKEND  # noqa: E402\n\n"
-            f"CONVERT, LOAD, RUN = BACKEND.convert, BACKEND.load, BACKEND.run")
+            f"from plugin_backend import {imported}  # noqa: E402\n\n"
+            f"CONVERT, LOAD, RUN = {SPEC_NAME}.convert, {SPEC_NAME}.load, {SPEC_NAME}.run")
     return _Section("the backend plugin (plugin_backend.py)", code)
 
 
@@ -148,7 +149,7 @@ def render_script(*, bug_id: str, kind: str, library: str, faulty: str, symptom:
                 raise ValueError(f"{library}: conflicting {key} for the converter and the backend")
         requirements += _requirements(part)
     if runs and backend is None:
-        sections.append(_plugin_section())
+        sections.append(_plugin_section(read_plugin(plugin).declared_as if plugin is not None else SPEC_NAME))
         environment.update(plugin_env or {})
         requirements.append("numpy")
         files.append(PLUGIN_FILE)
