@@ -90,6 +90,13 @@ def declared_messages() -> tuple[MessageRules, ...]:
     return _declared_messages(tuple(BACKENDS.values()) + tuple(CONVERTERS.values()))
 
 
+def declared_masks() -> tuple[tuple[str, str, str], ...]:
+    """``(stage, pattern, replacement)`` of every :class:`MessageMask` in :func:`declared_messages`, each once, in
+    registry order: plain data, which a bug's script holds as memo had it when it wrote the script."""
+    masks = dict.fromkeys(mask for rules in declared_messages() for mask in rules.masks)
+    return tuple((mask.stage, mask.pattern, mask.replacement) for mask in masks)
+
+
 @functools.lru_cache(maxsize=4)
 def _producers(converters: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
     kinds: dict[str, str] = {}
@@ -118,5 +125,5 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = ["ARTIFACT_KINDS", "BACKENDS", "BackendSpec", "CONVERTERS", "ConverterSpec", "DEFAULT_BACKENDS",
-           "ORACLES", "declared_messages", "find_spec", "producer_of", "producers", "REFERENCE", "ReproRecipe",
-           "load_spec"]
+           "ORACLES", "declared_masks", "declared_messages", "find_spec", "producer_of", "producers", "REFERENCE",
+           "ReproRecipe", "load_spec"]

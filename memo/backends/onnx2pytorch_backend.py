@@ -36,5 +36,6 @@ UPSTREAM = Upstream("active", "https://github.com/Talmaj/onnx2pytorch/issues",
                     "released 0.5.x in 2024-2025 and 0.6.0 since (installed); a one-maintainer project")
 
 SPEC = BackendSpec(name="onnx2pytorch", consumes="onnx", convert=_convert, load=eval_module, run=run_module,
-                   setup=_setup, distributions=DISTRIBUTIONS, repro=ReproRecipe(), upstream=UPSTREAM, messages=TORCH_MESSAGES,
+                   setup=_setup, distributions=DISTRIBUTIONS, repro=ReproRecipe(), upstream=UPSTREAM,
+                   messages=TORCH_MESSAGES,
                    documented_differences=(TORCH_INTERPOLATE_RESIZE,))

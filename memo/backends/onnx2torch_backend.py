@@ -33,5 +33,6 @@ UPSTREAM = Upstream("maintenance", "https://github.com/ENOT-AutoDL/onnx2torch/is
                     "no release since 1.5.15 (Aug 2024)")
 
 SPEC = BackendSpec(name="onnx2torch", consumes="onnx", convert=_convert, load=eval_module, run=run_module,
-                   setup=_setup, distributions=DISTRIBUTIONS, repro=ReproRecipe(), upstream=UPSTREAM, messages=TORCH_MESSAGES,
+                   setup=_setup, distributions=DISTRIBUTIONS, repro=ReproRecipe(), upstream=UPSTREAM,
+                   messages=TORCH_MESSAGES,
                    documented_differences=(TORCH_INTERPOLATE_RESIZE,))

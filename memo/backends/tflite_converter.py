@@ -114,7 +114,8 @@ UNSUPPORTED: tuple[UnsupportedPhrase, ...] = (
 SPEC = ConverterSpec(name="tflite-converter", consumes="keras", produces="tflite", load=_freeze, export=_export,
                      setup=_setup, distributions=DISTRIBUTIONS, env=dict(TF2ONNX.env), group="tf2onnx",
                      unsupported_patterns=UNSUPPORTED,
-                     messages=MessageRules(declined_nodes=(TENSORFLOW_GRAPH_NODE,), frame_modules=("tensorflow", "keras")),
+                     messages=MessageRules(declined_nodes=(TENSORFLOW_GRAPH_NODE,),
+                                           frame_modules=("tensorflow", "keras")),
                      upstream=Upstream("active", "https://github.com/tensorflow/tensorflow/issues",
                                        "ships with TensorFlow, released regularly (2.21.0 installed)"),
                      # the shared load is tf2onnx's trace and freeze

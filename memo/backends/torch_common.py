@@ -58,7 +58,8 @@ TORCH_MASKS: tuple[MessageMask, ...] = (
     # as a constant" split into nine bugs in a 45-minute campaign)
     MessageMask(r"\bTensor:\s.*?(?:\[ torch\.\w+\{[\d,]*\} \]|$)", "Tensor: VALUES",
                 example="Cannot insert a Tensor that requires grad as a constant. Consider making it a parameter or "
-                        "input, or detaching the gradient Tensor: (1,.,.) = 0.7412 -0.4519 [ torch.FloatTensor{1,2,1} ]"),
+                        "input, or detaching the gradient Tensor: (1,.,.) = 0.7412 -0.4519 "
+                        "[ torch.FloatTensor{1,2,1} ]"),
     # torch.onnx's export errors end by quoting the traced graph around the failing value (memo.text): which
     # value, its shape and scope differ from model to model for one bug; the head of the message names it
     MessageMask(TRACED_GRAPH_TAIL.pattern, " [Caused by a value of the traced graph]", stage="shapes",

@@ -14,7 +14,7 @@ import os
 import re
 from typing import Sequence
 
-from memo.triage.signature import normalize_message
+from memo.triage.masks import normalize_message
 
 # the file of a traceback frame as Python and TensorFlow print it: File "any/path.py", line 3
 _FRAME_FILE = re.compile(r'File "[^"\n]*"')

@@ -51,6 +51,8 @@ _CHECK_CODE: dict[str, tuple[tuple[str, str], ...]] = {
     "inconsistency": (("memo.oracle", "Thresholds"), ("memo.oracle", "mismatch")),
     "shape": (("memo.oracle", "_shape_problem"),),
 }
+# Functions the inlined code calls that read memo's registry: the script holds their values as memo had them.
+_FROZEN_CODE: tuple[tuple[str, str], ...] = (("memo.backends", "declared_masks"),)
 # Imports the frame itself makes (an inlined module's identical import is not repeated).
 _FRAME_IMPORTS = frozenset({"import faulthandler", "import os", "import sys", "import tempfile", "import traceback",
                             "from pathlib import Path", "import numpy as np"})
@@ -131,6 +133,8 @@ def render_script(*, bug_id: str, kind: str, library: str, faulty: str, symptom:
     if (spec is None and plugin is None) or (spec is not None and spec.repro is None):
         raise ValueError(f"no repro recipe for {library}")
     bundle = Bundle()
+    for module, name in _FROZEN_CODE:
+        bundle.freeze(module, name)
     for module, name in _WORKER_IO:
         bundle.add(module, name)
     sections = [_Section("memo's worker: reading inputs, writing outputs (memo.backends.worker)", bundle.take())]

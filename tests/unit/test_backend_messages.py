@@ -1,7 +1,11 @@
 """What each backend declares about its messages (BackendSpec.messages) is well-formed and does what it says."""
 from __future__ import annotations
 
+import json
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -52,3 +56,23 @@ def test_the_old_producers_name_still_reads() -> None:
     from memo.backends import PRODUCERS
 
     assert PRODUCERS == producers()
+
+
+def test_a_bugs_script_masks_messages_as_memo_does_without_memo(tmp_path: Path) -> None:
+    """The crash check of a bug's script holds the backends' masks as data (memo's registry is not there)."""
+    from memo.triage.pathmask import comparable_message
+    from memo.triage.repro import render_script
+
+    text, _ = render_script(bug_id="b", kind="crash", library="onnxruntime", faulty="onnxruntime", symptom="s",
+                            input_names=["x"], reference="keras-tensorflow", expected_exception="Fail",
+                            expected_message="m", expected_stage="execute")
+    script = tmp_path / "repro.py"
+    script.write_text(text)
+    messages = [mask.example for mask in MASKS]
+    code = ("import json, runpy, sys\nsys.modules['memo'] = None\n"
+            "found = runpy.run_path(sys.argv[1], run_name='repro')['comparable_message']\n"
+            "print(json.dumps([found(message) for message in json.loads(sys.argv[2])]))\n")
+    done = subprocess.run([sys.executable, "-c", code, str(script), json.dumps(messages)], capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == [comparable_message(message) for message in messages]
