@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from memo.backends import REFERENCE
 from memo.backends.result import ExecutionResult
 from memo.model.ir import ModelIR
 from memo.oracle import Verdict
@@ -27,7 +28,7 @@ class Finding:
 
     @property
     def reference(self) -> str:
-        return str((self.result.reference if self.result is not None else "") or "keras-tensorflow")
+        return str((self.result.reference if self.result is not None else "") or REFERENCE)
 
     @property
     def kind(self) -> str:

@@ -197,9 +197,14 @@ class Bundle:
         function returning what it returns now, whenever inlined code reads it."""
         value = getattr(importlib.import_module(module), name)()
         literal = pprint.pformat(value, width=105).replace("\n", "\n" + " " * len("    return "))
-        if ast.literal_eval(literal) != value:
+        try:
+            same = ast.literal_eval(literal) == value
+        except (ValueError, SyntaxError):
+            same = False
+        if not same:
             raise InlineError(f"{module}.{name}() is not a literal: it cannot be frozen")
-        self._frozen[(module, name)] = f"def {name}():  # as memo had it when it wrote this script\n    return {literal}\n"
+        self._frozen[(module, name)] = (f"def {name}():  # as memo had it when it wrote this script\n"
+                                        f"    return {literal}\n")
 
     def add(self, module: str, name: str) -> str:
         """Inline ``module.name`` (and its module-level dependencies); returns its name in the script."""
@@ -241,8 +246,8 @@ class Bundle:
     def _resolve(self, module: str, name: str, script_name: str) -> tuple[str, str] | None:
         """Make ``script_name`` hold ``module.name`` in the script; returns what it holds (None: a builtin)."""
         frozen = self._frozen.get((module, name))
-        node = ast.Pass() if frozen is not None else _binding(module, name)
-        if node is None:
+        node = None if frozen is not None else _binding(module, name)
+        if node is None and frozen is None:
             if hasattr(builtins, name):
                 return None
             raise InlineError(f"{module}.{name} is not bound at the top level of its module")
@@ -251,7 +256,8 @@ class Bundle:
         key = (module, name)
         if key not in self._done and key not in self._busy:
             self._busy.add(key)
-            source = frozen or _segment(module, node, comments=isinstance(node, (ast.Assign, ast.AnnAssign)))
+            comments = isinstance(node, (ast.Assign, ast.AnnAssign))
+            source = _segment(module, node, comments) if node is not None else str(frozen)
             names, memo_imports = references(source)
             if memo_imports:
                 raise InlineError(f"{module}.{name} imports {', '.join(memo_imports)} in its body: the script "

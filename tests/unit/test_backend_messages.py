@@ -76,3 +76,12 @@ def test_a_bugs_script_masks_messages_as_memo_does_without_memo(tmp_path: Path) 
                           text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == [comparable_message(message) for message in messages]
+
+
+def test_only_literals_are_frozen_into_a_script() -> None:
+    from memo.triage.inline import Bundle, InlineError
+
+    bundle = Bundle()
+    bundle.freeze("memo.backends", "declared_masks")
+    with pytest.raises(InlineError, match="not a literal"):
+        bundle.freeze("memo.backends", "declared_messages")  # spec objects, not data
