@@ -18,7 +18,7 @@ import numpy as np
 from memo.backends.openvino_backend import CPU_CONFIG as OPENVINO_CPU_CONFIG
 from memo.backends.spec import (BackendSpec, DifferenceExample, DocumentedDifference, MessageMask, MessageRules,
                                 ReproRecipe, UnsupportedPhrase, Upstream)
-from memo.backends.torch_common import TORCH_MASKS
+from memo.backends.torch_common import TORCH_MESSAGES
 from memo.backends.versions import distribution_versions
 from memo.model.keras_runtime import cache_attr_skipsets
 
@@ -192,16 +192,17 @@ KERAS_ARGUMENTS = MessageMask(r"\s*Arguments received by [\w.]+\(\):.*$", "",
                               example="Exception encountered when calling Dense.call(). Negative dimension size "
                                       "Arguments received by Dense.call(): • inputs=tf.Tensor(shape=(2, 3))")
 KERAS_FAILING_CALL = r"Exception encountered when calling (?P<cls>\w+)\.call\(\)"
-# Per Keras backend, the masks of the library under it, and the packages of its frames where a distribution's
-# name is not its package's (TensorFlow's CPU wheel, tensorflow-cpu, is the package tensorflow).
-BACKEND_MASKS: dict[str, tuple[MessageMask, ...]] = {"torch": TORCH_MASKS}
+# Per Keras backend, how the library under it fails, and the packages of its frames where a distribution's name is
+# not its package's (TensorFlow's CPU wheel, tensorflow-cpu, is the package tensorflow).
+BACKEND_MESSAGES: dict[str, MessageRules] = {"torch": TORCH_MESSAGES}
 FRAME_MODULES: dict[str, tuple[str, ...]] = {"tensorflow": ("keras", "tensorflow")}
 
 
 def keras_messages(keras_backend: str) -> MessageRules:
-    """How Keras on ``keras_backend`` fails: Keras's masks and failing-call note, and its backend's masks."""
-    return MessageRules(masks=(KERAS_ARGUMENTS, *BACKEND_MASKS.get(keras_backend, ())),
-                        failing_classes=(KERAS_FAILING_CALL,), frame_modules=FRAME_MODULES.get(keras_backend, ()))
+    """How Keras on ``keras_backend`` fails: Keras's mask and failing-call note, then its backend library's."""
+    under = BACKEND_MESSAGES.get(keras_backend, MessageRules())
+    return MessageRules(masks=(KERAS_ARGUMENTS, *under.masks), failing_classes=(KERAS_FAILING_CALL,),
+                        declined_features=under.declined_features, frame_modules=FRAME_MODULES.get(keras_backend, ()))
 
 
 def keras_spec(keras_backend: str, libraries: tuple[str, ...]) -> BackendSpec:

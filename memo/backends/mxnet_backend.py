@@ -117,11 +117,13 @@ DOCUMENTED = (
         example=DifferenceExample("crash", (("LSTM", {"units": 4}),), None, "KeyError: ''")),
 )
 
-# The inputs MXNet lists when binding fails ("simple_bind error. Arguments: input_layer: (1, 3) indices: (1,)"):
-# named after each model's input layers (BackendSpec.messages).
+# How MXNet fails (BackendSpec.messages): when binding fails, it lists the inputs ("simple_bind error. Arguments:
+# input_layer: (1, 3) indices: (1,)"), named after each model's input layers; its ONNX import names the operator
+# it has no translator for ("Operator Loop not implemented.").
 MESSAGES = MessageRules(masks=(MessageMask(r"(simple_bind error\. Arguments:)(?:\s+\S+: SHAPE)+", r"\1 INPUTS",
                                            stage="numbers",
-                                           example="simple_bind error. Arguments: input_layer: SHAPE indices: SHAPE"),))
+                                           example="simple_bind error. Arguments: input_layer: SHAPE indices: SHAPE"),),
+                        declined_features=(r"\bOperator ([A-Za-z]\w*) not implemented",))
 
 UPSTREAM = Upstream("retired", "https://github.com/apache/mxnet/issues",
                     "retired to the Apache Attic in 2023; 1.9.1 is its last release: bugs are not fixed")

@@ -127,14 +127,16 @@ class MessageRules:
     with groups ``op`` and ``node``, for a message naming the graph node it declined or failed on;
     ``failing_classes``: with group ``cls`` (a Keras layer class) or ``file`` (a Keras layer's source file,
     ``random_flip.py`` for RandomFlip), for a message naming the layer it failed in (both read by
-    :mod:`memo.campaign.known`, in every library's messages). ``frame_modules``: the top-level Python packages
-    whose traceback frames are the library's code, in its bugs' signatures (empty: its distributions'
-    names, "-" read as "_").
+    :mod:`memo.campaign.known`, in every library's messages). ``declined_features``: regular expressions whose
+    first group is the feature (an operator) a refusal names, the signature of an "unsupported" finding, tried
+    before memo's generic ones. ``frame_modules``: the top-level Python packages whose traceback frames are the
+    library's code, in its bugs' signatures (empty: its distributions' names, "-" read as "_").
     """
 
     masks: tuple[MessageMask, ...] = ()
     declined_nodes: tuple[str, ...] = ()
     failing_classes: tuple[str, ...] = ()
+    declined_features: tuple[str, ...] = ()
     frame_modules: tuple[str, ...] = ()
 
 

@@ -70,4 +70,7 @@ TORCH_MASKS: tuple[MessageMask, ...] = (
                 example="Failed to export a node '%inputs.27 : int[] = prim::ListConstruct(%x.3)' because it is not "
                         "constant."),
 )
-TORCH_MESSAGES = MessageRules(masks=TORCH_MASKS)
+# torch.onnx names the aten operator it declines in lower case: "operator 'aten::rms_norm'",
+# "operator adaptive_max_pool2d"
+TORCH_DECLINED_FEATURES: tuple[str, ...] = (r"\boperator 'aten::(\w+)'", r"\bONNX export of operator ([a-z]\w*)")
+TORCH_MESSAGES = MessageRules(masks=TORCH_MASKS, declined_features=TORCH_DECLINED_FEATURES)

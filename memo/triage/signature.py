@@ -18,8 +18,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from memo.backends import BACKENDS, CONVERTERS, REFERENCE, find_spec, load_spec
+from memo.backends import BACKENDS, CONVERTERS, REFERENCE, declared_messages, find_spec, load_spec
 from memo.backends.result import TRACE_STAGE, ExecutionResult, StageResult
+from memo.backends.spec import MessageRules
 from memo.kinds import BUG_KINDS, MESSAGE_KINDS, NUMERIC_KINDS, VerdictKind
 from memo.layers.catalogue import get_spec
 from memo.model.ir import Layer, ModelIR
@@ -147,19 +148,26 @@ def signature(verdict: Verdict, result: ExecutionResult | None, ir: ModelIR | No
     return digest(signature_parts(verdict, result, ir, divergent_layer=divergent_layer))
 
 
-_FEATURE_PATTERNS = (
-    # torch.onnx names aten operators in lower case: "operator 'aten::rms_norm'", "operator adaptive_max_pool2d"
-    re.compile(r"\boperator 'aten::(\w+)'"),
-    re.compile(r"\bONNX export of operator ([a-z]\w*)"),
-    # ONNX Runtime names the op and its opset before the node's name: "implementation for Conv(11) node with name"
-    re.compile(r"\bimplementation for ([A-Za-z]\w*)\(\d+\) node"),
-    re.compile(r"\bOperator ([A-Za-z]\w*) not implemented"),                             # MXNet's ONNX import
+# How a refusal names its feature in any library's words, after the patterns the backends declare (their specs'
+# ``messages.declined_features``: torch.onnx's aten operators, ONNX Runtime's and MXNet's operators).
+_GENERIC_FEATURES = (
     re.compile(r"['\"`]([A-Z][A-Za-z0-9_]+)['\"`]"),                                   # 'Loop'
     re.compile(r"\b(?:op|operator|layer|node)s?\s*(?:type)?\s*[:=]?\s*['\"`]?([A-Z][A-Za-z0-9_]+)"),  # op Erfinv
     re.compile(r"\w/([A-Z][A-Za-z0-9]+)\b"),                                           # model/conv_1/Pad
     re.compile(r"\b((?:[A-Z][a-z0-9]+){2,}|[A-Z][a-z]+[A-Z0-9]\w*)\b"),                  # AvgPool, Conv2D
 )
 _NOT_A_FEATURE = re.compile(r"(Error|Exception|Warning|Description)$")
+
+
+def feature_patterns() -> tuple[re.Pattern[str], ...]:
+    """The patterns a refusal's feature is read with, in order: the registered backends', then memo's own."""
+    return _feature_patterns(declared_messages())
+
+
+@lru_cache(maxsize=4)
+def _feature_patterns(rules: tuple[MessageRules, ...]) -> tuple[re.Pattern[str], ...]:
+    declared = dict.fromkeys(pattern for rule in rules for pattern in rule.declined_features)
+    return (*(re.compile(pattern) for pattern in declared), *_GENERIC_FEATURES)
 
 
 def unsupported_feature(verdict: Verdict, message: str | None = None) -> str:
@@ -169,7 +177,7 @@ def unsupported_feature(verdict: Verdict, message: str | None = None) -> str:
         return str(metrics["feature"])
     text = message if message is not None else str(verdict.message or "")
     text = without_traced_graph(text)  # the traced graph quoted after the cause names types, not the feature
-    for pattern in _FEATURE_PATTERNS:
+    for pattern in feature_patterns():
         for found in pattern.finditer(text):
             if not _NOT_A_FEATURE.search(found.group(1)):
                 return found.group(1)

@@ -17,7 +17,8 @@ MASKS = list(dict.fromkeys(mask for rule in RULES for mask in rule.masks))
 
 
 def test_the_registered_backends_declare_masks_and_naming_patterns() -> None:
-    assert MASKS and any(rule.declined_nodes for rule in RULES) and any(rule.failing_classes for rule in RULES)
+    assert MASKS and all(any(getattr(rule, name) for rule in RULES)
+                         for name in ("declined_nodes", "failing_classes", "declined_features"))
 
 
 @pytest.mark.parametrize("mask", MASKS, ids=lambda mask: mask.pattern[:40])
@@ -34,6 +35,11 @@ def test_declined_node_patterns_name_an_op_and_a_node(pattern: str) -> None:
 @pytest.mark.parametrize("pattern", [p for rule in RULES for p in rule.failing_classes])
 def test_failing_class_patterns_name_a_class_or_a_file(pattern: str) -> None:
     assert set(re.compile(pattern).groupindex) & {"cls", "file"}
+
+
+@pytest.mark.parametrize("pattern", [p for rule in RULES for p in rule.declined_features])
+def test_declined_feature_patterns_capture_the_feature(pattern: str) -> None:
+    assert re.compile(pattern).groups >= 1
 
 
 def test_a_mask_stage_must_be_known() -> None:
