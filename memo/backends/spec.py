@@ -21,12 +21,6 @@ ARTIFACT_FILES = {"keras": "model.keras", "onnx": "onnx/model.onnx", "onnx-opset
                   "tflite": "tflite/model.tflite", "keras-onnx": "keras-onnx/model.onnx"}
 ARTIFACT_KINDS = tuple(ARTIFACT_FILES)
 
-# The name under which a backend module (memo's own, or a user's plugin file) declares its spec; plugins written
-# before it was one name declare ``BACKEND``, which memo still reads.
-SPEC_NAME = "SPEC"
-OLD_PLUGIN_NAME = "BACKEND"
-DECLARATION_NAMES: tuple[str, ...] = (SPEC_NAME, OLD_PLUGIN_NAME)
-
 # Exception types that are never a deliberate refusal, whatever their message says (checked on the whole
 # class hierarchy): "unsupported operand type(s)", "... is not registered" in a KeyError are bugs.
 NEVER_UNSUPPORTED: tuple[str, ...] = ("TypeError", "KeyError", "IndexError", "AssertionError", "AttributeError")
@@ -94,7 +88,7 @@ class DocumentedDifference:
 
 
 # When a library's message mask applies among memo's own masks of a bug signature's message
-# (:func:`memo.triage.signature.normalize_message`): on the message as written (blanks collapsed, colour codes
+# (:func:`memo.triage.masks.normalize_message`): on the message as written (blanks collapsed, colour codes
 # removed, printed sets sorted); once addresses, paths, graph names, quoted names and shapes read ADDR, PATH,
 # NAME and SHAPE; once generated names and numbers read NAME and N too.
 MASK_STAGES: tuple[str, ...] = ("written", "shapes", "numbers")
@@ -179,6 +173,13 @@ class ReproRecipe:
 
     requirements: tuple[str, ...] = ()
     env: dict[str, str] = field(default_factory=dict)
+
+
+# The name under which a backend module (memo's own, or a user's plugin file) declares its spec; plugins written
+# before it was one name declare ``BACKEND``, which memo still reads.
+SPEC_NAME = "SPEC"
+OLD_PLUGIN_NAME = "BACKEND"
+DECLARATION_NAMES: tuple[str, ...] = (SPEC_NAME, OLD_PLUGIN_NAME)
 
 
 @dataclass(frozen=True)
