@@ -20,4 +20,4 @@ def run(session, inputs):  # inputs: {name: array} in model-input order; return 
     return session.run(None, feed)
 
 
-BACKEND = BackendSpec(name="onnxruntime-noopt", consumes="onnx", load=load, run=run)
+SPEC = BackendSpec(name="onnxruntime-noopt", consumes="onnx", load=load, run=run)

@@ -6,10 +6,12 @@ DL library (their callables do that inside the worker).
 """
 from __future__ import annotations
 
+import functools
 import importlib
-from typing import Collection
+from typing import Any, Collection
 
-from memo.backends.spec import ARTIFACT_KINDS, AnySpec, BackendSpec, ConverterSpec, ReproRecipe
+from memo.backends.spec import (ARTIFACT_KINDS, SPEC_NAME, AnySpec, BackendSpec, ConverterSpec, MessageRules,
+                                ReproRecipe)
 
 REFERENCE = "keras-tensorflow"
 
@@ -52,7 +54,7 @@ def default_backends() -> tuple[str, ...]:
 
     return DEFAULT_BACKENDS + (() if gpu_unavailable() else GPU_BACKENDS)
 
-# Converters, keyed by name; PRODUCERS says which converter writes each non-keras artifact kind.
+# Converters, keyed by name; each spec says which artifact kind it writes (``produces``: :func:`producers`).
 CONVERTERS: dict[str, str] = {
     "tf2onnx": "memo.backends.tf2onnx_converter:SPEC",
     "tf2onnx-opset11": "memo.backends.tf2onnx_converter:SPEC_OPSET11",
@@ -60,18 +62,9 @@ CONVERTERS: dict[str, str] = {
     "keras-export": "memo.backends.keras_export_converter:SPEC",
     "keras-export-opset15": "memo.backends.keras_export_converter:SPEC_OPSET15",
 }
-PRODUCERS: dict[str, str] = {"onnx": "tf2onnx", "onnx-opset11": "tf2onnx-opset11", "tflite": "tflite-converter",
-                             "keras-onnx": "keras-export"}
 # Where a kind's producer cannot run (tf2onnx needs TensorFlow, which a GPU machine may lack), another converter
 # that writes the same format stands in: the ONNX backends then run on Keras's own export.
 STAND_IN_PRODUCERS: dict[str, tuple[str, ...]] = {"onnx": ("keras-export-opset15",)}
-
-
-def producer_of(kind: str, present: Collection[str]) -> str:
-    """The converter that wrote ``kind`` in a run whose members are ``present``: its producer, or the stand-in that
-    ran in its place."""
-    candidates = (PRODUCERS[kind], *STAND_IN_PRODUCERS.get(kind, ()))
-    return next((name for name in candidates if name in present), PRODUCERS[kind])
 
 
 # Oracles: computations memo runs in a worker to judge the libraries, never compared as libraries under test
@@ -82,9 +75,7 @@ ORACLES: dict[str, str] = {"float64-torch": "memo.backends.float64_truth",
 
 def load_spec(name: str) -> AnySpec:
     """The declaration of a registered backend, converter or oracle (KeyError for an unknown name)."""
-    target = BACKENDS.get(name) or CONVERTERS.get(name) or ORACLES[name]
-    module_name, _, attribute = target.partition(":")
-    return getattr(importlib.import_module(module_name), attribute or "SPEC")
+    return _declared_at(BACKENDS.get(name) or CONVERTERS.get(name) or ORACLES[name])
 
 
 def find_spec(name: str) -> AnySpec | None:
@@ -95,6 +86,67 @@ def find_spec(name: str) -> AnySpec | None:
         return None
 
 
+def _declared_at(target: str) -> AnySpec:
+    """The spec a registry entry names: ``module`` (its ``SPEC``) or ``module:ATTRIBUTE``."""
+    module_name, _, attribute = target.partition(":")
+    return getattr(importlib.import_module(module_name), attribute or SPEC_NAME)
+
+
+def producers() -> dict[str, str]:
+    """``{artifact kind: converter}``: which registered converter writes each artifact kind but keras (its
+    spec's ``produces``)."""
+    return dict(_producers(tuple(CONVERTERS.items())))
+
+
+def producer_of(kind: str, present: Collection[str] | None = None) -> str | None:
+    """The converter that writes artifact ``kind``; None for keras (the artifact itself) or an unknown kind. With
+    ``present`` (the members of one run): the one that wrote it there, the producer or a stand-in in its place."""
+    primary = producers().get(kind)
+    if present is None or primary is None:
+        return primary
+    return next((name for name in (primary, *STAND_IN_PRODUCERS.get(kind, ())) if name in present), primary)
+
+
+def declared_messages() -> tuple[MessageRules, ...]:
+    """The :class:`MessageRules` of every registered backend and converter whose module imports, each once, in
+    registry order (backends first): memo applies them to every library's messages."""
+    return _declared_messages(tuple(BACKENDS.values()) + tuple(CONVERTERS.values()))
+
+
+def declared_masks() -> tuple[tuple[str, str, str], ...]:
+    """``(stage, pattern, replacement)`` of every :class:`MessageMask` in :func:`declared_messages`, each once, in
+    registry order: plain data, which a bug's script holds as memo had it when it wrote the script."""
+    masks = dict.fromkeys(mask for rules in declared_messages() for mask in rules.masks)
+    return tuple((mask.stage, mask.pattern, mask.replacement) for mask in masks)
+
+
+@functools.lru_cache(maxsize=4)
+def _producers(converters: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
+    kinds: dict[str, str] = {}
+    for name, target in converters:
+        kinds.setdefault(_declared_at(target).produces, name)  # type: ignore[union-attr]
+    return tuple(kinds.items())
+
+
+@functools.lru_cache(maxsize=4)
+def _declared_messages(targets: tuple[str, ...]) -> tuple[MessageRules, ...]:
+    rules: dict[MessageRules, None] = {}
+    for target in targets:
+        try:
+            rules.setdefault(_declared_at(target).messages)
+        except ImportError:  # a backend whose module does not import here declares nothing here
+            continue
+    return tuple(rules)
+
+
+def __getattr__(name: str) -> Any:
+    """``PRODUCERS``, the old name of :func:`producers` as a dict (computed on first use: it loads the converters'
+    specs)."""
+    if name == "PRODUCERS":
+        return producers()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = ["ARTIFACT_KINDS", "BACKENDS", "BackendSpec", "CONVERTERS", "ConverterSpec", "DEFAULT_BACKENDS",
-           "GPU_BACKENDS", "STAND_IN_PRODUCERS", "default_backends", "producer_of",
-           "ORACLES", "find_spec", "PRODUCERS", "REFERENCE", "ReproRecipe", "load_spec"]
+           "GPU_BACKENDS", "ORACLES", "STAND_IN_PRODUCERS", "declared_masks", "declared_messages", "default_backends",
+           "find_spec", "producer_of", "producers", "REFERENCE", "ReproRecipe", "load_spec"]

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Callable, Collection, Iterator, Mapping, Protocol, Sequence
 
 from memo.artifact import Artifact
-from memo.backends import BACKENDS, PRODUCERS, REFERENCE, STAND_IN_PRODUCERS, default_backends, load_spec
+from memo.backends import BACKENDS, REFERENCE, STAND_IN_PRODUCERS, default_backends, load_spec, producers
 from memo.backends.cuda import DEVICE_CPU, PRECISION_VARIABLE, STRICT, gpu_unavailable
 from memo.backends.keras_common import UNSAFE_VARIABLE
 from memo.backends.plugins import PluginInfo, read_plugin
@@ -118,7 +118,7 @@ def registered_member(name: str) -> Member:
 def producer_member(kind: str) -> Member:
     """The converter that writes ``kind`` here: its registered producer, or, where that cannot run, the first stand-in
     that can (tf2onnx without TensorFlow: Keras's own ONNX export writes the ONNX file)."""
-    member = registered_member(PRODUCERS[kind])
+    member = registered_member(producers()[kind])
     for stand_in in STAND_IN_PRODUCERS.get(kind, ()) if member.unavailable else ():
         candidate = registered_member(stand_in)
         if candidate.unavailable is None:

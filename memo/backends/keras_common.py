@@ -18,8 +18,9 @@ import numpy as np
 
 from memo.backends.cuda import DEVICE_CPU, DEVICE_CUDA, device_banner, set_jax_precision, set_torch_precision
 from memo.backends.openvino_backend import CPU_CONFIG as OPENVINO_CPU_CONFIG
-from memo.backends.spec import (BackendSpec, DifferenceExample, DocumentedDifference, ReproRecipe,
-                                UnsupportedPhrase, Upstream)
+from memo.backends.spec import (BackendSpec, DifferenceExample, DocumentedDifference, MessageMask, MessageRules,
+                                ReproRecipe, UnsupportedPhrase, Upstream)
+from memo.backends.torch_common import TORCH_MESSAGES
 from memo.backends.versions import distribution_versions
 from memo.model.keras_runtime import cache_attr_skipsets
 
@@ -186,6 +187,27 @@ DELEGATES: dict[str, tuple[tuple[str, str], ...]] = {
 COMPUTES_WITH: dict[str, str] = {"openvino": "openvino"}
 
 
+# How Keras's failures read (BackendSpec.messages). Its list of the failing call's arguments (input shapes, dtypes,
+# flags) is cut off at different points when the message is long: the error is what comes before it. Its note on
+# the failing call names the layer class the failure happened in.
+KERAS_ARGUMENTS = MessageMask(r"\s*Arguments received by [\w.]+\(\):.*$", "",
+                              example="Exception encountered when calling Dense.call(). Negative dimension size "
+                                      "Arguments received by Dense.call(): • inputs=tf.Tensor(shape=(2, 3))")
+KERAS_FAILING_CALL = r"Exception encountered when calling (?P<cls>\w+)\.call\(\)"
+# Per Keras backend, how the library under it fails, and the packages of its frames where a distribution's name is
+# not its package's (TensorFlow's CPU wheel, tensorflow-cpu, is the package tensorflow).
+BACKEND_MESSAGES: dict[str, MessageRules] = {"torch": TORCH_MESSAGES}
+FRAME_MODULES: dict[str, tuple[str, ...]] = {"tensorflow": ("keras", "tensorflow")}
+
+
+def keras_messages(keras_backend: str) -> MessageRules:
+    """How Keras on ``keras_backend`` fails: Keras's mask and failing-call note, then its backend library's."""
+    under = BACKEND_MESSAGES.get(keras_backend, MessageRules())
+    return MessageRules(masks=(KERAS_ARGUMENTS, *under.masks), failing_classes=(KERAS_FAILING_CALL,),
+                        declined_features=under.declined_features, frame_modules=FRAME_MODULES.get(keras_backend, ()))
+
+
+
 # Where each Keras backend runs its kernels, by device. A GPU machine's torch and JAX pick the GPU by themselves:
 # the CPU backends are pinned to the CPU (so that they stay the CUDA backends' CPU twins), the CUDA ones to the GPU.
 # XLA's -O0 code generation (BACKEND_ENV) is a CPU compile-time saving; on the GPU XLA compiles as users run it.
@@ -250,4 +272,5 @@ def keras_spec(keras_backend: str, libraries: tuple[str, ...], device: str = DEV
                        unsupported_patterns=UNSUPPORTED.get(keras_backend, ()), repro=ReproRecipe(),
                        documented_differences=DOCUMENTED.get(keras_backend, ()), upstream=KERAS_UPSTREAM,
                        delegates=DELEGATES.get(keras_backend, ()), computes_with=COMPUTES_WITH.get(keras_backend),
-                       device=device, cpu_twin=None if device == DEVICE_CPU else f"keras-{keras_backend}")
+                       messages=keras_messages(keras_backend), device=device,
+                       cpu_twin=None if device == DEVICE_CPU else f"keras-{keras_backend}")

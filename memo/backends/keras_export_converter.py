@@ -18,6 +18,7 @@ imports this module to read the spec and must never import a library under test.
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -116,12 +117,17 @@ DOCUMENTED: tuple[DocumentedDifference, ...] = (
 UPSTREAM = Upstream("active", "https://github.com/keras-team/keras/issues",
                     "Keras's export (torch.onnx underneath) is released with Keras 3 (3.15.1 installed)")
 
+# How the export fails: as Keras on torch does, and torch.onnx's trace names the Keras layer's source file it went
+# through ("node defined in .../keras/src/layers/preprocessing/image_preprocessing/random_flip.py(92)").
+MESSAGES = replace(_KERAS_TORCH.messages, failing_classes=(*_KERAS_TORCH.messages.failing_classes,
+                                                            r"/keras/src/layers/(?:\w+/)*(?P<file>\w+)\.py\(\d+\)"))
+
 # Export time grows with the model (TorchScript tracing, ~15 ms CPU per layer: over 10 s for the 822 layers of
 # Inception-ResNet-v2), and the worker shares two cores with the others: a large model is no hang.
 SPEC = ConverterSpec(name="keras-export", consumes="keras", produces="keras-onnx", load=_load_model, export=_export,
                      setup=_setup, distributions=DISTRIBUTIONS, env=dict(_KERAS_TORCH.env), group="keras-export",
                      unsupported_patterns=UNSUPPORTED, repro=ReproRecipe(), timeout_s=120.0,
-                     documented_differences=DOCUMENTED, upstream=UPSTREAM)
+                     documented_differences=DOCUMENTED, upstream=UPSTREAM, messages=MESSAGES)
 
 # Keras's export standing in for tf2onnx where TensorFlow is not installed (a GPU machine with torch and JAX only:
 # memo.backends.STAND_IN_PRODUCERS): it writes the "onnx" artifact the ONNX backends read, at tf2onnx's default

@@ -12,8 +12,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from memo.backends.spec import (BackendSpec, DifferenceExample, DocumentedDifference, ReproRecipe,
-                                UnsupportedPhrase, Upstream)
+from memo.backends.spec import (BackendSpec, DifferenceExample, DocumentedDifference, MessageMask, MessageRules,
+                                ReproRecipe, UnsupportedPhrase, Upstream)
 from memo.backends.versions import distribution_versions
 
 DISTRIBUTIONS = ("mxnet", "onnx", "numpy")
@@ -117,10 +117,18 @@ DOCUMENTED = (
         example=DifferenceExample("crash", (("LSTM", {"units": 4}),), None, "KeyError: ''")),
 )
 
+# How MXNet fails (BackendSpec.messages): when binding fails, it lists the inputs ("simple_bind error. Arguments:
+# input_layer: (1, 3) indices: (1,)"), named after each model's input layers; its ONNX import names the operator
+# it has no translator for ("Operator Loop not implemented.").
+MESSAGES = MessageRules(masks=(MessageMask(r"(simple_bind error\. Arguments:)(?:\s+\S+: SHAPE)+", r"\1 INPUTS",
+                                           stage="numbers",
+                                           example="simple_bind error. Arguments: input_layer: SHAPE indices: SHAPE"),),
+                        declined_features=(r"\bOperator ([A-Za-z]\w*) not implemented",))
+
 UPSTREAM = Upstream("retired", "https://github.com/apache/mxnet/issues",
                     "retired to the Apache Attic in 2023; 1.9.1 is its last release: bugs are not fixed")
 
 SPEC = BackendSpec(name="mxnet", consumes="onnx-opset11", convert=_convert, load=_load, run=_run, setup=_setup,
                    distributions=DISTRIBUTIONS, python=MXNET_PYTHON, unsupported_patterns=UNSUPPORTED,
-                   documented_differences=DOCUMENTED, upstream=UPSTREAM,
+                   documented_differences=DOCUMENTED, upstream=UPSTREAM, messages=MESSAGES,
                    repro=ReproRecipe(requirements=("mxnet==1.9.1", "numpy==1.23.5", "onnx==1.14.1", "protobuf<4")))

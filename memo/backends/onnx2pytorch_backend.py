@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from memo.backends.spec import BackendSpec, ReproRecipe, Upstream
-from memo.backends.torch_common import TORCH_INTERPOLATE_RESIZE, eval_module, run_module, setup_torch
+from memo.backends.torch_common import TORCH_INTERPOLATE_RESIZE, TORCH_MESSAGES, eval_module, run_module, setup_torch
 from memo.backends.versions import distribution_versions
 
 DISTRIBUTIONS = ("onnx2pytorch", "torch", "onnx")
@@ -37,4 +37,5 @@ UPSTREAM = Upstream("active", "https://github.com/Talmaj/onnx2pytorch/issues",
 
 SPEC = BackendSpec(name="onnx2pytorch", consumes="onnx", convert=_convert, load=eval_module, run=run_module,
                    setup=_setup, distributions=DISTRIBUTIONS, repro=ReproRecipe(), upstream=UPSTREAM,
+                   messages=TORCH_MESSAGES,
                    documented_differences=(TORCH_INTERPOLATE_RESIZE,))

@@ -13,7 +13,7 @@ from typing import Any
 
 from memo.backends.cuda import TF32, device_banner, precision
 from memo.backends.keras_common import BICUBIC_KERNEL
-from memo.backends.spec import BackendSpec, ReproRecipe, UnsupportedPhrase, Upstream
+from memo.backends.spec import BackendSpec, MessageRules, ReproRecipe, UnsupportedPhrase, Upstream
 from memo.backends.versions import distribution_versions
 
 DISTRIBUTIONS = ("onnxruntime", "onnx")
@@ -53,12 +53,15 @@ UNSUPPORTED = (
                               "ConvInteger(10) node with name 'conv'"),
 )
 
+# It names the op it has no kernel for, with its opset, before the node: "implementation for Conv(11) node with name".
+MESSAGES = MessageRules(declined_features=(r"\bimplementation for ([A-Za-z]\w*)\(\d+\) node",))
+
 UPSTREAM = Upstream("active", "https://github.com/microsoft/onnxruntime/issues",
                     "Microsoft releases ONNX Runtime regularly (1.31.1 installed)")
 
 SPEC = BackendSpec(name="onnxruntime", consumes="onnx", load=_load, run=_run, setup=_setup,
                    distributions=DISTRIBUTIONS, unsupported_patterns=UNSUPPORTED, repro=ReproRecipe(),
-                   engine="onnxruntime", upstream=UPSTREAM)
+                   engine="onnxruntime", upstream=UPSTREAM, messages=MESSAGES)
 # The same runtime on Keras's own export (keras_export_converter: Keras on torch, torch.onnx). That file's
 # bicubic Resize says cubic_coeff_a=-0.75 (PyTorch's kernel, what Keras on torch computes), and ONNX Runtime
 # follows it: a difference from TensorFlow's a = -0.5 there is by design (keras_common.BICUBIC_KERNEL).

@@ -80,6 +80,53 @@ class DocumentedDifference:
     at_layer: bool = True
 
 
+# When a library's message mask applies among memo's own masks of a bug signature's message
+# (:func:`memo.triage.masks.normalize_message`): on the message as written (blanks collapsed, colour codes
+# removed, printed sets sorted); once addresses, paths, graph names, quoted names and shapes read ADDR, PATH,
+# NAME and SHAPE; once generated names and numbers read NAME and N too.
+MASK_STAGES: tuple[str, ...] = ("written", "shapes", "numbers")
+
+
+@dataclass(frozen=True)
+class MessageMask:
+    """A detail a library writes into its messages that differs between two occurrences of one bug.
+
+    Every bug signature's message, whichever library wrote it, has ``pattern`` (a regular expression) replaced
+    by ``replacement`` (a :func:`re.sub` template) at ``stage`` (one of :data:`MASK_STAGES`). ``example``: a
+    message as the mask sees it at that stage, which it changes (tests check every declared one).
+    """
+
+    pattern: str
+    replacement: str
+    stage: str = "written"
+    example: str = ""
+
+    def __post_init__(self) -> None:
+        if self.stage not in MASK_STAGES:
+            raise ValueError(f"mask stage must be one of {MASK_STAGES}, not {self.stage!r}")
+
+
+@dataclass(frozen=True)
+class MessageRules:
+    """How a library's failures read, for what memo makes of them in the orchestrator.
+
+    ``masks``: details its messages vary in (:class:`MessageMask`). ``declined_nodes``: regular expressions
+    with groups ``op`` and ``node``, for a message naming the graph node it declined or failed on;
+    ``failing_classes``: with group ``cls`` (a Keras layer class) or ``file`` (a Keras layer's source file,
+    ``random_flip.py`` for RandomFlip), for a message naming the layer it failed in (both read by
+    :mod:`memo.campaign.known`, in every library's messages). ``declined_features``: regular expressions whose
+    first group is the feature (an operator) a refusal names, the signature of an "unsupported" finding, tried
+    before memo's generic ones. ``frame_modules``: the top-level Python packages whose traceback frames are the
+    library's code, in its bugs' signatures (empty: its distributions' names, "-" read as "_").
+    """
+
+    masks: tuple[MessageMask, ...] = ()
+    declined_nodes: tuple[str, ...] = ()
+    failing_classes: tuple[str, ...] = ()
+    declined_features: tuple[str, ...] = ()
+    frame_modules: tuple[str, ...] = ()
+
+
 UPSTREAM_STATUSES: tuple[str, ...] = ("active", "maintenance", "retired")
 
 
@@ -119,6 +166,13 @@ class ReproRecipe:
 
     requirements: tuple[str, ...] = ()
     env: dict[str, str] = field(default_factory=dict)
+
+
+# The name under which a backend module (memo's own, or a user's plugin file) declares its spec; plugins written
+# before it was one name declare ``BACKEND``, which memo still reads.
+SPEC_NAME = "SPEC"
+OLD_PLUGIN_NAME = "BACKEND"
+DECLARATION_NAMES: tuple[str, ...] = (SPEC_NAME, OLD_PLUGIN_NAME)
 
 
 @dataclass(frozen=True)
@@ -167,6 +221,7 @@ class BackendSpec:
     # graph (openvino); ONNX Runtime on Keras's export runs what torch.onnx traced from Keras on torch
     # (keras-torch). A numeric bug here with the same first misbehaving code as a bug there is that bug.
     computes_with: str | None = None
+    messages: MessageRules = MessageRules()  # how its failures read (masks, named nodes and classes, frames)
     # Where its kernels run: "cpu", or "cuda" (an NVIDIA GPU; such a backend is available only where the driver
     # shows one, memo.backends.cuda). ``cpu_twin``: the same library on the CPU, against which a GPU backend is
     # also judged (a result the CUDA path alone gets wrong is that path's bug).
@@ -211,6 +266,7 @@ class ConverterSpec:
     timeout_s: float | None = None  # per-model time limit when longer than the executor's
     documented_differences: tuple[DocumentedDifference, ...] = ()  # as BackendSpec's
     upstream: Upstream = UNKNOWN_UPSTREAM
+    messages: MessageRules = MessageRules()  # as BackendSpec's
 
     @property
     def worker_group(self) -> str:

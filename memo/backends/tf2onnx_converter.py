@@ -39,7 +39,7 @@ from memo.backends.keras_common import _load as load_keras_model
 from memo.backends.keras_common import keras_spec
 from memo.backends.onnx_validity import conversion_problems
 from memo.backends.result import TRACE_STAGE, ConversionProblem, StageFailure
-from memo.backends.spec import ConverterSpec, ReproRecipe, UnsupportedPhrase, Upstream
+from memo.backends.spec import ConverterSpec, MessageRules, ReproRecipe, UnsupportedPhrase, Upstream
 from memo.backends.versions import distribution_versions
 from memo.backends.worker import classify
 
@@ -93,6 +93,15 @@ UNSUPPORTED: tuple[UnsupportedPhrase, ...] = (
 # tf2onnx released 1.16.1 in Jan 2024 and 1.17.0 in 2026 (installed; conda-forge, Mar 2026).
 UPSTREAM = Upstream("maintenance", "https://github.com/onnx/tensorflow-onnx/issues",
                     "rare releases: 1.16.1 (Jan 2024), then 1.17.0 (2026)")
+# How a conversion's failure names the graph node it declined or failed on (BackendSpec.messages), and TensorFlow's
+# graph-mode shape inference in the trace before it ("{{node model/conv/Pad}} = Pad[...]", the TFLite converter's
+# trace too). TensorFlow's CPU wheel (tensorflow-cpu) is the package tensorflow.
+TENSORFLOW_GRAPH_NODE = r"\{\{node (?P<node>[^}]+)\}\} = (?P<op>[\w.-]+)"
+MESSAGES = MessageRules(declined_nodes=(
+    r"no handler for op (?P<op>[\w.:-]+) \(node '(?P<node>[^']+)'\)",
+    r"node '(?P<node>[^']+)' has op (?:[\w.]+::)?(?P<op>[\w.-]+), not an ONNX op",  # an unconverted node left over
+    r"Failed to convert node '(?P<node>[^']+)' \(op (?P<op>[\w.-]+)\)",  # a handler declining
+    TENSORFLOW_GRAPH_NODE), frame_modules=("tf2onnx", "onnx", "tensorflow", "keras"))
 _NO_HANDLER = "Tensorflow op [%s: %s] is not supported"
 _HANDLER_FAILED = "Failed to convert node %r (fct=%r)\n%r"
 _REWRITER_FAILED = "rewriter %s: exception %s"
@@ -243,7 +252,7 @@ def _export_opset11(frozen: FrozenModel, inputs: dict[str, Any], out_path: Path)
 # failing optimizer fails the conversion, which memo reports against tf2onnx: a finding, not noise.
 _COMMON = dict(consumes="keras", load=_freeze, setup=_setup, distributions=DISTRIBUTIONS,
                env={**_KERAS_TF.env, "TF2ONNX_CATCH_ERRORS": "FALSE"}, group="tf2onnx",
-               unsupported_patterns=UNSUPPORTED, repro=ReproRecipe(), upstream=UPSTREAM)
+               unsupported_patterns=UNSUPPORTED, repro=ReproRecipe(), upstream=UPSTREAM, messages=MESSAGES)
 SPEC = ConverterSpec(name="tf2onnx", produces="onnx", export=_export_default, **_COMMON)  # type: ignore[arg-type]
 SPEC_OPSET11 = ConverterSpec(name="tf2onnx-opset11", produces="onnx-opset11", export=_export_opset11,
                              **_COMMON)  # type: ignore[arg-type]

@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from memo.backends.result import TRACE_STAGE, StageFailure
-from memo.backends.spec import ConverterSpec, ReproRecipe, UnsupportedPhrase, Upstream
-from memo.backends.tf2onnx_converter import _KERAS_TF, FrozenModel, _freeze
+from memo.backends.spec import ConverterSpec, MessageRules, ReproRecipe, UnsupportedPhrase, Upstream
+from memo.backends.tf2onnx_converter import _KERAS_TF, TENSORFLOW_GRAPH_NODE, FrozenModel, _freeze
 from memo.backends.tf2onnx_converter import SPEC as TF2ONNX
 from memo.backends.versions import distribution_versions
 
@@ -114,6 +114,8 @@ UNSUPPORTED: tuple[UnsupportedPhrase, ...] = (
 SPEC = ConverterSpec(name="tflite-converter", consumes="keras", produces="tflite", load=_freeze, export=_export,
                      setup=_setup, distributions=DISTRIBUTIONS, env=dict(TF2ONNX.env), group="tf2onnx",
                      unsupported_patterns=UNSUPPORTED,
+                     messages=MessageRules(declined_nodes=(TENSORFLOW_GRAPH_NODE,),
+                                           frame_modules=("tensorflow", "keras")),
                      upstream=Upstream("active", "https://github.com/tensorflow/tensorflow/issues",
                                        "ships with TensorFlow, released regularly (2.21.0 installed)"),
                      # the shared load is tf2onnx's trace and freeze

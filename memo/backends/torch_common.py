@@ -9,7 +9,8 @@ import sys
 from typing import Any
 
 from memo.backends.cuda import device_banner, set_torch_precision
-from memo.backends.spec import DifferenceExample, DocumentedDifference
+from memo.backends.spec import DifferenceExample, DocumentedDifference, MessageMask, MessageRules
+from memo.text import TRACED_GRAPH_TAIL
 
 
 def setup_torch() -> None:
@@ -75,3 +76,28 @@ TORCH_INTERPOLATE_RESIZE = DocumentedDifference(
     kinds=("inconsistency",), layer_classes=("Resizing", "UpSampling2D"),
     example=DifferenceExample("inconsistency", (("Resizing", {"height": 17, "width": 1, "interpolation": "nearest"}),),
                               0, "782/782 elements outside atol=0.001*scale rtol=0.001 (scale 1, max |diff| 1.96)"))
+
+
+# How torch's failures read, for every library that runs torch (BackendSpec.messages).
+TORCH_MASKS: tuple[MessageMask, ...] = (
+    # a tensor printed into the message ("Tensor: (1,.,.) = 0.74 -0.45 ... [ torch.FloatTensor{1,2,2} ]"): its values,
+    # shape and layout vary between occurrences of one bug (torch.jit's "Cannot insert a Tensor that requires grad
+    # as a constant" split into nine bugs in a 45-minute campaign)
+    MessageMask(r"\bTensor:\s.*?(?:\[ torch\.\w+\{[\d,]*\} \]|$)", "Tensor: VALUES",
+                example="Cannot insert a Tensor that requires grad as a constant. Consider making it a parameter or "
+                        "input, or detaching the gradient Tensor: (1,.,.) = 0.7412 -0.4519 "
+                        "[ torch.FloatTensor{1,2,1} ]"),
+    # torch.onnx's export errors end by quoting the traced graph around the failing value (memo.text): which
+    # value, its shape and scope differ from model to model for one bug; the head of the message names it
+    MessageMask(TRACED_GRAPH_TAIL.pattern, " [Caused by a value of the traced graph]", stage="shapes",
+                example="onnx memory_format support is not implemented [Caused by the value 'kernel.NAME defined in "
+                        "(%kernel.NAME : Half(SHAPE) = onnx::Transpose"),
+    # TorchScript IR values (%inputs.27, %x.3): numbered per trace
+    MessageMask(r"%[A-Za-z_]\w*\.\d+\b", "%NAME", stage="shapes",
+                example="Failed to export a node '%inputs.27 : int[] = prim::ListConstruct(%x.3)' because it is not "
+                        "constant."),
+)
+# torch.onnx names the aten operator it declines in lower case: "operator 'aten::rms_norm'",
+# "operator adaptive_max_pool2d"
+TORCH_DECLINED_FEATURES: tuple[str, ...] = (r"\boperator 'aten::(\w+)'", r"\bONNX export of operator ([a-z]\w*)")
+TORCH_MESSAGES = MessageRules(masks=TORCH_MASKS, declined_features=TORCH_DECLINED_FEATURES)

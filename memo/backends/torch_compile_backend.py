@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from memo.backends.spec import BackendSpec, ReproRecipe, UnsupportedPhrase, Upstream
-from memo.backends.torch_common import run_module_on, setup_torch, setup_torch_cuda, to_cuda
+from memo.backends.torch_common import TORCH_MESSAGES, run_module_on, setup_torch, setup_torch_cuda, to_cuda
 from memo.backends.versions import distribution_versions
 
 DISTRIBUTIONS = ("torch", "onnx2torch", "onnx")
@@ -183,13 +183,13 @@ PYTORCH_UPSTREAM = Upstream("active", "https://github.com/pytorch/pytorch/issues
 
 SPEC = BackendSpec(name="torch-compile", consumes="onnx", convert=_convert, load=_load_aot_eager, run=_run,
                    setup=_setup, distributions=DISTRIBUTIONS, group=GROUP, unsupported_patterns=UNSUPPORTED,
-                   repro=ReproRecipe(), builds_on="onnx2torch", upstream=PYTORCH_UPSTREAM)
+                   repro=ReproRecipe(), builds_on="onnx2torch", upstream=PYTORCH_UPSTREAM, messages=TORCH_MESSAGES)
 
 SPEC_INDUCTOR = BackendSpec(name="torch-inductor", consumes="onnx", convert=_convert, load=_load_inductor, run=_run,
                             setup=_setup, distributions=DISTRIBUTIONS, group=GROUP,
                             unsupported_patterns=UNSUPPORTED, repro=ReproRecipe(), timeout_s=240.0, sample_every=10,
                             builds_on="torch-compile",  # Dynamo traces for both: the same failure is one finding
-                            upstream=PYTORCH_UPSTREAM)
+                            upstream=PYTORCH_UPSTREAM, messages=TORCH_MESSAGES)
 
 # Inductor on the GPU (Triton kernels), on every model: GPU compiles are seconds, and a GPU machine has the cores
 # for them. Judged against the reference and against Inductor on the CPU where that runs (torch-inductor).
@@ -198,4 +198,4 @@ SPEC_INDUCTOR_CUDA = BackendSpec(name="torch-inductor-cuda", consumes="onnx", co
                                  distributions=DISTRIBUTIONS, group="torch-compile-cuda",
                                  unsupported_patterns=UNSUPPORTED, repro=ReproRecipe(), timeout_s=240.0,
                                  builds_on="onnx2torch-cuda", upstream=PYTORCH_UPSTREAM, device="cuda",
-                                 cpu_twin="torch-inductor")
+                                 cpu_twin="torch-inductor", messages=TORCH_MESSAGES)

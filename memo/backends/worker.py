@@ -33,19 +33,22 @@ import numpy as np
 
 from memo.backends import load_spec
 from memo.backends.result import ConversionProblem, StageFailure
-from memo.backends.spec import NEVER_UNSUPPORTED, AnySpec, BackendSpec, ConverterSpec, UnsupportedPatterns, UnsupportedPhrase
+from memo.backends.spec import (DECLARATION_NAMES, NEVER_UNSUPPORTED, AnySpec, BackendSpec, ConverterSpec,
+                                UnsupportedPatterns, UnsupportedPhrase)
 
 
 def load_plugin(path: Path) -> BackendSpec:
-    """Import a plugin file and return its ``BACKEND`` (done in the worker only: it may import anything)."""
+    """Import a plugin file and return its ``SPEC`` (or ``BACKEND``, the old name; done in the worker only: it
+    may import anything)."""
     module_spec = importlib.util.spec_from_file_location(f"memo_plugin_{path.stem}", path)
     if module_spec is None or module_spec.loader is None:
         raise ImportError(f"cannot import plugin {path}")
     module = importlib.util.module_from_spec(module_spec)
     module_spec.loader.exec_module(module)
-    spec = getattr(module, "BACKEND", None)
-    if not isinstance(spec, BackendSpec):
-        raise TypeError(f"plugin {path} defines no BACKEND = BackendSpec(...)")
+    spec = next((value for name in DECLARATION_NAMES if isinstance(value := getattr(module, name, None), BackendSpec)),
+                None)
+    if spec is None:
+        raise TypeError(f"plugin {path} defines no SPEC = BackendSpec(...)")
     return spec
 
 

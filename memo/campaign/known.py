@@ -16,10 +16,11 @@ shows only when the model is rechecked. The reference library is never skipped.
 
 A wrong skip hides a finding, so the prediction is conservative:
 
-* only a failure that names where it happened counts: a graph node (:data:`DECLINED_NODE` patterns: tf2onnx's
-  and TensorFlow's), when that node maps to exactly one layer of the model (its name scope under the model's);
-  else a Keras layer class (:data:`FAILING_CLASS` patterns: Keras's "calling X.call()", a torch trace through
-  a Keras layer's source file), standing for every layer of that class in the model;
+* only a failure that names where it happened counts: a graph node (the ``declined_nodes`` patterns the backends
+  declare in their specs' ``messages``: tf2onnx's and TensorFlow's), when that node maps to exactly one layer of
+  the model (its name scope under the model's); else a Keras layer class (their ``failing_classes``: Keras's
+  "calling X.call()", a torch trace through a Keras layer's source file), standing for every layer of that class
+  in the model;
 * a rule is per (library, feature, culprit layer class): the layer parameter items (coverage values,
   :meth:`memo.layers.LayerSpec.coverage_values`) that its culprits share. A culprit joins the rule whose
   shared items it keeps most of, as long as no layer of a model the library ran without failing carries
@@ -38,32 +39,22 @@ import hashlib
 import re
 import threading
 from dataclasses import dataclass, replace
-from typing import Hashable
+from functools import lru_cache
+from typing import Hashable, Iterable, NamedTuple
 
+from memo.backends import declared_messages
 from memo.backends.result import ExecutionResult, StageResult, stored_result
+from memo.backends.spec import MessageRules
 from memo.kinds import KNOWN_FAILURE_PREFIX, KNOWN_PREFIX, StageStatus
 from memo.layers import CATALOGUE
 from memo.model.ir import Layer, ModelIR
 from memo.store import CampaignStore
+from memo.text import without_ansi, without_traced_graph
 
 KNOWN_AFTER = 3  # models a library must have declined a feature on before the next ones skip it
 RECHECK_EVERY = 10  # one model in this many runs a known-unsupported library anyway
 LEARNT_STATUSES = {StageStatus.UNSUPPORTED.value: KNOWN_PREFIX, StageStatus.ERROR.value: KNOWN_FAILURE_PREFIX}
 
-# How a library's "unsupported" message names what it declined and where: an op type and a graph node.
-DECLINED_NODE: tuple[re.Pattern[str], ...] = (
-    re.compile(r"no handler for op (?P<op>[\w.:-]+) \(node '(?P<node>[^']+)'\)"),  # tf2onnx
-    re.compile(r"node '(?P<node>[^']+)' has op (?:[\w.]+::)?(?P<op>[\w.-]+), not an ONNX op"),  # tf2onnx leftover
-    re.compile(r"Failed to convert node '(?P<node>[^']+)' \(op (?P<op>[\w.-]+)\)"),  # a tf2onnx handler declining
-    re.compile(r"\{\{node (?P<node>[^}]+)\}\} = (?P<op>[\w.-]+)"),  # TensorFlow's graph-mode shape inference
-)
-# How a failure names the Keras layer class it happened in, innermost first: Keras's own note on the failing
-# call, and the torch trace of an ONNX export ("node defined in .../keras/src/layers/.../random_flip.py(92)").
-FAILING_CLASS: tuple[re.Pattern[str], ...] = (
-    re.compile(r"Exception encountered when calling (?P<cls>\w+)\.call\(\)"),
-    re.compile(r"/keras/src/layers/(?:\w+/)*(?P<file>\w+)\.py\(\d+\)"),
-)
-_ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _SCOPE_SUFFIX = re.compile(r"_\d+$")  # TensorFlow uniquifies name scopes: layer "conv1" traces as "conv1_1"
 
 Item = tuple[str, Hashable]
@@ -76,17 +67,38 @@ def layer_key(layer: Layer) -> LayerKey:
     return layer.class_name, frozenset(spec.coverage_values(layer.config)) if spec is not None else frozenset()
 
 
+class NamingPatterns(NamedTuple):
+    """How the registered libraries' messages name where they failed (their specs' ``messages``), compiled."""
+
+    declined_nodes: tuple[re.Pattern[str], ...]  # an op type and a graph node: groups ``op``, ``node``
+    failing_classes: tuple[re.Pattern[str], ...]  # a Keras layer class (``cls``) or its source file (``file``)
+
+
+def naming_patterns() -> NamingPatterns:
+    """The declined-node and failing-class patterns every registered backend declares, each once, in registry
+    order (innermost first: Keras's own note on the failing call before the torch trace through its source)."""
+    return _compiled(declared_messages())
+
+
+@lru_cache(maxsize=4)
+def _compiled(rules: tuple[MessageRules, ...]) -> NamingPatterns:
+    def each(patterns: Iterable[str]) -> tuple[re.Pattern[str], ...]:
+        return tuple(re.compile(pattern) for pattern in dict.fromkeys(patterns))
+    return NamingPatterns(each(p for rule in rules for p in rule.declined_nodes),
+                          each(p for rule in rules for p in rule.failing_classes))
+
+
 def declined_nodes(message: str) -> list[tuple[str, str]]:
     """``(feature, node)`` for every node an "unsupported" message says its library declined."""
     return [(found.group("op"), found.group("node"))
-            for pattern in DECLINED_NODE for found in pattern.finditer(message)]
+            for pattern in naming_patterns().declined_nodes for found in pattern.finditer(message)]
 
 
 def failing_class(ir: ModelIR, message: str) -> str | None:
     """The class of the model's layers a failure message says it happened in (a source file ``random_flip.py``
     names class RandomFlip), or None."""
     classes = {layer.class_name.lower(): layer.class_name for layer in ir.layers}
-    for pattern in FAILING_CLASS:
+    for pattern in naming_patterns().failing_classes:
         for found in pattern.finditer(message):
             named = found.groupdict().get("cls") or found.group("file").replace("_", "")
             if named.lower() in classes:
@@ -97,9 +109,9 @@ def failing_class(ir: ModelIR, message: str) -> str | None:
 def gist(failure: StageResult) -> str:
     """What a failure is, without what varies between models (numbers, a layer's own call note): its exception
     type and first telling line, short. Two failures with one gist count as one feature."""
-    lines = [line.strip() for line in _ANSI.sub("", failure.message or "").splitlines()]
+    lines = [line.strip() for line in without_ansi(failure.message or "").splitlines()]
     telling = next((line for line in lines if line and not line.startswith("Exception encountered when calling")), "")
-    telling = re.split(r" \[Caused by | Please ", telling)[0]
+    telling = without_traced_graph(telling).split(" Please ")[0]
     return f"{failure.exc_type or failure.status}: {re.sub(r'[0-9]+', 'N', telling)[:100]}"
 
 

@@ -22,7 +22,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("model", type=Path, help="a .keras, .h5 or Keras JSON architecture file")
     parser.add_argument("--backends", help="comma-separated backend names (default: all)")
     parser.add_argument("--backend-plugin", action="append", default=[], type=Path, metavar="PATH",
-                        help="a plugin file declaring BACKEND = BackendSpec(...); repeatable")
+                        help="a plugin file declaring SPEC = BackendSpec(...); repeatable")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     add_device_arguments(parser)
     parser.add_argument("--out", type=Path, help="keep the artifact (model, inputs, outputs) in this directory")

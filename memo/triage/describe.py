@@ -4,6 +4,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from memo.text import TRACED_GRAPH_TAIL, bold_parts, without_ansi
+
 
 def symptom(bug: dict[str, Any]) -> str:
     """One line saying what goes wrong."""
@@ -19,9 +21,9 @@ def symptom(bug: dict[str, Any]) -> str:
     # the call's arguments ("• training=False" is no headline). torch's exporter states the cause first, then
     # the value it concerns ("[Caused by the value ..." and the graph around it, or "Tensor:" and its rows).
     raw = bug.get("error_message") or bug.get("message") or ""
-    bold = [part for part in _BOLD.findall(raw) if part.strip()]
-    text = _ANSI.sub("", bold[-1] if bold else raw)
-    for context in (TORCH_CAUSED_BY.search(text), _TORCH_TENSOR.search(text)):
+    bold = bold_parts(raw)
+    text = without_ansi(bold[-1] if bold else raw)
+    for context in (TRACED_GRAPH_TAIL.search(text), _TORCH_TENSOR.search(text)):
         if context and text[:context.start()].strip():
             text = text[:context.start()]
     lines = [line.strip().lstrip(") ") for line in text.splitlines()
@@ -30,10 +32,6 @@ def symptom(bug: dict[str, Any]) -> str:
     return f"{bug['library']} ({bug.get('stage') or '?'}): {exception}: {stated[-1] if stated else ''}".strip()
 
 
-_ANSI = re.compile(r"\x1b\[[0-9;]*m")
-_BOLD = re.compile(r"\x1b\[1m(.*?)\x1b\[0m", re.DOTALL)
-# torch.onnx's exporter, after its complaint: the traced graph around the value it concerns
-TORCH_CAUSED_BY = re.compile(r"\s*\[Caused by the value .*$", re.DOTALL)
 _TORCH_TENSOR = re.compile(r"^Tensor:$", re.MULTILINE)  # torch.jit, after its complaint: the tensor's rows
 _NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 

@@ -6,6 +6,10 @@ everything it references at module level, transitively: memo objects are inlined
 else (stdlib, numpy) becomes the import statement the module itself uses. The collected text is memo's
 code verbatim, so a script built from it runs what memo runs and cannot drift from it.
 
+A function that reads memo's registry (the masks the backends declare) is inlined *frozen*
+(:meth:`Bundle.freeze`): as a function returning the value it returns when the script is written, so the
+script holds what memo held without importing the backends.
+
 Annotations are not followed (scripts start with ``from __future__ import annotations``), and a name
 bound inside a function is local, not a reference. Inlined code must not import memo inside a function
 body (move such an import to module level): that raises :class:`InlineError`, as does a script name that
@@ -16,7 +20,9 @@ from __future__ import annotations
 import ast
 import builtins
 import functools
+import importlib
 import inspect
+import pprint
 import threading
 from pathlib import Path
 from typing import Any
@@ -184,6 +190,21 @@ class Bundle:
         self._read: dict[str, tuple[str, str]] = {}  # script names inlined code reads -> what they must hold
         self._done: set[tuple[str, str]] = set()
         self._busy: set[tuple[str, str]] = set()
+        self._frozen: dict[tuple[str, str], str] = {}  # (module, name) -> the source that stands for it
+
+    def freeze(self, module: str, name: str) -> None:
+        """Inline ``module.name``, a function of no argument returning literals (tuples, strings, numbers), as a
+        function returning what it returns now, whenever inlined code reads it."""
+        value = getattr(importlib.import_module(module), name)()
+        literal = pprint.pformat(value, width=105).replace("\n", "\n" + " " * len("    return "))
+        try:
+            same = ast.literal_eval(literal) == value
+        except (ValueError, SyntaxError):
+            same = False
+        if not same:
+            raise InlineError(f"{module}.{name}() is not a literal: it cannot be frozen")
+        self._frozen[(module, name)] = (f"def {name}():  # as memo had it when it wrote this script\n"
+                                        f"    return {literal}\n")
 
     def add(self, module: str, name: str) -> str:
         """Inline ``module.name`` (and its module-level dependencies); returns its name in the script."""
@@ -224,8 +245,9 @@ class Bundle:
 
     def _resolve(self, module: str, name: str, script_name: str) -> tuple[str, str] | None:
         """Make ``script_name`` hold ``module.name`` in the script; returns what it holds (None: a builtin)."""
-        node = _binding(module, name)
-        if node is None:
+        frozen = self._frozen.get((module, name))
+        node = None if frozen is not None else _binding(module, name)
+        if node is None and frozen is None:
             if hasattr(builtins, name):
                 return None
             raise InlineError(f"{module}.{name} is not bound at the top level of its module")
@@ -234,7 +256,8 @@ class Bundle:
         key = (module, name)
         if key not in self._done and key not in self._busy:
             self._busy.add(key)
-            source = _segment(module, node, comments=isinstance(node, (ast.Assign, ast.AnnAssign)))
+            comments = isinstance(node, (ast.Assign, ast.AnnAssign))
+            source = _segment(module, node, comments) if node is not None else str(frozen)
             names, memo_imports = references(source)
             if memo_imports:
                 raise InlineError(f"{module}.{name} imports {', '.join(memo_imports)} in its body: the script "

@@ -1,7 +1,7 @@
 """An exception message as a repro script compares it: the same wherever the script runs from.
 
 A script's crash check compares the message its run raises with the one memo recorded, both normalized as
-the bug signature normalizes messages (:func:`memo.triage.signature.normalize_message`). That mask knows
+the bug signature normalizes messages (:func:`memo.triage.masks.normalize_message`). That mask knows
 absolute paths, but a message may quote the script's own file as Python named it (TensorFlow's "in user
 code: File "bugs/ID//repro.py", line 12": a relative path, a doubled slash) or its folder under a name with
 spaces: then the answer depended on where the script was run from. Here every traceback frame's file, and
@@ -14,7 +14,7 @@ import os
 import re
 from typing import Sequence
 
-from memo.triage.signature import normalize_message
+from memo.triage.masks import normalize_message
 
 # the file of a traceback frame as Python and TensorFlow print it: File "any/path.py", line 3
 _FRAME_FILE = re.compile(r'File "[^"\n]*"')

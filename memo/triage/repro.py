@@ -28,7 +28,7 @@ import memo
 from memo import __version__
 from memo.backends import load_spec
 from memo.backends.plugins import read_plugin
-from memo.backends.spec import AnySpec, ConverterSpec
+from memo.backends.spec import SPEC_NAME, AnySpec, ConverterSpec
 from memo.backends.supervisor import THREAD_VARIABLES
 from memo.kinds import BUG_KINDS
 from memo.oracle import Thresholds
@@ -51,6 +51,8 @@ _CHECK_CODE: dict[str, tuple[tuple[str, str], ...]] = {
     "inconsistency": (("memo.oracle", "Thresholds"), ("memo.oracle", "mismatch")),
     "shape": (("memo.oracle", "_shape_problem"),),
 }
+# Functions the inlined code calls that read memo's registry: the script holds their values as memo had them.
+_FROZEN_CODE: tuple[tuple[str, str], ...] = (("memo.backends", "declared_masks"),)
 # Imports the frame itself makes (an inlined module's identical import is not repeated).
 _FRAME_IMPORTS = frozenset({"import faulthandler", "import os", "import sys", "import tempfile", "import traceback",
                             "from pathlib import Path", "import numpy as np"})
@@ -101,13 +103,14 @@ def _library_section(bundle: Bundle, spec: AnySpec, names: tuple[str, ...]) -> _
     return _Section(f"{spec.name}: memo's worker code ({module})", code)
 
 
-def _plugin_section() -> _Section:
+def _plugin_section(declared_as: str) -> _Section:
     root = str(Path(memo.__file__).resolve().parents[1])
+    imported = SPEC_NAME if declared_as == SPEC_NAME else f"{declared_as} as {SPEC_NAME}"
     code = (f"# The plugin file memo's worker imported. A plugin is written against memo (its BackendSpec), so memo\n"
             f"# must be importable for it; the code in this script does not use memo.\n"
             f"sys.path.insert(0, HERE)\nsys.path.append({root!r})\n"
-            f"from plugin_backend import BACKEND  # noqa: E402\n\n"
-            f"CONVERT, LOAD, RUN = BACKEND.convert, BACKEND.load, BACKEND.run")
+            f"from plugin_backend import {imported}  # noqa: E402\n\n"
+            f"CONVERT, LOAD, RUN = {SPEC_NAME}.convert, {SPEC_NAME}.load, {SPEC_NAME}.run")
     return _Section("the backend plugin (plugin_backend.py)", code)
 
 
@@ -130,6 +133,8 @@ def render_script(*, bug_id: str, kind: str, library: str, faulty: str, symptom:
     if (spec is None and plugin is None) or (spec is not None and spec.repro is None):
         raise ValueError(f"no repro recipe for {library}")
     bundle = Bundle()
+    for module, name in _FROZEN_CODE:
+        bundle.freeze(module, name)
     for module, name in _WORKER_IO:
         bundle.add(module, name)
     sections = [_Section("memo's worker: reading inputs, writing outputs (memo.backends.worker)", bundle.take())]
@@ -148,7 +153,7 @@ def render_script(*, bug_id: str, kind: str, library: str, faulty: str, symptom:
                 raise ValueError(f"{library}: conflicting {key} for the converter and the backend")
         requirements += _requirements(part)
     if runs and backend is None:
-        sections.append(_plugin_section())
+        sections.append(_plugin_section(read_plugin(plugin).declared_as if plugin is not None else SPEC_NAME))
         environment.update(plugin_env or {})
         requirements.append("numpy")
         files.append(PLUGIN_FILE)

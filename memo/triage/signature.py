@@ -16,121 +16,20 @@ import json
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Callable, Iterable
+from typing import Any
 
-from memo.backends import BACKENDS, CONVERTERS, REFERENCE, find_spec, load_spec
+from memo.backends import BACKENDS, CONVERTERS, REFERENCE, declared_messages, find_spec, load_spec
 from memo.backends.result import TRACE_STAGE, ExecutionResult, StageResult
+from memo.backends.spec import MessageRules
 from memo.kinds import BUG_KINDS, MESSAGE_KINDS, NUMERIC_KINDS, VerdictKind
 from memo.layers.catalogue import get_spec
 from memo.model.ir import Layer, ModelIR
 from memo.oracle import KERAS_FRONT_END, TF_FUNCTION_STAGE, Verdict
-from memo.triage.describe import TORCH_CAUSED_BY
+from memo.text import without_traced_graph
+from memo.triage.masks import MESSAGE_LIMIT, library_frames, library_modules, normalize_message
 
 UNSUPPORTED_KIND = VerdictKind.UNSUPPORTED.value
-TOP_FRAMES = 3
-MESSAGE_LIMIT = 300
 UNLOCALIZED = "?"
-
-# Python import names for the distributions a backend declares (the rest map by replacing "-" with "_").
-_MODULE_OF_DISTRIBUTION = {"tensorflow-cpu": "tensorflow", "tensorflow": "tensorflow", "jaxlib": "jaxlib"}
-_NOT_THE_LIBRARY = frozenset({"numpy"})
-
-# Masks applied in order: each (pattern, replacement).
-def _sorted_set(match: re.Match[str]) -> str:
-    return "{" + ", ".join(sorted(match.group(1).split(", "))) + "}"
-
-
-_MASKS: tuple[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]], ...] = (
-    # a printed Python set of strings: its order changes with the interpreter's hash seed
-    (re.compile(r"\{('[^'{}]*'(?:, '[^'{}]*')+)\}"), _sorted_set),
-    # terminal colours (Keras wraps a layer's error in bold)
-    (re.compile(r"\x1b\[[0-9;]*m"), ""),
-    # Keras's list of the failing call's arguments (input shapes, dtypes, flags), cut off at different points
-    # when the message is long: the error is what comes before it
-    (re.compile(r"\s*Arguments received by [\w.]+\(\):.*$"), ""),
-    # a torch tensor printed into the message ("Tensor: (1,.,.) = 0.74 -0.45 ... [ torch.FloatTensor{1,2,2} ]"):
-    # its values, shape and layout vary between occurrences of one bug (torch.jit's "Cannot insert a Tensor that
-    # requires grad as a constant" split into nine bugs in a 45-minute campaign)
-    (re.compile(r"\bTensor:\s.*?(?:\[ torch\.\w+\{[\d,]*\} \]|$)"), "Tensor: VALUES"),
-    (re.compile(r"0x[0-9a-fA-F]+"), "0xADDR"),
-    (re.compile(r"\[\d{1,2}:\d{2}:\d{2}(?:\.\d+)?\]"), "[TIME]"),
-    (re.compile(r"(?<![\w/])(?:[A-Za-z]:|\.{1,2})?(?:/[\w.+@-]+){2,}/?"), "PATH"),
-    # graph node / tensor names: conv1d_3_1/Pad, model/dense/BiasAdd:0
-    (re.compile(r"\b[A-Za-z_][\w.-]*(?:/[\w.-]+)+(?::\d+)?"), "NAME"),
-    (re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"), "UUID"),
-    # quoted tensor / node names: anything quoted that holds a slash, a colon-index or a trailing number
-    (re.compile(r"(['\"`])[^'\"`\s]*(?:[/:]|_\d+\b|\d+\1)[^'\"`\s]*\1"), r"\1NAME\1"),
-    # shapes and index tuples: (2, 3, None), [1,?,4], {2, 3}
-    (re.compile(r"[\[({]\s*(?:-?\d+|None|\?|-1)?(?:\s*[,x×]\s*(?:-?\d+|None|\?))+\s*,?\s*[\])}]"), "SHAPE"),
-    (re.compile(r"[\[(]\s*(?:-?\d+|None|\?)\s*,?\s*[\])]"), "SHAPE"),
-    (re.compile(r"\b\d+(?:x\d+)+\b"), "SHAPE"),
-    # einsum equations ('BTNH,BSNH->BNTS'): which of a model's einsums a failure names varies between runs
-    (re.compile(r"(['\"`]?)[A-Za-z.]+(?:,[A-Za-z.]+)*->[A-Za-z.]*\1"), r"\1EQUATION\1"),
-    # MLIR / XLA-style shapes: tensor<2x?x4xf32>, 2x3x4
-    (re.compile(r"(?<![\w.])(?:\d+|\?)(?:x(?:\d+|\?))+(?:x(?:[fiu]\d+|bf16|i1))?(?![\w.])"), "SHAPE"),
-    # torch.onnx's export errors end by quoting the traced graph around the failing value ("[Caused by the value
-    # 'kernel.23 defined in (%kernel.23 : Float(*, 4, 13...) = onnx::Transpose...]"): which value, its shape
-    # and scope differ from model to model for one bug; the head of the message names it
-    (re.compile(r"\s*\[Caused by the value .*$"), " [Caused by a value of the traced graph]"),
-    # TorchScript IR values (%inputs.27, %x.3): numbered per trace
-    (re.compile(r"%[A-Za-z_]\w*\.\d+\b"), "%NAME"),
-    # auto-generated layer/tensor names (conv2d_13, input_layer_2, Reshape__807): the same bug hits
-    # differently named nodes; also right before a masked shape (OpenVINO's Gather_5262772[?,1], a global counter)
-    (re.compile(r"\b[A-Za-z]\w*?_\d+(?=\b|SHAPE)"), "NAME"),
-    # generated op names without an underscore before the counter (_minimum0, MXNet's _plus12, node3);
-    # dtype and opset words keep their numbers (float16 vs float32 is part of a bug)
-    (re.compile(r"(?<![\w.])(?!(?:u?int|float|bfloat|complex|opset|conv|pool|relu|log|exp|sqrt)\d+\b)"
-                r"_*[A-Za-z][A-Za-z_]*?[a-z_]\d+(?![\w.])"), "NAME"),
-    (re.compile(r"(?<![\w.])[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?(?![\w.])"), "N"),
-    (re.compile(r"\bnan\b|\binf\b", re.IGNORECASE), "N"),
-    # the inputs MXNet lists when binding fails ("Arguments: input_layer: (1, 3) indices: (1,)"): named after
-    # each model's input layers
-    (re.compile(r"(simple_bind error\. Arguments:)(?:\s+\S+: SHAPE)+"), r"\1 INPUTS"),
-    # a printed array or tensor (torch's "Tensor: (1,1,.,.) = Columns 1 to 9 -0.24 0.22 ..."): its values, and so
-    # how the printer lays them out, vary between runs of one bug; the message up to the dump names it
-    (re.compile(r"(?:\bN[\s,;|]+){4,}.*$"), "VALUES..."),
-)
-# Python tracebacks ("File "p", line 3, in f") and faulthandler dumps ("File "p", line 3 in f").
-_FRAME = re.compile(r'^\s*File "(?P<path>[^"]+)", line \d+,? in (?P<func>\S+)', re.MULTILINE)
-
-
-def normalize_message(message: str | None, limit: int = MESSAGE_LIMIT) -> str:
-    """The message with everything that varies between two occurrences of one bug masked."""
-    text = " ".join((message or "").split())
-    for pattern, replacement in _MASKS:
-        text = pattern.sub(replacement, text)
-    return text[:limit]
-
-
-def library_modules(backend: str) -> tuple[str, ...]:
-    """Top-level Python packages whose frames count as "inside the library" for ``backend``."""
-    name = backend.split(":")[0]
-    try:
-        distributions = list(load_spec(name).distributions)
-    except Exception:  # an unknown or plugin backend: guess from its name
-        distributions = [part for part in re.split(r"[-_]", name) if part]
-    modules = [_MODULE_OF_DISTRIBUTION.get(d, d.replace("-", "_")) for d in distributions]
-    return tuple(m for m in dict.fromkeys(modules) if m and m not in _NOT_THE_LIBRARY)
-
-
-def library_frames(traceback_text: str | None, modules: Iterable[str], top: int = TOP_FRAMES) -> list[str]:
-    """The ``top`` innermost traceback frames inside one of ``modules``, as ``package/relative/path.py:function``.
-
-    Line numbers are dropped (they change between patch releases without changing the bug). Python
-    tracebacks list the innermost frame last, faulthandler dumps ("most recent call first") first.
-    """
-    wanted = tuple(modules)
-    text = traceback_text or ""
-    frames: list[str] = []
-    for match in _FRAME.finditer(text):
-        path = match.group("path").replace("\\", "/")
-        parts = path.split("/")
-        for i, part in enumerate(parts[:-1]):
-            if part in wanted:
-                frames.append("/".join(parts[i:]) + ":" + match.group("func"))
-                break
-    innermost_first = "most recent call first" in text
-    return (frames if innermost_first else frames[::-1])[:top]
 
 
 def recorded_as(backend: str, stage: str | None) -> tuple[str, str | None, tuple[str, ...]]:
@@ -249,13 +148,9 @@ def signature(verdict: Verdict, result: ExecutionResult | None, ir: ModelIR | No
     return digest(signature_parts(verdict, result, ir, divergent_layer=divergent_layer))
 
 
-_FEATURE_PATTERNS = (
-    # torch.onnx names aten operators in lower case: "operator 'aten::rms_norm'", "operator adaptive_max_pool2d"
-    re.compile(r"\boperator 'aten::(\w+)'"),
-    re.compile(r"\bONNX export of operator ([a-z]\w*)"),
-    # ONNX Runtime names the op and its opset before the node's name: "implementation for Conv(11) node with name"
-    re.compile(r"\bimplementation for ([A-Za-z]\w*)\(\d+\) node"),
-    re.compile(r"\bOperator ([A-Za-z]\w*) not implemented"),                             # MXNet's ONNX import
+# How a refusal names its feature in any library's words, after the patterns the backends declare (their specs'
+# ``messages.declined_features``: torch.onnx's aten operators, ONNX Runtime's and MXNet's operators).
+_GENERIC_FEATURES = (
     re.compile(r"['\"`]([A-Z][A-Za-z0-9_]+)['\"`]"),                                   # 'Loop'
     re.compile(r"\b(?:op|operator|layer|node)s?\s*(?:type)?\s*[:=]?\s*['\"`]?([A-Z][A-Za-z0-9_]+)"),  # op Erfinv
     re.compile(r"\w/([A-Z][A-Za-z0-9]+)\b"),                                           # model/conv_1/Pad
@@ -264,14 +159,25 @@ _FEATURE_PATTERNS = (
 _NOT_A_FEATURE = re.compile(r"(Error|Exception|Warning|Description)$")
 
 
+def feature_patterns() -> tuple[re.Pattern[str], ...]:
+    """The patterns a refusal's feature is read with, in order: the registered backends', then memo's own."""
+    return _feature_patterns(declared_messages())
+
+
+@lru_cache(maxsize=4)
+def _feature_patterns(rules: tuple[MessageRules, ...]) -> tuple[re.Pattern[str], ...]:
+    declared = dict.fromkeys(pattern for rule in rules for pattern in rule.declined_features)
+    return (*(re.compile(pattern) for pattern in declared), *_GENERIC_FEATURES)
+
+
 def unsupported_feature(verdict: Verdict, message: str | None = None) -> str:
     """What a library declined: ``metrics["feature"]`` if the oracle set it, else an op name in the message."""
     metrics = _metrics(verdict)
     if metrics.get("feature"):
         return str(metrics["feature"])
     text = message if message is not None else str(verdict.message or "")
-    text = TORCH_CAUSED_BY.sub("", text)  # the traced graph quoted after the cause names types, not the feature
-    for pattern in _FEATURE_PATTERNS:
+    text = without_traced_graph(text)  # the traced graph quoted after the cause names types, not the feature
+    for pattern in feature_patterns():
         for found in pattern.finditer(text):
             if not _NOT_A_FEATURE.search(found.group(1)):
                 return found.group(1)

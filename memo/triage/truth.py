@@ -13,7 +13,7 @@ from typing import Sequence
 
 import numpy as np
 
-from memo.backends import CONVERTERS, PRODUCERS, find_spec, load_spec
+from memo.backends import CONVERTERS, find_spec, load_spec, producer_of
 from memo.backends.float64_truth import SPECIAL_FLAG_ENGINES
 from memo.backends.supervisor import WorkerCommand, WorkerProcess
 from memo.oracle import Verdict
@@ -88,7 +88,7 @@ def _kernels(backend: str) -> frozenset[str]:
     spec = find_spec(backend)
     if spec is None:
         return frozenset()
-    converter = PRODUCERS.get(spec.consumes)
+    converter = producer_of(spec.consumes)
     return frozenset(spec.distributions) | (_kernels(converter) if converter else frozenset())
 
 

@@ -67,7 +67,7 @@ def test_run_table_shows_each_library_and_the_verdicts(capsys: pytest.CaptureFix
     (["run", "no/such/model.keras"], "no such file"),
     (["run", "{corrupt}", "--backends", "keras-tensorflow"], "not a valid .keras archive"),
     (["run", str(EXAMPLES / "conv_net.json"), "--backends", "keras-tensorflow,caffe"], "unknown backend 'caffe'"),
-    (["run", str(EXAMPLES / "conv_net.json"), "--backend-plugin", "{no_backend}"], "defines no `BACKEND"),
+    (["run", str(EXAMPLES / "conv_net.json"), "--backend-plugin", "{no_backend}"], "defines no `SPEC"),
     (["run", str(EXAMPLES / "conv_net.json"), "--backend-plugin", "{syntax}"], "cannot be parsed"),
     (["run", str(EXAMPLES / "conv_net.json"), "--backend-plugin", "{taken}"], "already taken"),
     (["run", "{lambda}"], "--unsafe"),

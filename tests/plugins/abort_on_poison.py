@@ -11,4 +11,4 @@ def load(path):
     return ORT.load(path)
 
 
-BACKEND = BackendSpec(name="abort-on-poison", consumes="onnx", load=load, run=ORT.run, setup=ORT.setup)
+SPEC = BackendSpec(name="abort-on-poison", consumes="onnx", load=load, run=ORT.run, setup=ORT.setup)

@@ -3,4 +3,4 @@ import memo_no_such_library  # noqa: F401
 
 from memo.backends import BackendSpec
 
-BACKEND = BackendSpec(name="broken-import", consumes="keras", load=print, run=print)
+SPEC = BackendSpec(name="broken-import", consumes="keras", load=print, run=print)

@@ -17,4 +17,4 @@ def run(handle, inputs):
     return ORT.run(session, inputs)
 
 
-BACKEND = BackendSpec(name="crash-on-relu", consumes="onnx", load=load, run=run, setup=ORT.setup)
+SPEC = BackendSpec(name="crash-on-relu", consumes="onnx", load=load, run=run, setup=ORT.setup)

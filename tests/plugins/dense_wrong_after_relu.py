@@ -19,5 +19,5 @@ def run(model, inputs):
     return outputs
 
 
-BACKEND = BackendSpec(name="dense-wrong-after-relu", consumes="keras", load=KERAS_TF.load, run=run,
+SPEC = BackendSpec(name="dense-wrong-after-relu", consumes="keras", load=KERAS_TF.load, run=run,
                       setup=KERAS_TF.setup, env={"KERAS_BACKEND": "tensorflow"})

@@ -19,4 +19,4 @@ def run(handle, inputs):
     return ORT.run(session, inputs)
 
 
-BACKEND = BackendSpec(name="hang-on-relu", consumes="onnx", load=load, run=run, setup=ORT.setup)
+SPEC = BackendSpec(name="hang-on-relu", consumes="onnx", load=load, run=run, setup=ORT.setup)

@@ -6,4 +6,4 @@ def run(path, inputs):
     return list(inputs.values())
 
 
-BACKEND = BackendSpec(name="numpy-echo", consumes="keras", load=str, run=run)
+SPEC = BackendSpec(name="numpy-echo", consumes="keras", load=str, run=run)

@@ -18,4 +18,4 @@ def run(path, inputs):
     return list(inputs.values())
 
 
-BACKEND = BackendSpec(name="slow-model", consumes="keras", load=str, run=run, setup=setup)
+SPEC = BackendSpec(name="slow-model", consumes="keras", load=str, run=run, setup=setup)

@@ -128,7 +128,7 @@ def _plugin_bug(tmp_path: Path, body: str, **options: object) -> tuple[Path, dic
     plugin = tmp_path / "raising_plugin.py"
     plugin.write_text("import os\nimport signal\n\nfrom memo.backends import BackendSpec\n\n\n"
                       f"def run(path, inputs):\n    {body}\n\n\n"
-                      "BACKEND = BackendSpec(name='raiser', consumes='keras', load=str, run=run)\n")
+                      "SPEC = BackendSpec(name='raiser', consumes='keras', load=str, run=run)\n")
     folder = tmp_path / "bug"
     folder.mkdir()
     np.savez(folder / "inputs.npz", input_1=np.zeros((2, 3), np.float32), input_2=np.ones((2, 3), np.float32))
