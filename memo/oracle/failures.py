@@ -1,0 +1,140 @@
+"""Verdicts on failures: crashes, hangs and refusals, one finding per shared cause, and ``invalid`` when
+nothing reached the model.
+
+When every Keras backend (they all consume the same ``.keras`` file) raises at load/execute on a model that
+Keras' symbolic build accepted (every model memo executes was), the shared front end is at fault: ONE crash
+against backend ``keras`` at stage ``execute``, listing each backend's exception; a backend whose exception
+type differs from the others' keeps its own crash. A converter failing at stage ``trace`` (memo's Keras load
+and ``tf.function`` trace before tf2onnx's freeze: TensorFlow's graph mode) is ONE finding against
+keras-tensorflow at stage ``tf-function``, however many conversions reported it.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from memo.backends import REFERENCE
+from memo.backends.result import FAILURES, TRACE_STAGE, BackendResult, ExecutionResult, StageResult
+from memo.kinds import StageStatus, VerdictKind
+from memo.oracle.specs import spec_field
+from memo.oracle.verdict import Verdict
+
+KERAS_FRONT_END = "keras"  # the backend name of a finding against Keras itself (its shared front end)
+TF_FUNCTION_STAGE = "tf-function"
+KIND_OF_STATUS = {StageStatus.ERROR.value: VerdictKind.CRASH.value, StageStatus.CRASH.value: VerdictKind.CRASH.value,
+                   StageStatus.HANG.value: VerdictKind.HANG.value,
+                   StageStatus.UNSUPPORTED.value: VerdictKind.UNSUPPORTED.value}
+
+
+def _detail(stage: StageResult) -> str:
+    detail = f"{stage.exc_type}: {stage.message}" if stage.exc_type else stage.message
+    return " ".join(detail.split())[:500]
+
+
+def _failure_metrics(backend: BackendResult) -> dict[str, Any]:
+    stage = backend.failure
+    assert stage is not None
+    metrics: dict[str, Any] = {"status": str(stage.status), "exc_type": stage.exc_type,
+                               "seconds": round(stage.seconds, 3)}
+    if stage.signal is not None:
+        metrics["signal"] = stage.signal
+    if stage.exit_code is not None:
+        metrics["exit_code"] = stage.exit_code
+    return metrics
+
+
+def _own_verdict(backend: BackendResult) -> Verdict:
+    stage = backend.failure
+    assert stage is not None
+    return Verdict(KIND_OF_STATUS[str(stage.status)], backend.name, stage.stage, _detail(stage),
+                   _failure_metrics(backend))
+
+
+def _keras_front_end(result: ExecutionResult) -> tuple[Verdict | None, set[str], str | None]:
+    """The one Keras finding when every Keras backend raised at load/execute, the backends it covers, and
+    their (most common) exception type."""
+    keras = [b for b in result.results("backend") if b.consumes == "keras"]
+    if len(keras) < 2 or not all(b.status in FAILURES and b.stage_reached in ("load", "execute") for b in keras):
+        return None, set(), None
+    raised = [b for b in keras if b.status == StageStatus.ERROR.value]
+    if len(raised) < 2:
+        return None, set(), None
+    types = [b.failure.exc_type for b in raised if b.failure]
+    common = max(dict.fromkeys(types), key=types.count)
+    covered = [b for b in raised if b.failure and b.failure.exc_type == common]
+    if len(covered) < 2:
+        return None, set(), None
+    first = covered[0].failure
+    assert first is not None
+    message = ("symbolic build accepted the model, every Keras backend failed at run time: " + _detail(first))[:500]
+    metrics = {"backends": {b.name: {**_failure_metrics(b), "stage": b.stage_reached,
+                                     "message": _detail(b.failure)} for b in keras if b.failure},
+               "exc_type": common}
+    return Verdict(VerdictKind.CRASH.value, KERAS_FRONT_END, "execute", message, metrics), {b.name for b in covered}, common
+
+
+def failure_verdicts(result: ExecutionResult) -> list[Verdict]:
+    backends = result.results("backend")
+    if not backends or all(b.status == StageStatus.SKIPPED.value or b.stage_reached == "start" for b in backends):
+        # nothing reached the model: memo's setup (a backend that cannot start, none selected), not a library
+        summary = "; ".join(f"{b.name}: {_detail(b.failure) if b.failure else 'no stage'}" for b in backends)
+        return [Verdict(VerdictKind.INVALID.value, "*", "-",
+                        f"no backend ran the model: memo produced no result ({summary or 'no backends'})"[:500],
+                        {"backends": [b.name for b in backends]})]
+    verdicts: list[Verdict] = []
+    front_end, covered, front_type = _keras_front_end(result)
+    if front_end is not None:
+        verdicts.append(front_end)
+    reference = result.backends.get(result.reference)
+    eager_type = (reference.failure.exc_type if reference is not None and reference.failure is not None
+                  and reference.status in FAILURES else None)
+    also: dict[str, list[str]] = defaultdict(list)
+    traced: list[BackendResult] = []
+    keras_failures = {(b.failure.exc_type, b.failure.message): b.name for b in result.results("backend")
+                      if b.consumes == "keras" and b.status in FAILURES and b.failure is not None}
+    for backend in result.results():
+        if backend.status not in FAILURES or backend.name in covered:
+            continue
+        stage = backend.failure
+        assert stage is not None
+        if backend.role == "converter" and stage.stage == TRACE_STAGE:
+            traced.append(backend)
+        elif backend.role == "converter" and backend.consumes == "keras" \
+                and (stage.exc_type, stage.message) in keras_failures:
+            # a converter that runs Keras itself (Keras's ONNX export calls the model on torch) failing as a Keras
+            # backend does: the same failure, not a second finding
+            also[keras_failures[(stage.exc_type, stage.message)]].append(backend.name)
+        elif _same_failure(result, base := spec_field(backend.name, "builds_on", None), stage):
+            # the exception of the backend whose code this one runs first (torch.compile converts with
+            # onnx2torch): one finding, that backend's
+            also[base].append(backend.name)
+        else:
+            verdicts.append(_own_verdict(backend))
+    for verdict in verdicts:
+        names = [*also.get(verdict.backend, []),
+                 *(n for name in (verdict.metrics.get("backends") or {}) for n in also.get(name, []))]
+        if names:
+            verdict.metrics["also_in"] = names
+    if traced:
+        stage = traced[0].failure
+        assert stage is not None
+        names = [b.name for b in traced]
+        if front_end is not None and stage.exc_type == front_type:
+            front_end.metrics["also_in_tf_function"] = names  # the same failure, traced: not a second finding
+        elif eager_type is not None and stage.exc_type == eager_type and any(
+                v.backend == result.reference for v in verdicts):
+            eager = next(v for v in verdicts if v.backend == result.reference)
+            eager.metrics["also_in_tf_function"] = names  # TensorFlow fails eagerly already: one finding
+        else:
+            metrics = {**_failure_metrics(traced[0]), "converters": names}
+            verdicts.append(Verdict(KIND_OF_STATUS[str(stage.status)], REFERENCE, TF_FUNCTION_STAGE,
+                                    _detail(stage), metrics))
+    return verdicts
+
+
+def _same_failure(result: ExecutionResult, other: str | None, stage: StageResult) -> bool:
+    """Whether backend ``other`` failed in ``result`` at the same stage with the same exception as ``stage``."""
+    entry = result.backends.get(other) if other else None
+    failure = entry.failure if entry is not None and entry.status in FAILURES else None
+    return failure is not None and (failure.stage, failure.exc_type, failure.message) == (
+        stage.stage, stage.exc_type, stage.message)
