@@ -28,7 +28,7 @@ from memo.store import CampaignStore
 from memo.triage.bugdir import BUGS_DIR
 from memo.triage.probe import roles
 from memo.triage.session import WORK_DIR
-from memo.triage.signature import BUG_KINDS, reference_of, signature
+from memo.triage.signature import BUG_KINDS, signature
 
 REWALK_EVERY_S = 60.0         # the running count misses what triage releases and in-flight artifacts
 STOP_DISK_FULL = "disk full"
@@ -79,8 +79,8 @@ def regenerable_paths(store: CampaignStore) -> list[Path]:
 # ---------------------------------------------------------------------------- what to keep
 def stored_verdict(row: dict[str, Any]) -> Verdict:
     """A verdict row of the store as the oracle's :class:`Verdict`."""
-    return Verdict(kind=row["kind"], backend=row["backend"], stage=row["stage"], message=row["message"],
-                   metrics=json.loads(row["metrics"] or "{}") or {})
+    return Verdict.decode(row["kind"], row["backend"], row["stage"], row["message"],
+                          json.loads(row["metrics"] or "{}") or {})
 
 
 def finding_signatures(verdicts: Iterable[Verdict], result: ExecutionResult | None) -> list[str]:
@@ -106,7 +106,7 @@ def needed_files(verdicts: Iterable[Verdict], result: ExecutionResult | None) ->
         for verdict in verdicts:
             if verdict.kind not in BUG_KINDS:
                 continue
-            reference = reference_of(verdict) or str((result.reference if result is not None else "") or "")
+            reference = str((result.reference if result is not None else "") or "")
             found = roles(verdict, reference, available)
             names = {*found.backends, found.faulty, found.good, str(verdict.backend or ""), reference}
             backends |= names

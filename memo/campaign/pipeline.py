@@ -239,7 +239,7 @@ class Pipeline:
                                      str(execution.artifact_dir) if keep else None)
             for verdict in verdicts:
                 self.store.add_verdict(VerdictRecord(execution.mutant_id, verdict.kind, verdict.backend, verdict.stage,
-                                                     verdict.message, dict(verdict.metrics)))
+                                                     verdict.message, verdict.metrics()))
         self.counters["executed"] += 1
         if execution.ir is not None and self.config.feedback_lag:
             self.unlearnt[execution.mutant_id] = (execution.ir, result)  # learnt when its outcome is taken

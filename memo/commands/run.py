@@ -68,7 +68,7 @@ def handle(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"model": str(args.model), "artifact": artifact.to_json() if args.out else None,
                           "thresholds": thresholds.to_json(), "result": result.to_json(),
-                          "comparisons": {name: c.metrics() for name, c in comparisons.items()},
+                          "comparisons": {name: c.to_json() for name, c in comparisons.items()},
                           "verdicts": [{**v.to_json(), **({"truth": truths[i].to_json()} if i in truths else {})}
                                        for i, v in enumerate(verdicts)]}, indent=1))
     else:

@@ -9,11 +9,11 @@ Backends are grouped by :func:`memo.oracle.criterion.agree`.
 * reference: no compared backend agrees with the reference and at least two agree with each other ->
   the reference, whichever artifacts they read (keras-jax and keras-torch agreeing on what TensorFlow does
   differently is one TensorFlow finding, not two);
-* otherwise each flagged backend. Verdict metrics record the agreement groups used.
+* otherwise each flagged backend. Each verdict records the agreement groups used.
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Callable
 
 import numpy as np
 
@@ -21,19 +21,19 @@ from memo.backends import PRODUCERS
 from memo.backends.result import ExecutionResult
 from memo.oracle.criterion import Thresholds, agree
 from memo.oracle.specs import spec_field
-from memo.oracle.verdict import Verdict
+from memo.oracle.verdict import Attribution, Comparison, Verdict
 
 
 def attribute(kind: str, flagged: dict[str, str], outputs: dict[str, list[np.ndarray]], result: ExecutionResult,
-               thresholds: Thresholds, metrics: Callable[[str], dict[str, Any]],
+               thresholds: Thresholds, metrics: Callable[[str], Comparison],
                flagged_any: set[str], groups: list[list[str]]) -> list[Verdict]:
     """Turn per-backend flags of one kind into verdicts, blaming a shared cause where agreement says so.
 
     ``flagged_any``: the backends flagged with any kind (they do not agree with the reference); ``groups``:
-    the agreement groups of every backend with outputs, reference included (recorded in the metrics).
+    the agreement groups of every backend with outputs, reference included (recorded in each verdict's
+    :class:`Attribution`); ``metrics``: a flagged backend's figures for this kind.
     """
     compared = [name for name in outputs if name != result.reference]
-    recorded = {"agreement": groups}
 
     def consistent(names: list[str]) -> bool:
         return all(agree(outputs[name], outputs[names[0]], thresholds) for name in names[1:])
@@ -47,7 +47,7 @@ def attribute(kind: str, flagged: dict[str, str], outputs: dict[str, list[np.nda
             verdicts.append(Verdict(kind, converter, "convert",
                                     f"every backend on its conversion ({', '.join(group)}) differs alike: "
                                     + flagged[group[0]],
-                                    {"backends": {name: metrics(name) for name in group}, **recorded}))
+                                    attribution=Attribution(groups, {name: metrics(name) for name in group})))
             flagged = {name: message for name, message in flagged.items() if name not in group}
     engines = {name: spec_field(name, "engine_name", name) for name in compared}
     for name in list(flagged):  # one engine on two converters' files: right on one, wrong on the other
@@ -59,7 +59,7 @@ def attribute(kind: str, flagged: dict[str, str], outputs: dict[str, list[np.nda
             verdicts.append(Verdict(kind, converter, "convert",
                                     f"{name} differs on {converter}'s file while the same engine agrees with the "
                                     f"reference on another conversion ({twins[0]}): " + flagged[name],
-                                    {"backends": {name: metrics(name)}, "same_engine": twins[0], **recorded}))
+                                    attribution=Attribution(groups, {name: metrics(name)}, same_engine=twins[0])))
             del flagged[name]
     if len(compared) >= 2 and set(compared) <= flagged_any:  # none agrees with the reference
         majority = next((group for group in groups
@@ -68,7 +68,7 @@ def attribute(kind: str, flagged: dict[str, str], outputs: dict[str, list[np.nda
             verdicts.append(Verdict(kind, result.reference, "execute",
                                     f"{len(majority)} backends ({', '.join(majority)}) agree with each other on a "
                                     f"different result: " + flagged[majority[0]],
-                                    {"backends": {name: metrics(name) for name in majority}, **recorded}))
+                                    attribution=Attribution(groups, {name: metrics(name) for name in majority})))
             flagged = {name: message for name, message in flagged.items() if name not in majority}
-    return verdicts + [Verdict(kind, name, "execute", message, {**metrics(name), **recorded})
-                       for name, message in flagged.items()]
+    return verdicts + [Verdict(kind, name, "execute", message, comparison=metrics(name),
+                               attribution=Attribution(groups)) for name, message in flagged.items()]

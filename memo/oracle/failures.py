@@ -11,13 +11,11 @@ keras-tensorflow at stage ``tf-function``, however many conversions reported it.
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any
-
 from memo.backends import REFERENCE
 from memo.backends.result import FAILURES, TRACE_STAGE, BackendResult, ExecutionResult, StageResult
 from memo.kinds import StageStatus, VerdictKind
 from memo.oracle.specs import spec_field
-from memo.oracle.verdict import Verdict
+from memo.oracle.verdict import Failure, FrontEnd, Verdict
 
 KERAS_FRONT_END = "keras"  # the backend name of a finding against Keras itself (its shared front end)
 TF_FUNCTION_STAGE = "tf-function"
@@ -31,23 +29,19 @@ def _detail(stage: StageResult) -> str:
     return " ".join(detail.split())[:500]
 
 
-def _failure_metrics(backend: BackendResult) -> dict[str, Any]:
+def _failure(backend: BackendResult, *, described: bool = False) -> Failure:
+    """The failed stage of ``backend``; ``described``: with its stage and message (a front end's entries)."""
     stage = backend.failure
     assert stage is not None
-    metrics: dict[str, Any] = {"status": str(stage.status), "exc_type": stage.exc_type,
-                               "seconds": round(stage.seconds, 3)}
-    if stage.signal is not None:
-        metrics["signal"] = stage.signal
-    if stage.exit_code is not None:
-        metrics["exit_code"] = stage.exit_code
-    return metrics
+    return Failure(str(stage.status), stage.exc_type, round(stage.seconds, 3), stage.signal, stage.exit_code,
+                   stage=backend.stage_reached if described else None, message=_detail(stage) if described else None)
 
 
 def _own_verdict(backend: BackendResult) -> Verdict:
     stage = backend.failure
     assert stage is not None
     return Verdict(KIND_OF_STATUS[str(stage.status)], backend.name, stage.stage, _detail(stage),
-                   _failure_metrics(backend))
+                   failure=_failure(backend))
 
 
 def _keras_front_end(result: ExecutionResult) -> tuple[Verdict | None, set[str], str | None]:
@@ -67,20 +61,20 @@ def _keras_front_end(result: ExecutionResult) -> tuple[Verdict | None, set[str],
     first = covered[0].failure
     assert first is not None
     message = ("symbolic build accepted the model, every Keras backend failed at run time: " + _detail(first))[:500]
-    metrics = {"backends": {b.name: {**_failure_metrics(b), "stage": b.stage_reached,
-                                     "message": _detail(b.failure)} for b in keras if b.failure},
-               "exc_type": common}
-    return Verdict(VerdictKind.CRASH.value, KERAS_FRONT_END, "execute", message, metrics), {b.name for b in covered}, common
+    front_end = FrontEnd({b.name: _failure(b, described=True) for b in keras if b.failure}, common)
+    verdict = Verdict(VerdictKind.CRASH.value, KERAS_FRONT_END, "execute", message, front_end=front_end)
+    return verdict, {b.name for b in covered}, common
 
 
 def failure_verdicts(result: ExecutionResult) -> list[Verdict]:
+    """The verdicts on what failed in ``result`` (``[invalid]`` alone when nothing reached the model)."""
     backends = result.results("backend")
     if not backends or all(b.status == StageStatus.SKIPPED.value or b.stage_reached == "start" for b in backends):
         # nothing reached the model: memo's setup (a backend that cannot start, none selected), not a library
         summary = "; ".join(f"{b.name}: {_detail(b.failure) if b.failure else 'no stage'}" for b in backends)
         return [Verdict(VerdictKind.INVALID.value, "*", "-",
                         f"no backend ran the model: memo produced no result ({summary or 'no backends'})"[:500],
-                        {"backends": [b.name for b in backends]})]
+                        not_run=[b.name for b in backends])]
     verdicts: list[Verdict] = []
     front_end, covered, front_type = _keras_front_end(result)
     if front_end is not None:
@@ -111,24 +105,22 @@ def failure_verdicts(result: ExecutionResult) -> list[Verdict]:
         else:
             verdicts.append(_own_verdict(backend))
     for verdict in verdicts:
-        names = [*also.get(verdict.backend, []),
-                 *(n for name in (verdict.metrics.get("backends") or {}) for n in also.get(name, []))]
+        names = [*also.get(verdict.backend, []), *(n for name in verdict.involved() for n in also.get(name, []))]
         if names:
-            verdict.metrics["also_in"] = names
+            verdict.also_in = names
     if traced:
         stage = traced[0].failure
         assert stage is not None
         names = [b.name for b in traced]
         if front_end is not None and stage.exc_type == front_type:
-            front_end.metrics["also_in_tf_function"] = names  # the same failure, traced: not a second finding
+            front_end.also_in_tf_function = names  # the same failure, traced: not a second finding
         elif eager_type is not None and stage.exc_type == eager_type and any(
                 v.backend == result.reference for v in verdicts):
             eager = next(v for v in verdicts if v.backend == result.reference)
-            eager.metrics["also_in_tf_function"] = names  # TensorFlow fails eagerly already: one finding
+            eager.also_in_tf_function = names  # TensorFlow fails eagerly already: one finding
         else:
-            metrics = {**_failure_metrics(traced[0]), "converters": names}
             verdicts.append(Verdict(KIND_OF_STATUS[str(stage.status)], REFERENCE, TF_FUNCTION_STAGE,
-                                    _detail(stage), metrics))
+                                    _detail(stage), failure=_failure(traced[0]), converters=names))
     return verdicts
 
 

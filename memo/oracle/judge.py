@@ -1,8 +1,8 @@
 """Every verdict on one differential execution: failures first, then the numeric flags, attributed."""
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -12,7 +12,7 @@ from memo.oracle.attribution import attribute
 from memo.oracle.comparison import compare, numeric_flags
 from memo.oracle.criterion import Thresholds, agreement_groups, nonfinite_mask
 from memo.oracle.failures import failure_verdicts
-from memo.oracle.verdict import Verdict
+from memo.oracle.verdict import Comparison, Verdict
 
 
 def load_outputs(result: ExecutionResult) -> dict[str, list[np.ndarray]]:
@@ -27,7 +27,6 @@ def load_outputs(result: ExecutionResult) -> dict[str, list[np.ndarray]]:
 
 def _as_lists(outputs: dict[str, dict[str, np.ndarray]]) -> dict[str, list[np.ndarray]]:
     return {name: list(arrays.values()) for name, arrays in outputs.items()}
-
 
 
 def judge(result: ExecutionResult, thresholds: Thresholds = Thresholds(),
@@ -60,18 +59,17 @@ def judge(result: ExecutionResult, thresholds: Thresholds = Thresholds(),
         if kind not in by_kind:
             continue
 
-        def metrics(name: str, kind: str = kind) -> dict[str, Any]:
-            data = comparisons[name].metrics()
+        def metrics(name: str, kind: str = kind) -> Comparison:
+            """``name``'s figures, naming the output flagged with ``kind``."""
             index = outputs_of.get((kind, name))
-            if index is not None:
-                data["output"] = index
-                if index < len(result.output_names):
-                    data["output_name"] = result.output_names[index]
-            return data
+            if index is None:
+                return replace(comparisons[name])
+            named = result.output_names[index] if index < len(result.output_names) else None
+            return replace(comparisons[name], output=index, output_name=named)
 
         for verdict in attribute(kind, by_kind[kind], arrays, result, thresholds, metrics, flagged_any, groups):
             if special_values and kind in (VerdictKind.NAN.value, VerdictKind.INCONSISTENCY.value):
-                verdict.metrics["numeric_kind"] = verdict.kind
+                verdict.numeric_kind = verdict.kind
                 verdict.kind = VerdictKind.SPECIAL.value
             verdicts.append(verdict)
     return verdicts

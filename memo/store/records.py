@@ -95,8 +95,7 @@ class FindingRow:
     @cached_property
     def verdict(self) -> Verdict:
         """The oracle's verdict (its id, mutant and time stay on the row)."""
-        return Verdict(kind=self.kind, backend=self.backend, stage=self.stage, message=self.message,
-                       metrics=self.metrics)
+        return Verdict.decode(self.kind, self.backend, self.stage, self.message, self.metrics)
 
 
 @dataclass

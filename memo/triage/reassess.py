@@ -46,7 +46,7 @@ def reassess(session: Session, bug: BugRow, finding: Finding, ir: ModelIR, folde
         mine = _matching(judge(run.result, special_values=has_injection(ir)), bug)
         added: dict[str, Any] = {}
         if mine is not None:
-            added[REDUCED_VERDICT] = {"message": mine.message, "metrics": mine.metrics}
+            added[REDUCED_VERDICT] = {"message": mine.message, "metrics": mine.metrics()}
         outputs = load_outputs(run.result)
         if reference in outputs:
             truth = judge_by_truth(session.truth_runner(), run.artifact.keras_path, artifact_inputs(run.artifact),

@@ -63,7 +63,7 @@ def record_campaign(directory: Path, artifacts: Path, executor: Any, models: lis
         store.add_execution(mutant_id, result.to_json(), result.seconds, str(artifacts / str(mutant_id)))
         for verdict in judge(result):
             store.add_verdict(VerdictRecord(mutant_id, verdict.kind, verdict.backend, verdict.stage, verdict.message,
-                                            dict(verdict.metrics)))
+                                            verdict.metrics()))
     store.add_coverage_point(1.0, len(models), len(models), len(models),
                              {"types": (6, 60), "pairs": (8, 3600), "params": (20, 900)})
     return store
