@@ -11,7 +11,6 @@ the detection of a full disk, which the store, triage and the report need too, a
 """
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from dataclasses import dataclass, field
@@ -77,12 +76,6 @@ def regenerable_paths(store: CampaignStore) -> list[Path]:
 
 
 # ---------------------------------------------------------------------------- what to keep
-def stored_verdict(row: dict[str, Any]) -> Verdict:
-    """A verdict row of the store as the oracle's :class:`Verdict`."""
-    return Verdict.decode(row["kind"], row["backend"], row["stage"], row["message"],
-                          json.loads(row["metrics"] or "{}") or {})
-
-
 def finding_signatures(verdicts: Iterable[Verdict], result: ExecutionResult | None) -> list[str]:
     """Signatures of the bug findings among ``verdicts``, as triage computes them before localization;
     unsupported features and invalid models need no artifact."""
@@ -153,8 +146,8 @@ class DiskBudget:
         Folders of executions stored as not kept (a kill between commit and delete) are deleted now."""
         self.bugs_dir = self.store.directory.resolve() / BUGS_DIR
         groups: dict[int, list[Verdict]] = {}
-        for row in self.store.verdicts(tuple(sorted(BUG_KINDS | {"unsupported"}))):
-            groups.setdefault(row["mutant_id"], []).append(stored_verdict(row))
+        for stored in self.store.verdicts(tuple(sorted(BUG_KINDS | {"unsupported"}))):
+            groups.setdefault(stored.mutant_id, []).append(stored.verdict)
         # streamed: a long campaign's results are hundreds of megabytes
         for execution in self.store.executions():
             mutant_id, directory = execution.mutant_id, execution.artifact_dir

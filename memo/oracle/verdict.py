@@ -11,6 +11,7 @@ back writes the same JSON); keys an older memo wrote and this one does not know 
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -194,6 +195,10 @@ class Verdict:
                                    "numeric_kind": self.numeric_kind}))
         return {**data, **self.extra}
 
+    def metrics_text(self) -> str:
+        """:meth:`metrics` as the text the store keeps."""
+        return json.dumps(self.metrics())
+
     def to_json(self) -> JsonObject:
         return {"kind": self.kind, "backend": self.backend, "stage": self.stage, "message": self.message,
                 "metrics": self.metrics()}
@@ -201,6 +206,11 @@ class Verdict:
     @classmethod
     def from_json(cls, data: JsonObject) -> "Verdict":
         return cls.decode(data["kind"], data["backend"], data["stage"], data["message"], data.get("metrics") or {})
+
+    @classmethod
+    def from_stored(cls, kind: str, backend: str, stage: str | None, message: str, text: str | None) -> "Verdict":
+        """A verdict from the store's columns (``text``: what :meth:`metrics_text` wrote)."""
+        return cls.decode(kind, backend, stage, message, json.loads(text or "{}") or {})
 
     @classmethod
     def decode(cls, kind: str, backend: str, stage: str | None, message: str, metrics: JsonObject) -> "Verdict":

@@ -7,9 +7,9 @@ localizations, triage errors).
 """
 from memo.store.campaign import CampaignStore
 from memo.store.records import (BugRow, ExecutionRow, FindingRow, LocalizationRow, MutantRecord, PendingMutant,
-                                TriageError, VerdictRecord)
+                                StoredVerdict, TriageError)
 from memo.store.schema import DB_NAME, SCHEMA_VERSION
 from memo.store.triage import TriageTables
 
 __all__ = ["DB_NAME", "SCHEMA_VERSION", "BugRow", "CampaignStore", "ExecutionRow", "FindingRow", "LocalizationRow",
-           "MutantRecord", "PendingMutant", "TriageError", "TriageTables", "VerdictRecord"]
+           "MutantRecord", "PendingMutant", "StoredVerdict", "TriageError", "TriageTables"]

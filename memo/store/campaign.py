@@ -16,7 +16,8 @@ from typing import Any, Collection, Iterable, Iterator
 
 from memo.diskspace import tree_bytes
 from memo.errors import UsageError
-from memo.store.records import ExecutionRow, FindingRow, MutantRecord, PendingMutant, VerdictRecord
+from memo.oracle.verdict import Verdict
+from memo.store.records import ExecutionRow, FindingRow, MutantRecord, PendingMutant, StoredVerdict
 from memo.store.schema import DB_NAME, SCHEMA_VERSION, connect, dict_rows
 from memo.store.triage import TriageTables
 
@@ -112,12 +113,12 @@ class CampaignStore:
         self._db.execute("INSERT OR REPLACE INTO executions(mutant_id, result, seconds, artifact_dir) VALUES (?,?,?,?)",
                          (mutant_id, json.dumps(result), seconds, artifact_dir))
 
-    def add_verdict(self, record: VerdictRecord) -> int:
+    def add_verdict(self, mutant_id: int, verdict: Verdict) -> int:
         cursor = self._db.execute(
             "INSERT INTO verdicts(mutant_id, kind, backend, stage, message, metrics, created)"
             " VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (record.mutant_id, record.kind, record.backend, record.stage, record.message,
-             json.dumps(record.metrics), time.time()))
+            (mutant_id, verdict.kind, verdict.backend, verdict.stage, verdict.message, verdict.metrics_text(),
+             time.time()))
         return int(cursor.lastrowid)
 
     def add_coverage_point(self, elapsed: float, iteration: int, generated: int, executed: int,
@@ -198,7 +199,7 @@ class CampaignStore:
         return ExecutionRow(*row) if row else None
 
     # ------------------------------------------------------------------ verdicts and findings
-    def verdicts(self, kinds: tuple[str, ...] | None = None, *, mutant_id: int | None = None) -> list[dict[str, Any]]:
+    def verdicts(self, kinds: tuple[str, ...] | None = None, *, mutant_id: int | None = None) -> list[StoredVerdict]:
         """Stored verdicts (of ``kinds``; of one mutant), in the order they were stored."""
         conditions, params = [], []
         if kinds:
@@ -208,7 +209,9 @@ class CampaignStore:
             conditions.append("mutant_id = ?")
             params.append(mutant_id)
         where = f" WHERE {' AND '.join(conditions)}" if conditions else ""
-        return self._rows(f"SELECT * FROM verdicts{where} ORDER BY id", tuple(params))
+        return [StoredVerdict.from_row(*row) for row in self._db.execute(
+            f"SELECT id, mutant_id, kind, backend, stage, message, metrics, created FROM verdicts{where} ORDER BY id",
+            tuple(params))]
 
     def verdict_counts(self) -> dict[str, int]:
         """``{kind: verdicts}``."""
@@ -229,12 +232,12 @@ class CampaignStore:
     def finding(self, verdict_id: int) -> FindingRow | None:
         """One verdict with its execution result, mutant IR and artifact folder."""
         row = self._db.execute(_FINDING_SELECT + " WHERE v.id = ?", (verdict_id,)).fetchone()
-        return FindingRow(*row) if row else None
+        return FindingRow.from_row(*row) if row else None
 
     def findings(self, kinds: Iterable[str]) -> list[FindingRow]:
         """Every verdict of ``kinds`` with its execution result, mutant IR and artifact folder, by id."""
         ordered = sorted(kinds)
-        return [FindingRow(*row) for row in self._db.execute(
+        return [FindingRow.from_row(*row) for row in self._db.execute(
             _FINDING_SELECT + f" WHERE v.kind IN ({_placeholders(len(ordered))}) ORDER BY v.id", tuple(ordered))]
 
     # ------------------------------------------------------------------ coverage

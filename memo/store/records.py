@@ -33,13 +33,19 @@ class MutantRecord:
 
 
 @dataclass
-class VerdictRecord:
+class StoredVerdict:
+    """A stored verdict: its row id, mutant and time beside the oracle's verdict."""
+
+    id: int
     mutant_id: int
-    kind: str
-    backend: str
-    stage: str | None
-    message: str
-    metrics: dict[str, Any]
+    created: float
+    verdict: Verdict
+
+    @classmethod
+    def from_row(cls, id: int, mutant_id: int, kind: str, backend: str, stage: str | None, message: str,
+                 metrics: str, created: float) -> "StoredVerdict":
+        """From the columns of ``verdicts`` in table order."""
+        return cls(id, mutant_id, created, Verdict.from_stored(kind, backend, stage, message, metrics))
 
 
 @dataclass
@@ -72,30 +78,25 @@ class FindingRow:
 
     id: int
     mutant_id: int
-    kind: str
-    backend: str
-    stage: str | None
-    message: str
-    metrics_json: str
+    verdict: Verdict
     created: float
     result_json: str | None
     ir_json: str | None
     artifact_dir: str | None
 
-    @cached_property
-    def metrics(self) -> dict[str, Any]:
-        return json.loads(self.metrics_json or "{}") or {}
+    @classmethod
+    def from_row(cls, id: int, mutant_id: int, kind: str, backend: str, stage: str | None, message: str,
+                 metrics: str, created: float, result_json: str | None, ir_json: str | None,
+                 artifact_dir: str | None) -> "FindingRow":
+        """From the columns the store selects for a finding, in order."""
+        return cls(id, mutant_id, Verdict.from_stored(kind, backend, stage, message, metrics), created,
+                   result_json, ir_json, artifact_dir)
 
     @cached_property
     def result(self) -> ExecutionResult | None:
         """The execution's result; None when the mutant was not executed, or when memo itself failed to
         prepare it (stored as an ``{"error": ..., "traceback": ...}`` document: no backend ran)."""
         return stored_result(json.loads(self.result_json)) if self.result_json else None
-
-    @cached_property
-    def verdict(self) -> Verdict:
-        """The oracle's verdict (its id, mutant and time stay on the row)."""
-        return Verdict.decode(self.kind, self.backend, self.stage, self.message, self.metrics)
 
 
 @dataclass

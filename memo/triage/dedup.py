@@ -44,12 +44,14 @@ def occurrences(store: CampaignStore) -> list[Occurrence]:
     located = store.triage.localizations()
     out = []
     for row in store.findings(BUG_KINDS):
-        numeric = row.kind in NUMERIC_KINDS
+        verdict = row.verdict
+        numeric = verdict.kind in NUMERIC_KINDS
         localization = located.get(row.id) if numeric else None
         layer = localization.layer if localization else None
-        parts = signature_parts(row.verdict, row.result, _ir(row.ir_json) if numeric and layer else None,
+        parts = signature_parts(verdict, row.result, _ir(row.ir_json) if numeric and layer else None,
                                 divergent_layer=layer)
-        out.append(Occurrence(row.id, row.mutant_id, row.created, row.kind, row.backend, row.stage, parts))
+        out.append(Occurrence(row.id, row.mutant_id, row.created, verdict.kind, verdict.backend, verdict.stage,
+                              parts))
     return out
 
 
@@ -87,10 +89,11 @@ def unsupported_groups(store: CampaignStore) -> list[dict[str, Any]]:
     """Unsupported findings grouped by library and feature: known gaps, not bugs."""
     groups: dict[tuple[str, str], dict[str, Any]] = {}
     for row in store.findings({UNSUPPORTED_KIND}):
-        parts = signature_parts(row.verdict, row.result, None)
-        key = (row.backend, parts["feature"])
-        group = groups.setdefault(key, {"library": key[0], "feature": key[1], "stage": row.stage or "",
-                                        "count": 0, "first_mutant": row.mutant_id, "message": row.message})
+        verdict = row.verdict
+        parts = signature_parts(verdict, row.result, None)
+        key = (verdict.backend, parts["feature"])
+        group = groups.setdefault(key, {"library": key[0], "feature": key[1], "stage": verdict.stage or "",
+                                        "count": 0, "first_mutant": row.mutant_id, "message": verdict.message})
         group["count"] += 1
     return sorted(groups.values(), key=lambda g: (-g["count"], g["library"], g["feature"]))
 

@@ -48,7 +48,7 @@ def pending_localizations(store: CampaignStore) -> list[int]:
     groups: dict[tuple[str, str], list[int]] = {}
     localized: dict[tuple[str, str], int] = {}
     for row in store.findings(NUMERIC_KINDS):
-        key = (row.kind, row.backend)
+        key = (row.verdict.kind, row.verdict.backend)
         if row.id in done:
             localized[key] = localized.get(key, 0) + 1
         else:

@@ -21,7 +21,7 @@ from memo.errors import UsageError
 from memo.oracle import Verdict
 from memo.oracle.verdict import Failure
 from memo.report.data import disk_figures
-from memo.store import CampaignStore, MutantRecord, VerdictRecord
+from memo.store import CampaignStore, MutantRecord
 from tests.unit.triage_store import crash_result
 
 FILES = ("model.keras", "inputs.npz", "model.ir.json", "onnx/model.onnx", "onnx/model.opset11.onnx",
@@ -94,7 +94,7 @@ def _execute(store: CampaignStore, budget: DiskBudget, root: Path, message: str)
     verdict, result = _crash(message)
     keep = budget.admit(mutant_id, folder, [verdict], ExecutionResult.from_json(result))
     store.add_execution(mutant_id, result, 1.0, str(folder) if keep else None)
-    store.add_verdict(VerdictRecord(mutant_id, "crash", "onnxruntime", "execute", message, verdict.metrics()))
+    store.add_verdict(mutant_id, verdict)
     if not keep:
         disk.shutil.rmtree(folder)
     return mutant_id, keep
