@@ -13,14 +13,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field, fields
-from typing import Any
 
+from memo.json_types import JsonObject
 from memo.kinds import VerdictKind
 
-JsonObject = dict[str, Any]  # a decoded JSON object of open shape
 
-
-def _without_none(pairs: dict[str, Any]) -> JsonObject:
+def _without_none(pairs: JsonObject) -> JsonObject:
     return {key: value for key, value in pairs.items() if value is not None}
 
 
