@@ -16,6 +16,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from memo.backends.openvino_backend import CPU_CONFIG as OPENVINO_CPU_CONFIG
+from memo.backends.spec import ModelInputs
 from memo.backends.spec import (BackendSpec, DifferenceExample, DocumentedDifference, ReproRecipe,
                                 UnsupportedPhrase, Upstream)
 from memo.backends.versions import distribution_versions
@@ -59,7 +60,7 @@ def _zero_initializers() -> Iterator[None]:
             variable_class._initialize_with_initializer = original
 
 
-def _run(model: Any, inputs: dict[str, Any]) -> list[Any]:
+def _run(model: Any, inputs: ModelInputs) -> list[Any]:
     import keras
 
     arrays = [inputs[name] for name in inputs]

@@ -25,6 +25,7 @@ from memo.backends.keras_common import keras_spec
 from memo.backends.onnx_validity import conversion_problems
 from memo.backends.result import ConversionProblem, StageFailure
 from memo.backends.keras_common import BICUBIC_KERNEL
+from memo.backends.spec import ModelInputs
 from memo.backends.spec import (LOW_PRECISION_POLICIES, ConverterSpec, DifferenceExample, DocumentedDifference,
                                 ReproRecipe, UnsupportedPhrase, Upstream)
 from memo.backends.versions import distribution_versions
@@ -46,7 +47,7 @@ def _load_model(path: Path) -> Any:
     return load_keras_model(path)  # what keras-torch's worker loads (_KERAS_TORCH.load)
 
 
-def _export(model: Any, inputs: dict[str, Any], out_path: Path) -> list[ConversionProblem]:
+def _export(model: Any, inputs: ModelInputs, out_path: Path) -> list[ConversionProblem]:
     """Keras's ONNX export of ``model`` to ``out_path``; it raises on what it cannot export, and returns what
     is invalid in the file it wrote (:mod:`memo.backends.onnx_validity`)."""
     import torch

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from memo.backends.spec import DifferenceExample, DocumentedDifference
+from memo.backends.spec import DifferenceExample, DocumentedDifference, ModelInputs
 
 
 def setup_torch() -> None:
@@ -20,7 +20,7 @@ def eval_module(module: Any) -> Any:
     return module.eval()
 
 
-def run_module(module: Any, inputs: dict[str, Any]) -> list[Any]:
+def run_module(module: Any, inputs: ModelInputs) -> list[Any]:
     """Call ``module`` positionally in model-input order; return its outputs as numpy arrays."""
     import torch
 

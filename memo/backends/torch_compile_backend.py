@@ -37,7 +37,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from memo.backends.spec import BackendSpec, ReproRecipe, UnsupportedPhrase, Upstream
+from memo.backends.spec import BackendSpec, ModelInputs, ReproRecipe, UnsupportedPhrase, Upstream
 from memo.backends.torch_common import run_module, setup_torch
 from memo.backends.versions import distribution_versions
 
@@ -109,7 +109,7 @@ def _load_inductor(module: Any) -> Any:
     return _compile(module, "inductor")
 
 
-def _run(compiled: Any, inputs: dict[str, Any]) -> list[Any]:
+def _run(compiled: Any, inputs: ModelInputs) -> list[Any]:
     """The first call of the compiled module: Dynamo captures, the backend compiles, then it runs."""
     from torch._dynamo.utils import counters
 
@@ -124,7 +124,7 @@ def _run(compiled: Any, inputs: dict[str, Any]) -> list[Any]:
     return outputs
 
 
-def _raise_if_eager_fails(module: Any, inputs: dict[str, Any], compiled_failure: Exception) -> None:
+def _raise_if_eager_fails(module: Any, inputs: ModelInputs, compiled_failure: Exception) -> None:
     """Raise the eager module's own exception when it fails without the compiler too."""
     try:
         run_module(module, inputs)

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memo.coverage import Coverage, union_all
+from memo.json_types import JsonObject
 
 
 def feedback_lag(jobs: int) -> int:
@@ -66,14 +67,14 @@ class Awaiting:
     parent_signatures: frozenset[str] = frozenset()
     seed_run: bool = False   # a seed's own execution: its outcome gives the seed's bug signatures
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {"mutant_id": self.mutant_id, "iteration": self.iteration, "due": self.due, "slot": self.slot,
                 "ident": self.ident, "seed": self.seed, "ir": self.ir_json, "coverage": self.coverage.to_json(),
                 "candidate": self.candidate, "parent_signatures": sorted(self.parent_signatures),
                 "seed_run": self.seed_run}
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> "Awaiting":
+    def from_json(cls, data: JsonObject) -> "Awaiting":
         return cls(mutant_id=int(data["mutant_id"]), iteration=int(data["iteration"]), due=int(data["due"]),
                    slot=data["slot"], ident=data["ident"], seed=data["seed"], ir_json=data["ir"],
                    coverage=Coverage.from_json(data["coverage"]), candidate=bool(data["candidate"]),

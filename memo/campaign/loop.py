@@ -24,6 +24,7 @@ from memo.campaign.config import CampaignConfig
 from memo.campaign.feedback import Awaiting, AwaitingQueue, Outcome, feedback_lag
 from memo.coverage import CRITERIA, Coverage, CoverageTracker, model_coverage
 from memo.errors import InvalidModelError, UsageError
+from memo.json_types import JsonObject
 from memo.model.ir import ModelIR
 from memo.mutation import DIRECTED_OPERATOR, EXTRA_OPERATORS, MEMO_OPERATORS, OPERATORS, Mutant, MutationFailed, mutate
 from memo.mutation.analysis import recurrent_layers
@@ -51,11 +52,11 @@ class PoolEntry:
     seed: str    # the seed this lineage started from
     signatures: frozenset[str] = frozenset()  # the bug signatures its execution showed
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {"ir": self.ir.dumps(), "ident": self.ident, "seed": self.seed, "signatures": sorted(self.signatures)}
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> PoolEntry:
+    def from_json(cls, data: JsonObject) -> PoolEntry:
         return cls(ModelIR.loads(data["ir"]), data["ident"], data["seed"], frozenset(data.get("signatures", ())))
 
 

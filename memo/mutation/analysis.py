@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Hashable, Sequence
 
 from memo.errors import InvalidModelError, one_line
+from memo.json_types import JsonObject
 from memo.layers import CATALOGUE, family_members
 from memo.model.build import build_keras_model
 from memo.model.ir import Layer, ModelIR, Shape, input_dtype, input_shape
@@ -55,7 +56,7 @@ class TensorInfo:
     def is_float(self) -> bool:
         return "float" in self.dtype
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {"shape": list(self.shape), "dtype": self.dtype}
 
 

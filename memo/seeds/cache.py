@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import memo
+from memo.json_types import JsonObject
 from memo.model.ir import ModelIR
 from memo.reduction import CoverageFn, default_coverage_fn, reduce_model
 from memo.model.weights import Weights
@@ -45,7 +46,7 @@ class SeedSummary:
     reduced: ModelFigures
     reduction_seconds: float
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {"name": self.name, "path": self.path, "original": self.original.__dict__,
                 "reduced": self.reduced.__dict__, "reduction_seconds": round(self.reduction_seconds, 3)}
 

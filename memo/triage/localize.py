@@ -26,6 +26,7 @@ from memo.model.ir import Layer, ModelIR
 from memo.oracle import Thresholds, agree, mad, nonfinite_mask
 from memo.triage.probe import Roles, Run, probe_ir, read_inputs, run_model
 from memo.backends.executor import ExecutionAbandoned, Executor
+from memo.json_types import JsonObject
 
 
 @dataclass
@@ -37,7 +38,7 @@ class Localization:
     alone: str | None = None  # the culprit run on its own: "wrong" or "right" (None: not re-checked)
     together: list[str] = field(default_factory=list)  # when right alone: the layers that are wrong together
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return asdict(self)
 
 

@@ -21,6 +21,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from memo.json_types import JsonObject
 from memo.model.ir import Layer, ModelIR
 from memo.model.keras_runtime import keras_module
 from memo.mutation.analysis import analyse
@@ -39,7 +40,7 @@ class ReductionOutcome:
     status: str = "done"  # done | timeout
     steps: list[str] = field(default_factory=list)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {"original_layers": self.original_layers, "reduced_layers": len(self.ir.body), "runs": self.runs,
                 "seconds": round(self.seconds, 2), "status": self.status, "steps": self.steps}
 

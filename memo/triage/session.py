@@ -7,12 +7,12 @@ import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from memo.artifact import ensure_artifact
 from memo.backends import BACKENDS, DEFAULT_BACKENDS
 from memo.backends.executor import DifferentialExecutor, Executor
 from memo.defaults import DEFAULT_TIMEOUT_S
+from memo.json_types import JsonObject
 from memo.store import CampaignStore
 from memo.triage.finding import Finding
 from memo.triage.probe import Roles, roles
@@ -38,7 +38,7 @@ class TriageSummary:
     def worked(self) -> bool:
         return bool(self.new or self.localized)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return dict(self.__dict__)
 
 
