@@ -25,7 +25,6 @@ mutants add nothing and are not executed, and a lag of 24 iterations held about 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from memo.coverage import Coverage, union_all
 from memo.json_types import JsonObject
@@ -109,9 +108,9 @@ class AwaitingQueue:
     def __len__(self) -> int:
         return len(self.items)
 
-    def to_json(self) -> list[dict[str, Any]]:
+    def to_json(self) -> list[JsonObject]:
         return [item.to_json() for item in self.items]
 
     @classmethod
-    def from_json(cls, data: list[dict[str, Any]] | None) -> "AwaitingQueue":
+    def from_json(cls, data: list[JsonObject] | None) -> "AwaitingQueue":
         return cls([Awaiting.from_json(item) for item in data or ()])

@@ -18,7 +18,7 @@ import time
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
 from memo.campaign.config import CampaignConfig
 from memo.campaign.feedback import Awaiting, AwaitingQueue, Outcome, feedback_lag
@@ -139,7 +139,7 @@ class GenerationLoop:
         with self.store.transaction():
             self.store.save_state(self.iteration - 1, self._state())
 
-    def _state(self) -> dict[str, Any]:
+    def _state(self) -> JsonObject:
         return {"search": self.strategy.to_json(), "coverage": self.tracker.to_json(),
                 "pool": {slot: entry.to_json() for slot, entry in self.seed_pool.items()},
                 "elapsed": self.elapsed(), "counters": self.counters, "findings": self.findings,

@@ -16,7 +16,6 @@ import traceback
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from memo.artifact import prepare_artifact
 from memo.backends.executor import DifferentialExecutor, ExecutionAbandoned, Executor
@@ -28,6 +27,7 @@ from memo.campaign.known import KnownOutcomes
 from memo.campaign.progress import Reporter
 from memo.campaign.stop import StopFlag
 from memo.diskspace import is_disk_full, mentions_disk_full
+from memo.json_types import JsonObject
 from memo.kinds import NON_FINDINGS
 from memo.model.ir import ModelIR
 from memo.mutation.nan import has_injection
@@ -101,7 +101,7 @@ class Pipeline:
         """Run nothing more: executions not started are dropped (they run again on ``--resume``)."""
         self.threads.shutdown(wait=False, cancel_futures=True)
 
-    def cluster_status(self) -> dict[str, Any] | None:
+    def cluster_status(self) -> JsonObject | None:
         """The cluster's address and nodes (host, worker sets, executed models...) when it runs on one."""
         status = getattr(self.given, "status", None)
         return status() if callable(status) else None

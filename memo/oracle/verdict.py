@@ -92,6 +92,27 @@ class Comparison:
             OutputFigures.from_json(row) for row in rows]})
 
 
+@dataclass
+class VerdictSummary:
+    """What a bug's folder keeps of the verdict on its reduced model (``bug.json``), for the report: the
+    message and the parts as :meth:`Verdict.metrics` writes them."""
+
+    message: str
+    metrics: JsonObject
+
+    @classmethod
+    def of(cls, verdict: "Verdict") -> "VerdictSummary":
+        return cls(verdict.message, verdict.metrics())
+
+    def to_json(self) -> JsonObject:
+        return {"message": self.message, "metrics": self.metrics}
+
+    @classmethod
+    def from_json(cls, data: JsonObject) -> "VerdictSummary":
+        """Absent keys read as empty (a folder triaged before memo kept the reduced verdict)."""
+        return cls(str(data.get("message") or ""), data.get("metrics") or {})
+
+
 _COMPARISON_KEYS = frozenset(item.name for item in fields(Comparison)) - {"backend"}
 
 

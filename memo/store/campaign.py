@@ -16,8 +16,10 @@ from typing import Any, Collection, Iterable, Iterator
 
 from memo.diskspace import tree_bytes
 from memo.errors import UsageError
+from memo.json_types import JsonObject
 from memo.oracle.verdict import Verdict
-from memo.store.records import ExecutionRow, FindingRow, MutantRecord, PendingMutant, StoredVerdict
+from memo.store.records import (CoveragePoint, ExecutionRow, FindingRow, MutantRecord, PendingMutant, SpecialGroup,
+                                StoredVerdict)
 from memo.store.schema import DB_NAME, SCHEMA_VERSION, connect, dict_rows
 from memo.store.triage import TriageTables
 
@@ -84,7 +86,7 @@ class CampaignStore:
         row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return json.loads(row[0]) if row else default
 
-    def save_state(self, iteration: int, data: dict[str, Any]) -> None:
+    def save_state(self, iteration: int, data: JsonObject) -> None:
         self._db.execute("INSERT OR REPLACE INTO state(id, iteration, data) VALUES (1, ?, ?)",
                          (iteration, json.dumps(data)))
 
@@ -94,7 +96,7 @@ class CampaignStore:
         return self._db.execute("DELETE FROM mutants WHERE iteration > ? AND id NOT IN (SELECT mutant_id FROM"
                                 " executions)", (iteration,)).rowcount
 
-    def load_state(self) -> tuple[int, dict[str, Any]] | None:
+    def load_state(self) -> tuple[int, JsonObject] | None:
         row = self._db.execute("SELECT iteration, data FROM state WHERE id = 1").fetchone()
         return (row[0], json.loads(row[1])) if row else None
 
@@ -108,7 +110,7 @@ class CampaignStore:
              record.gen_seconds, time.time()))
         return int(cursor.lastrowid)
 
-    def add_execution(self, mutant_id: int, result: dict[str, Any], seconds: float,
+    def add_execution(self, mutant_id: int, result: JsonObject, seconds: float,
                       artifact_dir: str | None) -> None:
         self._db.execute("INSERT OR REPLACE INTO executions(mutant_id, result, seconds, artifact_dir) VALUES (?,?,?,?)",
                          (mutant_id, json.dumps(result), seconds, artifact_dir))
@@ -132,10 +134,6 @@ class CampaignStore:
              json.dumps(extra)))
 
     # ------------------------------------------------------------------ mutants
-    def mutant(self, mutant_id: int) -> dict[str, Any] | None:
-        found = self._rows("SELECT * FROM mutants WHERE id = ?", (mutant_id,))
-        return found[0] if found else None
-
     def count_mutants(self, *, valid: bool | None = None, diverse: bool | None = None, seeds: bool = False) -> int:
         """Stored mutants, the campaign's seeds only with ``seeds``; ``valid``/``diverse``: only those (not)."""
         conditions, params = ["1"], []
@@ -223,11 +221,11 @@ class CampaignStore:
         return dict(self._db.execute(f"SELECT backend, COUNT(*) FROM verdicts WHERE kind IN ({marks}) GROUP BY backend",
                                      tuple(kinds)).fetchall())
 
-    def special_groups(self) -> list[dict[str, Any]]:
-        """Findings on models whose NaN/Inf was injected on purpose, per library: ``library``, ``count``
-        and an ``example`` message, most frequent first."""
-        return self._rows("SELECT backend AS library, COUNT(*) AS count, MIN(message) AS example FROM verdicts"
-                          " WHERE kind = 'special' GROUP BY backend ORDER BY count DESC")
+    def special_groups(self) -> list[SpecialGroup]:
+        """Findings on models whose NaN/Inf was injected on purpose, per library, most frequent first."""
+        return [SpecialGroup(library=library, count=count, example=example) for library, count, example in
+                self._db.execute("SELECT backend, COUNT(*) AS count, MIN(message) FROM verdicts"
+                                 " WHERE kind = 'special' GROUP BY backend ORDER BY count DESC")]
 
     def finding(self, verdict_id: int) -> FindingRow | None:
         """One verdict with its execution result, mutant IR and artifact folder."""
@@ -241,8 +239,12 @@ class CampaignStore:
             _FINDING_SELECT + f" WHERE v.kind IN ({_placeholders(len(ordered))}) ORDER BY v.id", tuple(ordered))]
 
     # ------------------------------------------------------------------ coverage
-    def coverage_history(self) -> list[dict[str, Any]]:
-        return self._rows("SELECT * FROM coverage_history ORDER BY id")
+    def coverage_history(self) -> list[CoveragePoint]:
+        sql = ("SELECT id, elapsed, iteration, generated, executed, types, pairs, params, extra FROM coverage_history"
+               " ORDER BY id")
+        return [CoveragePoint(id=row_id, elapsed=elapsed, iteration=iteration, generated=generated, executed=executed,
+                              types=types, pairs=pairs, params=params, extra=extra)
+                for row_id, elapsed, iteration, generated, executed, types, pairs, params, extra in self._db.execute(sql)]
 
     # ------------------------------------------------------------------ artifacts on disk
     def artifact_dirs(self, mutant_ids: Iterable[int]) -> dict[int, str | None]:

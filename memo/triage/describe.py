@@ -2,10 +2,10 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from memo.json_types import JsonObject
 
 
-def symptom(bug: dict[str, Any]) -> str:
+def symptom(bug: JsonObject) -> str:
     """One line saying what goes wrong."""
     kind = bug["kind"]
     if kind in ("nan", "inconsistency"):

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from memo.json_types import JsonObject
-from memo.model.ir import Layer, ModelIR
+from memo.model.ir import Layer, LayerConfig, ModelIR
 from memo.model.keras_runtime import keras_module
 from memo.mutation.analysis import analyse
 from memo.reduction.edits import Edit, apply_edit
@@ -113,7 +113,7 @@ def _normalized(value: Any) -> Any:
     return json.loads(json.dumps(value, default=list))
 
 
-def layer_defaults(class_name: str) -> dict[str, Any]:
+def layer_defaults(class_name: str) -> LayerConfig:
     """JSON-representable defaults of a Keras layer's constructor (empty for unknown classes)."""
     keras = keras_module()  # numpy backend in the orchestrator
     cls = getattr(keras.layers, class_name, None)
@@ -224,7 +224,7 @@ class _Search:
                 for key, value in changes.items():
                     self.accept(self._with_config(name, {key: value}), f"{name}: default {key}")
 
-    def _with_config(self, name: str, changes: dict[str, Any]) -> ModelIR:
+    def _with_config(self, name: str, changes: LayerConfig) -> ModelIR:
         candidate = self.outcome.ir.copy()
         candidate.get(name).config.update(changes)
         return candidate
