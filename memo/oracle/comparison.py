@@ -33,7 +33,8 @@ def compare(outputs: dict[str, list[np.ndarray]], reference: str, thresholds: Th
             peers = {peer: per[peer][row.output].mad for peer in per if peer != name}
             if peers:
                 closest = min(peers, key=lambda peer: peers[peer])
-                row.dmad, row.dmad_peer, row.peer_mad = d_mad_from_deltas(row.mad, peers[closest]), closest, peers[closest]
+                row.dmad = d_mad_from_deltas(row.mad, peers[closest])
+                row.dmad_peer, row.peer_mad = closest, peers[closest]
             row.flags = [kind for kind, _ in row_flags(row, thresholds)]
         comparison = comparisons[name]
         comparison.per_output = rows

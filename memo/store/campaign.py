@@ -244,7 +244,8 @@ class CampaignStore:
                " ORDER BY id")
         return [CoveragePoint(id=row_id, elapsed=elapsed, iteration=iteration, generated=generated, executed=executed,
                               types=types, pairs=pairs, params=params, extra=extra)
-                for row_id, elapsed, iteration, generated, executed, types, pairs, params, extra in self._db.execute(sql)]
+                for row_id, elapsed, iteration, generated, executed, types, pairs, params, extra
+                in self._db.execute(sql)]
 
     # ------------------------------------------------------------------ artifacts on disk
     def artifact_dirs(self, mutant_ids: Iterable[int]) -> dict[int, str | None]:

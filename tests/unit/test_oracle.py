@@ -357,6 +357,19 @@ def test_oracle_imports_no_dl_library() -> None:
     assert out.strip() == "[]"
 
 
+def test_the_numeric_criterion_imports_only_numpy_and_the_standard_library() -> None:
+    # repro scripts inline it verbatim: a memo import there would pull memo into every script
+    import ast
+    import inspect
+
+    from memo.oracle import criterion
+
+    tree = ast.parse(inspect.getsource(criterion))
+    modules = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+    modules |= {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    assert modules == {"__future__", "dataclasses", "numpy"}
+
+
 def test_has_injection_detects_the_nan_operators_subgraph() -> None:
     from memo.model.ir import Layer, ModelIR
     from memo.mutation.nan import has_injection

@@ -23,7 +23,8 @@ def test_mutants_verdicts_and_state_persist(tmp_path: Path) -> None:
             with store.transaction():
                 mid = store.add_mutant(_mutant(i))
                 store.add_execution(mid, {"backends": {}}, 0.5, None)
-                store.add_verdict(mid, Verdict("crash", "onnxruntime", "execute", "boom <b>", failure=Failure("error", "E", 1.0)))
+                crash = Verdict("crash", "onnxruntime", "execute", "boom <b>", failure=Failure("error", "E", 1.0))
+                store.add_verdict(mid, crash)
                 store.save_state(i, {"iteration": i})
         store.add_coverage_point(1.0, 2, 3, 3, {"types": (5, 90), "pairs": (7, 900), "params": (9, 1000)})
     with CampaignStore(tmp_path / "c1") as store:

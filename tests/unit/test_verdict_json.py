@@ -49,7 +49,8 @@ LAYOUTS = [
      ' "numeric_kind": "inconsistency"}'),
     (Verdict("nan", "keras-export", "convert", "m",
              attribution=Attribution([["a"]], {"onnxruntime": FIGURES}, same_engine="ort")),
-     '{"backends": {"onnxruntime": ' + json.dumps(FIGURES.to_json()) + '}, "same_engine": "ort", "agreement": [["a"]]}'),
+     '{"backends": {"onnxruntime": ' + json.dumps(FIGURES.to_json())
+     + '}, "same_engine": "ort", "agreement": [["a"]]}'),
 ]
 
 

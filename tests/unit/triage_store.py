@@ -35,7 +35,8 @@ def add_finding(store: CampaignStore, iteration: int, ir: ModelIR, result: dict[
     mutant_id = store.add_mutant(MutantRecord(iteration, "s", "NLA", "seed:s", "s", {}, ir.dumps(), True, diverse=True))
     store.add_execution(mutant_id, result, 1.0, artifact_dir)
     for kind, backend, stage, message in verdicts:
-        store.add_verdict(mutant_id, Verdict(kind, backend, stage, message, failure=Failure("error", "RuntimeError", 1.0)))
+        failure = Failure("error", "RuntimeError", 1.0)
+        store.add_verdict(mutant_id, Verdict(kind, backend, stage, message, failure=failure))
     return mutant_id
 
 
