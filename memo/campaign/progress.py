@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import sys
 import time
-from typing import Any, Callable, TextIO
+from typing import Any, Callable, NotRequired, TextIO, TypedDict
 
 from rich.console import Console, Group
 from rich.live import Live
@@ -19,6 +19,17 @@ from memo.diskspace import format_size
 from memo.json_types import JsonObject
 
 
+class FindingEvent(TypedDict):
+    """A line worth showing as it happens: a verdict on a mutant, or memo's own triage or report news
+    (``mutant_id`` ``"-"``, ``backend`` ``"memo"``)."""
+
+    mutant_id: int | str
+    kind: str
+    backend: str
+    stage: NotRequired[str | None]
+    message: str
+
+
 class Reporter:
     """Base reporter: ignores everything."""
 
@@ -26,7 +37,7 @@ class Reporter:
 
     def progress(self, snapshot: JsonObject) -> None: ...
 
-    def finding(self, finding: JsonObject) -> None: ...
+    def finding(self, finding: FindingEvent) -> None: ...
 
     def end(self, summary: JsonObject) -> None: ...
 
@@ -59,7 +70,7 @@ class JsonLinesReporter(Reporter):
     def progress(self, snapshot: JsonObject) -> None:
         self._emit("progress", snapshot)
 
-    def finding(self, finding: JsonObject) -> None:
+    def finding(self, finding: FindingEvent) -> None:
         self._emit("finding", finding)
 
     def end(self, summary: JsonObject) -> None:
@@ -85,7 +96,7 @@ class LiveReporter(Reporter):
     def progress(self, snapshot: JsonObject) -> None:
         self.live.update(self._render(snapshot))
 
-    def finding(self, finding: JsonObject) -> None:
+    def finding(self, finding: FindingEvent) -> None:
         self.recent.append(f"#{finding['mutant_id']} {finding['kind']} {finding['backend']} "
                            f"{finding.get('stage') or ''}: {finding['message'][:80]}")
         self.recent = self.recent[-5:]
