@@ -25,6 +25,7 @@ from memo.backends.documented import declared_refusal, delegated_library, docume
 from memo.backends.spec import UPSTREAM_STATUSES
 from memo.json_types import JsonObject
 from memo.oracle.verdict import VerdictSummary
+from memo.report.entry import BugEntry, Documented, MergedBug, ModelRow
 from memo.report.markdown import issue_markdown
 from memo.report.sections import READY, SECTION_RANK, section_counts, section_of, status_text
 from memo.store import BugRow, CampaignStore
@@ -92,19 +93,19 @@ def awaiting_localization(store: CampaignStore, rows: list[BugRow]) -> list[Json
             for bug in rows if bug.unlocalized]
 
 
-def unconfirmed(entry: JsonObject) -> bool:
+def unconfirmed(entry: BugEntry) -> bool:
     """A finding whose own model did not show it again when re-run, and whose script does not reproduce it
     either: a hang under load or a flaky failure, not a bug to file. Listed apart, never counted as a bug."""
     return entry.get("reproduces") is not True and (entry.get("reduction") or {}).get("status") == NOT_AGAIN
 
 
-def _filing_order(entry: JsonObject) -> tuple[Any, ...]:
+def _filing_order(entry: BugEntry) -> tuple[Any, ...]:
     """By section; within one, actively maintained libraries first; then the most frequent."""
     maintained = UPSTREAM_RANK.get((entry.get("upstream") or {}).get("status"), len(UPSTREAM_RANK))
     return SECTION_RANK[entry["section"]], maintained, -entry["occurrences"], entry["first_seen"]
 
 
-def triage_status(bugs: list[JsonObject], rows: list[BugRow]) -> JsonObject:
+def triage_status(bugs: list[BugEntry], rows: list[BugRow]) -> JsonObject:
     """How far triage got: the figures a reader checks before trusting the bug list."""
     reduced = [b for b in bugs if b["reduced_layers"] is not None and b["original_layers"] is not None
                and b["reduced_layers"] < b["original_layers"]]
@@ -280,23 +281,23 @@ def saved_tracker(store: CampaignStore) -> CoverageTracker | None:
 
 
 
-def _model_table(ir: ModelIR | None, shapes: JsonObject, highlight: str | None) -> list[JsonObject]:
+def _model_table(ir: ModelIR | None, shapes: JsonObject, highlight: str | None) -> list[ModelRow]:
     if ir is None:
         return []
-    rows = []
+    rows: list[ModelRow] = []
     for layer in ir.layers:
         config = {k: v for k, v in layer.config.items() if k not in ("trainable", "dtype") and v not in (None, {})}
         preview = ", ".join(f"{k}={json.dumps(v, default=str)}" for k, v in list(config.items())[:CONFIG_PREVIEW_KEYS])
         if len(config) > CONFIG_PREVIEW_KEYS:
             preview += ", ..."
-        rows.append({"name": layer.name, "class_name": layer.class_name, "inputs": list(layer.inputs),
-                     "config": preview, "shape": shapes.get(layer.name), "output": layer.name in ir.outputs,
-                     "highlight": layer.name == highlight})
+        rows.append(ModelRow(name=layer.name, class_name=layer.class_name, inputs=list(layer.inputs), config=preview,
+                             shape=shapes.get(layer.name), output=layer.name in ir.outputs,
+                             highlight=layer.name == highlight))
     return rows
 
 
 def bug_entry(store: CampaignStore, bug: BugRow, versions: JsonObject,
-              merged: list[BugRow] | None = None) -> JsonObject:
+              merged: list[BugRow] | None = None) -> BugEntry:
     """One bug with everything its report section needs; ``merged``: the entries folded into it."""
     finding = store.finding(bug.first_verdict)
     details = failure_details(finding.verdict, finding.result) if finding else FailureDetails()
@@ -306,7 +307,7 @@ def bug_entry(store: CampaignStore, bug: BugRow, versions: JsonObject,
     script_path = folder / REPRO_FILE if folder else None
     localization = info.get("localization") or {}
     reduced = VerdictSummary.from_json(info.get(REDUCED_VERDICT) or {})  # the figures the entry shows
-    entry = {
+    entry: BugEntry = {
         "id": bug.id, "kind": bug.kind, "library": bug.library, "stage": bug.stage or "",
         "signature": bug.parts, "first_seen": bug.first_seen, "last_seen": bug.last_seen,
         "occurrences": bug.occurrences, "first_mutant": bug.first_mutant,
@@ -323,7 +324,7 @@ def bug_entry(store: CampaignStore, bug: BugRow, versions: JsonObject,
         "reference": info.get("reference", ""), "model": _model_table(ir, info.get("shapes", {}), bug.layer),
         "repro_script": script_path.read_text() if script_path and script_path.exists() else "",
         "repro_command": info.get("repro_command", ""),
-        "merged": [{"id": other.id, "occurrences": other.occurrences, "signature": other.parts}
+        "merged": [MergedBug(id=other.id, occurrences=other.occurrences, signature=other.parts)
                    for other in merged or []],
         "variants": dedup.variants([bug, *(merged or [])]),
     }
@@ -338,12 +339,12 @@ def bug_entry(store: CampaignStore, bug: BugRow, versions: JsonObject,
         entry["reported_by"], entry["library"] = bug.library, computing
     entry["upstream"] = asdict(upstream_of(entry["library"]))
     documented = documented_difference(bug.library, bug.kind, ir, entry["layer"], entry["message"])
-    entry["documented"] = ({"behaviour": documented.behaviour, "source": documented.source, "quote": documented.quote}
-                           if documented else None)
+    entry["documented"] = (Documented(behaviour=documented.behaviour, source=documented.source,
+                                      quote=documented.quote) if documented else None)
     refusal = declared_refusal(bug.library, details.exception, details.message or "")
     if refusal and not documented:
-        entry["documented"] = {"behaviour": f"{bug.library} declines this on purpose (a declared refusal)",
-                               "source": "the refusal memo's spec for it declares", "quote": refusal}
+        entry["documented"] = Documented(behaviour=f"{bug.library} declines this on purpose (a declared refusal)",
+                                         source="the refusal memo's spec for it declares", quote=refusal)
     entry["section"] = section_of(entry)
     entry["status"] = status_text(entry)
     entry["issue_markdown"] = issue_markdown(entry, versions)

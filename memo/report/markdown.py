@@ -2,11 +2,14 @@
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memo import __version__
 from memo.json_types import JsonObject
 from memo.triage.describe import symptom
+
+if TYPE_CHECKING:
+    from memo.report.entry import BugEntry
 
 FENCE = "```"
 TRACEBACK_LINES = 30
@@ -24,7 +27,7 @@ def _fenced(text: str, language: str = "") -> str:
     return f"{FENCE}{language}\n{safe.rstrip()}\n{FENCE}"
 
 
-def issue_markdown(bug: JsonObject, versions: Any) -> str:
+def issue_markdown(bug: BugEntry, versions: Any) -> str:
     """An upstream issue: title, environment, minimal model, symptom, standalone script, traceback."""
     lines = [f"### {symptom(bug)}", "",
              f"**Library:** {bug['library']} ({_versions_line(bug['library'], versions)})  "]

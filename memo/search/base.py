@@ -11,6 +11,7 @@ import random
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import ClassVar
+
 from memo.json_types import JsonObject
 
 SeedKey = tuple[str, str]  # (slot id, operator name)

@@ -2,10 +2,10 @@
 from __future__ import annotations
 
 import re
-from memo.json_types import JsonObject
+from typing import Any
 
 
-def symptom(bug: JsonObject) -> str:
+def symptom(bug: dict[str, Any]) -> str:
     """One line saying what goes wrong."""
     kind = bug["kind"]
     if kind in ("nan", "inconsistency"):
