@@ -3,7 +3,7 @@
 Pure numpy (no DL library). Four parts, one job each: :mod:`~memo.oracle.criterion` (the numeric criterion
 that triage and repro scripts share), :mod:`~memo.oracle.comparison` (each backend's figures against the
 reference), :mod:`~memo.oracle.failures` (crash/hang/unsupported/invalid verdicts) and
-:mod:`~memo.oracle.attribution` (who a numeric flag is filed against); :mod:`~memo.oracle.judge` puts them
+:mod:`~memo.oracle.attribution` (who a numeric flag is filed against); :mod:`~memo.oracle.judging` puts them
 together and :mod:`~memo.oracle.verdict` holds the verdict type. Verdict kinds (:mod:`memo.kinds`):
 
 * ``crash`` / ``hang``: a backend or converter failed at a stage (exception, dead or silent worker).
@@ -33,7 +33,7 @@ from memo.oracle.comparison import compare
 from memo.oracle.criterion import (Outputs, Thresholds, agree, agreement_groups, d_mad, d_mad_from_deltas, mad,
                                    mismatch, nonfinite_mask, output_scale, outputs_agree, tolerances)
 from memo.oracle.failures import KERAS_FRONT_END, TF_FUNCTION_STAGE
-from memo.oracle.judge import judge, load_outputs
+from memo.oracle.judging import judge, load_outputs
 from memo.oracle.verdict import Comparison, Verdict
 
 __all__ = ["Comparison", "KERAS_FRONT_END", "Outputs", "TF_FUNCTION_STAGE", "Thresholds", "VERDICT_KINDS", "Verdict",
