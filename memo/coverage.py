@@ -33,6 +33,7 @@ from functools import lru_cache, reduce
 from typing import Any
 
 from memo.coverage_realizable import is_identity, is_inert
+from memo.json_types import JsonObject
 from memo.layers import CATALOGUE, possible_pairs
 from memo.layers.spec import Bucket, Shape
 from memo.model.ir import INPUT_CLASS, Layer, ModelIR, input_dtype, input_shape
@@ -402,7 +403,7 @@ class CoverageTracker:
         names = declared().inert().types if identities else declared().headline().types
         return frozenset(name for name in names if self.type_counts.get(name, 0) <= limit)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {"format": TRACKER_FORMAT, "models": self.models, "covered": self.covered.to_json(),
                 "type_counts": dict(sorted(self.type_counts.items())), "type_models": self.type_models,
                 "refusals": sorted(([criterion, _jsonable(item), count]

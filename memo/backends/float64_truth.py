@@ -19,7 +19,7 @@ import numpy as np
 
 from memo.backends.keras_common import _load as _load_float32
 from memo.backends.keras_common import _zero_initializers
-from memo.backends.spec import BackendSpec
+from memo.backends.spec import BackendSpec, ModelInputs
 from memo.backends.versions import distribution_versions
 
 TRUTH = "float64-torch"
@@ -58,7 +58,7 @@ def _load(path: Path) -> Any:
     return wide
 
 
-def _run(model: Any, inputs: dict[str, Any]) -> list[Any]:
+def _run(model: Any, inputs: ModelInputs) -> list[Any]:
     import keras
 
     arrays = [np.asarray(inputs[name]) for name in inputs]
@@ -69,7 +69,7 @@ def _run(model: Any, inputs: dict[str, Any]) -> list[Any]:
     return [keras.ops.convert_to_numpy(out) for out in outputs]
 
 
-def _run_watching_special_values(model: Any, inputs: dict[str, Any]) -> list[Any]:
+def _run_watching_special_values(model: Any, inputs: ModelInputs) -> list[Any]:
     """:func:`_run`, plus one last output: 1 when some operation inside the model makes NaN or Inf (JAX's
     debug_nans / debug_infs), even if the model removes it again (Keras's AutoContrast divides by a channel's
     range and replaces the NaN of a constant channel); such a model is judged by the special-value rule."""

@@ -19,7 +19,7 @@ import numpy as np
 from memo.backends.cuda import DEVICE_CPU, DEVICE_CUDA, device_banner, set_jax_precision, set_torch_precision
 from memo.backends.openvino_backend import CPU_CONFIG as OPENVINO_CPU_CONFIG
 from memo.backends.spec import (BackendSpec, DifferenceExample, DocumentedDifference, MessageMask, MessageRules,
-                                ReproRecipe, UnsupportedPhrase, Upstream)
+                                ModelInputs, ReproRecipe, UnsupportedPhrase, Upstream)
 from memo.backends.torch_common import TORCH_MESSAGES
 from memo.backends.versions import distribution_versions
 from memo.model.keras_runtime import cache_attr_skipsets
@@ -62,7 +62,7 @@ def _zero_initializers() -> Iterator[None]:
             variable_class._initialize_with_initializer = original
 
 
-def _run(model: Any, inputs: dict[str, Any]) -> list[Any]:
+def _run(model: Any, inputs: ModelInputs) -> list[Any]:
     import keras
 
     arrays = [inputs[name] for name in inputs]

@@ -27,6 +27,7 @@ from memo.backends.keras_common import keras_spec
 from memo.backends.onnx_validity import conversion_problems
 from memo.backends.result import ConversionProblem, StageFailure
 from memo.backends.keras_common import BICUBIC_KERNEL
+from memo.backends.spec import ModelInputs
 from memo.backends.spec import (LOW_PRECISION_POLICIES, ConverterSpec, DifferenceExample, DocumentedDifference,
                                 ReproRecipe, UnsupportedPhrase, Upstream)
 from memo.backends.versions import distribution_versions
@@ -48,17 +49,17 @@ def _load_model(path: Path) -> Any:
     return load_keras_model(path)  # what keras-torch's worker loads (_KERAS_TORCH.load)
 
 
-def _export(model: Any, inputs: dict[str, Any], out_path: Path) -> list[ConversionProblem]:
+def _export(model: Any, inputs: ModelInputs, out_path: Path) -> list[ConversionProblem]:
     """Keras's ONNX export of ``model`` to ``out_path`` at torch.onnx's default opset."""
     return _export_at(model, inputs, out_path, None)
 
 
-def _export_opset15(model: Any, inputs: dict[str, Any], out_path: Path) -> list[ConversionProblem]:
+def _export_opset15(model: Any, inputs: ModelInputs, out_path: Path) -> list[ConversionProblem]:
     """Keras's ONNX export at opset 15, tf2onnx's default (:data:`SPEC_OPSET15`)."""
     return _export_at(model, inputs, out_path, STAND_IN_OPSET)
 
 
-def _export_at(model: Any, inputs: dict[str, Any], out_path: Path, opset: int | None) -> list[ConversionProblem]:
+def _export_at(model: Any, inputs: ModelInputs, out_path: Path, opset: int | None) -> list[ConversionProblem]:
     """Keras's ONNX export of ``model`` to ``out_path`` (``opset`` None: torch.onnx's default); it raises on what it
     cannot export, and returns what is invalid in the file it wrote (:mod:`memo.backends.onnx_validity`)."""
     import torch

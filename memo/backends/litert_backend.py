@@ -18,7 +18,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from memo.backends.spec import BackendSpec, ReproRecipe, Upstream
+from memo.backends.spec import BackendSpec, ModelInputs, ReproRecipe, Upstream
 from memo.backends.tflite_converter import INPUT_NAME, OUTPUT_NAME
 from memo.backends.versions import distribution_versions
 
@@ -60,7 +60,7 @@ def _tensor_indices(interpreter: Any) -> tuple[list[int], list[int]]:
             [detail["index"] for detail in interpreter.get_output_details()])
 
 
-def _run(interpreter: Any, inputs: dict[str, Any]) -> list[Any]:
+def _run(interpreter: Any, inputs: ModelInputs) -> list[Any]:
     input_indices, output_indices = _tensor_indices(interpreter)
     if len(input_indices) != len(inputs):
         raise ValueError(f"the converted model has {len(input_indices)} inputs, the model {len(inputs)}")

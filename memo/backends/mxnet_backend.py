@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from memo.backends.spec import (BackendSpec, DifferenceExample, DocumentedDifference, MessageMask, MessageRules,
-                                ReproRecipe, UnsupportedPhrase, Upstream)
+                                ModelInputs, ReproRecipe, UnsupportedPhrase, Upstream)
 from memo.backends.versions import distribution_versions
 
 DISTRIBUTIONS = ("mxnet", "onnx", "numpy")
@@ -66,7 +66,7 @@ def _load(converted: tuple[Any, Any, Any, list[str]]) -> _Bound:
     return _Bound(*converted)
 
 
-def _run(bound: _Bound, inputs: dict[str, Any]) -> list[Any]:
+def _run(bound: _Bound, inputs: ModelInputs) -> list[Any]:
     return bound.forward(list(inputs.values()))
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from memo.backends.cuda import TF32, device_banner, precision
 from memo.backends.keras_common import BICUBIC_KERNEL
-from memo.backends.spec import BackendSpec, MessageRules, ReproRecipe, UnsupportedPhrase, Upstream
+from memo.backends.spec import BackendSpec, MessageRules, ModelInputs, ReproRecipe, UnsupportedPhrase, Upstream
 from memo.backends.versions import distribution_versions
 
 DISTRIBUTIONS = ("onnxruntime", "onnx")
@@ -34,7 +34,7 @@ def _load(path: Path) -> Any:
     return onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
 
-def _run(session: Any, inputs: dict[str, Any]) -> list[Any]:
+def _run(session: Any, inputs: ModelInputs) -> list[Any]:
     """Feed the inputs by name when the graph's inputs are named after the model's (both converters name
     them so), else by position; an exporter may drop an input the outputs do not depend on."""
     args = session.get_inputs()

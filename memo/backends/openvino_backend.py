@@ -17,7 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from memo.backends.spec import BackendSpec, ReproRecipe, UnsupportedPhrase, Upstream
+from memo.backends.spec import BackendSpec, ModelInputs, ReproRecipe, UnsupportedPhrase, Upstream
 from memo.backends.versions import distribution_versions
 
 DISTRIBUTIONS = ("openvino",)
@@ -53,7 +53,7 @@ def _load(model: Any) -> Any:
     return openvino.Core().compile_model(model, "CPU", CPU_CONFIG)
 
 
-def _run(compiled: Any, inputs: dict[str, Any]) -> list[Any]:
+def _run(compiled: Any, inputs: ModelInputs) -> list[Any]:
     """One inference: inputs by position (the ONNX graph's inputs are the model's, in order); outputs in
     the compiled model's order, which is the ONNX graph's output order (the frontend keeps it)."""
     request = compiled.create_infer_request()

@@ -17,8 +17,8 @@ TensorFlow's graph mode, not the converter's), ``convert``, ``load``, ``execute`
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
 
+from memo.json_types import JsonObject
 from memo.kinds import FAILURES, STATUSES, StageStatus
 
 STAGES = ("start", "trace", "convert", "load", "execute")
@@ -67,13 +67,13 @@ class StageResult:
     exit_code: int | None = None
     stderr_tail: str = ""
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         data = asdict(self)
         data["status"] = str(self.status)  # a plain string, never an enum member, in JSON and SQLite
         return data
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> "StageResult":
+    def from_json(cls, data: JsonObject) -> "StageResult":
         return cls(**data)
 
 
@@ -112,7 +112,7 @@ class BackendResult:
             return failure.stage
         return self.stages[-1].stage if self.stages else "-"
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         data = asdict(self)
         data["stages"] = [stage.to_json() for stage in self.stages]
         if not self.precision:
@@ -120,7 +120,7 @@ class BackendResult:
         return data
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> "BackendResult":
+    def from_json(cls, data: JsonObject) -> "BackendResult":
         fields = dict(data)
         fields["stages"] = [StageResult.from_json(stage) for stage in data.get("stages", [])]
         return cls(**fields)
@@ -139,18 +139,18 @@ class ExecutionResult:
     def results(self, role: str | None = None) -> list[BackendResult]:
         return [result for result in self.backends.values() if role is None or result.role == role]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {"artifact_dir": self.artifact_dir, "reference": self.reference, "output_names": self.output_names,
                 "seconds": self.seconds, "backends": {name: result.to_json() for name, result in self.backends.items()}}
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> "ExecutionResult":
+    def from_json(cls, data: JsonObject) -> "ExecutionResult":
         return cls(artifact_dir=data["artifact_dir"], reference=data["reference"],
                    output_names=list(data.get("output_names", [])), seconds=data.get("seconds", 0.0),
                    backends={name: BackendResult.from_json(item) for name, item in data["backends"].items()})
 
 
-def stored_result(data: dict[str, Any] | None) -> ExecutionResult | None:
+def stored_result(data: JsonObject | None) -> ExecutionResult | None:
     """A stored execution's result document decoded, or None where there is none: memo's own failure
     while preparing an artifact is stored as ``{"error": ..., "traceback": ...}`` and ran no backend."""
     if not data or "backends" not in data:

@@ -10,7 +10,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
+
+if TYPE_CHECKING:  # annotations only: this module stays standard-library only
+    import numpy as np
+
+    from memo.model.ir import LayerConfig
 
 from memo.artifact_files import ARTIFACT_KINDS  # stdlib only, like this module
 
@@ -39,6 +44,7 @@ DEFAULT_UNSUPPORTED_PATTERNS: tuple[UnsupportedPhrase, ...] = ()
 UnsupportedPatterns = Sequence["UnsupportedPhrase | str"]
 
 Outputs = Any  # a list/tuple of arrays, a dict of arrays, or a single array
+ModelInputs = dict[str, "np.ndarray"]  # input name -> array, as the worker reads inputs.npz
 
 # Dtype policies outside what a float32-only document allows (Keras layer configs name the policy).
 LOW_PRECISION_POLICIES: tuple[str, ...] = ("float16", "bfloat16", "mixed_float16", "mixed_bfloat16")
@@ -51,7 +57,7 @@ class DifferenceExample:
     ``layers`` (None: not localized) and the verdict's message."""
 
     kind: str
-    layers: tuple[tuple[str, dict[str, Any]], ...] = ()
+    layers: tuple[tuple[str, LayerConfig], ...] = ()
     layer: int | None = None
     message: str = ""
 
@@ -189,7 +195,7 @@ class BackendSpec:
     name: str
     consumes: str
     load: Callable[[Any], Any]
-    run: Callable[[Any, dict[str, Any]], Outputs]
+    run: Callable[[Any, ModelInputs], Outputs]
     convert: Callable[[Path], Any] | None = None
     setup: Callable[[], dict[str, str]] | None = None
     distributions: Sequence[str] = ()
@@ -255,7 +261,7 @@ class ConverterSpec:
     consumes: str
     produces: str
     load: Callable[[Any], Any]
-    export: Callable[[Any, dict[str, Any], Path], list[str]]
+    export: Callable[[Any, ModelInputs, Path], list[str]]
     setup: Callable[[], dict[str, str]] | None = None
     distributions: Sequence[str] = ()
     env: dict[str, str] = field(default_factory=dict)

@@ -22,12 +22,12 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import psutil
 
 from memo.backends.result import StageResult
 from memo.defaults import FIRST_MODEL_GRACE
+from memo.json_types import JsonObject
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 STDERR_TAIL_CHARS = 4000
@@ -178,7 +178,7 @@ class WorkerProcess:
         its first model since the worker started."""
         return timeout_s if backend in self.served else timeout_s * self.first_model_grace
 
-    def request(self, payload: dict[str, Any], timeout_s: float) -> Reply:
+    def request(self, payload: JsonObject, timeout_s: float) -> Reply:
         """Send one request; never raises for anything the library does. ``timeout_s``: the per-model limit
         (see :meth:`limit_for`); a worker started now starts under its own start-up limit, not this one."""
         if not self.alive:
@@ -255,7 +255,7 @@ class WorkerProcess:
             return text[dump:dump + 2 * STDERR_TAIL_CHARS]
         return text[-STDERR_TAIL_CHARS:]
 
-    def _next_event(self, deadline: float) -> dict[str, Any] | None:
+    def _next_event(self, deadline: float) -> JsonObject | None:
         """The next JSON event from the worker; ``{"event": "eof"}`` when it died, None at the deadline."""
         assert self.process is not None and self.process.stdout is not None
         fd = self.process.stdout.fileno()

@@ -39,7 +39,7 @@ from memo.backends.keras_common import _load as load_keras_model
 from memo.backends.keras_common import keras_spec
 from memo.backends.onnx_validity import conversion_problems
 from memo.backends.result import TRACE_STAGE, ConversionProblem, StageFailure
-from memo.backends.spec import ConverterSpec, MessageRules, ReproRecipe, UnsupportedPhrase, Upstream
+from memo.backends.spec import ConverterSpec, MessageRules, ModelInputs, ReproRecipe, UnsupportedPhrase, Upstream
 from memo.backends.versions import distribution_versions
 from memo.backends.worker import classify
 
@@ -205,7 +205,7 @@ def _freeze(path: Path) -> FrozenModel:
     return FrozenModel(graph_def, concrete.name, inputs, outputs, renames, concrete=concrete, model=model)
 
 
-def _export(frozen: FrozenModel, inputs: dict[str, Any], out_path: Path, *, opset: int | None, static: bool,
+def _export(frozen: FrozenModel, inputs: ModelInputs, out_path: Path, *, opset: int | None, static: bool,
             initializers_as_inputs: bool) -> list[ConversionProblem | str]:
     """What ``tf2onnx.convert.from_function`` does after freezing (its ``_convert_common``), so that the
     trace and freeze are shared by both conversions. ``static`` fixes every input shape to the arrays'."""
@@ -239,11 +239,11 @@ def _export(frozen: FrozenModel, inputs: dict[str, Any], out_path: Path, *, opse
     return [*problems, *unconverted_nodes(proto, reported)] or conversion_problems(proto)
 
 
-def _export_default(frozen: FrozenModel, inputs: dict[str, Any], out_path: Path) -> list[ConversionProblem | str]:
+def _export_default(frozen: FrozenModel, inputs: ModelInputs, out_path: Path) -> list[ConversionProblem | str]:
     return _export(frozen, inputs, out_path, opset=None, static=False, initializers_as_inputs=False)
 
 
-def _export_opset11(frozen: FrozenModel, inputs: dict[str, Any], out_path: Path) -> list[ConversionProblem | str]:
+def _export_opset11(frozen: FrozenModel, inputs: ModelInputs, out_path: Path) -> list[ConversionProblem | str]:
     return _export(frozen, inputs, out_path, opset=11, static=True, initializers_as_inputs=True)
 
 

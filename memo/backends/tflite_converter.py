@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from memo.backends.result import TRACE_STAGE, StageFailure
-from memo.backends.spec import ConverterSpec, MessageRules, ReproRecipe, UnsupportedPhrase, Upstream
+from memo.backends.spec import ConverterSpec, MessageRules, ModelInputs, ReproRecipe, UnsupportedPhrase, Upstream
 from memo.backends.tf2onnx_converter import _KERAS_TF, TENSORFLOW_GRAPH_NODE, FrozenModel, _freeze
 from memo.backends.tf2onnx_converter import SPEC as TF2ONNX
 from memo.backends.versions import distribution_versions
@@ -44,7 +44,7 @@ def _setup() -> dict[str, str]:
     return distribution_versions(DISTRIBUTIONS)
 
 
-def _static_function(frozen: FrozenModel, inputs: dict[str, Any]) -> Any:
+def _static_function(frozen: FrozenModel, inputs: ModelInputs) -> Any:
     """The model traced again as ``_freeze`` traces it, with the inputs' batch size instead of ``None``.
 
     The inputs are named by position (``input_0``, ``input_1``...): the flatbuffer's signature keeps these
@@ -80,7 +80,7 @@ def _located_nowhere(exc: Exception) -> Exception:
     return clean
 
 
-def _export(frozen: FrozenModel, inputs: dict[str, Any], out_path: Path) -> list[str]:
+def _export(frozen: FrozenModel, inputs: ModelInputs, out_path: Path) -> list[str]:
     """Convert the model (builtin ops, float32, static batch) and write the flatbuffer to ``out_path``."""
     import tensorflow as tf
 

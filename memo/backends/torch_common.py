@@ -9,7 +9,7 @@ import sys
 from typing import Any
 
 from memo.backends.cuda import device_banner, set_torch_precision
-from memo.backends.spec import DifferenceExample, DocumentedDifference, MessageMask, MessageRules
+from memo.backends.spec import DifferenceExample, DocumentedDifference, MessageMask, MessageRules, ModelInputs
 from memo.text import TRACED_GRAPH_TAIL
 
 
@@ -23,17 +23,17 @@ def eval_module(module: Any) -> Any:
     return module.eval()
 
 
-def run_module(module: Any, inputs: dict[str, Any]) -> list[Any]:
+def run_module(module: Any, inputs: ModelInputs) -> list[Any]:
     """Call ``module`` positionally in model-input order on the CPU; return its outputs as numpy arrays."""
     return run_module_on(module, inputs, "cpu")
 
 
-def run_module_cuda(module: Any, inputs: dict[str, Any]) -> list[Any]:
+def run_module_cuda(module: Any, inputs: ModelInputs) -> list[Any]:
     """:func:`run_module` with the inputs on the GPU (the module is there already: :func:`to_cuda`)."""
     return run_module_on(module, inputs, "cuda")
 
 
-def run_module_on(module: Any, inputs: dict[str, Any], device: str) -> list[Any]:
+def run_module_on(module: Any, inputs: ModelInputs, device: str) -> list[Any]:
     import torch
 
     with torch.no_grad():

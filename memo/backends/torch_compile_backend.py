@@ -37,7 +37,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from memo.backends.spec import BackendSpec, ReproRecipe, UnsupportedPhrase, Upstream
+from memo.backends.spec import BackendSpec, ModelInputs, ReproRecipe, UnsupportedPhrase, Upstream
 from memo.backends.torch_common import TORCH_MESSAGES, run_module_on, setup_torch, setup_torch_cuda, to_cuda
 from memo.backends.versions import distribution_versions
 
@@ -122,15 +122,15 @@ def _setup_cuda() -> dict[str, str]:
     return distribution_versions(DISTRIBUTIONS)
 
 
-def _run(compiled: Any, inputs: dict[str, Any]) -> list[Any]:
+def _run(compiled: Any, inputs: ModelInputs) -> list[Any]:
     return _run_on(compiled, inputs, "cpu")
 
 
-def _run_cuda(compiled: Any, inputs: dict[str, Any]) -> list[Any]:
+def _run_cuda(compiled: Any, inputs: ModelInputs) -> list[Any]:
     return _run_on(compiled, inputs, "cuda")
 
 
-def _run_on(compiled: Any, inputs: dict[str, Any], device: str) -> list[Any]:
+def _run_on(compiled: Any, inputs: ModelInputs, device: str) -> list[Any]:
     """The first call of the compiled module: Dynamo captures, the backend compiles, then it runs."""
     from torch._dynamo.utils import counters
 
@@ -145,7 +145,7 @@ def _run_on(compiled: Any, inputs: dict[str, Any], device: str) -> list[Any]:
     return outputs
 
 
-def _raise_if_eager_fails(module: Any, inputs: dict[str, Any], device: str, compiled_failure: Exception) -> None:
+def _raise_if_eager_fails(module: Any, inputs: ModelInputs, device: str, compiled_failure: Exception) -> None:
     """Raise the eager module's own exception when it fails without the compiler too."""
     try:
         run_module_on(module, inputs, device)

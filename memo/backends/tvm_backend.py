@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from memo.backends.result import StageFailure
-from memo.backends.spec import BackendSpec, ReproRecipe, UnsupportedPhrase, Upstream
+from memo.backends.spec import BackendSpec, ModelInputs, ReproRecipe, UnsupportedPhrase, Upstream
 from memo.backends.versions import distribution_versions
 
 DISTRIBUTIONS = ("apache-tvm", "onnx")
@@ -63,7 +63,7 @@ def _graph_inputs(graph: Any) -> list[str]:
     return [arg.name for arg in graph.graph.input if arg.name not in initializers]
 
 
-def _compile(graph: Any, inputs: dict[str, Any]) -> Any:
+def _compile(graph: Any, inputs: ModelInputs) -> Any:
     """Import (stage ``convert``) and compile (stage ``load``) the graph for these inputs' shapes and dtypes;
     the Relax virtual machine that runs it."""
     import tvm
@@ -91,7 +91,7 @@ def _flatten(value: Any) -> list[Any]:
     return [array for item in value for array in _flatten(item)]
 
 
-def _run(graph: Any, inputs: dict[str, Any]) -> list[Any]:
+def _run(graph: Any, inputs: ModelInputs) -> list[Any]:
     import tvm
 
     machine = _compile(graph, inputs)

@@ -35,6 +35,7 @@ from memo.backends import load_spec
 from memo.backends.result import ConversionProblem, StageFailure
 from memo.backends.spec import (DECLARATION_NAMES, NEVER_UNSUPPORTED, AnySpec, BackendSpec, ConverterSpec,
                                 UnsupportedPatterns, UnsupportedPhrase)
+from memo.json_types import JsonObject
 
 
 def load_plugin(path: Path) -> BackendSpec:
@@ -88,15 +89,15 @@ class Worker:
         # fails once, not once per conversion
         self.cache: tuple[Any, Any] | None = None
 
-    def emit(self, event: dict[str, Any]) -> None:
+    def emit(self, event: JsonObject) -> None:
         self.channel.write(json.dumps(event) + "\n")
         self.channel.flush()
 
-    def stage(self, request_id: int, name: str, spec: AnySpec, records: list[dict[str, Any]],
+    def stage(self, request_id: int, name: str, spec: AnySpec, records: list[JsonObject],
               action: Callable[[], Any]) -> tuple[bool, Any]:
         self.emit({"event": "stage", "id": request_id, "stage": name})
         start = time.perf_counter()
-        record: dict[str, Any] = {"stage": name, "status": "ok"}
+        record: JsonObject = {"stage": name, "status": "ok"}
         value = None
         try:
             value = action()
@@ -110,10 +111,10 @@ class Worker:
         records.append(record)
         return record["status"] == "ok", value
 
-    def handle(self, request: dict[str, Any]) -> None:
+    def handle(self, request: JsonObject) -> None:
         spec = self.specs[request["backend"]]
         request_id = request["id"]
-        records: list[dict[str, Any]] = []
+        records: list[JsonObject] = []
         model_path = Path(request["model"])
         ok, inputs = True, _read_inputs(Path(request["inputs"]), request["input_names"])
         out = Path(request["out"])
@@ -156,7 +157,7 @@ def _format(exc: BaseException) -> str:
     return "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
 
 
-def _problem_record(problems: list[Any]) -> dict[str, Any]:
+def _problem_record(problems: list[Any]) -> JsonObject:
     """The stage record for what a converter noticed without raising.
 
     An exception inside a handler (status "error") is the converter crashing: the first one is the stage's

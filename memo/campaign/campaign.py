@@ -11,7 +11,7 @@ import shutil
 import sqlite3
 import time
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import Callable, TypeVar
 
 from memo.backends.executor import Executor
 from memo.campaign.config import CampaignConfig
@@ -24,6 +24,7 @@ from memo.campaign.schedule import HISTORY_EVERY_S, PROGRESS_EVERY_S, STOP_TRIAG
 from memo.campaign.stop import BUDGET_SPENT, StopFlag
 from memo.diskspace import is_disk_full
 from memo.errors import MemoError
+from memo.json_types import JsonObject
 from memo.paths import MUTANTS_DIR
 from memo.report import REPORTS_DIR, write_report
 from memo.store import CampaignStore
@@ -66,7 +67,7 @@ class Campaign:
                 shutil.rmtree(self.directory, ignore_errors=True)
             raise
 
-    def run(self) -> dict[str, Any]:
+    def run(self) -> JsonObject:
         """Fuzz, then finish: the summary (also given to the reporter's ``end``), with the report's path.
         A stopped campaign leaves its in-flight mutants to be executed again on ``--resume``."""
         self.loop.start_clock()
@@ -132,7 +133,7 @@ class Campaign:
                 pipeline.enforce_disk()
             self.triage.keep_up(sum(self.loop.findings.values()), pipeline.executor)
 
-    def _end(self, stopped_because: str) -> dict[str, Any]:
+    def _end(self, stopped_because: str) -> JsonObject:
         self._quietly_on_full_disk(self._history_point)
         self._quietly_on_full_disk(self.disk.rewalk)  # the last line's disk figure: after what triage freed
         summary = self.snapshot()
@@ -148,7 +149,7 @@ class Campaign:
         return summary
 
     # ------------------------------------------------------------------ figures
-    def snapshot(self) -> dict[str, Any]:
+    def snapshot(self) -> JsonObject:
         """The figures of a progress line."""
         loop = self.loop
         elapsed = loop.elapsed()
@@ -161,7 +162,7 @@ class Campaign:
                 "findings": dict(loop.findings), "disk": self.disk.figures(),
                 "triage": self.triage.figures(), "cluster": self._cluster()}
 
-    def _cluster(self) -> dict[str, Any] | None:
+    def _cluster(self) -> JsonObject | None:
         return self.pipeline.cluster_status() if self.pipeline is not None else None
 
     def _history_point(self) -> None:

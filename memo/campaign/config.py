@@ -5,12 +5,14 @@ import os
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
+from pathlib import Path
 
 import psutil
 
 from memo.defaults import (DEFAULT_DIRECTED_SHARE, DEFAULT_MAX_PARENT_COST, DEFAULT_MAX_PARENT_LAYERS,
                            DEFAULT_MAX_PARENT_RECURRENT, DEFAULT_TIMEOUT_S)
 from memo.errors import UsageError
+from memo.json_types import JsonObject
 
 # Pipelines sharing one set of warm workers: while one model converts, others run on the Keras backends.
 # A set costs about 8 GB; memory allows one set per WORKER_SET_MEMORY_GB. tf2onnx (trace, freeze, two
@@ -75,11 +77,11 @@ class CampaignConfig:
     reference: str | None = None  # the backend the others are compared with (None: keras-tensorflow)
     gpu_precision: str = "strict"  # GPU backends in strict float32, or "tf32" (memo.backends.cuda)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return asdict(self)
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> "CampaignConfig":
+    def from_json(cls, data: JsonObject) -> "CampaignConfig":
         data = dict(data)
         data["budget"] = Budget(**data["budget"])
         # stored before the bound existed: such a campaign ran unbounded, and resumes the same way

@@ -11,7 +11,6 @@ the detection of a full disk, which the store, triage and the report need too, a
 """
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from dataclasses import dataclass, field
@@ -29,7 +28,7 @@ from memo.store import CampaignStore
 from memo.triage.bugdir import BUGS_DIR
 from memo.triage.probe import roles
 from memo.triage.session import WORK_DIR
-from memo.triage.signature import BUG_KINDS, reference_of, signature
+from memo.triage.signature import BUG_KINDS, signature
 
 REWALK_EVERY_S = 60.0         # the running count misses what triage releases and in-flight artifacts
 STOP_DISK_FULL = "disk full"
@@ -78,12 +77,6 @@ def regenerable_paths(store: CampaignStore) -> list[Path]:
 
 
 # ---------------------------------------------------------------------------- what to keep
-def stored_verdict(row: dict[str, Any]) -> Verdict:
-    """A verdict row of the store as the oracle's :class:`Verdict`."""
-    return Verdict(kind=row["kind"], backend=row["backend"], stage=row["stage"], message=row["message"],
-                   metrics=json.loads(row["metrics"] or "{}") or {})
-
-
 def finding_signatures(verdicts: Iterable[Verdict], result: ExecutionResult | None) -> list[str]:
     """Signatures of the bug findings among ``verdicts``, as triage computes them before localization;
     unsupported features and invalid models need no artifact."""
@@ -101,8 +94,8 @@ def stored_signatures(store: CampaignStore) -> Iterator[ExecutionSignatures]:
     """What every stored execution showed, in the order they were stored: the disk budget counts its bugs, the
     memory of first occurrences (:mod:`memo.campaign.firsts`) remembers them and its declines."""
     groups: dict[int, list[Verdict]] = {}
-    for row in store.verdicts(tuple(sorted(BUG_KINDS | {"unsupported"}))):
-        groups.setdefault(row["mutant_id"], []).append(stored_verdict(row))
+    for stored in store.verdicts(tuple(sorted(BUG_KINDS | {"unsupported"}))):
+        groups.setdefault(stored.mutant_id, []).append(stored.verdict)
     # streamed: a long campaign's results are hundreds of megabytes
     for execution in store.executions():
         verdicts = groups.get(execution.mutant_id)
@@ -124,7 +117,7 @@ def needed_files(verdicts: Iterable[Verdict], result: ExecutionResult | None) ->
         for verdict in verdicts:
             if verdict.kind not in BUG_KINDS:
                 continue
-            reference = reference_of(verdict) or str((result.reference if result is not None else "") or "")
+            reference = str((result.reference if result is not None else "") or "")
             found = roles(verdict, reference, available)
             names = {*found.backends, found.faulty, found.good, str(verdict.backend or ""), reference}
             backends |= names

@@ -25,9 +25,9 @@ generates (docs/benchmarks.md).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from memo.coverage import Coverage, union_all
+from memo.json_types import JsonObject
 
 
 def feedback_lag(jobs: int) -> int:
@@ -66,14 +66,14 @@ class Awaiting:
     parent_signatures: frozenset[str] = frozenset()
     seed_run: bool = False   # a seed's own execution: its outcome gives the seed's bug signatures
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {"mutant_id": self.mutant_id, "iteration": self.iteration, "due": self.due, "slot": self.slot,
                 "ident": self.ident, "seed": self.seed, "ir": self.ir_json, "coverage": self.coverage.to_json(),
                 "candidate": self.candidate, "parent_signatures": sorted(self.parent_signatures),
                 "seed_run": self.seed_run}
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> "Awaiting":
+    def from_json(cls, data: JsonObject) -> "Awaiting":
         return cls(mutant_id=int(data["mutant_id"]), iteration=int(data["iteration"]), due=int(data["due"]),
                    slot=data["slot"], ident=data["ident"], seed=data["seed"], ir_json=data["ir"],
                    coverage=Coverage.from_json(data["coverage"]), candidate=bool(data["candidate"]),
@@ -108,9 +108,9 @@ class AwaitingQueue:
     def __len__(self) -> int:
         return len(self.items)
 
-    def to_json(self) -> list[dict[str, Any]]:
+    def to_json(self) -> list[JsonObject]:
         return [item.to_json() for item in self.items]
 
     @classmethod
-    def from_json(cls, data: list[dict[str, Any]] | None) -> "AwaitingQueue":
+    def from_json(cls, data: list[JsonObject] | None) -> "AwaitingQueue":
         return cls([Awaiting.from_json(item) for item in data or ()])

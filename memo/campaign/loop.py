@@ -18,12 +18,13 @@ import time
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
 from memo.campaign.config import CampaignConfig
 from memo.campaign.feedback import Awaiting, AwaitingQueue, Outcome, feedback_lag
 from memo.coverage import CRITERIA, Coverage, CoverageTracker, model_coverage
 from memo.errors import InvalidModelError, UsageError
+from memo.json_types import JsonObject
 from memo.model.ir import ModelIR
 from memo.mutation import (DEFAULT_OPERATORS, DIRECTED_OPERATOR, OPERATORS, Mutant, MutationFailed, mutate,
                            operator_names)
@@ -52,11 +53,11 @@ class PoolEntry:
     seed: str    # the seed this lineage started from
     signatures: frozenset[str] = frozenset()  # the bug signatures its execution showed
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {"ir": self.ir.dumps(), "ident": self.ident, "seed": self.seed, "signatures": sorted(self.signatures)}
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> PoolEntry:
+    def from_json(cls, data: JsonObject) -> PoolEntry:
         return cls(ModelIR.loads(data["ir"]), data["ident"], data["seed"], frozenset(data.get("signatures", ())))
 
 
@@ -140,7 +141,7 @@ class GenerationLoop:
         with self.store.transaction():
             self.store.save_state(self.iteration - 1, self._state())
 
-    def _state(self) -> dict[str, Any]:
+    def _state(self) -> JsonObject:
         return {"search": self.strategy.to_json(), "coverage": self.tracker.to_json(),
                 "pool": {slot: entry.to_json() for slot, entry in self.seed_pool.items()},
                 "elapsed": self.elapsed(), "counters": self.counters, "findings": self.findings,

@@ -16,25 +16,25 @@ import traceback
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from memo.artifact import prepare_artifact
 from memo.backends.executor import DifferentialExecutor, ExecutionAbandoned, Executor
 from memo.backends.result import ExecutionResult, stored_result
 from memo.campaign.config import PIPELINES_PER_WORKER_SET, CampaignConfig, worker_replicas
 from memo.campaign.disk import (STOP_DISK_BUDGET, DiskBudget, converter_declines, finding_signatures,
-                                stored_signatures, stored_verdict)
+                                stored_signatures)
 from memo.campaign.feedback import NOT_RUN, Outcome
 from memo.campaign.firsts import FirstShown
 from memo.campaign.known import KnownOutcomes
 from memo.campaign.progress import Reporter
 from memo.campaign.stop import StopFlag
 from memo.diskspace import is_disk_full, mentions_disk_full
+from memo.json_types import JsonObject
 from memo.kinds import NON_FINDINGS
 from memo.model.ir import ModelIR
 from memo.mutation.nan import has_injection
 from memo.oracle import Verdict, judge
-from memo.store import CampaignStore, VerdictRecord
+from memo.store import CampaignStore
 
 
 @dataclass
@@ -106,7 +106,7 @@ class Pipeline:
         """Run nothing more: executions not started are dropped (they run again on ``--resume``)."""
         self.threads.shutdown(wait=False, cancel_futures=True)
 
-    def cluster_status(self) -> dict[str, Any] | None:
+    def cluster_status(self) -> JsonObject | None:
         """The cluster's address and nodes (host, worker sets, executed models...) when it runs on one."""
         status = getattr(self.given, "status", None)
         return status() if callable(status) else None
@@ -189,7 +189,7 @@ class Pipeline:
         result = stored_result(row.result) if row is not None else None
         if result is None:
             return NOT_RUN
-        verdicts = [stored_verdict(v) for v in self.store.verdicts(mutant_id=mutant_id)]
+        verdicts = [stored.verdict for stored in self.store.verdicts(mutant_id=mutant_id)]
         return self._outcome_of(mutant_id, result, verdicts, finding_signatures(verdicts, result))
 
     def _outcome_of(self, mutant_id: int, result: ExecutionResult, verdicts: list[Verdict],
@@ -241,8 +241,7 @@ class Pipeline:
             self.store.add_execution(execution.mutant_id, result_json, seconds,
                                      str(execution.artifact_dir) if keep else None)
             for verdict in verdicts:
-                self.store.add_verdict(VerdictRecord(execution.mutant_id, verdict.kind, verdict.backend, verdict.stage,
-                                                     verdict.message, dict(verdict.metrics)))
+                self.store.add_verdict(execution.mutant_id, verdict)
         self.counters["executed"] += 1
         if execution.ir is not None and self.config.feedback_lag:
             self.unlearnt[execution.mutant_id] = (execution.ir, result)  # learnt when its outcome is taken

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import sys
 import time
-from typing import Any, Callable, TextIO
+from typing import Any, Callable, NotRequired, TextIO, TypedDict
 
 from rich.console import Console, Group
 from rich.live import Live
@@ -16,18 +16,30 @@ from rich.table import Table
 from rich.text import Text
 
 from memo.diskspace import format_size
+from memo.json_types import JsonObject
+
+
+class FindingEvent(TypedDict):
+    """A line worth showing as it happens: a verdict on a mutant, or memo's own triage or report news
+    (``mutant_id`` ``"-"``, ``backend`` ``"memo"``)."""
+
+    mutant_id: int | str
+    kind: str
+    backend: str
+    stage: NotRequired[str | None]
+    message: str
 
 
 class Reporter:
     """Base reporter: ignores everything."""
 
-    def start(self, info: dict[str, Any]) -> None: ...
+    def start(self, info: JsonObject) -> None: ...
 
-    def progress(self, snapshot: dict[str, Any]) -> None: ...
+    def progress(self, snapshot: JsonObject) -> None: ...
 
-    def finding(self, finding: dict[str, Any]) -> None: ...
+    def finding(self, finding: FindingEvent) -> None: ...
 
-    def end(self, summary: dict[str, Any]) -> None: ...
+    def end(self, summary: JsonObject) -> None: ...
 
     def close(self) -> None: ...
 
@@ -38,7 +50,7 @@ class QuietReporter(Reporter):
     def __init__(self, stream: TextIO | None = None) -> None:
         self.stream = stream or sys.stdout
 
-    def end(self, summary: dict[str, Any]) -> None:
+    def end(self, summary: JsonObject) -> None:
         print(summary_line(summary), file=self.stream, flush=True)
 
 
@@ -48,20 +60,20 @@ class JsonLinesReporter(Reporter):
     def __init__(self, stream: TextIO | None = None) -> None:
         self.stream = stream or sys.stdout
 
-    def _emit(self, event: str, payload: dict[str, Any]) -> None:
+    def _emit(self, event: str, payload: JsonObject) -> None:
         self.stream.write(json.dumps({"event": event, "time": round(time.time(), 3), **payload}, default=str) + "\n")
         self.stream.flush()
 
-    def start(self, info: dict[str, Any]) -> None:
+    def start(self, info: JsonObject) -> None:
         self._emit("start", info)
 
-    def progress(self, snapshot: dict[str, Any]) -> None:
+    def progress(self, snapshot: JsonObject) -> None:
         self._emit("progress", snapshot)
 
-    def finding(self, finding: dict[str, Any]) -> None:
+    def finding(self, finding: FindingEvent) -> None:
         self._emit("finding", finding)
 
-    def end(self, summary: dict[str, Any]) -> None:
+    def end(self, summary: JsonObject) -> None:
         self._emit("end", summary)
 
 
@@ -74,22 +86,22 @@ class LiveReporter(Reporter):
         self.recent: list[str] = []
         self.started = False
 
-    def start(self, info: dict[str, Any]) -> None:
+    def start(self, info: JsonObject) -> None:
         self.console.print(f"[bold]memo fuzz[/bold] campaign [cyan]{info['name']}[/cyan]: "
                            f"{len(info.get('seeds', []))} seeds, {len(info.get('backends', []))} backends, "
                            f"search {info.get('search')}, seed {info.get('seed')}")
         self.live.start()
         self.started = True
 
-    def progress(self, snapshot: dict[str, Any]) -> None:
+    def progress(self, snapshot: JsonObject) -> None:
         self.live.update(self._render(snapshot))
 
-    def finding(self, finding: dict[str, Any]) -> None:
+    def finding(self, finding: FindingEvent) -> None:
         self.recent.append(f"#{finding['mutant_id']} {finding['kind']} {finding['backend']} "
                            f"{finding.get('stage') or ''}: {finding['message'][:80]}")
         self.recent = self.recent[-5:]
 
-    def end(self, summary: dict[str, Any]) -> None:
+    def end(self, summary: JsonObject) -> None:
         self.close()
         if not self.console.is_terminal:  # piped output: the panel's last line has no newline of its own
             self.console.print()
@@ -100,7 +112,7 @@ class LiveReporter(Reporter):
             self.live.stop()
             self.started = False
 
-    def _render(self, snap: dict[str, Any]) -> Any:
+    def _render(self, snap: JsonObject) -> Any:
         table = Table(show_header=False, box=None, padding=(0, 1))
         remaining = snap.get("remaining_s")
         table.add_row("time", f"{_clock(snap['elapsed_s'])} elapsed"
@@ -128,14 +140,14 @@ def _clock(seconds: float | None) -> str:
     return f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
 
 
-def triage_line(triage: dict[str, Any]) -> str:
+def triage_line(triage: JsonObject) -> str:
     """What the background triage has done so far."""
     errors = f", {triage['errors']} errors (see the report)" if triage.get("errors") else ""
     return (f"{triage.get('reduced', 0)} bugs reduced, {triage.get('reproduced', 0)} reproduce standalone, "
             f"{triage.get('merged', 0)} merged{errors}")
 
 
-def cluster_line(cluster: dict[str, Any]) -> str:
+def cluster_line(cluster: JsonObject) -> str:
     """``2 nodes ready, 2 worker sets: a:1f3c9e 120 runs (1 sets); b:77ab01 98 runs (1 sets, lost: ...)`` (a node's runs include triage's)."""
     nodes = cluster.get("nodes") or []
     ready = [node for node in nodes if node.get("state") == "ready"]
@@ -145,7 +157,7 @@ def cluster_line(cluster: dict[str, Any]) -> str:
             + (": " + "; ".join(parts) if parts else ""))
 
 
-def disk_line(disk: dict[str, Any]) -> str:
+def disk_line(disk: JsonObject) -> str:
     """``312 MB of 2.0 GB budget in artifacts (14 kept, 230 deleted)``."""
     limit = disk.get("limit_bytes") or 0
     budget = f" of {format_size(limit)} budget" if limit else " (no budget)"
@@ -153,7 +165,7 @@ def disk_line(disk: dict[str, Any]) -> str:
             f"{disk.get('deleted', 0)} deleted)")
 
 
-def summary_line(summary: dict[str, Any]) -> str:
+def summary_line(summary: JsonObject) -> str:
     cov = ", ".join(f"{name} {c}/{t}" for name, (c, t) in summary.get("coverage", {}).items())
     findings = ", ".join(f"{k} {v}" for k, v in sorted(summary.get("findings", {}).items())) or "no findings"
     disk = f"; disk {disk_line(summary['disk'])}" if summary.get("disk") else ""

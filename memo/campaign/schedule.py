@@ -4,13 +4,13 @@ triage beside the campaign (started on the first findings, poked on new ones) an
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from memo.backends.executor import Executor
 from memo.campaign.config import CampaignConfig
 from memo.campaign.progress import Reporter
 from memo.campaign.stop import StopFlag
 from memo.diskspace import is_disk_full
+from memo.json_types import JsonObject
 from memo.store import CampaignStore
 from memo.triage import TriageService, seconds_wanted, triage_campaign
 from memo.triage.dedup import update_bugs
@@ -64,7 +64,7 @@ class TriageSchedule:
         if self.service is not None:
             self.service.stop(timeout_s)
 
-    def figures(self) -> dict[str, Any]:
+    def figures(self) -> JsonObject:
         """What the background triage did so far, for progress lines."""
         if self.service is None:
             return {}

@@ -16,6 +16,7 @@ from typing import Any
 
 from memo.campaign.config import total_memory_gb
 from memo.errors import UsageError, one_line
+from memo.json_types import JsonObject
 
 _LOCAL = re.compile(r"^local:(\d+)$")
 _ADDRESS = re.compile(r"^(auto|(ray://)?[\w.\-]+:\d+)$")
@@ -85,7 +86,7 @@ def _ray_messages_to_stderr() -> None:
     if getattr(original, "memo_stderr", False):
         return
 
-    def to_stderr(data: dict[str, Any], ignore_prefix: bool) -> None:
+    def to_stderr(data: JsonObject, ignore_prefix: bool) -> None:
         original({**data, "is_err": True}, ignore_prefix)
 
     to_stderr.memo_stderr = True  # type: ignore[attr-defined]

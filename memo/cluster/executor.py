@@ -30,6 +30,7 @@ from memo.cluster import CLUSTER_LOST
 from memo.cluster.connect import ClusterSession, NodeInfo
 from memo.cluster.node import NodeRunner, node_capacity, pack_files, unpack_files
 from memo.errors import UsageError, one_line
+from memo.json_types import JsonObject
 
 NO_NODE_GRACE_S = 120.0  # with no node for this long, the campaign stops (and --resume continues it)
 READY_TIMEOUT_S = 300.0  # the first node's actor must answer within this
@@ -58,13 +59,13 @@ class Node:
     in_flight: int = 0
     rerun: int = 0  # models this node ran again after another node was lost under them
     started_at: float = field(default_factory=time.monotonic)
-    description: dict[str, Any] = field(default_factory=dict)
+    description: JsonObject = field(default_factory=dict)
 
     def retry_after_s(self) -> float:
         """How long a lost node that Ray still lists waits before it gets a new actor."""
         return RETRY_START_AFTER_S if (self.lost or "").startswith(COULD_NOT_START) else REJOIN_AFTER_S
 
-    def status(self) -> dict[str, Any]:
+    def status(self) -> JsonObject:
         return {"node": self.info.node_id[:12], "host": self.info.host, "cpus": self.info.cpus,
                 "memory_gb": round(self.info.memory_gb, 1), "worker_sets": self.sets, "slots": self.slots,
                 "executed": self.executed, "in_flight": self.in_flight, "rerun": self.rerun,
@@ -120,7 +121,7 @@ class ClusterExecutor:
         with self._lock:
             return sum(node.slots for node in self._nodes.values() if node.ready and not node.lost)
 
-    def status(self) -> dict[str, Any]:
+    def status(self) -> JsonObject:
         """The address, and one row per node this campaign used: host, worker sets, slots, executed, state."""
         with self._lock:
             return {"address": self.session.address, "nodes": [node.status() for node in self._nodes.values()]}
@@ -314,7 +315,7 @@ class ClusterExecutor:
         self.session.close()
 
 
-def bring_back(artifact: Artifact, result_json: dict[str, Any], written: Mapping[str, bytes]) -> ExecutionResult:
+def bring_back(artifact: Artifact, result_json: JsonObject, written: Mapping[str, bytes]) -> ExecutionResult:
     """The node's result with the head's paths, and the files the run wrote in the head's artifact folder
     (after deleting what earlier runs of the same members wrote there, as a local run does)."""
     node_dir = str(result_json["artifact_dir"])

@@ -15,12 +15,13 @@ import socket
 import tempfile
 import uuid
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Mapping, Sequence
 
 from memo.artifact import artifact_in
 from memo.artifact_files import BASE_FILES
 from memo.backends.executor import DifferentialExecutor
 from memo.campaign.config import PIPELINES_PER_WORKER_SET, WORKER_SET_MEMORY_GB, machine_jobs, worker_replicas
+from memo.json_types import JsonObject
 
 Files = dict[str, bytes]
 
@@ -77,14 +78,14 @@ class NodeRunner:
         for slot in range(self.slots):
             self.free.put(self.executors[slot % self.sets])
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> JsonObject:
         """Who this node is and what it runs (the head's progress line and report show it)."""
         executor = self.executors[0]
         return {"host": socket.gethostname(), "pid": os.getpid(), "sets": self.sets, "slots": self.slots,
                 "backends": executor.backend_names, "versions": executor.versions()}
 
     def run(self, name: str, files: Files, backends: Sequence[str] | None,
-            skip: Mapping[str, str] | None) -> tuple[dict[str, Any], Files]:
+            skip: Mapping[str, str] | None) -> tuple[JsonObject, Files]:
         """Run the artifact ``files`` (folder ``name`` on the head) on one worker set: (the result as JSON, with
         this node's folder in its paths, and the files the run wrote)."""
         directory = self.root / uuid.uuid4().hex / name

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from memo.errors import UsageError
+from memo.json_types import JsonObject
 
 # The handlers below import the rest of memo when they run: the CLI imports every command module to
 # build its parser, and `memo --help` must not pay for the campaign, triage, Keras or rich.
@@ -46,7 +47,7 @@ def model_files(paths: list[Path]) -> list[Path]:
     return files
 
 
-def measure(files: list[Path], *, shapes: bool, safe_mode: bool) -> dict[str, Any]:
+def measure(files: list[Path], *, shapes: bool, safe_mode: bool) -> JsonObject:
     from memo.coverage import CoverageTracker, model_coverage, unknown_layers
     from memo.model.build import infer_shapes
     from memo.model.files import load_model_file
@@ -69,7 +70,7 @@ def measure(files: list[Path], *, shapes: bool, safe_mode: bool) -> dict[str, An
             "unknown_layers": unknown, "coverage": tracker.to_json()}
 
 
-def inert_line(inert: dict[str, Any], names: tuple[str, ...]) -> str:
+def inert_line(inert: JsonObject, names: tuple[str, ...]) -> str:
     """``inert (cannot change an inference result; not counted above): types 2/21, pairs 3/2822, ...``."""
     figures = ", ".join(f"{name} {inert[name][0]}/{inert[name][1]}" for name in names if name in inert)
     return f"inert (cannot change an inference result; not counted above): {figures}"

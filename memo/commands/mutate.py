@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from memo.errors import UsageError
+from memo.json_types import JsonObject
 
 # The handlers below import the rest of memo when they run: the CLI imports every command module to
 # build its parser, and `memo --help` must not pay for the campaign, triage, Keras or rich.
@@ -46,7 +47,7 @@ def load_parent(text: str, *, full: bool, safe_mode: bool) -> tuple[str, Any]:
     return seed.name, seed.ir if full else reduced_seed(seed)
 
 
-def describe(change: dict[str, Any]) -> str:
+def describe(change: JsonObject) -> str:
     """One short line for a lineage entry."""
     action = change["action"]
     if "class_name" in change and "node" in change:
@@ -67,7 +68,7 @@ def handle(args: argparse.Namespace) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     tracker = CoverageTracker()
     tracker.add(model_coverage(parent))
-    written: list[dict[str, Any]] = []
+    written: list[JsonObject] = []
     failures: list[str] = []
     for index in range(args.n):
         mutant = None

@@ -5,11 +5,19 @@ import argparse
 import json
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memo.defaults import DEFAULT_TIMEOUT_S
 from memo.device_flags import add_device_arguments, check_device_arguments
 from memo.errors import UsageError
+
+if TYPE_CHECKING:  # the command imports its machinery when it runs
+    import numpy as np
+
+    from memo.artifact import Artifact
+    from memo.backends.result import ExecutionResult
+    from memo.oracle import Comparison, Verdict
+    from memo.truth import Truth
 
 # The handlers below import the rest of memo when they run: the CLI imports every command module to
 # build its parser, and `memo --help` must not pay for the campaign, triage, Keras or rich.
@@ -71,7 +79,7 @@ def handle(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"model": str(args.model), "artifact": artifact.to_json() if args.out else None,
                           "thresholds": thresholds.to_json(), "result": result.to_json(),
-                          "comparisons": {name: c.metrics() for name, c in comparisons.items()},
+                          "comparisons": {name: c.to_json() for name, c in comparisons.items()},
                           "verdicts": [{**v.to_json(), **({"truth": truths[i].to_json()} if i in truths else {})}
                                        for i, v in enumerate(verdicts)]}, indent=1))
     else:
@@ -79,8 +87,8 @@ def handle(args: argparse.Namespace) -> int:
     return 0
 
 
-def _truths(artifact: Any, verdicts: list[Any], outputs: dict[str, Any], reference: str,
-            scratch: Path) -> dict[int, Any]:
+def _truths(artifact: Artifact, verdicts: list[Verdict], outputs: dict[str, list[np.ndarray]], reference: str,
+            scratch: Path) -> dict[int, Truth]:
     """The float64 truth of every numeric verdict (by its index), computed in one float64 worker."""
     from memo.kinds import NUMERIC_KINDS
     from memo.triage.truth import TruthRunner, artifact_inputs, judge_by_truth
@@ -101,8 +109,8 @@ def _number(value: float | None, spec: str) -> str:
     return "-" if value is None else format(value, spec)
 
 
-def print_run(model: str, result: Any, comparisons: dict[str, Any], verdicts: list[Any],
-              truths: dict[int, Any] | None = None) -> None:
+def print_run(model: str, result: ExecutionResult, comparisons: dict[str, Comparison], verdicts: list[Verdict],
+              truths: dict[int, Truth] | None = None) -> None:
     """The per-library table and the verdicts, for a terminal."""
     from rich.console import Console
     from rich.table import Table

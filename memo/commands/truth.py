@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from memo.errors import UsageError
+from memo.json_types import JsonObject
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -20,7 +21,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def truth_of_bug(folder: Path, budget_s: float = 600.0) -> dict[str, Any]:
+def truth_of_bug(folder: Path, budget_s: float = 600.0) -> JsonObject:
     """Recompute the truth of the bug in ``folder`` (a campaign's bug folder); the keys written to bug.json."""
     from memo.store import DB_NAME, CampaignStore
     from memo.triage.reassess import reassess_folder

@@ -14,7 +14,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any, Callable, Hashable, Mapping, Sequence
 
-from memo.model.ir import Shape  # batch dimension first (None)
+from memo.model.ir import LayerConfig, Shape  # Shape: batch dimension first (None)
 
 RARE = 0.05  # chance that a fresh draw picks an open-ended bucket (keeps generated models small)
 
@@ -97,7 +97,7 @@ class ParamSpace:
                 return bucket
         raise KeyError(f"{self.name}: no bucket {label!r}")
 
-Sampler = Callable[["Draw", Sequence[Shape]], dict]
+Sampler = Callable[["Draw", Sequence[Shape]], LayerConfig]
 RankMap = Callable[[int], frozenset]
 # (config, float dtype) -> whether a layer with this config may compute in that dtype (its dtype policy)
 ComputeRule = Callable[[Mapping[str, Any], str], bool]

@@ -15,6 +15,7 @@ import h5py
 import numpy as np
 
 from memo.errors import ModelLoadError, one_line
+from memo.json_types import JsonObject
 from memo.model.build import build_keras_model
 from memo.model.ir import ModelIR
 from memo.model.keras_runtime import keras_module
@@ -69,7 +70,7 @@ def load_model_file(path: Path | str, *, safe_mode: bool = True) -> LoadedModel:
     return reader(path, safe_mode)
 
 
-def _refuse_code(config: dict[str, Any], path: Path, safe_mode: bool) -> None:
+def _refuse_code(config: JsonObject, path: Path, safe_mode: bool) -> None:
     if not safe_mode:
         return
     for item in config.get("layers", []):
@@ -78,7 +79,7 @@ def _refuse_code(config: dict[str, Any], path: Path, safe_mode: bool) -> None:
                                  f"{item['class_name']} (it carries Python code); rerun with --unsafe to allow it")
 
 
-def _model_config(document: dict[str, Any]) -> dict[str, Any]:
+def _model_config(document: JsonObject) -> JsonObject:
     """Accept ``model.to_json()`` output ({class_name, config}) as well as a bare functional config."""
     if "config" in document and "class_name" in document and isinstance(document["config"], dict):
         if document["class_name"] not in ("Functional", "Model", "Sequential"):

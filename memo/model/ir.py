@@ -21,11 +21,13 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 from memo.errors import InvalidModelError, ModelLoadError
+from memo.json_types import JsonObject
 
 IR_FORMAT = "memo-ir/1"
 INPUT_CLASS = "InputLayer"
 CALL_STYLES = ("single", "list", "positional")
 Shape = tuple[int | None, ...]  # a tensor shape, batch dimension first (None)
+LayerConfig = JsonObject  # a Keras layer's config (what get_config() returns): its keys depend on the class
 
 
 @dataclass
@@ -34,18 +36,18 @@ class Layer:
 
     name: str
     class_name: str
-    config: dict[str, Any] = field(default_factory=dict)
+    config: LayerConfig = field(default_factory=dict)
     inputs: list[str] = field(default_factory=list)
     call_style: str = "single"
-    call_kwargs: dict[str, Any] = field(default_factory=dict)
+    call_kwargs: JsonObject = field(default_factory=dict)  # keyword arguments of the Keras call
     module: str = "keras.layers"
 
     @property
     def is_input(self) -> bool:
         return self.class_name == INPUT_CLASS
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"name": self.name, "class_name": self.class_name, "config": self.config,
+    def to_json(self) -> JsonObject:
+        out: JsonObject = {"name": self.name, "class_name": self.class_name, "config": self.config,
                                "inputs": list(self.inputs)}
         if self.call_style != "single":
             out["call_style"] = self.call_style
@@ -56,7 +58,7 @@ class Layer:
         return out
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> "Layer":
+    def from_json(cls, data: JsonObject) -> "Layer":
         return cls(name=data["name"], class_name=data["class_name"], config=dict(data.get("config", {})),
                    inputs=list(data.get("inputs", [])), call_style=data.get("call_style", "single"),
                    call_kwargs=dict(data.get("call_kwargs", {})), module=data.get("module", "keras.layers"))
@@ -180,7 +182,7 @@ class ModelIR:
         return self
 
     # ------------------------------------------------------------------ JSON
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         out = {"format": IR_FORMAT, "name": self.name, "layers": [layer.to_json() for layer in self.layers],
                "outputs": list(self.outputs)}
         if self.weight_edits:
@@ -192,7 +194,7 @@ class ModelIR:
         return json.dumps(self.to_json(), sort_keys=True, separators=(",", ":"))
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> "ModelIR":
+    def from_json(cls, data: JsonObject) -> "ModelIR":
         if data.get("format") != IR_FORMAT:
             raise ModelLoadError(f"not a memo IR document (format {data.get('format')!r})")
         ir = cls(layers=[Layer.from_json(item) for item in data["layers"]], outputs=list(data["outputs"]),
@@ -206,7 +208,7 @@ class ModelIR:
 
     # ------------------------------------------------------------------ Keras functional config
     @classmethod
-    def from_keras_config(cls, config: dict[str, Any]) -> "ModelIR":
+    def from_keras_config(cls, config: JsonObject) -> "ModelIR":
         """Read a Keras 3 functional (or Sequential) model config, as ``model.get_config()`` returns it."""
         if "layers" not in config:
             raise ModelLoadError("Keras config has no 'layers' list")
@@ -232,13 +234,13 @@ class ModelIR:
         ir.validate()
         return ir
 
-    def to_keras_config(self) -> dict[str, Any]:
+    def to_keras_config(self) -> JsonObject:
         """The Keras 3 functional config of this model (loadable with ``keras.Model.from_config``)."""
         items = []
         for layer in self.layers:
             conf = dict(layer.config)
             conf["name"] = layer.name
-            item: dict[str, Any] = {"module": layer.module, "class_name": layer.class_name, "config": conf,
+            item: JsonObject = {"module": layer.module, "class_name": layer.class_name, "config": conf,
                                     "registered_name": None, "name": layer.name, "inbound_nodes": []}
             if not layer.is_input:
                 refs = [_tensor_ref(src) for src in layer.inputs]
@@ -251,7 +253,7 @@ class ModelIR:
 
 
 # ---------------------------------------------------------------------- helpers for the Keras format
-def _tensor_ref(name: str) -> dict[str, Any]:
+def _tensor_ref(name: str) -> JsonObject:
     return {"class_name": "__keras_tensor__", "config": {"keras_history": [name, 0, 0]}}
 
 
@@ -306,7 +308,7 @@ def _contains_tensor(value: Any) -> bool:
     return False
 
 
-def _from_sequential_config(config: dict[str, Any]) -> ModelIR:
+def _from_sequential_config(config: JsonObject) -> ModelIR:
     layers: list[Layer] = []
     items = list(config["layers"])
     if not items:

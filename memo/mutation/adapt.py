@@ -16,9 +16,10 @@ import math
 from typing import Any
 
 from memo.errors import MutationFailed
+from memo.model.ir import LayerConfig
 from memo.mutation.analysis import Shape, TensorInfo
 
-Step = tuple[str, dict[str, Any]]
+Step = tuple[str, LayerConfig]
 
 MAX_DENSE_WEIGHTS = 1 << 22      # an adapter Dense larger than this is refused (keeps mutants fast)
 MAX_ELEMENTS = 1 << 20           # per-sample elements an adapter may produce
@@ -70,7 +71,7 @@ def _pad_crop(cur: Shape, target: Shape) -> list[Step]:
     for table, key, amounts in ((_CROP, "cropping", crops), (_PAD, "padding", pads)):
         if any(a or b for a, b in amounts):
             value: Any = amounts[0] if len(cur) == 2 else amounts
-            conf: dict[str, Any] = {key: value}
+            conf: LayerConfig = {key: value}
             if len(cur) > 2:
                 conf["data_format"] = "channels_last"
             steps.append((table[len(cur)], conf))

@@ -16,9 +16,10 @@ from dataclasses import dataclass, field
 from typing import Any, Hashable, Sequence
 
 from memo.errors import InvalidModelError, one_line
+from memo.json_types import JsonObject
 from memo.layers import CATALOGUE, family_members
 from memo.model.build import build_keras_model
-from memo.model.ir import Layer, ModelIR, Shape, input_dtype, input_shape
+from memo.model.ir import Layer, LayerConfig, ModelIR, Shape, input_dtype, input_shape
 from memo.model.keras_runtime import deserialize_layer, keras_module, weights_deferred
 
 _ANALYSIS_CACHE_SIZE = 512
@@ -55,7 +56,7 @@ class TensorInfo:
     def is_float(self) -> bool:
         return "float" in self.dtype
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {"shape": list(self.shape), "dtype": self.dtype}
 
 
@@ -254,7 +255,7 @@ def call_layer(layer: Layer, inputs: Sequence[TensorInfo]) -> TensorInfo:
     return result
 
 
-def policy_name(config: dict[str, Any]) -> str:
+def policy_name(config: LayerConfig) -> str:
     """The dtype a layer config computes in (float32 when unset)."""
     dtype = config.get("dtype") or "float32"
     if isinstance(dtype, dict):

@@ -17,7 +17,8 @@ import re
 from typing import Any, Callable, Iterable, Mapping
 
 from memo.errors import InvalidModelError, MutationFailed
-from memo.model.ir import Layer, ModelIR
+from memo.json_types import JsonObject
+from memo.model.ir import Layer, LayerConfig, ModelIR
 from memo.mutation import adapt as adaptation
 from memo.mutation.analysis import TensorInfo, call_layer
 from memo.mutation.preference import CoverageView
@@ -30,7 +31,7 @@ def snake(class_name: str) -> str:
     return re.sub(r"(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", class_name).lower()
 
 
-def dtype_policy(name: str) -> dict[str, Any]:
+def dtype_policy(name: str) -> JsonObject:
     """The serialized Keras dtype policy that makes a layer compute in ``name``."""
     return {"module": "keras", "class_name": "DTypePolicy", "config": {"name": name}, "registered_name": None}
 
@@ -45,7 +46,7 @@ class Editor:
         self.rng = rng
         self.view = view
         self.operator = operator
-        self.changes: list[dict[str, Any]] = []
+        self.changes: list[JsonObject] = []
 
     # ------------------------------------------------------------------ queries
     def layer(self, name: str) -> Layer:
@@ -103,7 +104,7 @@ class Editor:
         return True if result is None else result
 
     # ------------------------------------------------------------------ edits
-    def add(self, class_name: str, config: dict[str, Any], inputs: list[str], *, call_style: str = "single",
+    def add(self, class_name: str, config: LayerConfig, inputs: list[str], *, call_style: str = "single",
             role: str = "insert", module: str = "keras.layers") -> str:
         """Insert a new node reading ``inputs``, right after the last of them; returns its name.
 
@@ -209,7 +210,7 @@ class Editor:
             raise InvalidModelError("tensor grows too much")
         return new
 
-    def replace_config(self, name: str, config: dict[str, Any], **details: Any) -> None:
+    def replace_config(self, name: str, config: LayerConfig, **details: Any) -> None:
         """Give node ``name`` a new config (checked against its inputs) and propagate its new output."""
         layer = self.layer(name)
         probe = Layer(name=name, class_name=layer.class_name, config=config, inputs=layer.inputs,

@@ -12,6 +12,7 @@ from typing import Any, ClassVar
 from memo.errors import MutationFailed
 from memo.layers import get_spec
 from memo.layers.spec import MODE, SHAPE
+from memo.model.ir import LayerConfig
 from memo.mutation.base import MEMO, MutationOperator, register
 from memo.mutation.editor import Editor
 from memo.mutation.preference import by_tier
@@ -19,7 +20,7 @@ from memo.mutation.preference import by_tier
 MAX_TRIES = 40
 
 
-def config_diff(old: dict[str, Any], new: dict[str, Any]) -> dict[str, list[Any]]:
+def config_diff(old: LayerConfig, new: LayerConfig) -> dict[str, list[Any]]:
     """Keys whose values differ, as ``{key: [old, new]}`` (sorted keys)."""
     return {key: [old.get(key), new.get(key)] for key in sorted(set(old) | set(new)) if old.get(key) != new.get(key)}
 

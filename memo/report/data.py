@@ -23,6 +23,9 @@ from memo.oracle import KERAS_FRONT_END
 from memo.paths import campaign_dir
 from memo.backends.documented import declared_refusal, delegated_library, documented_difference, upstream_of
 from memo.backends.spec import UPSTREAM_STATUSES
+from memo.json_types import JsonObject
+from memo.oracle.verdict import VerdictSummary
+from memo.report.entry import BugEntry, Documented, MergedBug, ModelRow
 from memo.report.markdown import issue_markdown
 from memo.report.sections import READY, SECTION_RANK, section_counts, section_of, status_text
 from memo.store import BugRow, CampaignStore
@@ -36,7 +39,7 @@ CONFIG_PREVIEW_KEYS = 4
 UPSTREAM_RANK = {status: rank for rank, status in enumerate(UPSTREAM_STATUSES)}  # active, maintenance, retired
 
 
-def collect(store: CampaignStore) -> dict[str, Any]:
+def collect(store: CampaignStore) -> JsonObject:
     """The report's content, read from the store and the bug folders (nothing is written: deduplication
     belongs to triage, which ``memo report`` runs first).
 
@@ -70,7 +73,7 @@ def collect(store: CampaignStore) -> dict[str, Any]:
 MIN_CONTINUE_BUDGET_S = 120.0
 
 
-def triage_left(store: CampaignStore) -> dict[str, Any]:
+def triage_left(store: CampaignStore) -> JsonObject:
     """What triage has not done yet (bugs to reduce, numeric findings to localize) and the command that
     finishes it, with the campaign as the user can name it from where they ran memo."""
     bugs, localizations = len(pending_bugs(store)), len(pending_localizations(store))
@@ -81,7 +84,7 @@ def triage_left(store: CampaignStore) -> dict[str, Any]:
             "command": f"python -m memo report {name if named else store.directory} --triage --budget {budget:.0f}"}
 
 
-def awaiting_localization(store: CampaignStore, rows: list[BugRow]) -> list[dict[str, Any]]:
+def awaiting_localization(store: CampaignStore, rows: list[BugRow]) -> list[JsonObject]:
     """Numeric findings not yet bugs, per (kind, library): ``findings`` in all, ``unlocalizable`` of them whose
     localization ran and found no first misbehaving layer (the library gave no outputs on the probe model...)."""
     tried = store.triage.localizations()
@@ -90,19 +93,19 @@ def awaiting_localization(store: CampaignStore, rows: list[BugRow]) -> list[dict
             for bug in rows if bug.unlocalized]
 
 
-def unconfirmed(entry: dict[str, Any]) -> bool:
+def unconfirmed(entry: BugEntry) -> bool:
     """A finding whose own model did not show it again when re-run, and whose script does not reproduce it
     either: a hang under load or a flaky failure, not a bug to file. Listed apart, never counted as a bug."""
     return entry.get("reproduces") is not True and (entry.get("reduction") or {}).get("status") == NOT_AGAIN
 
 
-def _filing_order(entry: dict[str, Any]) -> tuple[Any, ...]:
+def _filing_order(entry: BugEntry) -> tuple[Any, ...]:
     """By section; within one, actively maintained libraries first; then the most frequent."""
     maintained = UPSTREAM_RANK.get((entry.get("upstream") or {}).get("status"), len(UPSTREAM_RANK))
     return SECTION_RANK[entry["section"]], maintained, -entry["occurrences"], entry["first_seen"]
 
 
-def triage_status(bugs: list[dict[str, Any]], rows: list[BugRow]) -> dict[str, Any]:
+def triage_status(bugs: list[BugEntry], rows: list[BugRow]) -> JsonObject:
     """How far triage got: the figures a reader checks before trusting the bug list."""
     reduced = [b for b in bugs if b["reduced_layers"] is not None and b["original_layers"] is not None
                and b["reduced_layers"] < b["original_layers"]]
@@ -114,7 +117,7 @@ def triage_status(bugs: list[dict[str, Any]], rows: list[BugRow]) -> dict[str, A
             "median_layers": sizes[len(sizes) // 2] if sizes else None}
 
 
-def summary(store: CampaignStore) -> dict[str, Any]:
+def summary(store: CampaignStore) -> JsonObject:
     history = store.coverage_history()
     started = store.get_meta("started")
     state = store.load_state()
@@ -134,7 +137,7 @@ def summary(store: CampaignStore) -> dict[str, Any]:
             "disk": disk_figures(store), "cluster": store.get_meta("cluster")}
 
 
-def disk_figures(store: CampaignStore) -> dict[str, Any]:
+def disk_figures(store: CampaignStore) -> JsonObject:
     """Bytes of the artifacts, the campaign folder and its bug folders."""
     artifacts = sum(tree_bytes(root) for root in store.artifact_roots())
     campaign = tree_bytes(store.directory)
@@ -152,10 +155,10 @@ SKIP_REASONS = {"sample": "not in its sample", "convert": "no converted file", "
                 "start": "unavailable", "known": KNOWN_PREFIX}
 
 
-def engine_activity(store: CampaignStore) -> list[dict[str, Any]]:
+def engine_activity(store: CampaignStore) -> list[JsonObject]:
     """Per backend and converter: models it ran (any stage attempted), models it skipped and why (a sampled
     engine's share, a converter that produced no file), and its findings (bug kinds); in execution order."""
-    rows: dict[str, dict[str, Any]] = {}
+    rows: dict[str, JsonObject] = {}
     for execution in store.executions():
         for name, entry in ((execution.result or {}).get("backends") or {}).items():
             row = rows.setdefault(name, {"name": name, "role": entry.get("role") or "backend", "ran": 0,
@@ -186,7 +189,7 @@ def engine_activity(store: CampaignStore) -> list[dict[str, Any]]:
 RARELY_EXECUTED = 0.01
 
 
-def generation(store: CampaignStore) -> dict[str, Any]:
+def generation(store: CampaignStore) -> JsonObject:
     """What the executions were spent on. Per operator: mutants generated, diverse, executed, and executed ones
     the reference could not run (no library can be compared on those: a wasted execution, or a bug of the
     reference); over all executed mutants (seeds excluded): that share, and the catalogue's layer types in
@@ -214,7 +217,7 @@ def generation(store: CampaignStore) -> dict[str, Any]:
             "operators": sorted(operators.values(), key=lambda e: (-e["executed"], e["operator"]))}
 
 
-def backend_versions(store: CampaignStore) -> dict[str, Any]:
+def backend_versions(store: CampaignStore) -> JsonObject:
     """``{backend: {distribution: version}}``: the campaign's record, else what the first execution saw."""
     recorded = store.get_meta("versions", {}) or {}
     if recorded and "error" not in recorded:
@@ -238,7 +241,7 @@ def flatten_versions(versions: Any) -> list[tuple[str, str]]:
     return rows
 
 
-def coverage(store: CampaignStore) -> list[dict[str, Any]]:
+def coverage(store: CampaignStore) -> list[JsonObject]:
     """One series per primary criterion: its history (``points``, over the denominator it was recorded with,
     ``total``), the final headline figure (``final``: [covered, realizable denominator]) and the inert one
     (``inert``: [covered, inert denominator], or None), both from the campaign's saved coverage when there is
@@ -279,23 +282,23 @@ def saved_tracker(store: CampaignStore) -> CoverageTracker | None:
 
 
 
-def _model_table(ir: ModelIR | None, shapes: dict[str, Any], highlight: str | None) -> list[dict[str, Any]]:
+def _model_table(ir: ModelIR | None, shapes: JsonObject, highlight: str | None) -> list[ModelRow]:
     if ir is None:
         return []
-    rows = []
+    rows: list[ModelRow] = []
     for layer in ir.layers:
         config = {k: v for k, v in layer.config.items() if k not in ("trainable", "dtype") and v not in (None, {})}
         preview = ", ".join(f"{k}={json.dumps(v, default=str)}" for k, v in list(config.items())[:CONFIG_PREVIEW_KEYS])
         if len(config) > CONFIG_PREVIEW_KEYS:
             preview += ", ..."
-        rows.append({"name": layer.name, "class_name": layer.class_name, "inputs": list(layer.inputs),
-                     "config": preview, "shape": shapes.get(layer.name), "output": layer.name in ir.outputs,
-                     "highlight": layer.name == highlight})
+        rows.append(ModelRow(name=layer.name, class_name=layer.class_name, inputs=list(layer.inputs), config=preview,
+                             shape=shapes.get(layer.name), output=layer.name in ir.outputs,
+                             highlight=layer.name == highlight))
     return rows
 
 
-def bug_entry(store: CampaignStore, bug: BugRow, versions: dict[str, Any],
-              merged: list[BugRow] | None = None) -> dict[str, Any]:
+def bug_entry(store: CampaignStore, bug: BugRow, versions: JsonObject,
+              merged: list[BugRow] | None = None) -> BugEntry:
     """One bug with everything its report section needs; ``merged``: the entries folded into it."""
     finding = store.finding(bug.first_verdict)
     details = failure_details(finding.verdict, finding.result) if finding else FailureDetails()
@@ -304,16 +307,16 @@ def bug_entry(store: CampaignStore, bug: BugRow, versions: dict[str, Any],
     ir = _load_ir(folder, finding.ir_json if finding else None)
     script_path = folder / REPRO_FILE if folder else None
     localization = info.get("localization") or {}
-    reduced = info.get(REDUCED_VERDICT) or {}  # the verdict on the reduced model: the figures the entry shows
-    entry = {
+    reduced = VerdictSummary.from_json(info.get(REDUCED_VERDICT) or {})  # the figures the entry shows
+    entry: BugEntry = {
         "id": bug.id, "kind": bug.kind, "library": bug.library, "device": device_of(bug.library),
         "stage": bug.stage or "",
         "signature": bug.parts, "first_seen": bug.first_seen, "last_seen": bug.last_seen,
         "occurrences": bug.occurrences, "first_mutant": bug.first_mutant,
         "layers": bug_layers(ir) if ir else [], "layer": bug.layer or localization.get("layer"),
         "layer_class": bug.layer_class, "reproduces": bug.reproduces, "checked": bug.checked,
-        "message": reduced.get("message") or (finding.message if finding else ""),
-        "metrics": reduced.get("metrics") or (finding.metrics if finding else {}),
+        "message": reduced.message or (finding.verdict.message if finding else ""),
+        "metrics": reduced.metrics or (finding.verdict.metrics() if finding else {}),
         "truth": info.get(TRUTH_KEY) or {}, "truth_command": info.get("truth_command", ""),
         "exception": details.exception, "error_message": details.message, "traceback": details.traceback,
         "stderr": details.stderr, "reduction": bug.reduction, "original_layers": bug.original_layers,
@@ -323,7 +326,7 @@ def bug_entry(store: CampaignStore, bug: BugRow, versions: dict[str, Any],
         "reference": info.get("reference", ""), "model": _model_table(ir, info.get("shapes", {}), bug.layer),
         "repro_script": script_path.read_text() if script_path and script_path.exists() else "",
         "repro_command": info.get("repro_command", ""),
-        "merged": [{"id": other.id, "occurrences": other.occurrences, "signature": other.parts}
+        "merged": [MergedBug(id=other.id, occurrences=other.occurrences, signature=other.parts)
                    for other in merged or []],
         "variants": dedup.variants([bug, *(merged or [])]),
     }
@@ -338,12 +341,12 @@ def bug_entry(store: CampaignStore, bug: BugRow, versions: dict[str, Any],
         entry["reported_by"], entry["library"] = bug.library, computing
     entry["upstream"] = asdict(upstream_of(entry["library"]))
     documented = documented_difference(bug.library, bug.kind, ir, entry["layer"], entry["message"])
-    entry["documented"] = ({"behaviour": documented.behaviour, "source": documented.source, "quote": documented.quote}
-                           if documented else None)
+    entry["documented"] = (Documented(behaviour=documented.behaviour, source=documented.source,
+                                      quote=documented.quote) if documented else None)
     refusal = declared_refusal(bug.library, details.exception, details.message or "")
     if refusal and not documented:
-        entry["documented"] = {"behaviour": f"{bug.library} declines this on purpose (a declared refusal)",
-                               "source": "the refusal memo's spec for it declares", "quote": refusal}
+        entry["documented"] = Documented(behaviour=f"{bug.library} declines this on purpose (a declared refusal)",
+                                         source="the refusal memo's spec for it declares", quote=refusal)
     entry["section"] = section_of(entry)
     entry["status"] = status_text(entry)
     entry["issue_markdown"] = issue_markdown(entry, versions)

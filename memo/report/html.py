@@ -8,6 +8,7 @@ from typing import Any
 import jinja2
 
 from memo.diskspace import format_size
+from memo.json_types import JsonObject
 from memo.report.charts import line_chart
 from memo.triage.describe import symptom
 
@@ -50,7 +51,7 @@ def environment() -> jinja2.Environment:
     return env
 
 
-def render_html(data: dict[str, Any]) -> str:
+def render_html(data: JsonObject) -> str:
     charts = [line_chart(series["title"], series["points"], total=series["total"]) for series in data["coverage"]]
     kinds = sorted({bug["kind"] for bug in data["bugs"]})
     return environment().get_template(TEMPLATE).render(

@@ -2,10 +2,14 @@
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memo import __version__
+from memo.json_types import JsonObject
 from memo.triage.describe import symptom
+
+if TYPE_CHECKING:
+    from memo.report.entry import BugEntry
 
 FENCE = "```"
 TRACEBACK_LINES = 30
@@ -23,7 +27,7 @@ def _fenced(text: str, language: str = "") -> str:
     return f"{FENCE}{language}\n{safe.rstrip()}\n{FENCE}"
 
 
-def issue_markdown(bug: dict[str, Any], versions: Any) -> str:
+def issue_markdown(bug: BugEntry, versions: Any) -> str:
     """An upstream issue: title, environment, minimal model, symptom, standalone script, traceback."""
     lines = [f"### {symptom(bug)}", "",
              f"**Library:** {bug['library']} ({_versions_line(bug['library'], versions)})  "]
@@ -54,7 +58,7 @@ def issue_markdown(bug: dict[str, Any], versions: Any) -> str:
     return "\n".join(lines)
 
 
-def _truth_lines(truth: dict[str, Any]) -> list[str]:
+def _truth_lines(truth: JsonObject) -> list[str]:
     """The float64 truth as an issue states it: the verdict and each library's error against float64."""
     if not truth.get("errors"):
         return []
@@ -73,7 +77,7 @@ def _reproduces(value: bool | None) -> str:
     return "-" if value is None else ("yes" if value else "no")
 
 
-def report_markdown(data: dict[str, Any]) -> str:
+def report_markdown(data: JsonObject) -> str:
     s = data["summary"]
     lines = [f"# memo campaign {s['campaign']}", "",
              f"- duration: {s['duration_s']:.0f} s; mutants generated: {s['generated']} (valid {s['valid']}); "
@@ -131,7 +135,7 @@ def report_markdown(data: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _triage_left(left: dict[str, Any] | None) -> str:
+def _triage_left(left: JsonObject | None) -> str:
     if not left or not (left["bugs"] or left["localizations"]):
         return ""
     return (f" Triage has not finished: {left['bugs']} bugs to reduce and check, {left['localizations']} numeric "

@@ -9,10 +9,14 @@ bug. The first rule that applies decides (a registry, in order).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Callable
 
+from memo.json_types import JsonObject
 from memo.kinds import NUMERIC_KINDS
 from memo.truth import CONTRADICTED, ILL_CONDITIONED, NOISE, UNAVAILABLE, UNDECIDED
+
+if TYPE_CHECKING:
+    from memo.report.entry import BugEntry
 
 READY = "ready to file"
 
@@ -45,18 +49,18 @@ SECTION_RANK = {section.key: rank for rank, section in enumerate(SECTIONS)}
 TITLES = {section.key: section.title for section in SECTIONS}
 
 
-def _truth_decision(entry: dict[str, Any]) -> str | None:
+def _truth_decision(entry: BugEntry) -> str | None:
     truth = entry.get("truth") or {}
     return truth.get("decision") if entry.get("kind") in NUMERIC_KINDS else None
 
 
-def _reduced(entry: dict[str, Any]) -> bool:
+def _reduced(entry: BugEntry) -> bool:
     return entry.get("reduced_layers") is not None and entry.get("original_layers") is not None \
         and entry["reduced_layers"] < entry["original_layers"]
 
 
 # (section key, does it apply?) in order: the first that applies decides.
-RULES: tuple[tuple[str, Callable[[dict[str, Any]], bool]], ...] = (
+RULES: tuple[tuple[str, Callable[[BugEntry], bool]], ...] = (
     ("documented", lambda e: bool(e.get("documented"))),
     ("ill-conditioned", lambda e: _truth_decision(e) == ILL_CONDITIONED),
     ("noise", lambda e: _truth_decision(e) == NOISE),
@@ -70,12 +74,12 @@ RULES: tuple[tuple[str, Callable[[dict[str, Any]], bool]], ...] = (
 )
 
 
-def section_of(entry: dict[str, Any]) -> str:
+def section_of(entry: BugEntry) -> str:
     """The key of the section ``entry`` belongs in."""
     return next(key for key, applies in RULES if applies(entry))
 
 
-def status_text(entry: dict[str, Any]) -> str:
+def status_text(entry: BugEntry) -> str:
     """The status column: the section's title, made specific where a reader acts on the detail."""
     section = entry["section"]
     if section == "truth-blames-other":
@@ -90,7 +94,7 @@ def status_text(entry: dict[str, Any]) -> str:
     return TITLES[section]
 
 
-def section_counts(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def section_counts(entries: list[BugEntry]) -> list[JsonObject]:
     """Every section with its title, note and number of entries, in reading order."""
     counts: dict[str, int] = {}
     for entry in entries:

@@ -1,9 +1,10 @@
 """Seed-selection strategies, by name: ``mh`` (default, MEMO), ``random`` (MEMO_r), ``mcts`` (GraphFuzz's UCT)."""
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from typing import Callable, Sequence
 
 from memo.errors import UsageError
+from memo.json_types import JsonObject
 from memo.search.base import SearchState, SearchStrategy, SeedKey, reward
 from memo.search.mcts import MonteCarloTreeSearch
 from memo.search.mh import MetropolisHastings, geometric_p
@@ -23,7 +24,7 @@ def make_strategy(name: str, slots: Sequence[str], operators: Sequence[str]) -> 
     return STRATEGIES[name](SearchState(list(slots), list(operators)))
 
 
-def restore_strategy(data: dict[str, Any]) -> SearchStrategy:
+def restore_strategy(data: JsonObject) -> SearchStrategy:
     return STRATEGIES[data["strategy"]](SearchState.from_json(data["state"]))
 
 

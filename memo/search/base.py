@@ -10,7 +10,9 @@ from __future__ import annotations
 import random
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import ClassVar
+
+from memo.json_types import JsonObject
 
 SeedKey = tuple[str, str]  # (slot id, operator name)
 
@@ -46,12 +48,12 @@ class SearchState:
         """score(op) of Eq. 2: diverse mutants generated with this operator."""
         return sum(self.seeds[(slot, op)].diverse for slot in self.slots)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {"slots": self.slots, "operators": self.operators, "last": list(self.last) if self.last else None,
                 "seeds": [[slot, op, s.selected, s.diverse, s.reward] for (slot, op), s in self.seeds.items()]}
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> "SearchState":
+    def from_json(cls, data: JsonObject) -> "SearchState":
         state = cls(slots=list(data["slots"]), operators=list(data["operators"]))
         for slot, op, selected, diverse, reward in data["seeds"]:
             state.seeds[(slot, op)] = SeedStats(selected, diverse, reward)
@@ -100,7 +102,7 @@ class SearchStrategy(ABC):
             stats.diverse += 1
         stats.reward += reward(new_coverage)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {"strategy": self.name, "state": self.state.to_json()}
 
 

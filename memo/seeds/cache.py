@@ -12,9 +12,9 @@ import inspect
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import memo
+from memo.json_types import JsonObject
 from memo.model.ir import ModelIR
 from memo.seed_reduction import CoverageFn, default_coverage_fn, reduce_model
 from memo.model.weights import Weights
@@ -45,7 +45,7 @@ class SeedSummary:
     reduced: ModelFigures
     reduction_seconds: float
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {"name": self.name, "path": self.path, "original": self.original.__dict__,
                 "reduced": self.reduced.__dict__, "reduction_seconds": round(self.reduction_seconds, 3)}
 
@@ -91,7 +91,7 @@ def _entry_path(seed: Seed, cache_dir: Path, key: str) -> Path:
     return cache_dir / f"{seed.name}-{key[:16]}.json"
 
 
-def _read(path: Path, key: str) -> dict[str, Any] | None:
+def _read(path: Path, key: str) -> JsonObject | None:
     try:
         entry = json.loads(path.read_text())
     except (OSError, ValueError):
@@ -101,7 +101,7 @@ def _read(path: Path, key: str) -> dict[str, Any] | None:
     return entry
 
 
-def _reduce_entry(seed: Seed, coverage_fn: CoverageFn, key: str) -> dict[str, Any]:
+def _reduce_entry(seed: Seed, coverage_fn: CoverageFn, key: str) -> JsonObject:
     result = reduce_model(seed.ir, coverage_fn)
     stats = result.stats
     summary = SeedSummary(seed.name, str(seed.path), _figures(seed.ir, stats.original_weights, coverage_fn),
@@ -111,7 +111,7 @@ def _reduce_entry(seed: Seed, coverage_fn: CoverageFn, key: str) -> dict[str, An
 
 
 def cached_entry(seed: Seed, cache_dir: Path | None = DEFAULT_CACHE,
-                 coverage_fn: CoverageFn | None = None) -> dict[str, Any]:
+                 coverage_fn: CoverageFn | None = None) -> JsonObject:
     """The cache entry of ``seed`` (reduced IR, removed layers, stats, summary); reduces on a miss."""
     coverage_fn = coverage_fn or default_coverage_fn()
     key = cache_key(seed, coverage_fn)
@@ -126,7 +126,7 @@ def cached_entry(seed: Seed, cache_dir: Path | None = DEFAULT_CACHE,
     return entry
 
 
-def store_entry(seed: Seed, cache_dir: Path, entry: dict[str, Any]) -> Path:
+def store_entry(seed: Seed, cache_dir: Path, entry: JsonObject) -> Path:
     """Write ``entry`` as the cache entry of ``seed`` (replacing older entries of the same name)."""
     path = _entry_path(seed, cache_dir, entry["key"])
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -19,6 +19,7 @@ import numpy as np
 
 import memo
 from memo.errors import ModelLoadError, one_line
+from memo.json_types import JsonObject
 from memo.model.ir import Layer, ModelIR
 from memo.model.keras_runtime import keras_module
 
@@ -36,7 +37,7 @@ def is_recipe(document: Any) -> bool:
     return isinstance(document, dict) and document.get("format") == RECIPE_FORMAT
 
 
-def cached_recipe(document: dict[str, Any], path: Path, cache_dir: Path | None) -> ModelIR:
+def cached_recipe(document: JsonObject, path: Path, cache_dir: Path | None) -> ModelIR:
     """:func:`build_recipe`, through a cache keyed by the recipe, memo's and Keras's versions.
 
     Building the applications takes seconds (Keras draws their initial weights); the IR loads in milliseconds.
@@ -59,7 +60,7 @@ def cached_recipe(document: dict[str, Any], path: Path, cache_dir: Path | None) 
     return ir
 
 
-def build_recipe(document: dict[str, Any], path: Path) -> ModelIR:
+def build_recipe(document: JsonObject, path: Path) -> ModelIR:
     """The IR of the architecture a recipe names (built with ``weights=None``, then normalized)."""
     builder = document.get("builder")
     if builder not in BUILDERS:

@@ -6,10 +6,11 @@ findings, coverage history, artifact folders) and :mod:`.triage` (``store.triage
 localizations, triage errors).
 """
 from memo.store.campaign import CampaignStore
-from memo.store.records import (BugRow, ExecutionRow, FindingRow, LocalizationRow, MutantRecord, PendingMutant,
-                                TriageError, VerdictRecord)
+from memo.store.records import (BugRow, CoveragePoint, ExecutionRow, FindingRow, LocalizationRow, MutantRecord,
+                                PendingMutant, SpecialGroup, StoredVerdict, TriageError)
 from memo.store.schema import DB_NAME, SCHEMA_VERSION
 from memo.store.triage import TriageTables
 
-__all__ = ["DB_NAME", "SCHEMA_VERSION", "BugRow", "CampaignStore", "ExecutionRow", "FindingRow", "LocalizationRow",
-           "MutantRecord", "PendingMutant", "TriageError", "TriageTables", "VerdictRecord"]
+__all__ = ["DB_NAME", "SCHEMA_VERSION", "BugRow", "CampaignStore", "CoveragePoint", "ExecutionRow", "FindingRow",
+           "LocalizationRow", "MutantRecord", "PendingMutant", "SpecialGroup", "StoredVerdict", "TriageError",
+           "TriageTables"]

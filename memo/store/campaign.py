@@ -16,7 +16,10 @@ from typing import Any, Collection, Iterable, Iterator
 
 from memo.diskspace import tree_bytes
 from memo.errors import UsageError
-from memo.store.records import ExecutionRow, FindingRow, MutantRecord, PendingMutant, VerdictRecord
+from memo.json_types import JsonObject
+from memo.oracle.verdict import Verdict
+from memo.store.records import (CoveragePoint, ExecutionRow, FindingRow, MutantRecord, PendingMutant, SpecialGroup,
+                                StoredVerdict)
 from memo.store.schema import DB_NAME, SCHEMA_VERSION, connect, dict_rows
 from memo.store.triage import TriageTables
 
@@ -83,7 +86,7 @@ class CampaignStore:
         row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return json.loads(row[0]) if row else default
 
-    def save_state(self, iteration: int, data: dict[str, Any]) -> None:
+    def save_state(self, iteration: int, data: JsonObject) -> None:
         self._db.execute("INSERT OR REPLACE INTO state(id, iteration, data) VALUES (1, ?, ?)",
                          (iteration, json.dumps(data)))
 
@@ -93,7 +96,7 @@ class CampaignStore:
         return self._db.execute("DELETE FROM mutants WHERE iteration > ? AND id NOT IN (SELECT mutant_id FROM"
                                 " executions)", (iteration,)).rowcount
 
-    def load_state(self) -> tuple[int, dict[str, Any]] | None:
+    def load_state(self) -> tuple[int, JsonObject] | None:
         row = self._db.execute("SELECT iteration, data FROM state WHERE id = 1").fetchone()
         return (row[0], json.loads(row[1])) if row else None
 
@@ -107,17 +110,17 @@ class CampaignStore:
              record.gen_seconds, time.time()))
         return int(cursor.lastrowid)
 
-    def add_execution(self, mutant_id: int, result: dict[str, Any], seconds: float,
+    def add_execution(self, mutant_id: int, result: JsonObject, seconds: float,
                       artifact_dir: str | None) -> None:
         self._db.execute("INSERT OR REPLACE INTO executions(mutant_id, result, seconds, artifact_dir) VALUES (?,?,?,?)",
                          (mutant_id, json.dumps(result), seconds, artifact_dir))
 
-    def add_verdict(self, record: VerdictRecord) -> int:
+    def add_verdict(self, mutant_id: int, verdict: Verdict) -> int:
         cursor = self._db.execute(
             "INSERT INTO verdicts(mutant_id, kind, backend, stage, message, metrics, created)"
             " VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (record.mutant_id, record.kind, record.backend, record.stage, record.message,
-             json.dumps(record.metrics), time.time()))
+            (mutant_id, verdict.kind, verdict.backend, verdict.stage, verdict.message, verdict.metrics_text(),
+             time.time()))
         return int(cursor.lastrowid)
 
     def add_coverage_point(self, elapsed: float, iteration: int, generated: int, executed: int,
@@ -131,10 +134,6 @@ class CampaignStore:
              json.dumps(extra)))
 
     # ------------------------------------------------------------------ mutants
-    def mutant(self, mutant_id: int) -> dict[str, Any] | None:
-        found = self._rows("SELECT * FROM mutants WHERE id = ?", (mutant_id,))
-        return found[0] if found else None
-
     def count_mutants(self, *, valid: bool | None = None, diverse: bool | None = None, seeds: bool = False) -> int:
         """Stored mutants, the campaign's seeds only with ``seeds``; ``valid``/``diverse``: only those (not)."""
         conditions, params = ["1"], []
@@ -198,7 +197,7 @@ class CampaignStore:
         return ExecutionRow(*row) if row else None
 
     # ------------------------------------------------------------------ verdicts and findings
-    def verdicts(self, kinds: tuple[str, ...] | None = None, *, mutant_id: int | None = None) -> list[dict[str, Any]]:
+    def verdicts(self, kinds: tuple[str, ...] | None = None, *, mutant_id: int | None = None) -> list[StoredVerdict]:
         """Stored verdicts (of ``kinds``; of one mutant), in the order they were stored."""
         conditions, params = [], []
         if kinds:
@@ -208,7 +207,9 @@ class CampaignStore:
             conditions.append("mutant_id = ?")
             params.append(mutant_id)
         where = f" WHERE {' AND '.join(conditions)}" if conditions else ""
-        return self._rows(f"SELECT * FROM verdicts{where} ORDER BY id", tuple(params))
+        return [StoredVerdict.from_row(*row) for row in self._db.execute(
+            f"SELECT id, mutant_id, kind, backend, stage, message, metrics, created FROM verdicts{where} ORDER BY id",
+            tuple(params))]
 
     def verdict_counts(self) -> dict[str, int]:
         """``{kind: verdicts}``."""
@@ -220,26 +221,31 @@ class CampaignStore:
         return dict(self._db.execute(f"SELECT backend, COUNT(*) FROM verdicts WHERE kind IN ({marks}) GROUP BY backend",
                                      tuple(kinds)).fetchall())
 
-    def special_groups(self) -> list[dict[str, Any]]:
-        """Findings on models whose NaN/Inf was injected on purpose, per library: ``library``, ``count``
-        and an ``example`` message, most frequent first."""
-        return self._rows("SELECT backend AS library, COUNT(*) AS count, MIN(message) AS example FROM verdicts"
-                          " WHERE kind = 'special' GROUP BY backend ORDER BY count DESC")
+    def special_groups(self) -> list[SpecialGroup]:
+        """Findings on models whose NaN/Inf was injected on purpose, per library, most frequent first."""
+        return [SpecialGroup(library=library, count=count, example=example) for library, count, example in
+                self._db.execute("SELECT backend, COUNT(*) AS count, MIN(message) FROM verdicts"
+                                 " WHERE kind = 'special' GROUP BY backend ORDER BY count DESC")]
 
     def finding(self, verdict_id: int) -> FindingRow | None:
         """One verdict with its execution result, mutant IR and artifact folder."""
         row = self._db.execute(_FINDING_SELECT + " WHERE v.id = ?", (verdict_id,)).fetchone()
-        return FindingRow(*row) if row else None
+        return FindingRow.from_row(*row) if row else None
 
     def findings(self, kinds: Iterable[str]) -> list[FindingRow]:
         """Every verdict of ``kinds`` with its execution result, mutant IR and artifact folder, by id."""
         ordered = sorted(kinds)
-        return [FindingRow(*row) for row in self._db.execute(
+        return [FindingRow.from_row(*row) for row in self._db.execute(
             _FINDING_SELECT + f" WHERE v.kind IN ({_placeholders(len(ordered))}) ORDER BY v.id", tuple(ordered))]
 
     # ------------------------------------------------------------------ coverage
-    def coverage_history(self) -> list[dict[str, Any]]:
-        return self._rows("SELECT * FROM coverage_history ORDER BY id")
+    def coverage_history(self) -> list[CoveragePoint]:
+        sql = ("SELECT id, elapsed, iteration, generated, executed, types, pairs, params, extra FROM coverage_history"
+               " ORDER BY id")
+        return [CoveragePoint(id=row_id, elapsed=elapsed, iteration=iteration, generated=generated, executed=executed,
+                              types=types, pairs=pairs, params=params, extra=extra)
+                for row_id, elapsed, iteration, generated, executed, types, pairs, params, extra
+                in self._db.execute(sql)]
 
     # ------------------------------------------------------------------ artifacts on disk
     def artifact_dirs(self, mutant_ids: Iterable[int]) -> dict[int, str | None]:

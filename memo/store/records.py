@@ -8,9 +8,10 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, TypedDict
 
 from memo.backends.result import ExecutionResult, stored_result
+from memo.json_types import JsonObject
 from memo.oracle import Verdict
 
 
@@ -23,23 +24,52 @@ class MutantRecord:
     operator: str
     parent: str
     seed: str
-    lineage: dict[str, Any]
+    lineage: JsonObject
     ir_json: str | None
     valid: bool
     error: str | None = None
     diverse: bool = False
-    delta: dict[str, Any] = field(default_factory=dict)
+    delta: JsonObject = field(default_factory=dict)
     gen_seconds: float = 0.0
 
 
 @dataclass
-class VerdictRecord:
+class StoredVerdict:
+    """A stored verdict: its row id, mutant and time beside the oracle's verdict."""
+
+    id: int
     mutant_id: int
-    kind: str
-    backend: str
-    stage: str | None
-    message: str
-    metrics: dict[str, Any]
+    created: float
+    verdict: Verdict
+
+    @classmethod
+    def from_row(cls, id: int, mutant_id: int, kind: str, backend: str, stage: str | None, message: str,
+                 metrics: str, created: float) -> "StoredVerdict":
+        """From the columns of ``verdicts`` in table order."""
+        return cls(id, mutant_id, created, Verdict.from_stored(kind, backend, stage, message, metrics))
+
+
+class SpecialGroup(TypedDict):
+    """Findings of one library on models whose NaN/Inf is there on purpose (kind ``special``)."""
+
+    library: str
+    count: int
+    example: str  # one of their messages
+
+
+class CoveragePoint(TypedDict):
+    """One row of the coverage history: the primary counts at a moment of the campaign; ``extra``: every
+    criterion's ``[covered, total]`` as JSON text."""
+
+    id: int
+    elapsed: float
+    iteration: int
+    generated: int
+    executed: int
+    types: int
+    pairs: int
+    params: int
+    extra: str
 
 
 @dataclass
@@ -61,7 +91,7 @@ class ExecutionRow:
     artifact_dir: str | None
 
     @cached_property
-    def result(self) -> dict[str, Any] | None:
+    def result(self) -> JsonObject | None:
         return json.loads(self.result_json) if self.result_json else None
 
 
@@ -72,31 +102,25 @@ class FindingRow:
 
     id: int
     mutant_id: int
-    kind: str
-    backend: str
-    stage: str | None
-    message: str
-    metrics_json: str
+    verdict: Verdict
     created: float
     result_json: str | None
     ir_json: str | None
     artifact_dir: str | None
 
-    @cached_property
-    def metrics(self) -> dict[str, Any]:
-        return json.loads(self.metrics_json or "{}") or {}
+    @classmethod
+    def from_row(cls, id: int, mutant_id: int, kind: str, backend: str, stage: str | None, message: str,
+                 metrics: str, created: float, result_json: str | None, ir_json: str | None,
+                 artifact_dir: str | None) -> "FindingRow":
+        """From the columns the store selects for a finding, in order."""
+        return cls(id, mutant_id, Verdict.from_stored(kind, backend, stage, message, metrics), created,
+                   result_json, ir_json, artifact_dir)
 
     @cached_property
     def result(self) -> ExecutionResult | None:
         """The execution's result; None when the mutant was not executed, or when memo itself failed to
         prepare it (stored as an ``{"error": ..., "traceback": ...}`` document: no backend ran)."""
         return stored_result(json.loads(self.result_json)) if self.result_json else None
-
-    @cached_property
-    def verdict(self) -> Verdict:
-        """The oracle's verdict (its id, mutant and time stay on the row)."""
-        return Verdict(kind=self.kind, backend=self.backend, stage=self.stage, message=self.message,
-                       metrics=self.metrics)
 
 
 @dataclass
@@ -107,7 +131,7 @@ class BugRow:
     kind: str
     library: str
     stage: str | None
-    parts: dict[str, Any]
+    parts: JsonObject
     first_verdict: int
     first_mutant: int
     first_seen: float
@@ -118,7 +142,7 @@ class BugRow:
     bug_dir: str | None = None
     original_layers: int | None = None
     reduced_layers: int | None = None
-    reduction: dict[str, Any] = field(default_factory=dict)
+    reduction: JsonObject = field(default_factory=dict)
     repro: str | None = None
     reproduces: bool | None = None
     checked: float | None = None
@@ -152,7 +176,7 @@ class LocalizationRow:
     verdict_id: int
     layer: str | None
     layer_class: str | None
-    details: dict[str, Any]
+    details: JsonObject
     created: float
 
     @classmethod

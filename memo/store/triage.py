@@ -7,6 +7,7 @@ import sqlite3
 import time
 from typing import Any, Iterable, Mapping
 
+from memo.json_types import JsonObject
 from memo.store.records import BugRow, LocalizationRow, TriageError
 from memo.store.schema import dict_rows
 
@@ -29,7 +30,7 @@ class TriageTables:
     def bug_ids(self) -> set[str]:
         return {row[0] for row in self._db.execute("SELECT id FROM bugs")}
 
-    def upsert_bug(self, bug_id: str, *, kind: str, library: str, stage: str | None, parts: dict[str, Any],
+    def upsert_bug(self, bug_id: str, *, kind: str, library: str, stage: str | None, parts: JsonObject,
                    first_verdict: int, first_mutant: int, first_seen: float, last_seen: float, occurrences: int,
                    layer_class: str | None) -> None:
         """Insert a bug, or refresh the occurrence figures of a known one (what triage wrote stays)."""
@@ -97,7 +98,7 @@ class TriageTables:
                 for row in dict_rows(self._db, "SELECT * FROM localizations")}
 
     def save_localization(self, verdict_id: int, layer: str | None, layer_class: str | None,
-                          details: dict[str, Any]) -> None:
+                          details: JsonObject) -> None:
         self._db.execute("INSERT OR REPLACE INTO localizations(verdict_id, layer, layer_class, details, created)"
                          " VALUES (?, ?, ?, ?, ?)", (verdict_id, layer, layer_class, json.dumps(details), time.time()))
 

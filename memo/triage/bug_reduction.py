@@ -22,7 +22,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from memo.model.ir import Layer, ModelIR
+from memo.json_types import JsonObject
+from memo.model.ir import Layer, LayerConfig, ModelIR
 from memo.model.keras_runtime import keras_module
 from memo.mutation.analysis import analyse
 from memo.seed_reduction.edits import Edit, apply_edit
@@ -40,7 +41,7 @@ class ReductionOutcome:
     status: str = "done"  # done | timeout
     steps: list[str] = field(default_factory=list)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {"original_layers": self.original_layers, "reduced_layers": len(self.ir.body), "runs": self.runs,
                 "seconds": round(self.seconds, 2), "status": self.status, "steps": self.steps}
 
@@ -113,7 +114,7 @@ def _normalized(value: Any) -> Any:
     return json.loads(json.dumps(value, default=list))
 
 
-def layer_defaults(class_name: str) -> dict[str, Any]:
+def layer_defaults(class_name: str) -> LayerConfig:
     """JSON-representable defaults of a Keras layer's constructor (empty for unknown classes)."""
     keras = keras_module()  # numpy backend in the orchestrator
     cls = getattr(keras.layers, class_name, None)
@@ -224,7 +225,7 @@ class _Search:
                 for key, value in changes.items():
                     self.accept(self._with_config(name, {key: value}), f"{name}: default {key}")
 
-    def _with_config(self, name: str, changes: dict[str, Any]) -> ModelIR:
+    def _with_config(self, name: str, changes: LayerConfig) -> ModelIR:
         candidate = self.outcome.ir.copy()
         candidate.get(name).config.update(changes)
         return candidate

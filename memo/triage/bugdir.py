@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 from memo.artifact_files import ARTIFACT_FILES
+from memo.json_types import JsonObject
 from memo.model.ir import ModelIR
 
 # The reduction status of a finding whose own model did not show it again: the report lists it as unconfirmed.
@@ -41,7 +41,7 @@ def bug_folder(campaign_dir: Path, bug_id: str) -> Path:
     return Path(campaign_dir) / BUGS_DIR / bug_id
 
 
-def read_bug_file(folder: Path) -> dict[str, Any]:
+def read_bug_file(folder: Path) -> JsonObject:
     path = Path(folder) / BUG_FILE
     if not path.exists():
         return {}
@@ -51,7 +51,7 @@ def read_bug_file(folder: Path) -> dict[str, Any]:
         return {}
 
 
-def write_bug_file(folder: Path, data: dict[str, Any]) -> None:
+def write_bug_file(folder: Path, data: JsonObject) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / BUG_FILE).write_text(json.dumps(data, indent=2, default=str))
 

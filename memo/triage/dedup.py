@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Sequence, TypedDict
 
+from memo.json_types import JsonObject
 from memo.model.ir import ModelIR
 from memo.store import BugRow, CampaignStore
 from memo.triage.bugdir import IR_FILE
@@ -25,7 +26,7 @@ class Occurrence:
     kind: str
     backend: str
     stage: str | None
-    parts: dict[str, Any]
+    parts: JsonObject
 
     @property
     def bug_id(self) -> str:
@@ -44,12 +45,14 @@ def occurrences(store: CampaignStore) -> list[Occurrence]:
     located = store.triage.localizations()
     out = []
     for row in store.findings(BUG_KINDS):
-        numeric = row.kind in NUMERIC_KINDS
+        verdict = row.verdict
+        numeric = verdict.kind in NUMERIC_KINDS
         localization = located.get(row.id) if numeric else None
         layer = localization.layer if localization else None
-        parts = signature_parts(row.verdict, row.result, _ir(row.ir_json) if numeric and layer else None,
+        parts = signature_parts(verdict, row.result, _ir(row.ir_json) if numeric and layer else None,
                                 divergent_layer=layer)
-        out.append(Occurrence(row.id, row.mutant_id, row.created, row.kind, row.backend, row.stage, parts))
+        out.append(Occurrence(row.id, row.mutant_id, row.created, verdict.kind, verdict.backend, verdict.stage,
+                              parts))
     return out
 
 
@@ -83,14 +86,26 @@ def update_bugs(store: CampaignStore) -> BugUpdate:
     return BugUpdate(sorted(groups), sorted(set(groups) - known), sorted(stale))
 
 
-def unsupported_groups(store: CampaignStore) -> list[dict[str, Any]]:
+class UnsupportedGroup(TypedDict):
+    """Unsupported findings of one library on one feature, with the first mutant and message."""
+
+    library: str
+    feature: str
+    stage: str
+    count: int
+    first_mutant: int
+    message: str
+
+
+def unsupported_groups(store: CampaignStore) -> list[UnsupportedGroup]:
     """Unsupported findings grouped by library and feature: known gaps, not bugs."""
-    groups: dict[tuple[str, str], dict[str, Any]] = {}
+    groups: dict[tuple[str, str], UnsupportedGroup] = {}
     for row in store.findings({UNSUPPORTED_KIND}):
-        parts = signature_parts(row.verdict, row.result, None)
-        key = (row.backend, parts["feature"])
-        group = groups.setdefault(key, {"library": key[0], "feature": key[1], "stage": row.stage or "",
-                                        "count": 0, "first_mutant": row.mutant_id, "message": row.message})
+        verdict = row.verdict
+        parts = signature_parts(verdict, row.result, None)
+        key = (verdict.backend, parts["feature"])
+        group = groups.setdefault(key, UnsupportedGroup(library=key[0], feature=key[1], stage=verdict.stage or "",
+                                                        count=0, first_mutant=row.mutant_id, message=verdict.message))
         group["count"] += 1
     return sorted(groups.values(), key=lambda g: (-g["count"], g["library"], g["feature"]))
 
@@ -104,14 +119,23 @@ def _reduced_classes(bug: BugRow) -> list[str]:
     return [bug.layer_class] if bug.layer_class and bug.layer_class != UNLOCALIZED else []
 
 
-def variants(bugs: Sequence[BugRow]) -> list[dict[str, Any]]:
+class Variant(TypedDict):
+    """One library and culprit classes among the bugs a report entry covers."""
+
+    library: str
+    layer_classes: list[str]
+    bugs: list[str]
+    findings: int
+
+
+def variants(bugs: Sequence[BugRow]) -> list[Variant]:
     """The variants one entry covers (its own bug and those merged into it): one per library and culprit
     classes, with the bugs and the number of findings each holds; the entry's own variant first."""
-    out: dict[tuple[str, tuple[str, ...]], dict[str, Any]] = {}
+    out: dict[tuple[str, tuple[str, ...]], Variant] = {}
     for bug in bugs:
         classes = _reduced_classes(bug)
-        variant = out.setdefault((bug.library, tuple(classes)), {"library": bug.library, "layer_classes": classes,
-                                                                 "bugs": [], "findings": 0})
+        variant = out.setdefault((bug.library, tuple(classes)), Variant(library=bug.library, layer_classes=classes,
+                                                                        bugs=[], findings=0))
         variant["bugs"].append(bug.id)
         variant["findings"] += bug.occurrences
     return list(out.values())

@@ -18,7 +18,7 @@ from __future__ import annotations
 import copy
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 import numpy as np
 
@@ -26,6 +26,12 @@ from memo.model.ir import Layer, ModelIR
 from memo.oracle import Thresholds, agree, mad, nonfinite_mask
 from memo.triage.probe import Roles, Run, probe_ir, read_inputs, run_model
 from memo.backends.executor import ExecutionAbandoned, Executor
+from memo.json_types import JsonObject
+
+
+# One node of the probe model as the walk saw it ("status": "ok", "differs" or "missing"; "mad": None when the
+# outputs cannot be compared element-wise); stored in the localization's details.
+NodeCheck = TypedDict("NodeCheck", {"name": str, "class": str, "status": str, "mad": float | None}, total=False)
 
 
 @dataclass
@@ -33,11 +39,11 @@ class Localization:
     layer: str | None
     layer_class: str | None
     reason: str = ""
-    nodes: list[dict[str, Any]] = field(default_factory=list)  # per node: name, class, status, mad
+    nodes: list[NodeCheck] = field(default_factory=list)
     alone: str | None = None  # the culprit run on its own: "wrong" or "right" (None: not re-checked)
     together: list[str] = field(default_factory=list)  # when right alone: the layers that are wrong together
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return asdict(self)
 
 
@@ -58,7 +64,7 @@ def _node_mad(faulty: np.ndarray, good: np.ndarray) -> float | None:
 def first_divergence(ir: ModelIR, kind: str, faulty: dict[str, np.ndarray], good: dict[str, np.ndarray],
                      thresholds: Thresholds = Thresholds()) -> Localization:
     """Walk the body in topological order; the first node whose outputs differ is the culprit (pure)."""
-    nodes: list[dict[str, Any]] = []
+    nodes: list[NodeCheck] = []
     for layer in ir.body:
         if layer.name not in faulty or layer.name not in good:
             nodes.append({"name": layer.name, "class": layer.class_name, "status": "missing"})

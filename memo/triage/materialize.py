@@ -12,6 +12,7 @@ from memo.artifact_files import ARTIFACT_FILES
 from memo.backends.plugins import PluginInfo, read_plugin
 from memo.backends.spec import ConverterSpec
 from memo.errors import UsageError
+from memo.json_types import JsonObject
 from memo.model.build import infer_shapes
 from memo.model.ir import ModelIR
 from memo.store import DB_NAME, CampaignStore
@@ -61,16 +62,16 @@ def _outputs(path: Path) -> list[np.ndarray]:
 
 
 def io_summary(inputs: dict[str, np.ndarray], faulty: list[np.ndarray], good: list[np.ndarray],
-               names: tuple[str, str]) -> dict[str, Any]:
+               names: tuple[str, str]) -> JsonObject:
     """Shapes, ranges and differences of a bug's input and outputs (faulty vs good library)."""
-    def stats(array: np.ndarray) -> dict[str, Any]:
+    def stats(array: np.ndarray) -> JsonObject:
         finite = np.asarray(array)[np.isfinite(array)] if np.issubdtype(array.dtype, np.number) else np.zeros(0)
         return {"shape": list(array.shape), "dtype": str(array.dtype),
                 "min": float(finite.min()) if finite.size else None, "max": float(finite.max()) if finite.size else None}
 
     rows = []
     for index in range(max(len(faulty), len(good))):
-        row: dict[str, Any] = {"output": index}
+        row: JsonObject = {"output": index}
         y = faulty[index] if index < len(faulty) else None
         o = good[index] if index < len(good) else None
         row[f"{names[0]} shape"] = list(y.shape) if y is not None else None
@@ -96,8 +97,8 @@ def _shapes(ir: ModelIR) -> dict[str, list[Any]]:
         return {}
 
 
-def materialize(folder: Path, source: Path, ir: ModelIR, bug: dict[str, Any], roles: Roles | None,
-                extra: dict[str, Any]) -> dict[str, Any]:
+def materialize(folder: Path, source: Path, ir: ModelIR, bug: JsonObject, roles: Roles | None,
+                extra: JsonObject) -> JsonObject:
     """Copy what the script needs from the executed artifact ``source`` into ``folder`` and write
     ``bug.json`` and ``repro.py``. Returns the bug.json data.
 

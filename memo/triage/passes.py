@@ -12,7 +12,6 @@ from __future__ import annotations
 import shutil
 import time
 from pathlib import Path
-from typing import Any
 
 from memo.backends.executor import ExecutionAbandoned
 from memo.diskspace import is_disk_full
@@ -31,6 +30,7 @@ from memo.triage.rerun import rerun_script
 from memo.triage.session import Session, TriageSummary
 from memo.triage.signature import NUMERIC_KINDS, failure_details, reduced_key
 from memo.backends.executor import Executor
+from memo.json_types import JsonObject
 
 PER_BUG_S = 45.0
 HANG_TIMEOUTS = 5  # a hang's reduction may spend this many timeouts (each hanging candidate costs one)
@@ -48,7 +48,7 @@ def pending_localizations(store: CampaignStore) -> list[int]:
     groups: dict[tuple[str, str], list[int]] = {}
     localized: dict[tuple[str, str], int] = {}
     for row in store.findings(NUMERIC_KINDS):
-        key = (row.kind, row.backend)
+        key = (row.verdict.kind, row.verdict.backend)
         if row.id in done:
             localized[key] = localized.get(key, 0) + 1
         else:
@@ -105,14 +105,14 @@ def _localize_one(session: Session, verdict_id: int) -> None:
 
 
 # ---------------------------------------------------------------------------- one bug
-def _bug_record(bug: BugRow, finding: Finding) -> dict[str, Any]:
+def _bug_record(bug: BugRow, finding: Finding) -> JsonObject:
     details = failure_details(finding.verdict, finding.result)
     return {"id": bug.id, "kind": bug.kind, "library": bug.library, "stage": bug.stage or "",
             "signature": bug.parts, "exception": details.exception, "error_message": details.message,
             "message": finding.verdict.message, "layer_class": bug.layer_class}
 
 
-def _previous_reduction(folder: Path, original: ModelIR) -> tuple[ModelIR, dict[str, Any] | None]:
+def _previous_reduction(folder: Path, original: ModelIR) -> tuple[ModelIR, JsonObject | None]:
     """The model an unfinished earlier reduction reached (and its bug.json), else the original model."""
     data = read_bug_file(folder)
     if not data or (data.get("reduction") or {}).get("status") not in RETRY_STATUSES:
@@ -147,7 +147,7 @@ def _triage_bug(session: Session, bug: BugRow) -> None:
     localized = located.layer if located else None
     roles = session.roles(finding)
     ir, outcome = finding.ir, None
-    extra: dict[str, Any] = {"layer": localized, "timeout_s": session.timeout_s, "plugins": session.plugins,
+    extra: JsonObject = {"layer": localized, "timeout_s": session.timeout_s, "plugins": session.plugins,
                              "localization": located.details if located else {}}
     folder = bug_folder(store.directory.resolve(), bug.id)
     start, previous = _previous_reduction(folder, finding.ir)

@@ -101,8 +101,7 @@ def roles(verdict: Verdict, reference: str, available: list[str]) -> Roles:
     and the oracle blames it only when another backend agrees with the reference, so both are added.
     """
     backend = str(verdict.backend or "")
-    metrics = verdict.metrics or {}
-    involved = [name for name in (metrics.get("backends") or {}) if name != reference]
+    involved = [name for name in verdict.involved() if name != reference]
     needed = [reference, *involved]
     if backend == KERAS_FRONT_END:  # every Keras backend failed alike: any of them shows it
         keras = [name for name in available if consumes_of(name) == "keras"]
@@ -121,7 +120,7 @@ def roles(verdict: Verdict, reference: str, available: list[str]) -> Roles:
         # the oracle blamed the converter either because every reader differs alike while some other backend
         # agrees (a witness), or because one engine differs on this file but agrees on another converter's
         # (``same_engine``: that engine on the other file must run again)
-        twin = metrics.get("same_engine")
+        twin = verdict.attribution.same_engine if verdict.attribution is not None else None
         needed += readers[:1] + ([str(twin)] if twin else witness[:1])
         faulty, good = (involved or readers or [reference])[0], reference
     else:

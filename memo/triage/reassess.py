@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
-from typing import Any
 
+from memo.backends.spec import ModelInputs
+from memo.json_types import JsonObject
 from memo.model.ir import ModelIR
 from memo.mutation.nan import has_injection
 from memo.oracle import Verdict, judge, load_outputs
 from memo.kinds import NUMERIC_KINDS
+from memo.oracle.verdict import VerdictSummary
 from memo.store import BugRow, CampaignStore
 from memo.triage.bugdir import INPUTS_FILE, IR_FILE, NOT_AGAIN, read_bug_file, write_bug_file
 from memo.triage.finding import Finding, load_finding
@@ -30,7 +32,7 @@ TRUTH_KEY = "truth"
 
 
 def reassess(session: Session, bug: BugRow, finding: Finding, ir: ModelIR, folder: Path,
-             inputs: dict[str, Any] | None) -> dict[str, Any]:
+             inputs: ModelInputs | None) -> JsonObject:
     """Run the reduced model ``ir`` again, judge it, compute its float64 truth; the keys written into the bug's
     ``bug.json`` (nothing when no executor is available or the model no longer runs)."""
     executor = session.get_executor()
@@ -44,9 +46,9 @@ def reassess(session: Session, bug: BugRow, finding: Finding, ir: ModelIR, folde
             return {}
         reference = run.result.reference
         mine = _matching(judge(run.result, special_values=has_injection(ir)), bug)
-        added: dict[str, Any] = {}
+        added: JsonObject = {}
         if mine is not None:
-            added[REDUCED_VERDICT] = {"message": mine.message, "metrics": mine.metrics}
+            added[REDUCED_VERDICT] = VerdictSummary.of(mine).to_json()
         outputs = load_outputs(run.result)
         if reference in outputs:
             truth = judge_by_truth(session.truth_runner(), run.artifact.keras_path, artifact_inputs(run.artifact),
@@ -77,7 +79,7 @@ def pending_truths(store: CampaignStore) -> list[BugRow]:
             and TRUTH_KEY not in read_bug_file(Path(bug.bug_dir))]
 
 
-def reassess_folder(session: Session, bug: BugRow) -> dict[str, Any]:
+def reassess_folder(session: Session, bug: BugRow) -> JsonObject:
     """:func:`reassess` a finished bug from its folder's model and inputs."""
     folder = Path(str(bug.bug_dir))
     finding = load_finding(session.store, bug.first_verdict)
@@ -88,7 +90,7 @@ def reassess_folder(session: Session, bug: BugRow) -> dict[str, Any]:
     return reassess(session, bug, finding, ir, folder, inputs)
 
 
-def root_cause_parts(parts: dict[str, Any], folder: Path) -> dict[str, Any]:
+def root_cause_parts(parts: JsonObject, folder: Path) -> JsonObject:
     """A bug's signature parts as its root-cause key should see them: when its float64 truth blames the other side
     (``contradicted``), the library it blames, so that one defect is not filed twice: once against its library
     and once, with that library as the wrong witness, against another (a TensorFlow MelSpectrogram defect)."""

@@ -47,9 +47,9 @@ _CONVERTER_RECORD = ("memo.backends.worker", "_problem_record")
 _CHECK_CODE: dict[str, tuple[tuple[str, str], ...]] = {
     "crash": (("memo.triage.pathmask", "comparable_message"),),
     "hang": (),
-    "nan": (("memo.oracle", "_nan_problem"),),
-    "inconsistency": (("memo.oracle", "Thresholds"), ("memo.oracle", "mismatch")),
-    "shape": (("memo.oracle", "_shape_problem"),),
+    "nan": (("memo.oracle.criterion", "nan_problem"),),
+    "inconsistency": (("memo.oracle.criterion", "Thresholds"), ("memo.oracle.criterion", "mismatch")),
+    "shape": (("memo.oracle.criterion", "shape_problem"),),
 }
 # Functions the inlined code calls that read memo's registry: the script holds their values as memo had them.
 _FROZEN_CODE: tuple[tuple[str, str], ...] = (("memo.backends", "declared_masks"),)

@@ -9,9 +9,9 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from memo.defaults import HANG_CONFIRM_FACTOR
+from memo.json_types import JsonObject
 from memo.triage.bugdir import REPRO_FILE
 
 OUTPUT_TAIL = 4000
@@ -45,7 +45,7 @@ class RerunResult:
 _DEATH_IN_MESSAGE = (("signal", re.compile(r"killed by signal (\d+)")), ("exit", re.compile(r"exited with code (\d+)")))
 
 
-def expected_death(bug: dict[str, Any]) -> tuple[str, int] | None:
+def expected_death(bug: JsonObject) -> tuple[str, int] | None:
     """``("signal", N)`` or ``("exit", N)`` when the bug is its worker dying rather than raising; else None.
 
     A dead worker is recorded as exception ``WorkerDied`` with the message "worker process killed by
@@ -64,7 +64,7 @@ def expected_death(bug: dict[str, Any]) -> tuple[str, int] | None:
     return None
 
 
-def interpret(returncode: int | None, bug: dict[str, Any], *, timed_out: bool = False) -> bool | None:
+def interpret(returncode: int | None, bug: JsonObject, *, timed_out: bool = False) -> bool | None:
     """0: reproduces; 1: does not; killed by the bug's own signal (or exiting with the dead worker's own
     code), or for a hang by its own alarm: reproduces; another signal: does not; anything else, and a script
     killed from outside (``timed_out``: it never said whether the model ran past its limit), unknown."""
@@ -88,7 +88,7 @@ def _text(data: bytes | str | None) -> str:
     return data.decode(errors="replace") if isinstance(data, bytes) else (data or "")
 
 
-def rerun_script(folder: Path, bug: dict[str, Any], *, timeout_s: float = 300.0) -> RerunResult:
+def rerun_script(folder: Path, bug: JsonObject, *, timeout_s: float = 300.0) -> RerunResult:
     """Run ``folder/repro.py`` (``bug``: the folder's bug.json data) and interpret its exit status."""
     python = bug.get("python") or sys.executable
     if bug.get("kind") == "hang":  # let the script reach its own verdict (see ALARM_SLACK_S)

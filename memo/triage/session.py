@@ -7,13 +7,13 @@ import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from memo.artifact import ensure_artifact
 from memo.backends import BACKENDS, default_backends
 from memo.backends.cuda import STRICT
 from memo.backends.executor import DifferentialExecutor, Executor
 from memo.defaults import DEFAULT_TIMEOUT_S
+from memo.json_types import JsonObject
 from memo.store import CampaignStore
 from memo.triage.finding import Finding
 from memo.triage.probe import Roles, roles
@@ -39,7 +39,7 @@ class TriageSummary:
     def worked(self) -> bool:
         return bool(self.new or self.localized)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return dict(self.__dict__)
 
 

@@ -88,16 +88,6 @@ def failure_details(verdict: Verdict, result: ExecutionResult | None) -> Failure
     return FailureDetails(exception, message or str(verdict.message or ""), str(stage.traceback or ""), stderr)
 
 
-def _metrics(verdict: Verdict) -> dict[str, Any]:
-    return verdict.metrics if isinstance(verdict.metrics, dict) else {}
-
-
-def reference_of(verdict: Verdict) -> str:
-    """The backend an inconsistency was judged against, as the oracle recorded it (``""`` if not)."""
-    metrics = _metrics(verdict)
-    return str(metrics.get("reference") or metrics.get("reference_backend") or "")
-
-
 def divergent_class(ir: ModelIR | None, layer_name: str | None) -> str:
     """Class of the localized layer, or ``"?"`` when localization has not run or found nothing."""
     if ir is None or not layer_name:
@@ -112,17 +102,15 @@ def signature_parts(verdict: Verdict, result: ExecutionResult | None, ir: ModelI
                     *, divergent_layer: str | None = None) -> dict[str, Any]:
     """The fields that identify a finding's bug (see the module docstring), as a JSON-able dict.
 
-    ``divergent_layer`` names the first misbehaving node (from localization) for NaN and inconsistency;
-    without it the stored ``metrics["first_divergent_layer"]`` is used, if any.
+    ``divergent_layer`` names the first misbehaving node (from localization) for NaN and inconsistency.
     """
     kind = str(verdict.kind or "")
     backend = str(verdict.backend or "")
     parts: dict[str, Any] = {"kind": kind, "library": backend}
     if kind in NUMERIC_KINDS:
-        name = divergent_layer or _metrics(verdict).get("first_divergent_layer")
-        parts["reference"] = (reference_of(verdict) or str((result.reference if result is not None else "") or "")
+        parts["reference"] = (str((result.reference if result is not None else "") or "")
                               if kind == "inconsistency" else "")
-        parts["layer"] = divergent_class(ir, name)
+        parts["layer"] = divergent_class(ir, divergent_layer)
         return parts
     details = failure_details(verdict, result)
     parts["stage"] = str(verdict.stage or "")
@@ -171,10 +159,7 @@ def _feature_patterns(rules: tuple[MessageRules, ...]) -> tuple[re.Pattern[str],
 
 
 def unsupported_feature(verdict: Verdict, message: str | None = None) -> str:
-    """What a library declined: ``metrics["feature"]`` if the oracle set it, else an op name in the message."""
-    metrics = _metrics(verdict)
-    if metrics.get("feature"):
-        return str(metrics["feature"])
+    """What a library declined: an op name in the message."""
     text = message if message is not None else str(verdict.message or "")
     text = without_traced_graph(text)  # the traced graph quoted after the cause names types, not the feature
     for pattern in feature_patterns():

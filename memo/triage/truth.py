@@ -96,7 +96,7 @@ def sides(verdict: Verdict, reference: str, ran: Sequence[str]) -> tuple[list[st
     """(accused, witnesses) of a numeric verdict among the backends that ran: the accused are the outputs the
     verdict calls wrong (a converter's engines on its file; the reference, when a majority disagrees with it),
     the witnesses the outputs it trusted."""
-    involved = [name for name in (verdict.metrics or {}).get("backends") or {} if name in ran]
+    involved = [name for name in verdict.involved() if name in ran]
     if verdict.backend == reference:
         accused = [reference]
         witnesses = [name for name in involved if name != reference] or [n for n in ran if n != reference]

@@ -83,7 +83,7 @@ def test_dynamo_crash_on_onnx2torch_reshape_is_recorded_against_the_compilers(fl
     # both compilers trace with Dynamo: inductor's identical failure is torch-compile's one finding
     verdicts = judge(result)
     assert [(v.kind, v.backend, v.stage) for v in verdicts] == [("crash", "torch-compile", "execute")]
-    assert verdicts[0].metrics["also_in"] == ["torch-inductor"]
+    assert verdicts[0].also_in == ["torch-inductor"]
 
 
 def test_the_crash_script_reproduces_it_in_a_fresh_process(flatten, tmp_path: Path) -> None:

@@ -35,7 +35,7 @@ def test_a_wrong_conversion_is_blamed_on_the_converter(engines, tmp_path: Path) 
                                                  **{n: mangled.backends[n] for n in ["tf2onnx", *ONNX_ENGINES]}})
     verdicts = judge(mixed)
     assert [(v.kind, v.backend, v.stage) for v in verdicts] == [("inconsistency", "tf2onnx", "convert")]
-    assert sorted(verdicts[0].metrics["backends"]) == sorted(ONNX_ENGINES)
+    assert sorted(verdicts[0].involved()) == sorted(ONNX_ENGINES)
     assert judge(truth) == []
     assert ExecutionResult.from_json(mixed.to_json()) == mixed
 

@@ -32,7 +32,7 @@ def test_a_hang_is_filed_only_when_it_hangs_again_alone_with_twice_the_limit(
     with DifferentialExecutor(backends=[], plugins=[Path(path)], timeout_s=LIMIT_S, first_model_grace=1.0) as executor:
         with record_campaign(Path("campaigns/h"), Path("mutants"), executor, [model], backends=[]) as store:
             store.set_meta("config", {**store.get_meta("config"), "timeout_s": LIMIT_S, "plugins": [path]})
-            assert [row["kind"] for row in store.verdicts()] == ["hang"]
+            assert [row.verdict.kind for row in store.verdicts()] == ["hang"]
             summary = triage_campaign(store, executor=executor, time_budget_s=240)
             (bug,) = store.triage.load_bugs()
     assert (bug.reduction.get("status") != NOT_AGAIN) == confirmed, (bug.reduction, summary.errors)

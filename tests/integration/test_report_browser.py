@@ -26,7 +26,7 @@ def page(tmp_path: Path):
 
     with make_campaign(tmp_path / "campaigns" / "unit") as store:  # as triage leaves it: deduplicated, localized
         update_bugs(store)
-        store.triage.save_localization(store.verdicts(("nan",))[0]["id"], "softmax_1", "Softmax", {"reason": "test"})
+        store.triage.save_localization(store.verdicts(("nan",))[0].id, "softmax_1", "Softmax", {"reason": "test"})
         update_bugs(store)
     report = write_report(tmp_path / "campaigns" / "unit", tmp_path / "unit.html")
     problems: list[str] = []

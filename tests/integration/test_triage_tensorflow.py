@@ -29,7 +29,7 @@ def test_a_trace_failure_is_one_tensorflow_bug_reduced_and_reproduced(tmp_path: 
     monkeypatch.chdir(tmp_path)  # the campaign's relative paths, as memo fuzz writes them
     with DifferentialExecutor(backends=BACKENDS, timeout_s=120) as executor:
         with record_campaign(Path("campaigns/t"), Path("mutants"), executor, [model], backends=BACKENDS) as store:
-            verdicts = [(row["kind"], row["backend"], row["stage"]) for row in store.verdicts()]
+            verdicts = [(row.verdict.kind, row.verdict.backend, row.verdict.stage) for row in store.verdicts()]
             assert ("crash", "keras-tensorflow", "tf-function") in verdicts, verdicts
             assert not [v for v in verdicts if v[1].startswith("tf2onnx")], "not charged to tf2onnx"
             summary = triage_campaign(store, executor=executor, time_budget_s=300)
@@ -53,7 +53,7 @@ def test_every_keras_backend_failing_alike_is_one_keras_bug_reduced_and_reproduc
     monkeypatch.chdir(tmp_path)  # the campaign's relative paths, as memo fuzz writes them
     with DifferentialExecutor(backends=backends, timeout_s=120) as executor:
         with record_campaign(Path("campaigns/k"), Path("mutants"), executor, [model], backends=backends) as store:
-            verdicts = [(row["kind"], row["backend"], row["stage"]) for row in store.verdicts()]
+            verdicts = [(row.verdict.kind, row.verdict.backend, row.verdict.stage) for row in store.verdicts()]
             assert verdicts == [("crash", "keras", "execute")], verdicts
             summary = triage_campaign(store, executor=executor, time_budget_s=300)
             (bug,) = store.triage.load_bugs()

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from memo.model.ir import Layer, ModelIR
-from memo.store import CampaignStore, MutantRecord, VerdictRecord
+from memo.store import CampaignStore, MutantRecord
 
 BACKENDS = ["keras-tensorflow", "mxnet"]
 SEED = 3
@@ -62,8 +62,7 @@ def record_campaign(directory: Path, artifacts: Path, executor: Any, models: lis
         # stored as the campaign stores it: relative to the directory it runs in
         store.add_execution(mutant_id, result.to_json(), result.seconds, str(artifacts / str(mutant_id)))
         for verdict in judge(result):
-            store.add_verdict(VerdictRecord(mutant_id, verdict.kind, verdict.backend, verdict.stage, verdict.message,
-                                            dict(verdict.metrics)))
+            store.add_verdict(mutant_id, verdict)
     store.add_coverage_point(1.0, len(models), len(models), len(models),
                              {"types": (6, 60), "pairs": (8, 3600), "params": (20, 900)})
     return store

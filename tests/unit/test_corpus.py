@@ -45,7 +45,7 @@ def test_typeerror_everywhere_is_one_keras_crash_never_unsupported() -> None:
     assert {b.failure.exc_type for b in result.results() if b.failure and b.status == "error"} == {"TypeError"}
     verdicts = judge(result, outputs=outputs)
     assert triples(verdicts) == [("crash", "keras", "execute")]
-    assert verdicts[0].metrics["also_in_tf_function"] == ["tf2onnx", "tf2onnx-opset11"]
+    assert verdicts[0].also_in_tf_function == ["tf2onnx", "tf2onnx-opset11"]
     assert not any(v.kind == "unsupported" for v in verdicts)
 
 
@@ -54,7 +54,7 @@ def test_every_keras_backend_failing_at_run_time_is_a_keras_bug_not_invalid() ->
     verdicts = judge(result, outputs=outputs)
     assert triples(verdicts) == [("crash", "keras", "execute")]
     assert verdicts[0].message.startswith("symbolic build accepted the model, every Keras backend failed at run time")
-    assert set(verdicts[0].metrics["backends"]) == {"keras-tensorflow", "keras-jax", "keras-torch"}
+    assert set(verdicts[0].involved()) == {"keras-tensorflow", "keras-jax", "keras-torch"}
 
 
 def test_nan_semantics_of_tensorflow_max_pooling() -> None:
@@ -68,7 +68,7 @@ def test_nan_semantics_of_tensorflow_max_pooling() -> None:
                                  {n: b for n, b in result.backends.items() if b.consumes == "keras" and b.role == "backend"})
     verdicts = judge(keras_only, outputs={n: outputs[n] for n in keras_only.backends})
     assert triples(verdicts) == [("nan", "keras-tensorflow", "execute")]
-    assert ["keras-jax", "keras-torch"] in verdicts[0].metrics["agreement"]
+    assert ["keras-jax", "keras-torch"] in verdicts[0].attribution.agreement
     # The model injects NaN on purpose (the NaN operator's sub-graph): special-value semantics, not bugs.
     assert has_injection(ir)
     assert {v.kind for v in judge(result, outputs=outputs, special_values=has_injection(ir))} == {"special"}
@@ -89,9 +89,9 @@ def test_native_crash_and_tf_function_failure() -> None:
     verdicts = judge(result, outputs=outputs)
     assert triples(verdicts) == [("crash", "keras-tensorflow", "execute"), ("crash", "keras-tensorflow", "tf-function")]
     crash = next(v for v in verdicts if v.stage == "execute")
-    assert crash.metrics["signal"] == 8
+    assert crash.failure.signal == 8
     traced = next(v for v in verdicts if v.stage == "tf-function")
-    assert "Negative dimension size" in traced.message and traced.metrics["converters"] == ["tf2onnx", "tf2onnx-opset11"]
+    assert "Negative dimension size" in traced.message and traced.converters == ["tf2onnx", "tf2onnx-opset11"]
 
 
 def test_mxnet_bind_error_is_its_own_crash() -> None:

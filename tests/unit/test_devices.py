@@ -158,7 +158,7 @@ def test_a_gpu_failure_as_on_the_cpu_is_the_cpu_backends_finding() -> None:
     result = ExecutionResult(artifact_dir="/nowhere", reference="keras-jax", output_names=["out"], backends=backends)
     verdicts = judge(result, outputs={"keras-jax": {"out": np.zeros(2, np.float32)}})
     assert [(v.kind, v.backend) for v in verdicts] == [("crash", "keras-torch")]
-    assert verdicts[0].metrics["also_in"] == ["keras-torch-cuda"]
+    assert verdicts[0].also_in == ["keras-torch-cuda"]
     assert same_on_both_devices("expected device cuda:0 got cuda", "expected device cpu got cpu")
 
 
@@ -180,7 +180,7 @@ def test_a_difference_within_tf32_rounding_is_a_finding_in_strict_mode_only() ->
     strict = judge(_result("strict"), outputs=_outputs(3e-3))
     assert [(v.kind, v.backend) for v in strict] == [("inconsistency", "keras-torch-cuda")]
     assert strict[0].message.startswith("on CUDA only (keras-torch")  # the twin is the reference here
-    assert strict[0].metrics["cpu_twin"] == "keras-torch"
+    assert strict[0].metrics()["cpu_twin"] == "keras-torch"
     assert judge(_result("tf32"), outputs=_outputs(3e-3)) == []
     assert [v.backend for v in judge(_result("tf32"), outputs=_outputs(0.05))] == ["keras-torch-cuda"]
 

@@ -19,8 +19,9 @@ from memo.cli import main
 from memo.diskspace import format_size, is_disk_full, mentions_disk_full, parse_size, tree_bytes
 from memo.errors import UsageError
 from memo.oracle import Verdict
+from memo.oracle.verdict import Failure
 from memo.report.data import disk_figures
-from memo.store import CampaignStore, MutantRecord, VerdictRecord
+from memo.store import CampaignStore, MutantRecord
 from tests.unit.triage_store import crash_result
 
 FILES = ("model.keras", "inputs.npz", "model.ir.json", "onnx/model.onnx", "onnx/model.opset11.onnx",
@@ -81,7 +82,7 @@ def _artifact(root: Path, mutant_id: int) -> Path:
 
 def _crash(message: str) -> tuple[Verdict, dict[str, Any]]:
     verdict = Verdict(kind="crash", backend="onnxruntime", stage="execute", message=message,
-                      metrics={"exc_type": "RuntimeError"})
+                      failure=Failure("error", "RuntimeError", 0.1))
     return verdict, crash_result(message)
 
 
@@ -93,7 +94,7 @@ def _execute(store: CampaignStore, budget: DiskBudget, root: Path, message: str)
     verdict, result = _crash(message)
     keep = budget.admit(mutant_id, folder, [verdict], ExecutionResult.from_json(result))
     store.add_execution(mutant_id, result, 1.0, str(folder) if keep else None)
-    store.add_verdict(VerdictRecord(mutant_id, "crash", "onnxruntime", "execute", message, verdict.metrics))
+    store.add_verdict(mutant_id, verdict)
     if not keep:
         disk.shutil.rmtree(folder)
     return mutant_id, keep

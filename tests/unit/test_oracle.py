@@ -11,7 +11,7 @@ import pytest
 
 from memo.backends.result import BackendResult, ExecutionResult, StageResult
 from memo.kinds import VerdictKind
-from memo.oracle import (Thresholds, Verdict, agree, compare, d_mad, judge, mad, mismatch, nonfinite_mask,
+from memo.oracle import (Comparison, Thresholds, Verdict, agree, compare, d_mad, judge, mad, mismatch, nonfinite_mask,
                          outputs_agree)
 
 REF = "keras-tensorflow"
@@ -100,7 +100,7 @@ def test_differing_nonfinite_positions() -> None:
     outputs["mxnet"]["out"][0, 0] = -np.inf  # same position, other sign
     verdicts = judge(make_result(), outputs=outputs)
     # the reference makes Inf itself: how special values propagate is judged by the special-value rule
-    assert [(v.kind, v.backend, v.metrics["numeric_kind"]) for v in verdicts] == [("special", "mxnet", "nan")]
+    assert [(v.kind, v.backend, v.numeric_kind) for v in verdicts] == [("special", "mxnet", "nan")]
     assert "differ" in verdicts[0].message
 
 
@@ -130,10 +130,10 @@ def test_elementwise_inconsistency_reports_metrics() -> None:
     outputs["keras-torch"]["out"] = BASE + np.float32(0.05)
     verdicts = judge(make_result(), outputs=outputs)
     assert [(v.kind, v.backend) for v in verdicts] == [("inconsistency", "keras-torch")]
-    metrics = verdicts[0].metrics
-    assert metrics["max_abs_diff"] == pytest.approx(0.05, rel=1e-3)
-    assert metrics["mismatched"] == BASE.size
-    assert metrics["dmad"] > 0.99
+    figures = verdicts[0].comparison
+    assert figures.max_abs_diff == pytest.approx(0.05, rel=1e-3)
+    assert figures.mismatched == BASE.size
+    assert figures.dmad > 0.99
 
 
 def test_d_mad_alone_never_makes_an_inconsistency_but_is_reported_with_one() -> None:
@@ -186,7 +186,7 @@ def test_reference_blamed_when_only_keras_backends_ran_and_they_agree() -> None:
     outputs[REF]["out"] = BASE
     verdicts = judge(make_result(names=names), outputs=outputs)
     assert [(v.kind, v.backend) for v in verdicts] == [("inconsistency", REF)]
-    assert ["keras-jax", "keras-torch"] in verdicts[0].metrics["agreement"]
+    assert ["keras-jax", "keras-torch"] in verdicts[0].attribution.agreement
 
 
 def test_large_magnitude_outputs_with_relative_noise_agree() -> None:
@@ -207,7 +207,7 @@ def test_outputs_are_judged_one_by_one_and_the_verdict_names_the_output() -> Non
     result.output_names = ["small", "large"]
     verdicts = judge(result, outputs=outputs)
     assert [(v.kind, v.backend) for v in verdicts] == [("inconsistency", "onnxruntime")]
-    assert verdicts[0].metrics["output"] == 0 and verdicts[0].metrics["output_name"] == "small"
+    assert verdicts[0].comparison.output == 0 and verdicts[0].comparison.output_name == "small"
     assert "output 0 (small)" in verdicts[0].message
 
 
@@ -252,7 +252,7 @@ def test_special_values_turn_numeric_findings_into_special() -> None:
     outputs["keras-torch"]["out"] = BASE + np.float32(0.05)
     verdicts = judge(make_result(), outputs=outputs, special_values=True)
     assert sorted((v.kind, v.backend) for v in verdicts) == [("special", "keras-torch"), ("special", "onnxruntime")]
-    assert {v.metrics["numeric_kind"] for v in verdicts} == {"nan", "inconsistency"}
+    assert {v.numeric_kind for v in verdicts} == {"nan", "inconsistency"}
 
 
 def test_kinds_are_plain_strings_in_json() -> None:
@@ -266,7 +266,7 @@ def test_one_failing_backend_is_a_crash_with_its_stage() -> None:
     failure = StageResult("execute", "crash", 0.2, exc_type="WorkerDied", message="killed by signal 11", signal=11)
     verdicts = judge(make_result({"onnx2torch": failure}), outputs=same_outputs(BASE))
     assert [(v.kind, v.backend, v.stage) for v in verdicts] == [("crash", "onnx2torch", "execute")]
-    assert verdicts[0].metrics["signal"] == 11
+    assert verdicts[0].failure.signal == 11
 
 
 def test_exception_is_a_crash_hang_is_a_hang_unsupported_stays_apart() -> None:
@@ -292,7 +292,7 @@ def test_model_failing_on_every_keras_backend_is_one_keras_crash_not_invalid() -
     verdicts = judge(make_result(failures), outputs={})
     assert verdicts[0].kind == "crash" and verdicts[0].backend == "keras" and verdicts[0].stage == "execute"
     assert "every Keras backend failed at run time: ValueError: x" in verdicts[0].message
-    assert set(verdicts[0].metrics["backends"]) == {REF, "keras-jax", "keras-torch"}
+    assert set(verdicts[0].involved()) == {REF, "keras-jax", "keras-torch"}
     assert sorted(v.backend for v in verdicts[1:]) == ["mxnet", "onnx2pytorch", "onnx2torch", "onnxruntime"]
 
 
@@ -329,7 +329,7 @@ def test_trace_failure_of_both_conversions_is_one_tf_function_verdict() -> None:
         result.backends[converter] = BackendResult(converter, "keras", role="converter", stages=[trace])
     verdicts = judge(result, outputs=same_outputs(BASE, [REF, "keras-jax", "keras-torch"]))
     assert [(v.kind, v.backend, v.stage) for v in verdicts] == [("crash", REF, "tf-function")]
-    assert verdicts[0].metrics["converters"] == ["tf2onnx", "tf2onnx-opset11"]
+    assert verdicts[0].converters == ["tf2onnx", "tf2onnx-opset11"]
 
 
 def test_reference_failure_leaves_only_the_crash() -> None:
@@ -346,7 +346,7 @@ def test_verdict_and_result_round_trip_through_json() -> None:
     again = ExecutionResult.from_json(json.loads(json.dumps(result.to_json())))
     assert again == result
     assert again.backends["mxnet"].status == "crash" and again.backends["mxnet"].stage_reached == "execute"
-    verdict = Verdict("nan", "onnxruntime", "execute", "m", {"mad": 0.5})
+    verdict = Verdict("nan", "onnxruntime", "execute", "m", comparison=Comparison("onnxruntime", mad=0.5))
     assert Verdict.from_json(json.loads(json.dumps(verdict.to_json()))) == verdict
 
 
@@ -355,6 +355,19 @@ def test_oracle_imports_no_dl_library() -> None:
             "print(sorted(heavy & {m.split('.')[0] for m in sys.modules}))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_the_numeric_criterion_imports_only_numpy_and_the_standard_library() -> None:
+    # repro scripts inline it verbatim: a memo import there would pull memo into every script
+    import ast
+    import inspect
+
+    from memo.oracle import criterion
+
+    tree = ast.parse(inspect.getsource(criterion))
+    modules = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+    modules |= {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    assert modules == {"__future__", "dataclasses", "numpy"}
 
 
 def test_has_injection_detects_the_nan_operators_subgraph() -> None:
@@ -383,7 +396,7 @@ def test_conversion_blamed_when_the_same_engine_agrees_on_another_converters_fil
     result.backends["onnxruntime-keras-export"].consumes = "keras-onnx"
     verdicts = judge(result, outputs=outputs)
     assert [(v.kind, v.backend, v.stage) for v in verdicts] == [("inconsistency", "keras-export", "convert")]
-    assert verdicts[0].metrics["same_engine"] == "onnxruntime"
+    assert verdicts[0].attribution.same_engine == "onnxruntime"
 
 
 def test_engine_blamed_when_it_is_wrong_on_every_file() -> None:
@@ -411,7 +424,7 @@ def test_a_keras_converter_failing_as_keras_does_is_not_a_second_finding() -> No
     outputs = same_outputs(BASE, [REF, "keras-jax"])
     verdicts = judge(result, outputs=outputs)
     assert [(v.kind, v.backend) for v in verdicts] == [("crash", "keras-torch")]
-    assert verdicts[0].metrics["also_in"] == ["keras-export"]
+    assert verdicts[0].also_in == ["keras-export"]
     result.backends["keras-export"].stages[1].message = "another failure"
     assert sorted(v.backend for v in judge(result, outputs=outputs)) == ["keras-export", "keras-torch"]
 
@@ -424,4 +437,4 @@ def test_the_same_exception_on_the_same_file_at_the_same_stage_is_one_finding() 
     result.backends["torch-compile"].consumes = "onnx"
     verdicts = judge(result, outputs=same_outputs(BASE, [REF, "keras-jax"]))
     assert [(v.kind, v.backend) for v in verdicts] == [("crash", "onnx2torch")]
-    assert verdicts[0].metrics["also_in"] == ["torch-compile"]
+    assert verdicts[0].also_in == ["torch-compile"]

@@ -35,7 +35,7 @@ def reduced(class_name: str, config: dict[str, Any] | None = None, shape: list[A
 def crash_parts(backend: str, stage: str, exc_type: str, message: str, traceback: str = "",
                 signal: int | None = None) -> dict[str, Any]:
     """The provisional signature parts of a crash, through the real signature code."""
-    verdict = Verdict(kind="crash", backend=backend, stage=stage, message=f"{exc_type}: {message}", metrics={})
+    verdict = Verdict(kind="crash", backend=backend, stage=stage, message=f"{exc_type}: {message}")
     result = ExecutionResult.from_json({"artifact_dir": "gone", "reference": "keras-tensorflow", "backends": {
         backend: {"name": backend, "consumes": "onnx", "stages": [
             {"stage": stage, "status": "crash" if signal else "error", "exc_type": exc_type, "message": message,
@@ -44,9 +44,13 @@ def crash_parts(backend: str, stage: str, exc_type: str, message: str, traceback
 
 
 def numeric_parts(backend: str, reference: str, ir: ModelIR) -> dict[str, Any]:
-    verdict = Verdict(kind="inconsistency", backend=backend, stage="execute", message="max |diff| 0.07",
-                      metrics={"reference": reference})
-    return signature_parts(verdict, None, ir, divergent_layer=ir.outputs[0])
+    verdict = Verdict(kind="inconsistency", backend=backend, stage="execute", message="max |diff| 0.07")
+    return signature_parts(verdict, _judged_against(reference), ir, divergent_layer=ir.outputs[0])
+
+
+def _judged_against(reference: str) -> ExecutionResult:
+    """An execution whose reference is ``reference`` (the signature reads nothing else of it)."""
+    return ExecutionResult.from_json({"artifact_dir": "gone", "reference": reference, "backends": {}})
 
 
 def one_bug(*findings: tuple[dict[str, Any], ModelIR]) -> bool:
@@ -312,8 +316,8 @@ def test_a_numeric_bug_is_its_first_misbehaving_layer_whatever_follows_it() -> N
                        ["unit_normalization"], "reduced")
     first = numeric_parts("keras-tensorflow", "keras-jax", alone)
     second = signature_parts(Verdict(kind="inconsistency", backend="keras-tensorflow", stage="execute",
-                                     message="max |diff| 3", metrics={"reference": "keras-jax"}),
-                             None, followed, divergent_layer="mel_spectrogram")
+                                     message="max |diff| 3"),
+                             _judged_against("keras-jax"), followed, divergent_layer="mel_spectrogram")
     assert reduced_keys(first, alone)[0] != reduced_keys(second, followed)[0]
     assert one_bug((first, alone), (second, followed))
     # the same first layer in another library is another bug

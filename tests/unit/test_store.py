@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 
 from memo.errors import UsageError
-from memo.store import CampaignStore, MutantRecord, VerdictRecord
+from memo.oracle.verdict import Failure, Verdict
+from memo.store import CampaignStore, MutantRecord
 
 
 def _mutant(i: int) -> MutantRecord:
@@ -22,7 +23,8 @@ def test_mutants_verdicts_and_state_persist(tmp_path: Path) -> None:
             with store.transaction():
                 mid = store.add_mutant(_mutant(i))
                 store.add_execution(mid, {"backends": {}}, 0.5, None)
-                store.add_verdict(VerdictRecord(mid, "crash", "onnxruntime", "execute", "boom <b>", {"x": 1}))
+                crash = Verdict("crash", "onnxruntime", "execute", "boom <b>", failure=Failure("error", "E", 1.0))
+                store.add_verdict(mid, crash)
                 store.save_state(i, {"iteration": i})
         store.add_coverage_point(1.0, 2, 3, 3, {"types": (5, 90), "pairs": (7, 900), "params": (9, 1000)})
     with CampaignStore(tmp_path / "c1") as store:
@@ -30,9 +32,10 @@ def test_mutants_verdicts_and_state_persist(tmp_path: Path) -> None:
         assert store.count_mutants(seeds=True) == 3 and store.count_mutants(diverse=True, seeds=True) == 2
         assert store.load_state() == (2, {"iteration": 2})
         verdicts = store.verdicts(("crash",))
-        assert len(verdicts) == 3 and verdicts[0]["message"] == "boom <b>"
+        assert len(verdicts) == 3 and verdicts[0].verdict.message == "boom <b>" and verdicts[0].mutant_id == 1
+        assert verdicts[0].verdict.failure == Failure("error", "E", 1.0)
         assert store.coverage_history()[0]["pairs"] == 7
-        assert store.mutant(1)["operator"] == "NLA"
+        assert store.operator_counts() == {"NLA": (3, 2)}
 
 
 def test_a_failed_transaction_leaves_nothing(tmp_path: Path) -> None:

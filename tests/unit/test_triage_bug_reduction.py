@@ -86,27 +86,29 @@ def test_first_divergence_names_the_first_node_that_differs() -> None:
 
 def test_roles_resolve_the_oracles_attribution_to_backends_to_run() -> None:
     from memo.oracle import Verdict
+    from memo.oracle.verdict import Attribution, Comparison
     from memo.triage.probe import roles
 
-    def verdict(backend: str, metrics: dict) -> Verdict:
-        return Verdict(kind="inconsistency", backend=backend, stage="execute", message="", metrics=metrics)
+    def verdict(backend: str, covered: tuple[str, ...] = (), same_engine: str | None = None) -> Verdict:
+        attribution = Attribution(backends={name: Comparison(name) for name in covered},
+                                  same_engine=same_engine) if covered else None
+        return Verdict(kind="inconsistency", backend=backend, stage="execute", message="", attribution=attribution)
 
     available = ["keras-tensorflow", "keras-jax", "onnxruntime", "onnx2torch", "mxnet"]
-    plain = roles(verdict("onnxruntime", {}), "keras-tensorflow", available)
+    plain = roles(verdict("onnxruntime"), "keras-tensorflow", available)
     assert (plain.faulty, plain.good, plain.backends) == ("onnxruntime", "keras-tensorflow",
                                                           ("keras-tensorflow", "onnxruntime"))
-    blamed_reference = roles(verdict("keras-tensorflow", {"backends": {"keras-jax": {}, "mxnet": {}}}),
+    blamed_reference = roles(verdict("keras-tensorflow", ("keras-jax", "mxnet")),
                              "keras-tensorflow", available)
     assert (blamed_reference.faulty, blamed_reference.good) == ("keras-tensorflow", "keras-jax")
-    converter_crash = roles(verdict("tf2onnx", {}), "keras-tensorflow", available)
+    converter_crash = roles(verdict("tf2onnx"), "keras-tensorflow", available)
     assert converter_crash.backends == ("keras-tensorflow", "onnxruntime", "keras-jax")
-    converter_numbers = roles(verdict("tf2onnx-opset11", {"backends": {"mxnet": {}}}),
+    converter_numbers = roles(verdict("tf2onnx-opset11", ("mxnet",)),
                               "keras-tensorflow", available)
     assert converter_numbers.faulty == "mxnet" and "keras-jax" in converter_numbers.backends
     # blamed because the same engine agrees on another converter's file: that engine must run again, or the
     # re-run blames the engine itself and triage sees "another bug"
-    same_engine = roles(verdict("keras-export", {"backends": {"onnxruntime-keras-export": {}},
-                                                 "same_engine": "onnxruntime"}),
+    same_engine = roles(verdict("keras-export", ("onnxruntime-keras-export",), same_engine="onnxruntime"),
                         "keras-tensorflow", [*available, "onnxruntime-keras-export"])
     assert same_engine.faulty == "onnxruntime-keras-export"
     assert set(same_engine.backends) == {"keras-tensorflow", "onnxruntime-keras-export", "onnxruntime"}

@@ -30,7 +30,7 @@ def test_deduplication_is_idempotent(tmp_path: Path) -> None:
 def test_localization_moves_a_numeric_finding_to_its_layer_bug(tmp_path: Path) -> None:
     with make_campaign(tmp_path / "c") as store:
         dedup.update_bugs(store)
-        nan_verdict = store.verdicts(("nan",))[0]["id"]
+        nan_verdict = store.verdicts(("nan",))[0].id
         store.triage.save_localization(nan_verdict, "softmax_1", "Softmax", {"reason": "test"})
         update = dedup.update_bugs(store)
         assert len(update.new) == 1 and len(update.stale) == 1

@@ -95,10 +95,14 @@ def test_a_conversion_bug_runs_memos_freeze_and_export_without_catching_errors()
 
 def test_the_oracle_and_the_signature_are_inlined_not_copied() -> None:
     from memo import oracle
+    from memo.oracle import criterion
     from memo.triage.signature import normalize_message
 
     text, _ = _render("onnxruntime", "inconsistency")
     assert inspect.getsource(oracle.mismatch) in text and inspect.getsource(oracle.Thresholds) in text
+    for kind, check in (("nan", criterion.nan_problem), ("shape", criterion.shape_problem)):
+        script, _ = _render("onnxruntime", kind)
+        assert inspect.getsource(check) in script and f"{check.__name__}(" in script.split(inspect.getsource(check))[1]
     crash, _ = _render("onnxruntime", "crash")
     assert inspect.getsource(normalize_message) in crash
 

@@ -26,8 +26,8 @@ def _result(reference: str, backends: dict[str, list[dict[str, Any]]]) -> Execut
         name: {"name": name, "consumes": "onnx", "stages": stages} for name, stages in backends.items()}})
 
 
-def _verdict(kind: str, backend: str = "", message: str = "", metrics: dict[str, Any] | None = None) -> Verdict:
-    return Verdict(kind=kind, backend=backend, stage="execute", message=message, metrics=metrics or {})
+def _verdict(kind: str, backend: str = "", message: str = "") -> Verdict:
+    return Verdict(kind=kind, backend=backend, stage="execute", message=message)
 
 
 def _crash(message: str, exc_type: str = "Fail", line: int = 220,
@@ -118,13 +118,12 @@ def test_numeric_signature_is_the_library_pair_and_the_divergent_layer_class() -
     assert signature_parts(verdict, result, None)["layer"] == "?"  # not localized yet
 
 
-def _declined(message: str, metrics: dict[str, Any] | None = None) -> Verdict:
-    return _verdict("unsupported", "onnx2torch", message, metrics)
+def _declined(message: str) -> Verdict:
+    return _verdict("unsupported", "onnx2torch", message)
 
 
 def test_unsupported_feature_is_taken_from_the_message() -> None:
     assert unsupported_feature(_declined("Unsupported ops: Counter({'DepthwiseConv3D': 1})")) == "DepthwiseConv3D"
-    assert unsupported_feature(_declined("x", {"feature": "LSTM"})) == "LSTM"
     onnx2torch = ("NotImplementedError: Converter is not implemented (OperationDescription(domain='', "
                   "operation_type='Loop', version=13))")
     assert unsupported_feature(_declined(onnx2torch)) == "Loop"

@@ -6,7 +6,8 @@ from pathlib import Path
 from typing import Any
 
 from memo.model.ir import Layer, ModelIR
-from memo.store import CampaignStore, MutantRecord, VerdictRecord
+from memo.oracle.verdict import Failure, Verdict
+from memo.store import CampaignStore, MutantRecord
 
 HOSTILE = "<script>alert('x')</script> & <b>bold</b>"
 
@@ -34,7 +35,8 @@ def add_finding(store: CampaignStore, iteration: int, ir: ModelIR, result: dict[
     mutant_id = store.add_mutant(MutantRecord(iteration, "s", "NLA", "seed:s", "s", {}, ir.dumps(), True, diverse=True))
     store.add_execution(mutant_id, result, 1.0, artifact_dir)
     for kind, backend, stage, message in verdicts:
-        store.add_verdict(VerdictRecord(mutant_id, kind, backend, stage, message, {"exc_type": "RuntimeError"}))
+        failure = Failure("error", "RuntimeError", 1.0)
+        store.add_verdict(mutant_id, Verdict(kind, backend, stage, message, failure=failure))
     return mutant_id
 
 

@@ -6,6 +6,7 @@ from typing import Any, Mapping, Sequence
 from memo.layers import values as v
 from memo.layers.families.common import draw_modes, entry, only
 from memo.layers.spec import Draw, Impossible, LayerSpec, Shape
+from memo.model.ir import LayerConfig
 
 ANY_RANK = (2, 3, 4, 5)
 SOFTMAX_AXES = (-1, 1, 2, 3, 4)
@@ -17,7 +18,7 @@ def relu() -> LayerSpec:
     params = [v.shape("max_value", v.SCALE, v.number), v.shape("negative_slope", v.SCALE, v.number),
               v.shape("threshold", v.SCALE, v.number)]
 
-    def sample(d: Draw, shapes: Sequence[Shape]) -> dict[str, Any]:
+    def sample(d: Draw, shapes: Sequence[Shape]) -> LayerConfig:
         if "max_value" in d.fixed:
             unbounded = False
         elif "max_value" in d.keep:
@@ -37,7 +38,7 @@ def slope_layer(name: str, param: str) -> LayerSpec:
 
 
 def softmax() -> LayerSpec:
-    def sample(d: Draw, shapes: Sequence[Shape]) -> dict[str, Any]:
+    def sample(d: Draw, shapes: Sequence[Shape]) -> LayerConfig:
         rank = len(only(shapes))
         return {"axis": d.choice("axis", [a for a in SOFTMAX_AXES if a < rank])}
 
@@ -58,7 +59,7 @@ def prelu() -> LayerSpec:
                      normalize=lambda raw: v.NONE if raw is None else v.tuple_key(raw))]
     free = [p.name for p in params if p.name != "shared_axes"]
 
-    def sample(d: Draw, shapes: Sequence[Shape]) -> dict[str, Any]:
+    def sample(d: Draw, shapes: Sequence[Shape]) -> LayerConfig:
         shape = only(shapes)
         if any(dim is None for dim in shape[1:]):
             raise Impossible("PReLU needs every axis size to create alpha")
@@ -70,7 +71,7 @@ def prelu() -> LayerSpec:
 
 
 def activation() -> LayerSpec:
-    def sample(d: Draw, shapes: Sequence[Shape]) -> dict[str, Any]:
+    def sample(d: Draw, shapes: Sequence[Shape]) -> LayerConfig:
         return {"activation": d.choice("activation", v.ACTIVATIONS)}
 
     return entry("Activation", "activation", ANY_RANK, [v.activation()], sample)

@@ -7,11 +7,12 @@ key to end in the same feature size.
 from __future__ import annotations
 
 import random
-from typing import Any, Sequence
+from typing import Sequence
 
 from memo.layers import values as v
 from memo.layers.families.common import channels, divisors, draw_modes, entry
 from memo.layers.spec import Draw, Impossible, LayerSpec, Shape
+from memo.model.ir import LayerConfig
 
 
 def _sequence_inputs(same_features: bool, ranks: Sequence[int] = (3,)):
@@ -46,7 +47,7 @@ def dot_attention(name: str) -> LayerSpec:
         params.append(v.mode("score_mode", ("dot", "concat")))
     modes = [p.name for p in params if p.kind == "mode"]
 
-    def sample(d: Draw, shapes: Sequence[Shape]) -> dict[str, Any]:
+    def sample(d: Draw, shapes: Sequence[Shape]) -> LayerConfig:
         _check(shapes, same_features=True)
         return draw_modes(d, modes, {"dropout": d.real("dropout", 0.0, 0.9)})
 
@@ -64,7 +65,7 @@ def multi_head_attention() -> LayerSpec:
               v.shape("dropout", v.RATE, v.number), *_weights()]
     modes = [p.name for p in params if p.kind == "mode"]
 
-    def sample(d: Draw, shapes: Sequence[Shape]) -> dict[str, Any]:
+    def sample(d: Draw, shapes: Sequence[Shape]) -> LayerConfig:
         _check(shapes, same_features=False)
         config = {"num_heads": d.integer("num_heads", 1, 8, cap=4), "key_dim": d.integer("key_dim", 1, 64, cap=8),
                   "value_dim": d.integer("value_dim", 1, 64, cap=8), "dropout": d.real("dropout", 0.0, 0.9)}
@@ -79,7 +80,7 @@ def group_query_attention() -> LayerSpec:
               v.shape("head_dim", v.COUNT), v.shape("dropout", v.RATE, v.number), *_weights()]
     modes = [p.name for p in params if p.kind == "mode"]
 
-    def sample(d: Draw, shapes: Sequence[Shape]) -> dict[str, Any]:
+    def sample(d: Draw, shapes: Sequence[Shape]) -> LayerConfig:
         _check(shapes, same_features=True)
         heads = d.integer("num_query_heads", 1, 8, cap=4)
         config = {"num_query_heads": heads, "num_key_value_heads": d.pick("num_key_value_heads", divisors(heads)),

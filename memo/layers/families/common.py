@@ -5,6 +5,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from memo.layers import values as v
 from memo.layers.spec import ComputeRule, Draw, Impossible, LayerSpec, ParamSpace, Sampler, Shape
+from memo.model.ir import LayerConfig
 
 FLOAT_DTYPES = frozenset({"float32", "float16", "float64"})
 UNKNOWN_DIM = 16  # how large a dimension of unknown size (None) is assumed to be when drawing settings
@@ -73,7 +74,7 @@ def divisors(n: int) -> list[int]:
     return [k for k in range(1, n + 1) if n % k == 0]
 
 
-def draw_modes(draw: Draw, names: Sequence[str], config: dict[str, Any]) -> dict[str, Any]:
+def draw_modes(draw: Draw, names: Sequence[str], config: LayerConfig) -> LayerConfig:
     """Draw each mode parameter of ``names`` (no shape constraint) into ``config``."""
     for name in names:
         config[name] = draw.choice(name)
@@ -89,7 +90,7 @@ def inner_class(raw: Any) -> Any:
     return raw.get("class_name") if isinstance(raw, dict) else raw
 
 
-def draw_inner(draw: Draw, inner: LayerSpec, shapes: Sequence[Shape]) -> dict[str, Any]:
+def draw_inner(draw: Draw, inner: LayerSpec, shapes: Sequence[Shape]) -> LayerConfig:
     """A serialized config of the wrapped layer ``inner`` valid for ``shapes`` (keeping the old one if it fits)."""
     kept = draw.keep.get("layer")
     keep = kept.get("config") if isinstance(kept, dict) and kept.get("class_name") == inner.name else None

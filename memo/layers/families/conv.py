@@ -15,6 +15,7 @@ from typing import Any, Mapping
 from memo.layers import values as v
 from memo.layers.families.common import channels, draw_modes, entry, only, spatial, divisors
 from memo.layers.spec import ComputeRule, Draw, LayerSpec, ParamSpace
+from memo.model.ir import LayerConfig
 
 
 @dataclass(frozen=True)
@@ -64,11 +65,11 @@ def conv_params(variant: ConvVariant, dims: int) -> list[ParamSpace]:
 
 
 def draw_window(d: Draw, sizes: list[int], padding: str, *, dilation: bool, transpose: bool = False,
-                kernel: str = "kernel_size", stride_cap: int = 4) -> dict[str, Any]:
+                kernel: str = "kernel_size", stride_cap: int = 4) -> LayerConfig:
     """strides, dilation_rate and kernel_size that fit inputs of spatial ``sizes`` (shared with ConvLSTM)."""
     forced_dilation = d.fixed.get("dilation_rate") not in (None, "1")
     strides = d.integers("strides", [1] * len(sizes) if forced_dilation else sizes, cap=stride_cap)
-    out: dict[str, Any] = {"strides": strides}
+    out: LayerConfig = {"strides": strides}
     rates = [1] * len(sizes)
     if dilation:
         highs = [1] * len(sizes) if max(strides) > 1 else [max(1, s - 1) for s in sizes]
@@ -89,7 +90,7 @@ def conv_sampler(variant: ConvVariant, dims: int):
     def sample(d: Draw, shapes) -> dict:
         shape = only(shapes)
         chans = channels(shape)
-        config: dict[str, Any] = {"data_format": d.choice("data_format"), "padding": d.choice("padding")}
+        config: LayerConfig = {"data_format": d.choice("data_format"), "padding": d.choice("padding")}
         config.update(draw_window(d, spatial(shape), config["padding"], dilation=variant.dilation,
                                   transpose=bool(variant.suffix)))
         if variant.groups:

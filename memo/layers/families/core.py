@@ -6,6 +6,7 @@ from typing import Any, Mapping, Sequence
 from memo.layers import values as v
 from memo.layers.families.common import channels, draw_modes, entry, only
 from memo.layers.spec import Draw, LayerSpec, Shape
+from memo.model.ir import LayerConfig
 
 ANY_RANK = (2, 3, 4, 5)
 
@@ -15,9 +16,9 @@ def dense() -> LayerSpec:
               *v.weight_params("kernel", v.MATRIX_INITIALIZERS), *v.weight_params("bias", v.VECTOR_INITIALIZERS)]
     free = [p.name for p in params if p.kind == "mode" and p.name != "activation"]
 
-    def sample(d: Draw, shapes: Sequence[Shape]) -> dict[str, Any]:
+    def sample(d: Draw, shapes: Sequence[Shape]) -> LayerConfig:
         channels(only(shapes))
-        config: dict[str, Any] = {"units": d.integer("units", 1, 64, cap=32)}
+        config: LayerConfig = {"units": d.integer("units", 1, 64, cap=32)}
         config["activation"] = d.choice("activation", v.ACTIVATIONS)
         return draw_modes(d, free, config)
 
@@ -41,7 +42,7 @@ def einsum_dense() -> LayerSpec:
               *v.weight_params("bias", v.VECTOR_INITIALIZERS)]
     free = [p.name for p in params if p.kind == "mode" and p.name not in ("activation", "equation", "bias_axes")]
 
-    def sample(d: Draw, shapes: Sequence[Shape]) -> dict[str, Any]:
+    def sample(d: Draw, shapes: Sequence[Shape]) -> LayerConfig:
         shape = only(shapes)
         channels(shape)
         equation = d.choice("equation", [eq for eq, (rank, _, _) in EINSUM_EQUATIONS.items() if rank == len(shape)])
@@ -50,7 +51,7 @@ def einsum_dense() -> LayerSpec:
         middle = list(shape[1:-1])
         if out_rank > len(shape):
             middle.append(d.rng.randint(1, 4))
-        config: dict[str, Any] = {"equation": equation, "output_shape": (*middle, units)}
+        config: LayerConfig = {"equation": equation, "output_shape": (*middle, units)}
         config["bias_axes"] = bias if d.choice("bias_axes") == "last" else None
         config["activation"] = d.choice("activation", v.ACTIVATIONS)
         return draw_modes(d, free, config)
@@ -76,7 +77,7 @@ def embedding(name: str = "Embedding", extra_flags: Sequence[str] = ()) -> Layer
               *(v.flag(flag) for flag in extra_flags), *v.weight_params("embeddings", v.MATRIX_INITIALIZERS)]
     free = [p.name for p in params if p.kind == "mode"]
 
-    def sample(d: Draw, shapes: Sequence[Shape]) -> dict[str, Any]:
+    def sample(d: Draw, shapes: Sequence[Shape]) -> LayerConfig:
         config = {"input_dim": d.integer("input_dim", 1, 1000, cap=64),
                   "output_dim": d.integer("output_dim", 1, 64, cap=16)}
         return draw_modes(d, free, config)

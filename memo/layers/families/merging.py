@@ -3,11 +3,12 @@ Maximum, Minimum (equal shapes), Concatenate (equal except along ``axis``) and D
 from __future__ import annotations
 
 import random
-from typing import Any, Sequence
+from typing import Sequence
 
 from memo.layers import values as v
 from memo.layers.families.common import entry
 from memo.layers.spec import Draw, Impossible, LayerSpec, Shape, random_shape
+from memo.model.ir import LayerConfig
 
 ANY_RANK = (2, 3, 4, 5)
 MAX_INPUTS = 8
@@ -42,7 +43,7 @@ def concat_axes(shapes: Sequence[Shape]) -> list[int]:
 
 
 def concatenate() -> LayerSpec:
-    def sample(d: Draw, shapes: Sequence[Shape]) -> dict[str, Any]:
+    def sample(d: Draw, shapes: Sequence[Shape]) -> LayerConfig:
         if len({len(s) for s in shapes}) > 1:
             raise Impossible("inputs of different ranks")
         return {"axis": d.choice("axis", concat_axes(shapes))}
@@ -60,7 +61,7 @@ def concatenate() -> LayerSpec:
 def dot() -> LayerSpec:
     params = [v.mode("axes", DOT_AXES, DOT_AXES_CONFIG, normalize=v.tuple_key), v.flag("normalize")]
 
-    def sample(d: Draw, shapes: Sequence[Shape]) -> dict[str, Any]:
+    def sample(d: Draw, shapes: Sequence[Shape]) -> LayerConfig:
         x, y = shapes
         if len(x) != len(y):
             raise Impossible("Dot needs inputs of equal rank")

@@ -10,6 +10,7 @@ from typing import Any, Mapping, Sequence
 from memo.layers import values as v
 from memo.layers.families.common import channels, divisors, draw_inner, draw_modes, entry, inner_class, only
 from memo.layers.spec import Draw, LayerSpec, ParamSpace, Shape
+from memo.model.ir import LayerConfig
 
 ANY_RANK = (2, 3, 4, 5)
 AXES = (-1, 1, 2, 3, 4)
@@ -45,9 +46,9 @@ def normalizer(name: str, *, moving: bool = False, axes: bool = True, affine: bo
     params = ([axis_param()] if axes else []) + (affine_params(moving=moving) if affine else [])
     free = [p.name for p in params if p.kind == "mode" and p.name != "axis"]
 
-    def sample(d: Draw, shapes: Sequence[Shape]) -> dict[str, Any]:
+    def sample(d: Draw, shapes: Sequence[Shape]) -> LayerConfig:
         shape = only(shapes)
-        config: dict[str, Any] = {}
+        config: LayerConfig = {}
         if axes:
             config["axis"] = d.choice("axis", valid_axes(shape))
         if affine:
@@ -63,9 +64,9 @@ def group_normalization() -> LayerSpec:
     params = [v.shape("groups", v.FACTOR), axis_param(), *affine_params()]
     free = [p.name for p in params if p.kind == "mode" and p.name != "axis"]
 
-    def sample(d: Draw, shapes: Sequence[Shape]) -> dict[str, Any]:
+    def sample(d: Draw, shapes: Sequence[Shape]) -> LayerConfig:
         chans = channels(only(shapes))
-        config: dict[str, Any] = {"axis": d.choice("axis", (-1,)), "groups": d.pick("groups", divisors(chans)),
+        config: LayerConfig = {"axis": d.choice("axis", (-1,)), "groups": d.pick("groups", divisors(chans)),
                                   "epsilon": d.real("epsilon", 1e-6, 0.1, digits=7)}
         return draw_modes(d, free, config)
 
@@ -75,7 +76,7 @@ def group_normalization() -> LayerSpec:
 def rms_normalization() -> LayerSpec:
     params = [axis_param(), v.shape("epsilon", v.EPSILON, v.number)]
 
-    def sample(d: Draw, shapes: Sequence[Shape]) -> dict[str, Any]:
+    def sample(d: Draw, shapes: Sequence[Shape]) -> LayerConfig:
         shape = only(shapes)
         last = [a for a in valid_axes(shape) if a in (-1, len(shape) - 1)]
         return {"axis": d.choice("axis", last), "epsilon": d.real("epsilon", 1e-6, 0.1, 7)}
@@ -101,7 +102,7 @@ def spectral_normalization(catalogue: dict[str, LayerSpec]) -> LayerSpec:
     params = [v.mode("layer", SPECTRAL_INNER, normalize=inner_class),
               v.shape("power_iterations", v.FACTOR)]
 
-    def sample(d: Draw, shapes: Sequence[Shape]) -> dict[str, Any]:
+    def sample(d: Draw, shapes: Sequence[Shape]) -> LayerConfig:
         rank = len(only(shapes))
         kind = d.value("layer", [name for name, spec in inner.items() if rank in spec.input_ranks])
         return {"layer": draw_inner(d, inner[kind], shapes), "power_iterations": d.integer("power_iterations", 1, 8, cap=3)}

@@ -7,6 +7,7 @@ from typing import Any, Mapping, Sequence
 from memo.layers import values as v
 from memo.layers.families.common import draw_modes, entry, float32_only, only, spatial
 from memo.layers.spec import ComputeRule, Draw, Impossible, LayerSpec, Shape, random_shape
+from memo.model.ir import LayerConfig
 
 KINDS = ("Max", "Average")
 DIMS = (1, 2, 3)
@@ -22,7 +23,7 @@ def windowed(kind: str, dims: int) -> LayerSpec:
     params = [v.shape("pool_size", v.KERNEL), v.shape("strides", v.STRIDE), v.mode("padding", ("valid", "same")),
               v.data_format()]
 
-    def sample(d: Draw, shapes) -> dict[str, Any]:
+    def sample(d: Draw, shapes) -> LayerConfig:
         sizes = spatial(only(shapes))
         config = draw_modes(d, ["padding", "data_format"], {})
         config["pool_size"] = d.integers("pool_size", sizes, cap=4)
@@ -35,7 +36,7 @@ def windowed(kind: str, dims: int) -> LayerSpec:
 def global_pooling(kind: str, dims: int) -> LayerSpec:
     params = [v.flag("keepdims"), v.data_format()]
 
-    def sample(d: Draw, shapes) -> dict[str, Any]:
+    def sample(d: Draw, shapes) -> LayerConfig:
         return draw_modes(d, ["keepdims", "data_format"], {})
 
     return entry(f"Global{kind}Pooling{dims}D", "pooling", [dims + 2], params, sample,
@@ -68,7 +69,7 @@ def adaptive(kind: str, dims: int) -> LayerSpec:
     refusal = adaptive_max_refusal if kind == "Max" else None
     params = [v.shape("output_size", EXTENT_FROM_2 if refusal else v.EXTENT), v.data_format()]
 
-    def sample(d: Draw, shapes) -> dict[str, Any]:
+    def sample(d: Draw, shapes) -> LayerConfig:
         config = draw_modes(d, ["data_format"], {})
         sizes = spatial(only(shapes))
         if refusal and sizes[-1] < 2:

@@ -9,6 +9,7 @@ from typing import Any, Mapping, Sequence
 from memo.layers import values as v
 from memo.layers.families.common import channels, draw_modes, entry, only, size as size_of, spatial
 from memo.layers.spec import Draw, Impossible, LayerSpec, ParamSpace, Shape
+from memo.model.ir import LayerConfig
 
 ANY_RANK = (2, 3, 4, 5)
 IMAGE = (4,)
@@ -28,7 +29,7 @@ def rescaling() -> LayerSpec:
 def normalization() -> LayerSpec:
     params = [v.flag("invert")]
 
-    def sample(d: Draw, shapes: Sequence[Shape]) -> dict[str, Any]:
+    def sample(d: Draw, shapes: Sequence[Shape]) -> LayerConfig:
         chans = channels(only(shapes))
         mean = [round(d.rng.uniform(-1, 1), 3) for _ in range(chans)]
         variance = [round(d.rng.uniform(0.1, 2), 3) for _ in range(chans)]
@@ -48,7 +49,7 @@ def resizing() -> LayerSpec:
     params = [v.shape("height", v.EXTENT), v.shape("width", v.EXTENT), v.mode("interpolation", INTERPOLATIONS),
               v.flag("crop_to_aspect_ratio"), v.flag("pad_to_aspect_ratio"), v.flag("antialias"), v.data_format()]
 
-    def sample(d: Draw, shapes: Sequence[Shape]) -> dict[str, Any]:
+    def sample(d: Draw, shapes: Sequence[Shape]) -> LayerConfig:
         config = _height_width(d, only(shapes), at_most_input=False)
         config["crop_to_aspect_ratio"] = d.choice("crop_to_aspect_ratio")
         # cropping and padding to the aspect ratio exclude each other
@@ -62,7 +63,7 @@ def resizing() -> LayerSpec:
 def cropper(name: str) -> LayerSpec:
     params = [v.shape("height", v.EXTENT), v.shape("width", v.EXTENT), v.data_format()]
 
-    def sample(d: Draw, shapes: Sequence[Shape]) -> dict[str, Any]:
+    def sample(d: Draw, shapes: Sequence[Shape]) -> LayerConfig:
         config = _height_width(d, only(shapes), at_most_input=True)
         return draw_modes(d, ["data_format"], config)
 
@@ -95,10 +96,10 @@ def augmentation(name: str, factors: Sequence[str], modes: dict[str, Sequence[st
         params.append(value_range())
     mode_names = [p.name for p in params if p.kind == "mode"]
 
-    def sample(d: Draw, shapes: Sequence[Shape]) -> dict[str, Any]:
+    def sample(d: Draw, shapes: Sequence[Shape]) -> LayerConfig:
         if rgb and only(shapes)[-1] != 3:
             raise Impossible(f"{name} needs RGB images (3 channels)")
-        config: dict[str, Any] = {f: d.real(f, 0.0, 0.9) for f in factors}
+        config: LayerConfig = {f: d.real(f, 0.0, 0.9) for f in factors}
         return draw_modes(d, mode_names, config)
 
     return entry(name, "preprocessing", IMAGE, params, sample, input_maker=_rgb_images if rgb else None)
@@ -136,8 +137,8 @@ def stft_spectrogram() -> LayerSpec:
               v.mode("padding", ("valid", "same")), v.flag("expand_dims"), v.data_format()]
     modes = [p.name for p in params if p.kind == "mode"]
 
-    def sample(d: Draw, shapes: Sequence[Shape]) -> dict[str, Any]:
-        config: dict[str, Any] = _frames(d, size_of(only(shapes)[1]), window="frame_length", step="frame_step",
+    def sample(d: Draw, shapes: Sequence[Shape]) -> LayerConfig:
+        config: LayerConfig = _frames(d, size_of(only(shapes)[1]), window="frame_length", step="frame_step",
                                          fft="fft_length")
         return draw_modes(d, modes, config)
 
@@ -170,7 +171,7 @@ def mel_spectrogram() -> LayerSpec:
               v.mode("sampling_rate", (8000, 16000, 22050, 44100)), v.flag("power_to_db")]
     modes = [p.name for p in params if p.kind == "mode"]
 
-    def sample(d: Draw, shapes: Sequence[Shape]) -> dict[str, Any]:
+    def sample(d: Draw, shapes: Sequence[Shape]) -> LayerConfig:
         length = size_of(only(shapes)[1])
         # the signal is reflect-padded by fft_length // 2 on each side, which needs more samples than that;
         # the FFT must also leave room for a frame step that keeps the declared frame count
@@ -182,7 +183,7 @@ def mel_spectrogram() -> LayerSpec:
         window = d.integer("sequence_length", 1, fft, cap=16)
         # a step within the window where one fits (Keras does not require it; a step past it skips samples)
         steps = [step for step in strides if step <= window] or strides
-        config: dict[str, Any] = {"fft_length": fft, "sequence_length": window,
+        config: LayerConfig = {"fft_length": fft, "sequence_length": window,
                                   "sequence_stride": d.pick("sequence_stride", steps),
                                   "num_mel_bins": d.integer("num_mel_bins", 1, 64, cap=16)}
         return draw_modes(d, modes, config)

@@ -13,6 +13,7 @@ from memo.layers.families.common import (channels, draw_inner, draw_modes, entry
                                          spatial)
 from memo.layers.families.conv import draw_window
 from memo.layers.spec import Draw, LayerSpec, ParamSpace, Shape
+from memo.model.ir import LayerConfig
 
 RNN_APIS = ("LSTM", "GRU", "SimpleRNN")
 GATED = frozenset({"LSTM", "GRU"})
@@ -42,10 +43,10 @@ def rnn_sampler(name: str):
     drawn = {"activation", "recurrent_activation", "unroll"}
     free = [p.name for p in params if p.kind == "mode" and p.name not in drawn]
 
-    def sample(d: Draw, shapes: Sequence[Shape]) -> dict[str, Any]:
+    def sample(d: Draw, shapes: Sequence[Shape]) -> LayerConfig:
         shape = only(shapes)
         channels(shape)
-        config: dict[str, Any] = {"units": d.integer("units", 1, 64, cap=32)}
+        config: LayerConfig = {"units": d.integer("units", 1, 64, cap=32)}
         config["activation"] = d.choice("activation", v.ACTIVATIONS)
         if name in GATED:
             config["recurrent_activation"] = d.choice("recurrent_activation", v.ACTIVATIONS)
@@ -68,7 +69,7 @@ def bidirectional(inner: dict[str, LayerSpec]) -> LayerSpec:
               # merge_mode None returns two tensors; memo's IR has one output per layer
               v.mode("merge_mode", ("concat", "sum", "mul", "ave"))]
 
-    def sample(d: Draw, shapes: Sequence[Shape]) -> dict[str, Any]:
+    def sample(d: Draw, shapes: Sequence[Shape]) -> LayerConfig:
         kind = d.value("layer")
         layer = draw_inner(d, inner[kind], shapes)
         layer["config"]["go_backwards"] = False  # the wrapper builds the backward copy itself
@@ -90,10 +91,10 @@ def conv_lstm(dims: int) -> LayerSpec:
     free = [p.name for p in params if p.kind == "mode" and p.name not in ("activation", "recurrent_activation",
                                                                           "padding")]
 
-    def sample(d: Draw, shapes: Sequence[Shape]) -> dict[str, Any]:
+    def sample(d: Draw, shapes: Sequence[Shape]) -> LayerConfig:
         shape = only(shapes)
         channels(shape)
-        config: dict[str, Any] = {"padding": d.choice("padding")}
+        config: LayerConfig = {"padding": d.choice("padding")}
         config.update(draw_window(d, spatial(shape, lead=2), config["padding"], dilation=True, stride_cap=3))
         config["filters"] = d.integer("filters", 1, 64, cap=16)
         config["activation"] = d.choice("activation", v.ACTIVATIONS)
@@ -120,7 +121,7 @@ def time_distributed(catalogue: dict[str, LayerSpec]) -> LayerSpec:
     def rank_map(rank: int) -> frozenset[int]:
         return frozenset(out + 1 for spec in inner_specs for out in spec.output_ranks(rank - 1))
 
-    def sample(d: Draw, shapes: Sequence[Shape]) -> dict[str, Any]:
+    def sample(d: Draw, shapes: Sequence[Shape]) -> LayerConfig:
         shape = only(shapes)
         step_shape = (None, *shape[2:])
         allowed = [spec.name for spec in inner_specs if len(step_shape) in spec.input_ranks]

@@ -1,11 +1,10 @@
 """Regularization layers (identities or noise-free at inference, but each is its own API to convert)."""
 from __future__ import annotations
 
-from typing import Any
-
 from memo.layers import values as v
 from memo.layers.families.common import entry
 from memo.layers.spec import Draw, LayerSpec
+from memo.model.ir import LayerConfig
 
 ANY_RANK = (2, 3, 4, 5)
 
@@ -14,7 +13,7 @@ def rate_layer(name: str, ranks: tuple[int, ...], param: str = "rate", scheme=v.
                extra: tuple = ()) -> LayerSpec:
     params = [v.shape(param, scheme, v.number), *extra]
 
-    def sample(d: Draw, shapes) -> dict[str, Any]:
+    def sample(d: Draw, shapes) -> LayerConfig:
         config = {param: d.real(param, 0.0, high)}
         for space in extra:
             config[space.name] = d.choice(space.name)

@@ -3,11 +3,12 @@ Cropping1D-3D, UpSampling1D-3D, ZeroPadding1D-3D."""
 from __future__ import annotations
 
 import itertools
-from typing import Any, Sequence
+from typing import Sequence
 
 from memo.layers import values as v
 from memo.layers.families.common import draw_modes, entry, only, spatial
 from memo.layers.spec import Draw, LayerSpec, Shape
+from memo.model.ir import LayerConfig
 
 ANY_RANK = (2, 3, 4, 5)
 DIMS = (1, 2, 3)
@@ -29,7 +30,7 @@ def repeat_vector() -> LayerSpec:
 def permute() -> LayerSpec:
     params = [v.mode("dims", [v.tuple_key(p) for p in PERMUTATIONS], PERMUTATIONS, normalize=v.tuple_key)]
 
-    def sample(d: Draw, shapes: Sequence[Shape]) -> dict[str, Any]:
+    def sample(d: Draw, shapes: Sequence[Shape]) -> LayerConfig:
         rank = len(only(shapes))
         return {"dims": tuple(d.choice("dims", [v.tuple_key(p) for p in PERMUTATIONS if len(p) == rank - 1]))}
 
@@ -52,7 +53,7 @@ def _factor(rng, total: int, parts: int) -> list[int]:
 def reshape() -> LayerSpec:
     params = [v.shape("target_shape", v.RANK, v.length)]
 
-    def sample(d: Draw, shapes: Sequence[Shape]) -> dict[str, Any]:
+    def sample(d: Draw, shapes: Sequence[Shape]) -> LayerConfig:
         shape = only(shapes)
         if any(dim is None for dim in shape[1:]):
             d.integer("target_shape", 1, 1)  # only a flat (-1,) target is valid for unknown sizes
@@ -76,7 +77,7 @@ def _pairs(values: list[int]) -> tuple:
 def cropping(dims: int) -> LayerSpec:
     params = [v.shape("cropping", v.AMOUNT)] + ([v.data_format()] if dims > 1 else [])
 
-    def sample(d: Draw, shapes: Sequence[Shape]) -> dict[str, Any]:
+    def sample(d: Draw, shapes: Sequence[Shape]) -> LayerConfig:
         sizes = spatial(only(shapes))
         if any(s < 2 for s in sizes):
             d.integers("cropping", [0] * (2 * dims), lo=0)  # nothing can be cropped from a size-1 axis
@@ -102,10 +103,10 @@ def upsampling(dims: int) -> LayerSpec:
     if dims == 2:
         params.append(v.mode("interpolation", UPSAMPLING_INTERPOLATIONS))
 
-    def sample(d: Draw, shapes: Sequence[Shape]) -> dict[str, Any]:
+    def sample(d: Draw, shapes: Sequence[Shape]) -> LayerConfig:
         if dims == 1:
             return {"size": d.integer("size", 1, 8, cap=4)}
-        config: dict[str, Any] = {"size": d.integers("size", [8] * dims, cap=3)}
+        config: LayerConfig = {"size": d.integers("size", [8] * dims, cap=3)}
         return draw_modes(d, [p.name for p in params if p.kind == "mode"], config)
 
     return entry(f"UpSampling{dims}D", "reshaping", (dims + 2,), params, sample)
@@ -114,9 +115,9 @@ def upsampling(dims: int) -> LayerSpec:
 def zero_padding(dims: int) -> LayerSpec:
     params = [v.shape("padding", v.AMOUNT)] + ([v.data_format()] if dims > 1 else [])
 
-    def sample(d: Draw, shapes: Sequence[Shape]) -> dict[str, Any]:
+    def sample(d: Draw, shapes: Sequence[Shape]) -> LayerConfig:
         pads = _pairs(list(d.integers("padding", [8] * (2 * dims), lo=0, cap=3)))
-        config: dict[str, Any] = {"padding": pads[0] if dims == 1 else pads}
+        config: LayerConfig = {"padding": pads[0] if dims == 1 else pads}
         if dims > 1:
             config["data_format"] = d.choice("data_format")
         return config
@@ -127,6 +128,5 @@ def zero_padding(dims: int) -> LayerSpec:
 def build() -> list[LayerSpec]:
     return [flatten(), repeat_vector(), permute(), reshape(), *(cropping(n) for n in DIMS),
             *(upsampling(n) for n in DIMS), *(zero_padding(n) for n in DIMS)]
-
 
 
