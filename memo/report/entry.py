@@ -42,6 +42,7 @@ class BugEntry(TypedDict):
     id: str
     kind: str
     library: str  # the library it is filed against
+    device: str  # where that library ran ("cpu", "cuda")
     stage: str
     signature: JsonObject
     first_seen: float

@@ -31,6 +31,8 @@ def issue_markdown(bug: BugEntry, versions: Any) -> str:
     """An upstream issue: title, environment, minimal model, symptom, standalone script, traceback."""
     lines = [f"### {symptom(bug)}", "",
              f"**Library:** {bug['library']} ({_versions_line(bug['library'], versions)})  "]
+    if bug.get("device", "cpu") != "cpu":
+        lines.append(f"**Device:** {bug['device']} (the repro script prints the GPU, its driver and CUDA version)  ")
     if bug.get("reference"):
         lines.append(f"**Compared with:** {bug['reference']} ({_versions_line(bug['reference'], versions)})  ")
     lines += [f"**Symptom:** {bug.get('message') or bug['kind']}  ",
