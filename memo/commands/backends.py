@@ -23,7 +23,7 @@ def register(subparsers: Any) -> None:
 
 def describe(plugins: list[Path]) -> list[dict[str, Any]]:
     """One row per registered backend, converter and plugin (reads package metadata; imports no library)."""
-    from memo.backends import BACKENDS, CONVERTERS, GPU_BACKENDS, REFERENCE, default_backends
+    from memo.backends import BACKENDS, CONVERTERS, GPU_BACKENDS, REFERENCE, default_backends, producers
     from memo.backends.cuda import DEVICE_CPU
     from memo.backends.executor import registered_member
     from memo.backends.plugins import read_plugin
@@ -33,7 +33,8 @@ def describe(plugins: list[Path]) -> list[dict[str, Any]]:
     default_kinds = {registered_member(name).consumes for name in defaults}
     for name in [*BACKENDS, *CONVERTERS]:
         member = registered_member(name)
-        default = name in defaults or (member.produces in default_kinds)  # a converter a default one reads
+        # a converter that writes what a default backend reads (not one that only stands in for another)
+        default = name in defaults or (member.produces in default_kinds and producers().get(member.produces) == name)
         rows.append({"name": name, "role": member.role, "consumes": member.consumes, "produces": member.produces,
                      "default": default, "reference": name == REFERENCE, "device": member.device,
                      "precision": "" if member.device == DEVICE_CPU else GPU_PRECISION_NOTE,

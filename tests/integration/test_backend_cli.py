@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from memo.backends import GPU_BACKENDS
+from memo.backends.cuda import gpu_unavailable
 from memo.backends.result import BackendResult, ExecutionResult, StageResult
 from memo.cli import main
 from memo.commands.run import print_run
@@ -41,8 +43,12 @@ def test_backends_json_lists_versions_without_importing_libraries(capsys: pytest
             "tf2onnx", "tf2onnx-opset11"} <= set(rows)
     assert rows["keras-tensorflow"]["reference"] and rows["mxnet"]["consumes"] == "onnx-opset11"
     # the engines one --backends flag away, and the converters only they need, are not run by default
+    # (and, on a machine without a GPU, the GPU backends; and the converter that only stands in for tf2onnx)
+    gpu = set() if gpu_unavailable() is None else set(GPU_BACKENDS)
     assert {name for name, row in rows.items() if not row["default"]} == {
-        "tvm", "torch-compile", "torch-inductor", "litert", "tflite-converter"}
+        "tvm", "torch-compile", "torch-inductor", "litert", "tflite-converter", "keras-export-opset15", *gpu}
+    assert all(rows[name]["device"] == "cuda" and (rows[name]["available"] or rows[name]["why_not"])
+               for name in GPU_BACKENDS)
     assert rows["keras-export"]["default"] and rows["openvino"]["versions"]["openvino"].startswith("2026.")
     assert rows["mxnet"]["versions"]["numpy"].startswith("1.23") or not rows["mxnet"]["available"]
     probe = ("import sys; from memo.cli import main; main(['backends', '--json']); "

@@ -60,10 +60,10 @@ def test_the_table_sorts_and_filters(page) -> None:
     tab, problems = page
     occurrences = tab.locator("#bug-table th", has_text="occurrences")
     occurrences.click()
-    ascending = tab.locator("#bug-table tbody tr.bug-row td:nth-child(7)").all_inner_texts()
+    ascending = tab.locator("#bug-table tbody tr.bug-row td:nth-child(8)").all_inner_texts()
     assert ascending == ["1", "1", "3"]
     occurrences.click()
-    assert tab.locator("#bug-table tbody tr.bug-row td:nth-child(7)").all_inner_texts() == ["3", "1", "1"]
+    assert tab.locator("#bug-table tbody tr.bug-row td:nth-child(8)").all_inner_texts() == ["3", "1", "1"]
     tab.select_option("#kind-filter", "nan")
     assert [i.split("-")[0] for i in _ids(tab)] == ["nan"]
     tab.select_option("#kind-filter", "")
