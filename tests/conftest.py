@@ -77,3 +77,11 @@ def module_executor(backends: list[str], timeout_s: float = 60.0) -> Any:
             yield shared
 
     return shared_executor
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Campaigns and commands run by tests record into a bug database of their own, never the user's."""
+    import os
+    import tempfile
+
+    os.environ.setdefault("MEMO_BUGS_DB", str(Path(tempfile.mkdtemp(prefix="memo-test-bugs-")) / "bugs.sqlite"))
