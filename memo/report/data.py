@@ -26,7 +26,7 @@ from memo.backends.spec import UPSTREAM_STATUSES
 from memo.json_types import JsonObject
 from memo.oracle.verdict import VerdictSummary
 from memo.report.entry import BugEntry, Documented, MergedBug, ModelRow
-from memo.report.known import mark_known
+from memo.report.known import known_figures, mark_known
 from memo.report.markdown import issue_markdown
 from memo.report.sections import READY, SECTION_RANK, section_counts, section_of, status_text
 from memo.store import BugRow, CampaignStore
@@ -57,7 +57,7 @@ def collect(store: CampaignStore, bugs_db: Path | None = None) -> JsonObject:
             merged.setdefault(bug.merged_into, []).append(bug)
     primary = [bug for bug in rows if not bug.merged_into and not bug.unlocalized]
     entries = [bug_entry(store, bug, versions, merged.get(bug.id, [])) for bug in primary]
-    known = mark_known(store, entries, rows, bugs_db)
+    database = mark_known(store, entries, rows, bugs_db)
     bugs = sorted((entry for entry in entries if not unconfirmed(entry)), key=_filing_order)
     return {"memo_version": __version__, "generated": time.time(), "summary": summary(store),
             "coverage": coverage(store), "bugs": bugs, "unsupported": dedup.unsupported_groups(store),
@@ -71,7 +71,7 @@ def collect(store: CampaignStore, bugs_db: Path | None = None) -> JsonObject:
                               for error in store.triage.errors()],
             "verdict_counts": store.verdict_counts(), "engines": engine_activity(store),
             "generation": generation(store), "triage_left": triage_left(store),
-            "known": {**known, "seen_again": sum(1 for entry in bugs if entry.get("known"))}}
+            "known": known_figures(database, bugs)}
 
 
 MIN_CONTINUE_BUDGET_S = 120.0

@@ -26,13 +26,13 @@ def known_bug_json(known: KnownBug) -> JsonObject:
 
 
 def mark_known(store: CampaignStore, entries: Sequence[BugEntry], rows: Sequence[BugRow],
-               database: Path | None) -> JsonObject:
+               database: Path | None) -> str | None:
     """Set each entry's ``known`` (bool), ``known_bug`` (its database bug, or None) and ``collapsed``; returns the
-    report's figures: the database, how many entries are new, known (seen again) and collapsed."""
+    database read (None: none, or none there yet)."""
     for entry in entries:
         entry["known"], entry["known_bug"], entry["collapsed"] = False, None, False
     if database is None or not Path(database).exists():
-        return {"database": str(database) if database else None, "new": len(entries), "known": 0, "collapsed": 0}
+        return None
     by_id = {row.id: row for row in rows}
     merged: dict[str, list[BugRow]] = {}
     for row in rows:
@@ -49,6 +49,11 @@ def mark_known(store: CampaignStore, entries: Sequence[BugEntry], rows: Sequence
             entry["known_bug"] = known_bug_json(found)
             entry["known"] = first is not None and first.campaign != this_campaign
             entry["collapsed"] = found.status in COLLAPSED_STATUSES
-    known = sum(1 for entry in entries if entry["known"])
-    return {"database": str(database), "new": len(entries) - known, "known": known,
-            "collapsed": sum(1 for entry in entries if entry["collapsed"])}
+    return str(database)
+
+
+def known_figures(database: str | None, bugs: Sequence[BugEntry]) -> JsonObject:
+    """The report's line: the database, how many bugs are new, known (seen again) and folded away."""
+    known = sum(1 for entry in bugs if entry.get("known"))
+    return {"database": database, "new": len(bugs) - known, "seen_again": known,
+            "collapsed": sum(1 for entry in bugs if entry.get("collapsed"))}
