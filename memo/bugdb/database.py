@@ -72,6 +72,7 @@ class BugDatabase:
                      now)).lastrowid
                 db.execute("INSERT INTO status_history(bug, status, detail, note, changed) VALUES (?, ?, '', ?, ?)",
                            (num, NEW, f"first seen in {sighting.campaign.name} as {sighting.campaign_bug}", now))
+            self._fold_bridged(db, num, sighting, now)
             db.executemany("INSERT OR IGNORE INTO bug_keys(key, bug) VALUES (?, ?)",
                            [(key, num) for key in sighting.keys])
             campaign = sighting.campaign
@@ -97,6 +98,19 @@ class BugDatabase:
             db.execute("UPDATE bugs SET updated = ? WHERE num = ?", (now, num))
         return public_id(num)
 
+    def _fold_bridged(self, db: sqlite3.Connection, num: int, sighting: Sighting, now: float) -> None:
+        """A sighting whose keys find several bugs shows them to be one root cause: the later ones, while still
+        ``new``, become duplicates of the oldest (``num``), and their keys move to it."""
+        marks = ", ".join("?" for _ in sighting.keys)
+        others = [row[0] for row in db.execute(
+            f"SELECT DISTINCT k.bug FROM bug_keys k JOIN bugs b ON b.num = k.bug WHERE k.key IN ({marks})"
+            " AND k.bug != ? AND b.status = ?", (*sighting.keys, num, NEW))]
+        for other in others:
+            db.execute("UPDATE bug_keys SET bug = ? WHERE bug = ?", (num, other))
+            self._set_status(db, other, DUPLICATE, public_id(num),
+                             f"same root cause as {public_id(num)}: {sighting.campaign.name}'s "
+                             f"{sighting.campaign_bug} has keys of both", regression=False)
+
     @staticmethod
     def _find(db: sqlite3.Connection, keys: Sequence[str]) -> int | None:
         if not keys:
@@ -120,9 +134,10 @@ class BugDatabase:
 
     def bugs(self, *, status: Sequence[str] = (), library: Sequence[str] = (),
              kind: Sequence[str] = ()) -> list[KnownBug]:
-        """Every bug, oldest first, filtered by any of the given statuses, libraries and kinds."""
+        """Every bug, oldest first, filtered by any of the given statuses (default: all but duplicates, so that
+        each root cause is listed once), libraries and kinds."""
         return [bug for bug in self._load(None)
-                if (not status or bug.status in status) and (not library or bug.library in library)
+                if (bug.status in status if status else bug.status != DUPLICATE) and (not library or bug.library in library)
                 and (not kind or bug.kind in kind)]
 
     def _load(self, nums: list[int] | None) -> list[KnownBug]:

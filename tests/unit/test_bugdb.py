@@ -51,6 +51,16 @@ def test_one_root_cause_seen_by_two_campaigns_is_one_bug(tmp_path: Path) -> None
         assert [b.id for b in db.bugs(library=["mxnet"])] == ["M-0002"]
 
 
+def test_a_sighting_bridging_two_bugs_folds_the_later_one(tmp_path: Path) -> None:
+    with BugDatabase(tmp_path / "bugs.sqlite") as db:
+        db.record(sighting(CAMPAIGN_A, "b1", ["sig:b1", "rc:one"]))
+        db.record(sighting(CAMPAIGN_A, "b2", ["sig:b2", "rc:two"]))
+        assert db.record(sighting(CAMPAIGN_B, "b3", ["sig:b3", "rc:one", "rc:two"])) == "M-0001"
+        assert [bug.id for bug in db.bugs()] == ["M-0001"]  # each root cause listed once
+        assert db.get("M-0002").status_text() == "duplicate M-0001"
+        assert db.find(["rc:two"]).id == "M-0001"
+
+
 def test_files_are_kept_once_and_reduced_ones_replace_unreduced(tmp_path: Path) -> None:
     with BugDatabase(tmp_path / "bugs.sqlite") as db:
         db.record(sighting(CAMPAIGN_A, "b1", ["sig:b1"], reduced=False, files={"repro.py": b"unreduced"}))
