@@ -124,7 +124,7 @@ def report_markdown(data: JsonObject) -> str:
               "|---|---|---|---|---|---|---|---|---|---|"]
     known = data.get("known") or {}
     if known.get("database"):
-        lines[-3:-3] = [f"{known['new']} new, {known['seen_again']} known bugs seen again (bug database "
+        lines[-2:-2] = [f"{known['new']} new, {known['seen_again']} known bugs seen again (bug database "
                         f"`{known['database']}`).", ""]
     for bug in data["bugs"]:
         lines.append(f"| {bug['id']} | {bug['kind']} | {bug['library']} | {bug['stage']} | "
