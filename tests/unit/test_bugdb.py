@@ -196,3 +196,20 @@ def test_a_writer_killed_half_way_leaves_a_sound_database(tmp_path: Path) -> Non
         # every bug that landed landed whole: its sighting, its keys and its files
         assert all(len(bug.seen) == 1 and len(bug.keys) == 2 for bug in bugs)
         assert all(db.files(bug.id) == {"repro.py": b"x" * 20000} for bug in bugs[-3:])
+
+
+def test_fuzz_records_the_database_it_resolves(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from memo.campaign.config import CampaignConfig
+    from memo.cli import build_parser
+    from memo.commands.fuzz import _bugs_db
+
+    monkeypatch.delenv("MEMO_BUGS_DB", raising=False)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    parse = build_parser().parse_args
+    assert _bugs_db(parse(["fuzz", "--iterations", "1"])) == str(tmp_path / "data" / "memo" / "bugs.sqlite")
+    assert _bugs_db(parse(["fuzz", "--iterations", "1", "--bugs-db", "none"])) is None
+    shared = tmp_path / "team" / "bugs.sqlite"
+    assert _bugs_db(parse(["fuzz", "--iterations", "1", "--bugs-db", str(shared)])) == str(shared)
+    old = CampaignConfig(name="c").to_json()
+    del old["bugs_db"]  # a campaign stored before the database: resumes without one
+    assert CampaignConfig.from_json(old).bugs_db is None

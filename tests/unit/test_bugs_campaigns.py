@@ -159,3 +159,19 @@ def test_bugs_command(campaigns: Path, capsys: pytest.CaptureFixture[str], monke
     monkeypatch.setitem(sys.modules, "memo.filing", types.SimpleNamespace(issue_text=issue_text))
     code, out, _ = _cli(capsys, "bugs", "--bugs-db", database, "issue", first)
     assert code == 0 and out.startswith(f"# issue for {listed[0]['origin']}") and "repro.py" in out
+
+
+def test_report_command_json_marks_every_bug(campaigns: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    database = campaigns / "bugs.sqlite"
+    _import(database, campaigns / "p30")
+    out = campaigns / "p20.json"
+    code, printed, _ = _cli(capsys, "report", str(campaigns / "p20"), "--bugs-db", str(database), "--format", "json",
+                            "-o", str(out))
+    data = json.loads(out.read_text())
+    assert code == 0 and printed.strip() == str(out)
+    assert data["bugs"] and all(bug["known"] in (True, False) for bug in data["bugs"])
+    assert data["known"]["database"] == str(database) and data["known"]["seen_again"] > 0
+    with BugDatabase(database) as db:  # the report's triage pass recorded p20 too
+        assert any("p20" in bug.campaigns for bug in db.bugs())
+    code, _, err = _cli(capsys, "report", str(campaigns / "absent"))
+    assert code == 2 and "no campaign at" in err
