@@ -14,7 +14,7 @@ from typing import Iterator, Sequence
 
 from memo.bugdb.records import (DUPLICATE, FIXED, ID_PREFIX, NEW, RECHECK_RESULTS, STATUSES, CampaignRef,
                                 KnownBug, RecheckRecord, SeenIn, Sighting, StatusChange, public_id)
-from memo.bugdb.schema import connect
+from memo.bugdb.schema import connect, connect_read_only
 from memo.errors import UsageError
 
 
@@ -28,12 +28,13 @@ def parse_id(text: str) -> int:
 
 
 class BugDatabase:
-    """The bug database at ``path`` (created on first use). Use as a context manager, or :meth:`close`."""
+    """The bug database at ``path`` (created on first use; ``read_only``: an existing one, never written). Use as
+    a context manager, or :meth:`close`."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, read_only: bool = False) -> None:
         self.path = Path(path)
         try:
-            self._db = connect(self.path)
+            self._db = connect_read_only(self.path) if read_only else connect(self.path)
         except sqlite3.DatabaseError as exc:
             raise UsageError(f"bug database {self.path}: {exc}") from exc
 

@@ -43,6 +43,14 @@ CREATE TABLE IF NOT EXISTS rechecks (
 """
 
 
+def connect_read_only(path: Path) -> sqlite3.Connection:
+    """Open an existing database for reading only (a report never writes, and works on a read-only file)."""
+    db = sqlite3.connect(f"file:{Path(path).resolve()}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S,
+                         isolation_level=None)
+    db.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
+    return db
+
+
 def connect(path: Path) -> sqlite3.Connection:
     """Open (and create) the database at ``path``: autocommit mode (every write is an explicit ``BEGIN
     IMMEDIATE`` transaction), WAL so that readers never block a writer, and a busy timeout so that two

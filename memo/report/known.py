@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Sequence
 
 from memo.bugdb import COLLAPSED_STATUSES, BugDatabase, KnownBug
+from memo.errors import UsageError
 from memo.json_types import JsonObject
 from memo.report.entry import BugEntry
 from memo.store import BugRow, CampaignStore
@@ -39,7 +40,11 @@ def mark_known(store: CampaignStore, entries: Sequence[BugEntry], rows: Sequence
         if row.merged_into:
             merged.setdefault(row.merged_into, []).append(row)
     this_campaign = campaign_ref(store).key
-    with BugDatabase(Path(database)) as db:
+    try:
+        db = BugDatabase(Path(database), read_only=True)
+    except UsageError:  # unreadable here (a WAL file in a read-only folder...): every bug reads as new
+        return None
+    with db:
         for entry in entries:
             row = by_id.get(entry["id"])
             found = db.find(bug_keys(row, merged.get(row.id, []))) if row is not None else None

@@ -213,3 +213,17 @@ def test_fuzz_records_the_database_it_resolves(monkeypatch: pytest.MonkeyPatch, 
     old = CampaignConfig(name="c").to_json()
     del old["bugs_db"]  # a campaign stored before the database: resumes without one
     assert CampaignConfig.from_json(old).bugs_db is None
+
+
+def test_a_read_only_database_can_be_read_but_not_written(tmp_path: Path) -> None:
+    path = tmp_path / "bugs.sqlite"
+    with BugDatabase(path) as db:
+        db.record(sighting(CAMPAIGN_A, "b1", ["sig:b1"]))
+    path.chmod(0o444)
+    with BugDatabase(path, read_only=True) as db:
+        assert db.find(["sig:b1"]).id == "M-0001"
+        if os.geteuid() != 0:  # root writes through file modes
+            with pytest.raises(sqlite3.OperationalError):
+                db.mark("M-0001", "wontfix", "x")
+    with pytest.raises(UsageError, match="bug database"):
+        BugDatabase(tmp_path / "missing.sqlite", read_only=True)
