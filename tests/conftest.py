@@ -80,8 +80,8 @@ def module_executor(backends: list[str], timeout_s: float = 60.0) -> Any:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Campaigns and commands run by tests record into a bug database of their own, never the user's."""
+    """Campaigns and commands run by tests use no bug database (never the user's, and no bug known from another
+    test's campaign); the bug database's own tests name theirs."""
     import os
-    import tempfile
 
-    os.environ.setdefault("MEMO_BUGS_DB", str(Path(tempfile.mkdtemp(prefix="memo-test-bugs-")) / "bugs.sqlite"))
+    os.environ.setdefault("MEMO_BUGS_DB", "none")
