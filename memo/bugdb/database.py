@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator, Sequence
 
-from memo.bugdb.records import (DUPLICATE, FIXED, ID_PREFIX, NEW, RECHECK_RESULTS, STATUSES, CampaignRef,
+from memo.bugdb.records import (DUPLICATE, FIXED, ID_PREFIX, NEW, RECHECK_RESULTS, STATUSES,
                                 KnownBug, RecheckRecord, SeenIn, Sighting, StatusChange, public_id)
 from memo.bugdb.schema import connect, connect_read_only
 from memo.errors import UsageError
