@@ -77,3 +77,11 @@ def module_executor(backends: list[str], timeout_s: float = 60.0) -> Any:
             yield shared
 
     return shared_executor
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Campaigns and commands run by tests use no bug database (never the user's, and no bug known from another
+    test's campaign); the bug database's own tests name theirs."""
+    import os
+
+    os.environ.setdefault("MEMO_BUGS_DB", "none")

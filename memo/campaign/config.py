@@ -76,6 +76,7 @@ class CampaignConfig:
     directed_share: float = DEFAULT_DIRECTED_SHARE  # mutations made by the directed operator on MH's chosen model
     reference: str | None = None  # the backend the others are compared with (None: keras-tensorflow)
     gpu_precision: str = "strict"  # GPU backends in strict float32, or "tf32" (memo.backends.cuda)
+    bugs_db: str | None = None  # the bug database triage records into and adopts known bugs from (None: none)
 
     def to_json(self) -> JsonObject:
         return asdict(self)

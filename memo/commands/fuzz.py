@@ -65,6 +65,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "none left the campaign stops cleanly (exit 3) like a full disk does")
     p.add_argument("--no-reduce", action="store_true", help="mutate the original seeds, not the reduced ones")
     p.add_argument("--unsafe", action="store_true", help="allow seed files whose layers carry code (Lambda)")
+    p.add_argument("--bugs-db", metavar="PATH", help="the bug database shared across campaigns (default: "
+                   "$MEMO_BUGS_DB, else ~/.local/share/memo/bugs.sqlite; none: do not use one)")
     p.add_argument("--resume", metavar="CAMPAIGN", help="continue a stopped campaign (name or directory)")
     p.add_argument("--cluster", metavar="ADDRESS",
                    help="execute on a Ray cluster: auto (the one `ray start` made), HOST:PORT, ray://HOST:PORT, or "
@@ -135,6 +137,13 @@ def _cluster_executor(address: str | None, config: "CampaignConfig", stop: "Stop
     return executor
 
 
+def _bugs_db(args: argparse.Namespace) -> str | None:
+    from memo.bugdb.location import resolve
+
+    path = resolve(args.bugs_db)
+    return str(path.resolve()) if path is not None else None
+
+
 def _max_disk(args: argparse.Namespace) -> int | None:
     return None if args.max_disk is None else parse_size(args.max_disk)
 
@@ -175,8 +184,11 @@ def run(args: argparse.Namespace) -> int:
         if seconds is not None or args.iterations:
             # a new budget on resume counts from the campaign's start, like the original one
             config.budget = Budget(seconds=seconds, iterations=args.iterations)
-        if max_disk is not None:
-            config.max_disk_bytes = max_disk
+        if max_disk is not None or args.bugs_db:
+            if max_disk is not None:
+                config.max_disk_bytes = max_disk
+            if args.bugs_db:
+                config.bugs_db = _bugs_db(args)
             with CampaignStore(directory) as store:
                 store.set_meta("config", config.to_json())
     else:
@@ -191,7 +203,7 @@ def run(args: argparse.Namespace) -> int:
             max_parent_cost=int(args.max_parent_cost),
             max_parent_recurrent=args.max_parent_recurrent, directed_share=args.directed,
             triage_budget_s=_triage_budget(_budget_seconds(args)), reference=args.reference,
-            gpu_precision=args.gpu_precision,
+            gpu_precision=args.gpu_precision, bugs_db=_bugs_db(args),
             max_disk_bytes=DEFAULT_MAX_DISK if max_disk is None else max_disk)
         directory = Path(args.out) if args.out else campaign_dir(name)
         if (directory / "campaign.sqlite").exists():

@@ -4,6 +4,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from memo.errors import UsageError
+
 # The handlers below import the rest of memo when they run: the CLI imports every command module to
 # build its parser, and `memo --help` must not pay for the campaign, triage, Keras or rich.
 
@@ -18,24 +20,32 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--triage", action="store_true",
                    help="first localize, reduce and script new bugs (runs the libraries; bounded by --budget)")
     p.add_argument("--budget", type=float, default=120.0, help="seconds for --triage (default 120)")
+    p.add_argument("--bugs-db", metavar="PATH", help="the bug database that says which bugs are known (default: "
+                   "$MEMO_BUGS_DB, else the one the campaign was started with); triage records into it")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from memo.paths import campaign_dir
     from memo.report import write_report
-    from memo.store import CampaignStore
+    from memo.store import DB_NAME, CampaignStore
     from memo.triage import triage_campaign
 
+    from memo.bugdb.location import resolve
+
     directory = campaign_dir(args.campaign)
+    if not (directory / DB_NAME).exists():
+        raise UsageError(f"no campaign at {directory}")
+    bugs_db = resolve(args.bugs_db, use_default=False)
     with CampaignStore(directory) as store:
         # without --triage: only the deduplication (no library runs), so the bug list is current
-        summary = triage_campaign(store, time_budget_s=args.budget if args.triage else 0.0)
+        summary = triage_campaign(store, time_budget_s=args.budget if args.triage else 0.0, bugs_db=bugs_db)
     if args.triage:
         print(f"triage: {summary.bugs} bugs, {summary.reduced} reduced, {summary.merged} merged, "
-              f"{summary.scripts} scripts, {summary.reproduced} reproduced, {summary.seconds:.0f} s")
+              f"{summary.scripts} scripts, {summary.reproduced} reproduced, {summary.known} known (copied from the bug "
+              f"database), {summary.seconds:.0f} s")
         for error in summary.errors:
             print(f"triage: {error.splitlines()[0]}")
-    path = write_report(directory, args.output, args.fmt)
+    path = write_report(directory, args.output, args.fmt, bugs_db=bugs_db)
     print(path)
     return 0

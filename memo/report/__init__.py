@@ -10,6 +10,7 @@ from memo.report.data import collect
 from memo.report.html import render_html
 from memo.report.markdown import report_markdown
 from memo.store import CampaignStore
+from memo.triage.remember import database_path
 
 REPORTS_DIR = Path("reports")
 
@@ -26,16 +27,17 @@ def default_report_path(campaign_name: str, fmt: str = "html") -> Path:
     return REPORTS_DIR / f"{campaign_name}{FORMATS[fmt][0]}"
 
 
-def write_report(campaign_dir: Path, out: Path | None = None, fmt: str = "html") -> Path:
+def write_report(campaign_dir: Path, out: Path | None = None, fmt: str = "html", bugs_db: Path | None = None) -> Path:
     """Write the report of the campaign in ``campaign_dir`` (``reports/<name>.<ext>`` by default).
 
     Safe while the campaign runs: it reads a consistent snapshot (SQLite WAL) and only refreshes the
-    deduplication tables, which needs no execution.
+    deduplication tables, which needs no execution. ``bugs_db``: the bug database that says which bugs are known
+    (default: the one the campaign was started with, if any).
     """
     if fmt not in FORMATS:
         raise UsageError(f"unknown report format {fmt!r} (choose from {', '.join(FORMATS)})")
     with CampaignStore(Path(campaign_dir)) as store:
-        data = collect(store)
+        data = collect(store, database_path(store, bugs_db))
     out = Path(out) if out is not None else default_report_path(data["summary"]["campaign"], fmt)
     out.parent.mkdir(parents=True, exist_ok=True)
     temporary = out.with_name(out.name + ".tmp")

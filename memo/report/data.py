@@ -26,6 +26,7 @@ from memo.backends.spec import UPSTREAM_STATUSES
 from memo.json_types import JsonObject
 from memo.oracle.verdict import VerdictSummary
 from memo.report.entry import BugEntry, Documented, MergedBug, ModelRow
+from memo.report.known import known_figures, mark_known
 from memo.report.markdown import issue_markdown
 from memo.report.sections import READY, SECTION_RANK, section_counts, section_of, status_text
 from memo.store import BugRow, CampaignStore
@@ -39,13 +40,14 @@ CONFIG_PREVIEW_KEYS = 4
 UPSTREAM_RANK = {status: rank for rank, status in enumerate(UPSTREAM_STATUSES)}  # active, maintenance, retired
 
 
-def collect(store: CampaignStore) -> JsonObject:
+def collect(store: CampaignStore, bugs_db: Path | None = None) -> JsonObject:
     """The report's content, read from the store and the bug folders (nothing is written: deduplication
     belongs to triage, which ``memo report`` runs first).
 
     Bugs merged into another (same reduced model and symptom) appear inside that bug's entry, not as
     their own; NaN/inconsistency findings not yet localized are listed apart, not as bugs. Bugs ready to
-    file (reduced, and their script reproduces them) come first.
+    file (reduced, and their script reproduces them) come first; within a section, bugs new to the bug database
+    ``bugs_db`` (if any) come before known ones.
     """
     versions = backend_versions(store)
     rows = store.triage.load_bugs()
@@ -55,6 +57,7 @@ def collect(store: CampaignStore) -> JsonObject:
             merged.setdefault(bug.merged_into, []).append(bug)
     primary = [bug for bug in rows if not bug.merged_into and not bug.unlocalized]
     entries = [bug_entry(store, bug, versions, merged.get(bug.id, [])) for bug in primary]
+    database = mark_known(store, entries, rows, bugs_db)
     bugs = sorted((entry for entry in entries if not unconfirmed(entry)), key=_filing_order)
     return {"memo_version": __version__, "generated": time.time(), "summary": summary(store),
             "coverage": coverage(store), "bugs": bugs, "unsupported": dedup.unsupported_groups(store),
@@ -67,7 +70,8 @@ def collect(store: CampaignStore) -> JsonObject:
             "triage_errors": [{"bug": error.bug_id, "step": error.step, "message": error.message}
                               for error in store.triage.errors()],
             "verdict_counts": store.verdict_counts(), "engines": engine_activity(store),
-            "generation": generation(store), "triage_left": triage_left(store)}
+            "generation": generation(store), "triage_left": triage_left(store),
+            "known": known_figures(database, bugs)}
 
 
 MIN_CONTINUE_BUDGET_S = 120.0
@@ -100,9 +104,10 @@ def unconfirmed(entry: BugEntry) -> bool:
 
 
 def _filing_order(entry: BugEntry) -> tuple[Any, ...]:
-    """By section; within one, actively maintained libraries first; then the most frequent."""
+    """By section; within one, new bugs before known ones, actively maintained libraries first; then the most
+    frequent."""
     maintained = UPSTREAM_RANK.get((entry.get("upstream") or {}).get("status"), len(UPSTREAM_RANK))
-    return SECTION_RANK[entry["section"]], maintained, -entry["occurrences"], entry["first_seen"]
+    return SECTION_RANK[entry["section"]], bool(entry.get("known")), maintained, -entry["occurrences"], entry["first_seen"]
 
 
 def triage_status(bugs: list[BugEntry], rows: list[BugRow]) -> JsonObject:

@@ -81,3 +81,6 @@ class BugEntry(TypedDict):
     section: NotRequired[str]
     status: NotRequired[str]
     issue_markdown: NotRequired[str]
+    known: NotRequired[bool]  # seen by an earlier campaign (the bug database)
+    known_bug: NotRequired[JsonObject | None]  # the database bug it is, with its status and link
+    collapsed: NotRequired[bool]  # filed, won't fix or duplicate: folded away in the HTML report

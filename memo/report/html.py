@@ -62,4 +62,4 @@ def render_html(data: JsonObject) -> str:
         generation=data.get("generation"),
         triage=data["triage"], left=data["triage_left"], sections=data.get("sections") or [],
         awaiting_localization=data["awaiting_localization"], unconfirmed=data["unconfirmed"], special=data["special"],
-        triage_errors=data["triage_errors"])
+        triage_errors=data["triage_errors"], known=data.get("known") or {"database": None})

@@ -120,12 +120,16 @@ def report_markdown(data: JsonObject) -> str:
     lines += ["", f"## Bugs ({len(data['bugs'])})", "",
               f"{t['ready']} ready to file, {t['reduced']} reduced, {t['reproduce']} reproduce standalone, "
               f"{t['merged']} entries merged into others." + _triage_left(data.get("triage_left")), "",
-              "| id | kind | library | stage | layers | first seen | occurrences | reproduces | status |",
-              "|---|---|---|---|---|---|---|---|---|"]
+              "| id | kind | library | stage | layers | first seen | occurrences | reproduces | status | new or known |",
+              "|---|---|---|---|---|---|---|---|---|---|"]
+    known = data.get("known") or {}
+    if known.get("database"):
+        lines[-2:-2] = [f"{known['new']} new, {known['seen_again']} known bugs seen again (bug database "
+                        f"`{known['database']}`).", ""]
     for bug in data["bugs"]:
         lines.append(f"| {bug['id']} | {bug['kind']} | {bug['library']} | {bug['stage']} | "
                      f"{', '.join(bug['layers'])} | {_when(bug['first_seen'])} | {bug['occurrences']} | "
-                     f"{_reproduces(bug['reproduces'])} | {bug['status']} |")
+                     f"{_reproduces(bug['reproduces'])} | {bug['status']} | {_known(bug)} |")
     for bug in data["bugs"]:
         lines += ["", f"## Bug {bug['id']}", "", bug["issue_markdown"]]
     if data.get("unconfirmed"):
@@ -135,6 +139,14 @@ def report_markdown(data: JsonObject) -> str:
     lines += ["", "## Unsupported features (not bugs)", "", "| library | feature | occurrences |", "|---|---|---|"]
     lines += [f"| {u['library']} | {u['feature']} | {u['count']} |" for u in data["unsupported"]]
     return "\n".join(lines) + "\n"
+
+
+def _known(bug: BugEntry) -> str:
+    known = bug.get("known_bug")
+    if not known:
+        return "new"
+    text = f"{known['id']}: {known['status_text']}"
+    return (f"known {text}" if bug.get("known") else f"new ({known['id']})").replace("|", "\\|")
 
 
 def _triage_left(left: JsonObject | None) -> str:

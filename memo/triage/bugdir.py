@@ -22,6 +22,10 @@ from memo.model.ir import ModelIR
 # The reduction status of a finding whose own model did not show it again: the report lists it as unconfirmed.
 NOT_AGAIN = "not reduced: the model did not show the bug again when re-run (flaky or environment-dependent)"
 
+# The reduction statuses a later pass continues from the folder's model.
+NOT_REDUCED = "not reduced (no time or no executor)"
+RETRY_STATUSES = ("timeout", NOT_REDUCED)
+
 BUGS_DIR = "bugs"
 BUG_FILE = "bug.json"
 REPRO_FILE = "repro.py"

@@ -17,8 +17,9 @@ from memo.backends.executor import ExecutionAbandoned
 from memo.diskspace import is_disk_full
 from memo.model.ir import ModelIR
 from memo.store import BugRow, CampaignStore
-from memo.triage import dedup
-from memo.triage.bugdir import IR_FILE, NOT_AGAIN, bug_folder, read_bug_file
+from memo.bugdb import BugDatabase
+from memo.triage import dedup, remember
+from memo.triage.bugdir import IR_FILE, NOT_AGAIN, NOT_REDUCED, RETRY_STATUSES, bug_folder, read_bug_file
 from memo.triage.checker import Checker
 from memo.triage.finding import Finding, load_finding
 from memo.triage.localize import localize
@@ -34,8 +35,6 @@ from memo.json_types import JsonObject
 
 PER_BUG_S = 45.0
 HANG_TIMEOUTS = 5  # a hang's reduction may spend this many timeouts (each hanging candidate costs one)
-NOT_REDUCED = "not reduced (no time or no executor)"
-RETRY_STATUSES = ("timeout", NOT_REDUCED)  # a later pass continues these from the folder's model
 S_PER_PENDING_BUG = 30.0  # time to ask for per bug still to reduce (median reduction is well under this)
 S_PER_PENDING_LOCALIZATION = 4.0
 
@@ -245,14 +244,49 @@ def _drop_stale(store: CampaignStore, stale: list[str]) -> None:
         shutil.rmtree(bug_folder(store.directory, bug_id), ignore_errors=True)
 
 
-def triage_campaign(store: CampaignStore, *, executor: Executor | None = None, time_budget_s: float = 120.0) -> TriageSummary:
+def _open_bug_database(session: Session, path: Path | None) -> BugDatabase | None:
+    where = remember.database_path(session.store, path)
+    if where is None:
+        return None
+    try:
+        return BugDatabase(where)
+    except Exception as exc:  # noqa: BLE001  (triage goes on without it; the report lists why)
+        session.error(None, "bug database", exc)
+        return None
+
+
+def _adopt(session: Session, db: BugDatabase, bug: BugRow) -> bool:
+    """Copy a known bug's reduced model and script instead of reducing it (see :mod:`memo.triage.remember`)."""
+    try:
+        known = remember.adopt_known(db, session.store, bug)
+    except Exception as exc:  # noqa: BLE001  (the bug is reduced as if the database did not know it)
+        session.error(bug.id, "bug database", exc)
+        return False
+    if known is not None:
+        session.summary.known += 1
+        _release_artifacts(session, bug)
+    return known is not None
+
+
+def _remember(session: Session, db: BugDatabase) -> None:
+    try:
+        remember.record_campaign(db, session.store)
+    except Exception as exc:  # noqa: BLE001  (the campaign's own bugs are safe in its store)
+        session.error(None, "bug database", exc)
+
+
+def triage_campaign(store: CampaignStore, *, executor: Executor | None = None, time_budget_s: float = 120.0,
+                    bugs_db: Path | None = None) -> TriageSummary:
     """Dedup, then localize and reduce (bounded by ``time_budget_s``), write folders and scripts. Idempotent.
 
     ``executor``: a :class:`memo.backends.executor.DifferentialExecutor` to reuse; without one, triage
     starts its own (for the libraries its bugs involve) only when there is work that needs execution.
     Every failure of triage itself is recorded in the store (the report lists them) and in the summary.
+    ``bugs_db``: the bug database (default: the one the campaign was started with, if any); a bug it knows,
+    reduced, is adopted instead of reduced, and every finished bug is recorded in it at the end of the pass.
     """
     session = Session(store, executor, time_budget_s)
+    known_db = _open_bug_database(session, bugs_db)
     try:
         update = dedup.update_bugs(store)
         _drop_stale(store, update.stale)
@@ -269,6 +303,9 @@ def triage_campaign(store: CampaignStore, *, executor: Executor | None = None, t
             if bugs and (turn % 2 == 0 or not localizations or session.remaining() <= 0):
                 bug = bugs[0]
                 tried.add(bug.id)
+                if known_db is not None and _adopt(session, known_db, bug):
+                    turn += 1
+                    continue
                 session.summary.new += 1
                 try:
                     _triage_bug(session, bug)
@@ -312,7 +349,11 @@ def triage_campaign(store: CampaignStore, *, executor: Executor | None = None, t
                 break
             turn += 1
         session.summary.bugs = len(dedup.update_bugs(store).all)
+        if known_db is not None:
+            _remember(session, known_db)
     finally:
+        if known_db is not None:
+            known_db.close()
         session.close()
         session.summary.seconds = time.monotonic() - session.started
     return session.summary

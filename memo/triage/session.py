@@ -32,12 +32,13 @@ class TriageSummary:
     merged: int = 0
     scripts: int = 0
     reproduced: int = 0
+    known: int = 0  # bugs the bug database knew: reduced model copied, not reduced again
     seconds: float = 0.0
     errors: list[str] = field(default_factory=list)
 
     @property
     def worked(self) -> bool:
-        return bool(self.new or self.localized)
+        return bool(self.new or self.localized or self.known)
 
     def to_json(self) -> JsonObject:
         return dict(self.__dict__)

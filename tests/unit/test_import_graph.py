@@ -24,6 +24,7 @@ LAYERS: tuple[frozenset[str], ...] = tuple(frozenset(layer) for layer in (
     {"oracle"},  # verdicts from one execution
     {"truth"},  # the float64 truth's maths
     {"store"},  # the campaign database
+    {"bugdb"},  # the bug database across campaigns
     {"coverage_realizable", "search"},  # generation: inert coverage items; seed selection
     {"coverage"},
     {"mutation", "seed_reduction"},  # mutation operators; block-aware seed reduction

@@ -1,0 +1,64 @@
+"""New or known: each report entry looked up in the bug database (docs/bugs.md).
+
+An entry is *known* when the database bug it matches (by signature or root-cause key,
+:func:`memo.triage.remember.bug_keys`) was first seen in another campaign; it is *collapsed* when that bug is
+filed, won't be fixed or is a duplicate (nothing left to do but watch it). The report reads the database and never
+creates one.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+from memo.bugdb import COLLAPSED_STATUSES, BugDatabase, KnownBug
+from memo.errors import UsageError
+from memo.json_types import JsonObject
+from memo.report.entry import BugEntry
+from memo.store import BugRow, CampaignStore
+from memo.triage.remember import bug_keys, campaign_ref
+
+
+def known_bug_json(known: KnownBug) -> JsonObject:
+    """What an entry shows of its database bug."""
+    first = known.first
+    return {"id": known.id, "status": known.status, "detail": known.detail, "link": known.link,
+            "status_text": known.status_text(), "regression": known.regression, "campaigns": known.campaigns,
+            "first_campaign": first.campaign_name if first else None}
+
+
+def mark_known(store: CampaignStore, entries: Sequence[BugEntry], rows: Sequence[BugRow],
+               database: Path | None) -> str | None:
+    """Set each entry's ``known`` (bool), ``known_bug`` (its database bug, or None) and ``collapsed``; returns the
+    database read (None: none, or none there yet)."""
+    for entry in entries:
+        entry["known"], entry["known_bug"], entry["collapsed"] = False, None, False
+    if database is None or not Path(database).exists():
+        return None
+    by_id = {row.id: row for row in rows}
+    merged: dict[str, list[BugRow]] = {}
+    for row in rows:
+        if row.merged_into:
+            merged.setdefault(row.merged_into, []).append(row)
+    this_campaign = campaign_ref(store).key
+    try:
+        db = BugDatabase(Path(database), read_only=True)
+    except UsageError:  # unreadable here (a WAL file in a read-only folder...): every bug reads as new
+        return None
+    with db:
+        for entry in entries:
+            row = by_id.get(entry["id"])
+            found = db.find(bug_keys(row, merged.get(row.id, []))) if row is not None else None
+            if found is None:
+                continue
+            first = found.first
+            entry["known_bug"] = known_bug_json(found)
+            entry["known"] = first is not None and first.campaign != this_campaign
+            entry["collapsed"] = found.status in COLLAPSED_STATUSES
+    return str(database)
+
+
+def known_figures(database: str | None, bugs: Sequence[BugEntry]) -> JsonObject:
+    """The report's line: the database, how many bugs are new, known (seen again) and folded away."""
+    known = sum(1 for entry in bugs if entry.get("known"))
+    return {"database": database, "new": len(bugs) - known, "seen_again": known,
+            "collapsed": sum(1 for entry in bugs if entry.get("collapsed"))}

@@ -1,0 +1,135 @@
+"""A campaign's bugs in the bug database (:mod:`memo.bugdb`, docs/bugs.md).
+
+Keys: a campaign bug is found in the database by ``sig:<its id>`` (the id hashes its signature, so one symptom
+gets one id in every campaign) and ``rc:<key>`` for each root-cause key of its reduced model
+(:func:`memo.triage.signature.reduced_keys`, the key that merges entries within a campaign). Before reduction only
+the signature is known: for a crash, hang or shape finding that is the library, exception, masked message and
+frames; for a NaN or inconsistency finding it includes the class of the first misbehaving layer, known once the
+finding is localized on its original model (an unlocalized finding is not a bug yet). So a finding is matched
+before reduction on its signature (and then adopted: no reduction, the known bug's reduced model and script are
+copied), and after reduction on its root-cause keys too (then recorded as one more sighting of the known bug).
+"""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from memo.bugdb import BugDatabase, CampaignRef, KnownBug, Sighting, export_bug_files, folder_files
+from memo.json_types import JsonObject
+from memo.model.ir import ModelIR
+from memo.store import BugRow, CampaignStore
+from memo.triage.bugdir import (BUG_FILE, IR_FILE, MODEL_FILE, NOT_AGAIN, REPRO_FILE, RETRY_STATUSES, bug_folder,
+                                read_bug_file, write_bug_file)
+from memo.triage.describe import symptom
+from memo.triage.reassess import root_cause_parts
+from memo.triage.signature import reduced_key
+
+SIGNATURE_PREFIX, ROOT_CAUSE_PREFIX = "sig:", "rc:"
+KNOWN_STATUS = "known"  # the reduction status of an adopted bug: "known: M-0003, ..."
+NEEDED_FILES = (BUG_FILE, IR_FILE, MODEL_FILE, REPRO_FILE)
+
+
+def campaign_ref(store: CampaignStore) -> CampaignRef:
+    """The campaign as the database names it (name and start time)."""
+    name = store.get_meta("campaign_name") or (store.get_meta("config", {}) or {}).get("name") or store.directory.name
+    started = store.get_meta("started")
+    return CampaignRef.of(str(name), str(store.directory.resolve()), float(started) if started else None)
+
+
+def database_path(store: CampaignStore, override: Path | None = None) -> Path | None:
+    """``override``, else the database the campaign was started with (``memo fuzz --bugs-db``), else none."""
+    recorded = (store.get_meta("config", {}) or {}).get("bugs_db")
+    return Path(override) if override is not None else Path(recorded) if recorded else None
+
+
+def bug_keys(bug: BugRow, merged: list[BugRow]) -> list[str]:
+    """The keys that find ``bug`` (with the bugs merged into it) in the database."""
+    keys = [SIGNATURE_PREFIX + row.id for row in (bug, *merged)]
+    for row in (bug, *merged):
+        keys += [ROOT_CAUSE_PREFIX + key for key in (row.final_key or "").split()]
+    return list(dict.fromkeys(keys))
+
+
+def _status(bug: BugRow) -> str:
+    return str((bug.reduction or {}).get("status") or "")
+
+
+def finished_folder(store: CampaignStore, bug: BugRow) -> Path | None:
+    """The folder of a bug worth remembering (its folder is written, its reduction over, and it showed again when
+    re-run), else None. The folder under the campaign's own directory wins: a copied or moved campaign still
+    records its paths as they were."""
+    status = _status(bug)
+    if (not bug.bug_dir or bug.merged_into is not None or bug.unlocalized or status in RETRY_STATUSES
+            or status == NOT_AGAIN or status.startswith("triage failed")):
+        return None
+    here = bug_folder(store.directory, bug.id)
+    return here if here.is_dir() else Path(bug.bug_dir) if Path(bug.bug_dir).is_dir() else None
+
+
+def headline(bug: BugRow, data: JsonObject) -> str:
+    """The bug's one line (:func:`memo.triage.describe.symptom`), from its bug.json where there is one."""
+    try:
+        return symptom({"kind": bug.kind, "library": bug.library, "stage": bug.stage, **data})
+    except Exception:  # an odd bug.json: a plain headline, never a lost record
+        return f"{bug.library}: {bug.kind}"
+
+
+def record_campaign(db: BugDatabase, store: CampaignStore) -> int:
+    """Record every finished bug of the campaign (insert, or one more sighting of a known bug); returns how many."""
+    campaign = campaign_ref(store)
+    versions = store.get_meta("versions", {}) or {}
+    rows = store.triage.load_bugs()
+    merged: dict[str, list[BugRow]] = {}
+    for row in rows:
+        if row.merged_into:
+            merged.setdefault(row.merged_into, []).append(row)
+    recorded = 0
+    for bug in rows:
+        folder = finished_folder(store, bug)
+        if folder is None:
+            continue
+        data = read_bug_file(folder)
+        others = merged.get(bug.id, [])
+        library_versions = versions.get(bug.library) if isinstance(versions, dict) else None
+        db.record(Sighting(
+            campaign=campaign, campaign_bug=bug.id, keys=bug_keys(bug, others), kind=bug.kind, library=bug.library,
+            stage=bug.stage or "", headline=headline(bug, data),
+            occurrences=bug.occurrences + sum(other.occurrences for other in others),
+            versions={str(k): str(v) for k, v in (library_versions or {}).items()},
+            first_seen=bug.first_seen, last_seen=max([bug.last_seen] + [o.last_seen for o in others]),
+            reduced=_status(bug) == "done", files=lambda folder=folder: folder_files(folder)))
+        recorded += 1
+    return recorded
+
+
+def adopt_known(db: BugDatabase, store: CampaignStore, bug: BugRow) -> KnownBug | None:
+    """If the database knows ``bug``'s signature and holds its reduced model and script, copy them into the bug's
+    folder instead of reducing it again (the script is checked later, as any unchecked script is); returns the
+    known bug, or None when there is nothing to adopt."""
+    known = db.find([SIGNATURE_PREFIX + bug.id])
+    if known is None or not known.reduced:
+        return None
+    if not set(NEEDED_FILES) <= set(db.files(known.id)):
+        return None
+    folder = bug_folder(store.directory.resolve(), bug.id)
+    shutil.rmtree(folder, ignore_errors=True)
+    export_bug_files(db, known.id, folder)
+    data = read_bug_file(folder)
+    ir = ModelIR.loads((folder / IR_FILE).read_text())
+    finding = store.finding(bug.first_verdict)
+    original = len(ModelIR.loads(finding.ir_json).body) if finding and finding.ir_json else None
+    reduction = {"status": f"{KNOWN_STATUS}: {known.id}, reduced model and script copied from the bug database "
+                           f"(first seen as {known.origin})",
+                 "original_layers": original, "reduced_layers": len(ir.body)}
+    data.update(id=bug.id, known_as=known.id, copied_from=known.origin, reduction=reduction)
+    write_bug_file(folder, data)
+    store.triage.update_bug(bug.id, bug_dir=str(folder), original_layers=original, reduced_layers=len(ir.body),
+                            reduction=reduction, layer=data.get("layer"), repro=str(folder / REPRO_FILE),
+                            reproduces=None, checked=None)
+    store.triage.merge_bug(bug.id, reduced_key(root_cause_parts(bug.parts, folder), ir))
+    return known
+
+
+def adopted(bug: BugRow) -> bool:
+    """Whether the campaign copied ``bug`` from the database instead of reducing it."""
+    return _status(bug).startswith(KNOWN_STATUS + ":")
