@@ -29,6 +29,7 @@ LAYERS: tuple[frozenset[str], ...] = tuple(frozenset(layer) for layer in (
     {"mutation", "seed_reduction"},  # mutation operators; block-aware seed reduction
     {"seeds"},
     {"triage"},  # findings -> bugs
+    {"bugdb"},  # bugs remembered across campaigns; rechecking them on other library versions
     {"report"},  # a read-only view of the store and the bug folders
     {"campaign"},  # generation loop, pipelines, disk budget, schedule
     {"cluster"},  # the campaign's executor on a Ray cluster
