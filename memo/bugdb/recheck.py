@@ -28,8 +28,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final, Literal
 
+from memo.backends.versions import MISSING
 from memo.json_types import JsonObject
-from memo.triage.bugdir import REPRO_FILE, read_bug_file
+from memo.triage.bugdir import NOT_AGAIN, REPRO_FILE, read_bug_file
 from memo.triage.repro import script_python
 from memo.triage.rerun import ALARM_SLACK_S, HANG_RERUN_MARGIN_S, expected_death, interpret
 
@@ -40,6 +41,9 @@ ERROR: Final = "error"
 RESULTS: tuple[Result, ...] = (REPRODUCES, FIXED, ERROR)
 
 DETAIL_CHARS = 240
+# Said of a "fixed" bug that triage could not show again either: the campaign's one sighting may have been chance
+# (a hang under load, a nondeterministic kernel), so "fixed" may not mean that a release fixed it.
+FLAKY_NOTE = "triage could not show it again either: flaky?"
 OUTPUT_TAIL = 4000
 
 # The verdict lines a script prints when it ran to its end and the bug did not show (templates/checks/*.py.j2).
@@ -56,6 +60,7 @@ _EXCEPTION_LINE = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exi
 _NEEDS = re.compile(r"^Needs: pip install (.*?)(?: \(.*)?\.?$", re.MULTILINE)
 _FILES = re.compile(r"^Files: (.*?), next to this script\.$", re.MULTILINE)
 _HANG_TIMEOUT = re.compile(r"^TIMEOUT_S = ([0-9.e+]+)$", re.MULTILINE)
+_DEATH = re.compile(r'^EXPECTED_DEATH = "((?:signal|exit) \d+)"', re.MULTILINE)
 _BUG_ID = re.compile(r'^"""Reproduce memo bug (\S+?)\.$', re.MULTILINE)
 _REQUIREMENT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*")
 
@@ -73,10 +78,19 @@ class RecheckResult:
     python: str = ""
     returncode: int | None = None
     output: str = ""  # the tail of what the script printed
+    distribution: str = ""  # the blamed library's distribution: the first the script needs (onnxruntime, keras)
+
+    @property
+    def library_version(self) -> str:
+        """The blamed library and its version as the interpreter has it, ``onnxruntime 1.32.0`` ("" if unknown):
+        what "fixed in VERSION" names."""
+        version = self.versions.get(self.distribution)
+        return f"{self.distribution} {version}" if version and version != MISSING else ""
 
     def to_json(self) -> JsonObject:
         return {"result": self.result, "detail": self.detail, "versions": dict(self.versions),
-                "seconds": round(self.seconds, 2), "python": self.python, "returncode": self.returncode}
+                "seconds": round(self.seconds, 2), "python": self.python, "returncode": self.returncode,
+                "library_version": self.library_version}
 
 
 @dataclass(frozen=True)
@@ -106,9 +120,11 @@ def read_facts(folder: Path) -> ScriptFacts:
                                         if (name := _REQUIREMENT_NAME.match(word))))
     files = _FILES.search(text)
     hang = _HANG_TIMEOUT.search(text)
+    death = _DEATH.search(text)
+    recorded = {"exception": death.group(1)} if death and not bug.get("exception") else {}  # as old records say it
     return ScriptFacts(bug_id, kind, library, distributions,
                        tuple(name.strip() for name in files.group(1).split(",")) if files else (),
-                       float(hang.group(1)) if hang else None, {**bug, "kind": kind})
+                       float(hang.group(1)) if hang else None, {**bug, **recorded, "kind": kind})
 
 
 def _library_from_id(bug_id: str) -> str:
@@ -118,17 +134,20 @@ def _library_from_id(bug_id: str) -> str:
 
 
 def default_python(facts: ScriptFacts) -> str:
-    """The interpreter the bug's library needs: MXNet's own environment, else the one running memo."""
-    return script_python(facts.library) or sys.executable
+    """The interpreter the bug's library needs: a registered library's (MXNet's own environment), a plugin's as
+    ``bug.json`` recorded it, else the one running memo."""
+    recorded = facts.bug.get("python")
+    return script_python(facts.library, str(recorded) if recorded else None) or sys.executable
 
 
 @functools.lru_cache(maxsize=64)
 def installed_versions(python: str, distributions: tuple[str, ...]) -> dict[str, str]:
     """``{distribution: version}`` as ``python`` sees them (``missing`` where not installed), read from package
-    metadata in that interpreter, isolated from memo and the current directory (no library is imported)."""
+    metadata in that interpreter, isolated from memo and the current directory (no library is imported); {} if
+    the interpreter cannot say."""
     code = ("import importlib.metadata as m, json, sys\nout = {}\nfor n in sys.argv[1:]:\n"
-            "    try:\n        out[n] = m.version(n)\n    except m.PackageNotFoundError:\n        out[n] = 'missing'\n"
-            "print(json.dumps(out))")
+            "    try:\n        out[n] = m.version(n)\n"
+            f"    except m.PackageNotFoundError:\n        out[n] = {MISSING!r}\nprint(json.dumps(out))")
     try:
         done = subprocess.run([python, "-I", "-c", code, *distributions], capture_output=True, text=True, timeout=60,
                               check=True)
@@ -182,7 +201,8 @@ def _signal_name(number: int) -> str:
         return f"signal {number}"
 
 
-def classify(facts: ScriptFacts, returncode: int | None, output: str, *, timed_out: bool, limit_s: float) -> tuple[Result, str]:
+def classify(facts: ScriptFacts, returncode: int | None, output: str, *, timed_out: bool,
+             limit_s: float) -> tuple[Result, str]:
     """(result, one-line detail) from how the script ended and what it printed."""
     if timed_out:
         if facts.kind == "hang":
@@ -210,10 +230,9 @@ def classify(facts: ScriptFacts, returncode: int | None, output: str, *, timed_o
         said = _last(_NOT_REPRODUCED, output)
         if said is not None and not _traceback_after(output, said):
             return FIXED, _one_line(said)
-    failure = _last(_EXCEPTION_LINE, output, 1)
-    status = "no exit status" if returncode is None else f"exit {returncode}"
-    return ERROR, _one_line(f"could not run ({status}): {failure}" if failure else
-                            f"could not run ({status}): {output.strip().splitlines()[-1] if output.strip() else 'no output'}")
+    lines = output.strip().splitlines()
+    failure = _last(_EXCEPTION_LINE, output, 1) or (lines[-1] if lines else "no output")
+    return ERROR, _one_line(f"could not run (exit {returncode}): {failure}")
 
 
 def _reproduced(output: str) -> str:
@@ -229,6 +248,12 @@ def _reproduced(output: str) -> str:
                 return _one_line(f"{lines[index - 1]}: reproduces")
             return _one_line(lines[index])
     return "reproduces"
+
+
+def _never_shown_again(bug: JsonObject) -> bool:
+    """Whether triage could not make the bug show again when it re-ran the model (and so left it unreduced)."""
+    reduction = bug.get("reduction")
+    return isinstance(reduction, dict) and reduction.get("status") == NOT_AGAIN
 
 
 def _traceback_after(output: str, verdict: str) -> bool:
@@ -247,18 +272,24 @@ def recheck_folder(folder: Path, *, python: str | None = None, timeout_s: float 
         return RecheckResult(ERROR, f"no {REPRO_FILE} in {folder}", seconds=time.monotonic() - started)
     facts = read_facts(folder)
     interpreter = python or default_python(facts)
-    versions = installed_versions(interpreter, facts.distributions) if Path(interpreter).exists() else {}
+    found = Path(interpreter).exists()
+    versions = installed_versions(interpreter, facts.distributions) if found else {}
+
+    def answer(result: Result, detail: str, returncode: int | None = None, output: str = "") -> RecheckResult:
+        return RecheckResult(result, detail, versions, time.monotonic() - started, interpreter, returncode, output,
+                             facts.distributions[0] if facts.distributions else "")
+
     missing = [name for name in facts.files if not (folder / name).is_file()]
     if missing:
-        return RecheckResult(ERROR, f"missing file{'s' if len(missing) > 1 else ''}: {', '.join(missing)}", versions,
-                             time.monotonic() - started, interpreter)
-    if not Path(interpreter).exists():
-        return RecheckResult(ERROR, f"interpreter {interpreter} not found", versions, time.monotonic() - started,
-                             interpreter)
-    absent = [name for name, version in versions.items() if version == "missing"]
+        return answer(ERROR, f"missing file{'s' if len(missing) > 1 else ''}: {', '.join(missing)}")
+    if not found:
+        return answer(ERROR, f"interpreter {interpreter} not found")
     limit_s = _wall_limit_s(facts, timeout_s)
     returncode, output, timed_out = _run(folder, interpreter, limit_s)
     result, detail = classify(facts, returncode, output, timed_out=timed_out, limit_s=limit_s)
+    absent = [name for name, version in versions.items() if version == MISSING]
     if result == ERROR and absent:
         detail = _one_line(f"{detail} (not installed for {interpreter}: {', '.join(absent)})")
-    return RecheckResult(result, detail, versions, time.monotonic() - started, interpreter, returncode, output)
+    if result == FIXED and _never_shown_again(facts.bug):
+        detail = _one_line(f"{detail} ({FLAKY_NOTE})")
+    return answer(result, detail, returncode, output)

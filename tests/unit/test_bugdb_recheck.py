@@ -1,7 +1,7 @@
 """Rechecking a bug folder: memo's real scripts (rendered for a small plugin backend whose ``run`` is the bug)
 run in a fresh process and are classified reproduces / fixed / error; "fixed" only when the script ran to its end
 and said so. A recorded ONNX Runtime bug (tests/corpus/bugs/) reproduces on memo's ONNX Runtime and is fixed in a
-later release installed in another environment (scripts/make_old_env.sh)."""
+later release installed in another environment (scripts/make_recheck_env.sh)."""
 from __future__ import annotations
 
 import json
@@ -13,17 +13,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memo.bugdb.recheck import ERROR, FIXED, REPRODUCES, classify, read_facts, recheck_folder
+from memo.bugdb.recheck import ERROR, FIXED, FLAKY_NOTE, REPRODUCES, classify, read_facts, recheck_folder
+from memo.triage.bugdir import NOT_AGAIN
 from memo.triage.repro import render_script
 
 CORPUS_BUG = Path(__file__).resolve().parents[1] / "corpus" / "bugs" / "crash-onnxruntime-53e3373378"
-# The environment with ONNX Runtime 1.32.0, where that bug is fixed (scripts/make_old_env.sh creates it).
+# The environment with ONNX Runtime 1.32.0, where that bug is fixed (scripts/make_recheck_env.sh creates it).
 OTHER_ENV_PYTHON = Path(os.environ.get("MEMO_RECHECK_OTHER_PYTHON", "/tmp/venv-ort132/bin/python"))
 LIMIT_S = 1.0  # a hang's per-model limit: its script waits twice as long
 
 
-def _bug(tmp_path: Path, kind: str, body: str, *, expected: np.ndarray | None = None, exception: str = "ValueError",
-         message: str = "boom", prelude: str = "", bug_json: dict[str, object] | None = None) -> Path:
+def _bug(tmp_path: Path, kind: str, body: str, *, expected: np.ndarray | None = None,
+         exception: str = "ValueError", message: str = "boom", prelude: str = "",
+         bug_json: dict[str, object] | None = None) -> Path:
     """A bug folder for a plugin backend whose ``run`` executes ``body`` then returns its inputs."""
     folder = tmp_path / f"{kind}-plug-0123456789"
     folder.mkdir(parents=True)
@@ -55,7 +57,8 @@ def test_the_recorded_exception_again_reproduces(tmp_path: Path) -> None:
 
 def test_running_to_the_end_without_the_exception_is_fixed(tmp_path: Path) -> None:
     checked = recheck_folder(_bug(tmp_path, "crash", "pass"))
-    assert (checked.result, checked.detail, checked.returncode) == (FIXED, "ran without an exception: does not reproduce", 1)
+    assert (checked.result, checked.returncode) == (FIXED, 1)
+    assert checked.detail == "ran without an exception: does not reproduce"
 
 
 def test_another_exception_is_an_error_not_a_fix(tmp_path: Path) -> None:
@@ -70,13 +73,31 @@ def test_a_missing_module_is_an_error_naming_it(tmp_path: Path) -> None:
     assert "ModuleNotFoundError: No module named 'memo_no_such_library'" in checked.detail
 
 
-@pytest.mark.parametrize(("outputs", "result"), [(np.ones((2, 3), np.float32), FIXED),
-                                                 (np.zeros((2, 3), np.float32), REPRODUCES)])
-def test_a_numeric_bug_compares_with_the_expected_outputs(tmp_path: Path, outputs: np.ndarray, result: str) -> None:
-    checked = recheck_folder(_bug(tmp_path, "inconsistency", "pass", expected=outputs))
+def test_a_library_the_interpreter_lacks_is_named(tmp_path: Path) -> None:
+    folder = _bug(tmp_path, "crash", "pass", prelude="import memo_no_such_library")
+    script = folder / "repro.py"
+    script.write_text(script.read_text().replace("pip install numpy", "pip install memo-no-such-library numpy"))
+    checked = recheck_folder(folder)
+    assert checked.versions == {"memo-no-such-library": "missing", "numpy": np.__version__}
+    assert checked.detail.endswith(f"(not installed for {sys.executable}: memo-no-such-library)"), checked.detail
+    assert checked.library_version == ""
+
+
+SAME, OTHER = np.ones((2, 3), np.float32), np.zeros((2, 3), np.float32)
+
+
+@pytest.mark.parametrize(("kind", "expected", "result", "detail"), [
+    ("inconsistency", SAME, FIXED, "outputs match the reference: does not reproduce"),
+    ("inconsistency", OTHER, REPRODUCES, "output 0: 6 of 6 elements differ from keras-tensorflow (max |diff| 1,"),
+    ("nan", SAME, FIXED, "no unexpected NaN/Inf: does not reproduce"),
+    ("nan", np.full((2, 3), np.inf, np.float32), REPRODUCES, "output 0: non-finite values at 6 positions differ"),
+    ("shape", SAME, FIXED, "shapes match: does not reproduce"),
+    ("shape", np.ones((2, 4), np.float32), REPRODUCES, "reproduces: output 0 has shape (2, 3)"),
+])
+def test_a_numeric_bug_compares_with_the_expected_outputs(tmp_path: Path, kind: str, expected: np.ndarray,
+                                                          result: str, detail: str) -> None:
+    checked = recheck_folder(_bug(tmp_path, kind, "pass", expected=expected))
     assert checked.result == result, checked.output
-    detail = ("outputs match the reference: does not reproduce" if result == FIXED
-              else "output 0: 6 of 6 elements differ from keras-tensorflow")
     assert checked.detail.startswith(detail), checked.detail
 
 
@@ -116,15 +137,23 @@ def test_a_hang_gets_its_own_limit_and_decides_itself(tmp_path: Path) -> None:
 
 def test_a_bug_that_killed_the_worker_reproduces_by_the_same_signal_only(tmp_path: Path) -> None:
     died = {"exception": "WorkerDied", "error_message": "worker process killed by signal 6 (SIGABRT)"}
-    same = recheck_folder(_bug(tmp_path / "a", "crash", "os.abort()", exception="WorkerDied",
-                               message=died["error_message"], bug_json=died))
+    aborts = _bug(tmp_path / "a", "crash", "os.abort()", exception="WorkerDied", message=died["error_message"],
+                  bug_json=died)
+    same = recheck_folder(aborts)
     assert (same.result, same.detail) == (REPRODUCES, "ended by SIGABRT, as the bug did"), same.output
+    (aborts / "bug.json").unlink()  # the script alone says how the worker died
+    alone = recheck_folder(aborts)
+    assert (alone.result, alone.detail) == (REPRODUCES, "ended by SIGABRT, as the bug did"), alone.output
     other = recheck_folder(_bug(tmp_path / "b", "crash", "os.kill(os.getpid(), signal.SIGTERM)",
                                 exception="WorkerDied", message=died["error_message"], bug_json=died))
     assert (other.result, other.detail) == (ERROR, "ended by SIGTERM (the bug: signal 6)")
     raises = recheck_folder(_bug(tmp_path / "c", "crash", "raise ValueError('checked now')", exception="WorkerDied",
                                  message=died["error_message"], bug_json=died))
-    assert raises.result == ERROR and raises.detail.startswith("raises ValueError at stage execute instead"), raises.output
+    assert raises.result == ERROR, raises.output
+    assert raises.detail.startswith("raises ValueError at stage execute instead of ending the process")
+    survives = recheck_folder(_bug(tmp_path / "d", "crash", "pass", exception="WorkerDied",
+                                   message=died["error_message"], bug_json=died))
+    assert (survives.result, survives.detail) == (FIXED, "ran to the end: does not reproduce"), survives.output
 
 
 def test_facts_come_from_the_script_when_the_folder_has_no_bug_json(tmp_path: Path) -> None:
@@ -139,7 +168,8 @@ def test_facts_come_from_the_script_when_the_folder_has_no_bug_json(tmp_path: Pa
 def test_a_verdict_followed_by_a_traceback_is_not_a_fix() -> None:
     facts = read_facts(CORPUS_BUG)
     output = "ran without an exception: does not reproduce\nTraceback (most recent call last):\nOSError: closing\n"
-    assert classify(facts, 1, output, timed_out=False, limit_s=10) == (ERROR, "could not run (exit 1): OSError: closing")
+    assert classify(facts, 1, output, timed_out=False, limit_s=10) == (ERROR,
+                                                                      "could not run (exit 1): OSError: closing")
 
 
 def _corpus_copy(tmp_path: Path) -> Path:
@@ -154,11 +184,17 @@ def test_a_recorded_onnxruntime_bug_reproduces_on_memos_onnxruntime(tmp_path: Pa
     assert checked.result == REPRODUCES, checked.output
     assert checked.detail.startswith("Fail at stage load: [ONNXRuntimeError] : N : FAIL : Exception during "
                                      "initialization: PATH:N onnxruntime::PoolAttributes::PoolAttributes")
-    assert checked.versions["onnxruntime"] == ort.__version__
+    assert checked.library_version == f"onnxruntime {ort.__version__}"
 
 
-@pytest.mark.skipif(not OTHER_ENV_PYTHON.exists(), reason=f"no {OTHER_ENV_PYTHON} (scripts/make_old_env.sh)")
+@pytest.mark.skipif(not OTHER_ENV_PYTHON.exists(), reason=f"no {OTHER_ENV_PYTHON} (scripts/make_recheck_env.sh)")
 def test_the_same_bug_is_fixed_in_onnxruntime_1_32(tmp_path: Path) -> None:
     checked = recheck_folder(_corpus_copy(tmp_path), python=str(OTHER_ENV_PYTHON))
-    assert checked.versions["onnxruntime"] == "1.32.0", checked.versions
+    assert checked.versions["onnxruntime"] == "1.32.0" and checked.library_version == "onnxruntime 1.32.0"
     assert (checked.result, checked.detail) == (FIXED, "ran without an exception: does not reproduce"), checked.output
+
+
+def test_a_fix_of_a_bug_triage_could_not_show_again_says_it_may_be_flaky(tmp_path: Path) -> None:
+    folder = _bug(tmp_path, "crash", "pass", bug_json={"reduction": {"status": NOT_AGAIN}})
+    checked = recheck_folder(folder)
+    assert (checked.result, checked.detail) == (FIXED, f"ran without an exception: does not reproduce ({FLAKY_NOTE})")
