@@ -5,7 +5,7 @@
 
 Copies the bug folders of the campaigns (default campaigns/p30 and campaigns/p20; a bug id found in several is
 taken once, from the first) to a scratch folder, only the files each script reads, and runs
-:func:`memo.bugdb.recheck.recheck_folder` on each, ``--jobs`` at once. ``--limit`` picks that many bugs spread
+:func:`memo.bugdb.recheck.recheck_all` on them, ``--jobs`` at once. ``--limit`` picks that many bugs spread
 over their groups (kind and library, round-robin in name order) so that every library is in the sample; 0: all.
 ``--python`` runs every script with that interpreter (another release of a library: scripts/make_recheck_env.sh)
 and ``--library`` keeps the bugs whose id names that library. Prints one line per bug as it ends, then the counts
@@ -23,13 +23,12 @@ import sys
 import tempfile
 import time
 from collections import Counter, defaultdict
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from memo.bugdb.recheck import RESULTS, RecheckResult, read_facts, recheck_folder  # noqa: E402
+from memo.bugdb.recheck import RESULTS, RecheckResult, read_facts, recheck_all  # noqa: E402
 from memo.paths import CAMPAIGNS_DIR  # noqa: E402
 from memo.triage.bugdir import BUG_FILE, BUGS_DIR, REPRO_FILE  # noqa: E402
 
@@ -95,14 +94,12 @@ def main() -> int:
           f"{platform.node()}, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}", flush=True)
     results: dict[str, RecheckResult] = {}
     started = time.monotonic()
-    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        futures = {pool.submit(recheck_folder, copies[bug_id], python=args.python, timeout_s=args.timeout): bug_id
-                   for bug_id in chosen}
-        for done, future in enumerate(as_completed(futures), 1):
-            bug_id = futures[future]
-            result = results[bug_id] = future.result()
-            print(f"[{done:3d}/{len(chosen)}] {bug_id:50s} {result.result:10s} {result.seconds:6.1f} s  "
-                  f"{result.detail[:110]}", flush=True)
+    checked = recheck_all([copies[bug_id] for bug_id in chosen], python=args.python, timeout_s=args.timeout,
+                          jobs=args.jobs)
+    for done, (folder, result) in enumerate(checked, 1):
+        results[folder.name] = result
+        print(f"[{done:3d}/{len(chosen)}] {folder.name:50s} {result.result:10s} {result.seconds:6.1f} s  "
+              f"{result.detail[:110]}", flush=True)
     wall = time.monotonic() - started
     counts = Counter(result.result for result in results.values())
     seconds = sorted(result.seconds for result in results.values())

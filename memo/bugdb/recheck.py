@@ -24,9 +24,10 @@ import signal
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final, Literal
+from typing import Final, Iterable, Iterator, Literal
 
 from memo.backends.versions import MISSING
 from memo.json_types import JsonObject
@@ -166,21 +167,33 @@ def _wall_limit_s(facts: ScriptFacts, timeout_s: float) -> float:
 
 def _run(folder: Path, python: str, limit_s: float) -> tuple[int | None, str, bool]:
     """(exit status, output tail, timed out): the script in its own session, killed with its children at the
-    limit. Keras's backend is the script's own choice (``KERAS_BACKEND`` removed from the environment)."""
+    limit (or when the caller is interrupted). Keras's backend is the script's own choice (``KERAS_BACKEND``
+    removed from the environment). None and the reason as output when the interpreter cannot start."""
     env = {key: value for key, value in os.environ.items() if key != "KERAS_BACKEND"}
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    process = subprocess.Popen([python, REPRO_FILE], cwd=folder, env=env, stdout=subprocess.PIPE,
-                               stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+    try:
+        process = subprocess.Popen([python, REPRO_FILE], cwd=folder, env=env, stdout=subprocess.PIPE,
+                                   stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+    except OSError as exc:
+        return None, f"cannot start {python}: {exc}", False
     try:
         output, _ = process.communicate(timeout=limit_s)
         return process.returncode, output.decode(errors="replace")[-OUTPUT_TAIL:], False
     except subprocess.TimeoutExpired:
-        try:
-            os.killpg(process.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+        _kill_session(process)
         output, _ = process.communicate()
         return None, output.decode(errors="replace")[-OUTPUT_TAIL:], True
+    except BaseException:  # Ctrl-C or an error here: the script, in its own session, would outlive memo
+        _kill_session(process)
+        process.wait()
+        raise
+
+
+def _kill_session(process: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
 
 
 def _one_line(text: str) -> str:
@@ -232,7 +245,8 @@ def classify(facts: ScriptFacts, returncode: int | None, output: str, *, timed_o
             return FIXED, _one_line(said)
     lines = output.strip().splitlines()
     failure = _last(_EXCEPTION_LINE, output, 1) or (lines[-1] if lines else "no output")
-    return ERROR, _one_line(f"could not run (exit {returncode}): {failure}")
+    return ERROR, _one_line(f"could not run ({'not started' if returncode is None else f'exit {returncode}'}): "
+                            f"{failure}")
 
 
 def _reproduced(output: str) -> str:
@@ -293,3 +307,20 @@ def recheck_folder(folder: Path, *, python: str | None = None, timeout_s: float 
     if result == FIXED and _never_shown_again(facts.bug):
         detail = _one_line(f"{detail} ({FLAKY_NOTE})")
     return answer(result, detail, returncode, output)
+
+
+def recheck_all(folders: Iterable[Path], *, python: str | None = None, timeout_s: float = 120.0,
+                jobs: int = 2) -> Iterator[tuple[Path, RecheckResult]]:
+    """:func:`recheck_folder` on each folder, ``jobs`` scripts at once (each script runs single-threaded, so one
+    per core), yielding ``(folder, result)`` as each ends: what a progress bar advances on. Stopping the iteration
+    early waits for the scripts already running and starts no other."""
+    pending = list(folders)
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        futures = {pool.submit(recheck_folder, folder, python=python, timeout_s=timeout_s): folder
+                   for folder in pending}
+        try:
+            for future in as_completed(futures):
+                yield futures[future], future.result()
+        finally:
+            for future in futures:
+                future.cancel()

@@ -13,7 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memo.bugdb.recheck import ERROR, FIXED, FLAKY_NOTE, REPRODUCES, classify, read_facts, recheck_folder
+from memo.bugdb.recheck import (ERROR, FIXED, FLAKY_NOTE, REPRODUCES, classify, read_facts, recheck_all,
+                                recheck_folder)
 from memo.triage.bugdir import NOT_AGAIN
 from memo.triage.repro import render_script
 
@@ -119,6 +120,20 @@ def test_a_missing_file_is_an_error_without_running(tmp_path: Path) -> None:
 def test_a_missing_interpreter_is_an_error(tmp_path: Path) -> None:
     checked = recheck_folder(_bug(tmp_path, "crash", "pass"), python=str(tmp_path / "no-python"))
     assert (checked.result, checked.detail) == (ERROR, f"interpreter {tmp_path / 'no-python'} not found")
+
+
+def test_an_interpreter_that_cannot_start_is_an_error(tmp_path: Path) -> None:
+    checked = recheck_folder(_bug(tmp_path, "crash", "pass"), python=str(tmp_path))  # a folder, not a program
+    assert (checked.result, checked.versions, checked.returncode) == (ERROR, {}, None)
+    assert checked.detail.startswith(f"could not run (not started): cannot start {tmp_path}: [Errno 13]"), \
+        checked.detail
+
+
+def test_recheck_all_answers_every_folder_two_at_once(tmp_path: Path) -> None:
+    folders = [_bug(tmp_path / "a", "crash", "raise ValueError('boom')"), _bug(tmp_path / "b", "crash", "pass"),
+               tmp_path / "nowhere"]
+    answered = {folder: result.result for folder, result in recheck_all(folders, jobs=2)}
+    assert answered == {folders[0]: REPRODUCES, folders[1]: FIXED, folders[2]: ERROR}
 
 
 def test_a_crash_that_outlives_its_time_limit_is_an_error(tmp_path: Path) -> None:
