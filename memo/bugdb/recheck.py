@@ -9,8 +9,8 @@ saying why (import error, timeout, a different exception, a missing file, anothe
 memo's worker and now raises an exception instead is ``error`` too: its behaviour changed, but whether the fix
 is real (a clean error) or another bug hides it is for a person to read.
 
-The interpreter is the one the bug's library needs (``memo.triage.repro.script_python``: memo's environment, or
-MXNet's own), or any other given: a virtual environment with older or newer versions of the library. The
+The interpreter is the one the bug's library needs (its spec's ``python``, as ``memo repro`` chooses: memo's
+environment, or MXNet's own), or any other given: a virtual environment with older or newer versions of the library. The
 versions the script ran with are read from that interpreter's package metadata (the script's "Needs:" line names
 the distributions), without importing the libraries.
 """
@@ -29,11 +29,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final, Iterable, Iterator, Literal
 
+from memo.backends import find_spec
 from memo.backends.versions import MISSING
+from memo.bug_files import NOT_AGAIN, REPRO_FILE, read_bug_file
 from memo.json_types import JsonObject
-from memo.triage.bugdir import NOT_AGAIN, REPRO_FILE, read_bug_file
-from memo.triage.repro import script_python
-from memo.triage.rerun import ALARM_SLACK_S, HANG_RERUN_MARGIN_S, expected_death, interpret
+from memo.script_exit import ALARM_SLACK_S, HANG_RERUN_MARGIN_S, expected_death, interpret
 
 Result = Literal["reproduces", "fixed", "error"]
 REPRODUCES: Final = "reproduces"
@@ -104,7 +104,7 @@ class ScriptFacts:
     distributions: tuple[str, ...]
     files: tuple[str, ...]
     hang_limit_s: float | None  # a hang's own limit (TIMEOUT_S): it decides by itself after that
-    bug: JsonObject  # what :func:`memo.triage.rerun.interpret` reads: kind, exception, message
+    bug: JsonObject  # what :func:`memo.script_exit.interpret` reads: kind, exception, message
 
 
 def read_facts(folder: Path) -> ScriptFacts:
@@ -137,8 +137,9 @@ def _library_from_id(bug_id: str) -> str:
 def default_python(facts: ScriptFacts) -> str:
     """The interpreter the bug's library needs: a registered library's (MXNet's own environment), a plugin's as
     ``bug.json`` recorded it, else the one running memo."""
-    recorded = facts.bug.get("python")
-    return script_python(facts.library, str(recorded) if recorded else None) or sys.executable
+    spec = find_spec(facts.library)
+    recorded = facts.bug.get("python") if spec is None else spec.python
+    return str(recorded) if recorded else sys.executable
 
 
 @functools.lru_cache(maxsize=64)

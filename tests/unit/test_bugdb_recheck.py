@@ -15,7 +15,7 @@ import pytest
 
 from memo.bugdb.recheck import (ERROR, FIXED, FLAKY_NOTE, REPRODUCES, classify, read_facts, recheck_all,
                                 recheck_folder)
-from memo.triage.bugdir import NOT_AGAIN
+from memo.bug_files import NOT_AGAIN
 from memo.triage.repro import render_script
 
 CORPUS_BUG = Path(__file__).resolve().parents[1] / "corpus" / "bugs" / "crash-onnxruntime-53e3373378"
