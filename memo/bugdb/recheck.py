@@ -10,9 +10,9 @@ memo's worker and now raises an exception instead is ``error`` too: its behaviou
 is real (a clean error) or another bug hides it is for a person to read.
 
 The interpreter is the one the bug's library needs (its spec's ``python``, as ``memo repro`` chooses: memo's
-environment, or MXNet's own), or any other given: a virtual environment with older or newer versions of the library. The
-versions the script ran with are read from that interpreter's package metadata (the script's "Needs:" line names
-the distributions), without importing the libraries.
+environment, or MXNet's own), or any other given: a virtual environment with an older or newer release of the
+library. The versions the script ran with are read from that interpreter's package metadata (the script's "Needs:"
+line names the distributions), without importing the libraries.
 """
 from __future__ import annotations
 
