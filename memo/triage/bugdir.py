@@ -12,27 +12,17 @@ Layout (``campaigns/<name>/bugs/<bug id>/``)::
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from memo.artifact_files import ARTIFACT_FILES
-from memo.json_types import JsonObject
+# The file names and bug.json live below triage (the bug database reads them too); triage names them from here.
+from memo.bug_files import (BUG_FILE, BUGS_DIR, EXPECTED_FILE, INPUTS_FILE, IR_FILE, MODEL_FILE,  # noqa: F401
+                            NOT_AGAIN, REPRO_FILE, read_bug_file, write_bug_file)
 from memo.model.ir import ModelIR
-
-# The reduction status of a finding whose own model did not show it again: the report lists it as unconfirmed.
-NOT_AGAIN = "not reduced: the model did not show the bug again when re-run (flaky or environment-dependent)"
 
 # The reduction statuses a later pass continues from the folder's model.
 NOT_REDUCED = "not reduced (no time or no executor)"
 RETRY_STATUSES = ("timeout", NOT_REDUCED)
-
-BUGS_DIR = "bugs"
-BUG_FILE = "bug.json"
-REPRO_FILE = "repro.py"
-MODEL_FILE = "model.keras"
-INPUTS_FILE = "inputs.npz"
-IR_FILE = "ir.json"
-EXPECTED_FILE = "expected.npz"
 
 
 def converted_file(kind: str) -> str:
@@ -43,21 +33,6 @@ def converted_file(kind: str) -> str:
 
 def bug_folder(campaign_dir: Path, bug_id: str) -> Path:
     return Path(campaign_dir) / BUGS_DIR / bug_id
-
-
-def read_bug_file(folder: Path) -> JsonObject:
-    path = Path(folder) / BUG_FILE
-    if not path.exists():
-        return {}
-    try:
-        return json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError):
-        return {}
-
-
-def write_bug_file(folder: Path, data: JsonObject) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / BUG_FILE).write_text(json.dumps(data, indent=2, default=str))
 
 
 def bug_layers(ir: ModelIR) -> list[str]:

@@ -2,24 +2,19 @@
 from __future__ import annotations
 
 import os
-import re
-import signal
 import subprocess
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from memo.bug_files import REPRO_FILE
 from memo.defaults import HANG_CONFIRM_FACTOR
 from memo.json_types import JsonObject
-from memo.triage.bugdir import REPRO_FILE
+# How a script's end reads lives below triage (the bug database rechecks scripts too); triage names it from here.
+from memo.script_exit import ALARM_SLACK_S, HANG_RERUN_MARGIN_S, expected_death, interpret  # noqa: F401
 
 OUTPUT_TAIL = 4000
-# A hang's script decides itself: still running after twice the limit, it says "reproduces" (or, hung in code
-# that holds the GIL, its alarm ends it by SIGALRM this many seconds later). Killing it from here decides
-# nothing, so ``rerun_script`` waits this much longer than the script's own limit (its imports, the alarm).
-ALARM_SLACK_S = 10
-HANG_RERUN_MARGIN_S = 120.0
 
 
 def hang_limit_s(timeout_s: float) -> float:
@@ -40,48 +35,6 @@ class RerunResult:
         if self.reproduces is None:
             return "could not run the script"
         return "reproduces" if self.reproduces else "does not reproduce"
-
-
-_DEATH_IN_MESSAGE = (("signal", re.compile(r"killed by signal (\d+)")), ("exit", re.compile(r"exited with code (\d+)")))
-
-
-def expected_death(bug: JsonObject) -> tuple[str, int] | None:
-    """``("signal", N)`` or ``("exit", N)`` when the bug is its worker dying rather than raising; else None.
-
-    A dead worker is recorded as exception ``WorkerDied`` with the message "worker process killed by
-    signal N (NAME)" / "exited with code N"; older records say ``signal N`` / ``exit N`` as the exception.
-    """
-    exception = str(bug.get("exception") or "")
-    named = re.fullmatch(r"(signal|exit) (\d+)", exception)
-    if named:
-        return named.group(1), int(named.group(2))
-    if exception == "WorkerDied":
-        message = str(bug.get("error_message") or bug.get("message") or "")
-        for how, pattern in _DEATH_IN_MESSAGE:
-            found = pattern.search(message)
-            if found:
-                return how, int(found.group(1))
-    return None
-
-
-def interpret(returncode: int | None, bug: JsonObject, *, timed_out: bool = False) -> bool | None:
-    """0: reproduces; 1: does not; killed by the bug's own signal (or exiting with the dead worker's own
-    code), or for a hang by its own alarm: reproduces; another signal: does not; anything else, and a script
-    killed from outside (``timed_out``: it never said whether the model ran past its limit), unknown."""
-    if timed_out:
-        return None
-    if bug.get("kind") == "hang" and returncode == -signal.SIGALRM:
-        return True
-    death = expected_death(bug)
-    if returncode is not None and death is not None and death[0] == "exit" and returncode == death[1]:
-        return True
-    if returncode == 0:
-        return True
-    if returncode == 1:
-        return False
-    if returncode is not None and returncode < 0 and death is not None:
-        return death == ("signal", -returncode)
-    return None
 
 
 def _text(data: bytes | str | None) -> str:

@@ -15,8 +15,9 @@ MEMO = Path(__file__).resolve().parents[2] / "memo"
 # Lowest first. A unit is a sub-package of memo (memo/store/) or a top-level module (memo/oracle.py); "memo" is
 # memo/__init__.py. A unit may import only units of lower layers (its own modules aside).
 LAYERS: tuple[frozenset[str], ...] = tuple(frozenset(layer) for layer in (
-    {"memo", "errors", "defaults", "kinds", "paths", "artifact_files", "text", "json_types"},  # vocabulary, stdlib only
-    {"model", "diskspace"},  # the IR and its Keras side; sizes and full disks
+    {"memo", "errors", "defaults", "kinds", "paths", "artifact_files", "text", "json_types",
+     "script_exit"},  # vocabulary, stdlib only
+    {"model", "diskspace", "bug_files"},  # the IR and its Keras side; sizes and full disks; a bug folder's files
     {"layers"},  # the layer catalogue
     {"artifact"},  # one model's files, written once
     {"backends"},  # the libraries under test, their workers, the executor

@@ -1,0 +1,327 @@
+"""Rechecking a bug on the installed library versions: run its ``repro.py`` in a fresh process and say whether
+it still reproduces, no longer does (fixed), or could not be run at all.
+
+A bug's script exits 0 when the bug shows and 1 when it does not; but Python also exits 1 on an uncaught
+exception (a missing module, an error before the check), and a crash's script exits 1 when the library raises
+something else than the recorded exception. So "fixed" is given only when the script ran to its end and printed
+its own "does not reproduce" verdict; everything else that is not a reproduction is ``error`` with one line
+saying why (import error, timeout, a different exception, a missing file, another signal). A bug that killed
+memo's worker and now raises an exception instead is ``error`` too: its behaviour changed, but whether the fix
+is real (a clean error) or another bug hides it is for a person to read.
+
+The interpreter is the one the bug's library needs (its spec's ``python``, as ``memo repro`` chooses: memo's
+environment, or MXNet's own), or any other given: a virtual environment with an older or newer release of the
+library. The versions the script ran with are read from that interpreter's package metadata (the script's "Needs:"
+line names the distributions), without importing the libraries.
+"""
+from __future__ import annotations
+
+import functools
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Final, Iterable, Iterator, Literal
+
+from memo.backends import find_spec
+from memo.backends.versions import MISSING
+from memo.bug_files import NOT_AGAIN, REPRO_FILE, read_bug_file
+from memo.json_types import JsonObject
+from memo.script_exit import ALARM_SLACK_S, HANG_RERUN_MARGIN_S, expected_death, interpret
+
+Result = Literal["reproduces", "fixed", "error"]
+REPRODUCES: Final = "reproduces"
+FIXED: Final = "fixed"
+ERROR: Final = "error"
+RESULTS: tuple[Result, ...] = (REPRODUCES, FIXED, ERROR)
+
+DETAIL_CHARS = 240
+# Said of a "fixed" bug that triage could not show again either: the campaign's one sighting may have been chance
+# (a hang under load, a nondeterministic kernel), so "fixed" may not mean that a release fixed it.
+FLAKY_NOTE = "triage could not show it again either: flaky?"
+OUTPUT_TAIL = 4000
+
+# The verdict lines a script prints when it ran to its end and the bug did not show (templates/checks/*.py.j2).
+_NOT_REPRODUCED = re.compile(r"^(ran without an exception|ran to the end|outputs match the reference|"
+                             r"no unexpected NaN/Inf|shapes match|finished within [0-9.e+]+ s): does not reproduce$",
+                             re.MULTILINE)
+# A crash's script whose library raised, but not the recorded exception (templates/checks/crash.py.j2).
+_OTHER_EXCEPTION = re.compile(r"^raises, but not the same exception.*$", re.MULTILINE)
+_GOT = re.compile(r"^got: +(.*)$", re.MULTILINE)
+# A dying bug's script whose library raised instead of ending the process.
+_RAISED_INSTEAD = re.compile(r"^raised (\S+) at stage (\S+) instead of ending the process.*$", re.MULTILINE)
+# The last line of a Python traceback: "ModuleNotFoundError: No module named 'x'".
+_EXCEPTION_LINE = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit|Failed)\b.*)$", re.MULTILINE)
+_NEEDS = re.compile(r"^Needs: pip install (.*?)(?: \(.*)?\.?$", re.MULTILINE)
+_FILES = re.compile(r"^Files: (.*?), next to this script\.$", re.MULTILINE)
+_HANG_TIMEOUT = re.compile(r"^TIMEOUT_S = ([0-9.e+]+)$", re.MULTILINE)
+_DEATH = re.compile(r'^EXPECTED_DEATH = "((?:signal|exit) \d+)"', re.MULTILINE)
+_BUG_ID = re.compile(r'^"""Reproduce memo bug (\S+?)\.$', re.MULTILINE)
+_REQUIREMENT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+@dataclass
+class RecheckResult:
+    """One bug's recheck: ``result`` is ``reproduces``, ``fixed`` or ``error``; ``detail`` one line saying what the
+    script said (or why it could not run); ``versions`` the distributions the script needs, as installed for the
+    interpreter that ran it; ``seconds`` the wall time of the run."""
+
+    result: Result
+    detail: str
+    versions: dict[str, str] = field(default_factory=dict)
+    seconds: float = 0.0
+    python: str = ""
+    returncode: int | None = None
+    output: str = ""  # the tail of what the script printed
+    distribution: str = ""  # the blamed library's distribution: the first the script needs (onnxruntime, keras)
+
+    @property
+    def library_version(self) -> str:
+        """The blamed library and its version as the interpreter has it, ``onnxruntime 1.32.0`` ("" if unknown):
+        what "fixed in VERSION" names."""
+        version = self.versions.get(self.distribution)
+        return f"{self.distribution} {version}" if version and version != MISSING else ""
+
+    def to_json(self) -> JsonObject:
+        return {"result": self.result, "detail": self.detail, "versions": dict(self.versions),
+                "seconds": round(self.seconds, 2), "python": self.python, "returncode": self.returncode,
+                "library_version": self.library_version}
+
+
+@dataclass(frozen=True)
+class ScriptFacts:
+    """What a bug folder's script and ``bug.json`` say about running it."""
+
+    bug_id: str
+    kind: str
+    library: str
+    distributions: tuple[str, ...]
+    files: tuple[str, ...]
+    hang_limit_s: float | None  # a hang's own limit (TIMEOUT_S): it decides by itself after that
+    bug: JsonObject  # what :func:`memo.script_exit.interpret` reads: kind, exception, message
+
+
+def read_facts(folder: Path) -> ScriptFacts:
+    """The facts of ``folder``'s script; ``bug.json`` when present, else read from the script alone (a folder
+    written from the bug database may hold only the script and the files it reads)."""
+    text = (folder / REPRO_FILE).read_text(errors="replace")
+    bug = read_bug_file(folder)
+    found = _BUG_ID.search(text)
+    bug_id = str(bug.get("id") or (found.group(1) if found else folder.name))
+    kind = str(bug.get("kind") or bug_id.split("-", 1)[0])
+    library = str(bug.get("python_library") or bug.get("library") or _library_from_id(bug_id))
+    needs = _NEEDS.search(text)
+    distributions = tuple(dict.fromkeys(name.group(0) for word in (needs.group(1).split() if needs else [])
+                                        if (name := _REQUIREMENT_NAME.match(word))))
+    files = _FILES.search(text)
+    hang = _HANG_TIMEOUT.search(text)
+    death = _DEATH.search(text)
+    recorded = {"exception": death.group(1)} if death and not bug.get("exception") else {}  # as old records say it
+    return ScriptFacts(bug_id, kind, library, distributions,
+                       tuple(name.strip() for name in files.group(1).split(",")) if files else (),
+                       float(hang.group(1)) if hang else None, {**bug, **recorded, "kind": kind})
+
+
+def _library_from_id(bug_id: str) -> str:
+    """``crash-onnxruntime-53e3373378`` -> ``onnxruntime``."""
+    parts = bug_id.split("-")
+    return "-".join(parts[1:-1]) if len(parts) > 2 else bug_id
+
+
+def default_python(facts: ScriptFacts) -> str:
+    """The interpreter the bug's library needs: a registered library's (MXNet's own environment), a plugin's as
+    ``bug.json`` recorded it, else the one running memo."""
+    spec = find_spec(facts.library)
+    recorded = facts.bug.get("python") if spec is None else spec.python
+    return str(recorded) if recorded else sys.executable
+
+
+@functools.lru_cache(maxsize=64)
+def installed_versions(python: str, distributions: tuple[str, ...]) -> dict[str, str]:
+    """``{distribution: version}`` as ``python`` sees them (``missing`` where not installed), read from package
+    metadata in that interpreter, isolated from memo and the current directory (no library is imported); {} if
+    the interpreter cannot say."""
+    code = ("import importlib.metadata as m, json, sys\nout = {}\nfor n in sys.argv[1:]:\n"
+            "    try:\n        out[n] = m.version(n)\n"
+            f"    except m.PackageNotFoundError:\n        out[n] = {MISSING!r}\nprint(json.dumps(out))")
+    try:
+        done = subprocess.run([python, "-I", "-c", code, *distributions], capture_output=True, text=True, timeout=60,
+                              check=True)
+        return dict(json.loads(done.stdout))
+    except (OSError, subprocess.SubprocessError, json.JSONDecodeError):
+        return {}
+
+
+def _wall_limit_s(facts: ScriptFacts, timeout_s: float) -> float:
+    """How long the script may run: ``timeout_s``; a hang's script decides itself after its own TIMEOUT_S (plus
+    its alarm's slack), so it gets that and a margin for its imports: killing it earlier decides nothing."""
+    if facts.kind != "hang" or facts.hang_limit_s is None:
+        return timeout_s
+    return max(timeout_s, facts.hang_limit_s + ALARM_SLACK_S + HANG_RERUN_MARGIN_S)
+
+
+def _run(folder: Path, python: str, limit_s: float) -> tuple[int | None, str, bool]:
+    """(exit status, output tail, timed out): the script in its own session, killed with its children at the
+    limit (or when the caller is interrupted). Keras's backend is the script's own choice (``KERAS_BACKEND``
+    removed from the environment). None and the reason as output when the interpreter cannot start."""
+    env = {key: value for key, value in os.environ.items() if key != "KERAS_BACKEND"}
+    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    try:
+        process = subprocess.Popen([python, REPRO_FILE], cwd=folder, env=env, stdout=subprocess.PIPE,
+                                   stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+    except OSError as exc:
+        return None, f"cannot start {python}: {exc}", False
+    try:
+        output, _ = process.communicate(timeout=limit_s)
+        return process.returncode, output.decode(errors="replace")[-OUTPUT_TAIL:], False
+    except subprocess.TimeoutExpired:
+        _kill_session(process)
+        output, _ = process.communicate()
+        return None, output.decode(errors="replace")[-OUTPUT_TAIL:], True
+    except BaseException:  # Ctrl-C or an error here: the script, in its own session, would outlive memo
+        _kill_session(process)
+        process.wait()
+        raise
+
+
+def _kill_session(process: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def _one_line(text: str) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= DETAIL_CHARS else line[:DETAIL_CHARS - 3] + "..."
+
+
+def _last(pattern: re.Pattern[str], output: str, group: int = 0) -> str | None:
+    """The last match of ``pattern`` in ``output`` (its ``group``), or None."""
+    found = list(pattern.finditer(output))
+    return found[-1].group(group) if found else None
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def classify(facts: ScriptFacts, returncode: int | None, output: str, *, timed_out: bool,
+             limit_s: float) -> tuple[Result, str]:
+    """(result, one-line detail) from how the script ended and what it printed."""
+    if timed_out:
+        if facts.kind == "hang":
+            return ERROR, f"killed after {limit_s:g} s before the script reached its own verdict (slow imports?)"
+        return ERROR, f"timed out after {limit_s:g} s (not a hang bug: the script did not finish)"
+    if interpret(returncode, facts.bug) is True:
+        if returncode is not None and returncode < 0:
+            return REPRODUCES, f"ended by {_signal_name(-returncode)}, as the bug did"
+        if returncode not in (0, None):
+            return REPRODUCES, f"exited with code {returncode}, as the bug did"
+        return REPRODUCES, _reproduced(output)
+    if returncode is not None and returncode < 0:
+        death = expected_death(facts.bug)
+        recorded = f" (the bug: {death[0]} {death[1]})" if death else ""
+        return ERROR, f"ended by {_signal_name(-returncode)}{recorded}"
+    if returncode == 1:
+        other = _last(_OTHER_EXCEPTION, output)
+        if other is not None:
+            got = _last(_GOT, output, 1)
+            return ERROR, _one_line(f"a different exception: {got}" if got else other)
+        raised = _RAISED_INSTEAD.search(output)
+        if raised is not None:
+            return ERROR, _one_line(f"raises {raised.group(1)} at stage {raised.group(2)} instead of ending the "
+                                    "process: changed, not confirmed fixed")
+        said = _last(_NOT_REPRODUCED, output)
+        if said is not None and not _traceback_after(output, said):
+            return FIXED, _one_line(said)
+    lines = output.strip().splitlines()
+    failure = _last(_EXCEPTION_LINE, output, 1) or (lines[-1] if lines else "no output")
+    return ERROR, _one_line(f"could not run ({'not started' if returncode is None else f'exit {returncode}'}): "
+                            f"{failure}")
+
+
+def _reproduced(output: str) -> str:
+    """The line that shows the bug: what a crash raised; else the verdict, or when it is a bare "reproduces" the
+    line before it (which output differs)."""
+    got = _last(_GOT, output, 1)  # a crash's: what was raised, normalized as the signature normalizes it
+    if got is not None:
+        return _one_line(f"{got}: reproduces")
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    for index in range(len(lines) - 1, -1, -1):
+        if "reproduces" in lines[index]:
+            if lines[index] == "reproduces" and index > 0:
+                return _one_line(f"{lines[index - 1]}: reproduces")
+            return _one_line(lines[index])
+    return "reproduces"
+
+
+def _never_shown_again(bug: JsonObject) -> bool:
+    """Whether triage could not make the bug show again when it re-ran the model (and so left it unreduced)."""
+    reduction = bug.get("reduction")
+    return isinstance(reduction, dict) and reduction.get("status") == NOT_AGAIN
+
+
+def _traceback_after(output: str, verdict: str) -> bool:
+    """Whether an uncaught exception followed the verdict line (the script failed after saying it)."""
+    return "Traceback (most recent call last)" in output[output.rfind(verdict):]
+
+
+def recheck_folder(folder: Path, *, python: str | None = None, timeout_s: float = 120.0) -> RecheckResult:
+    """Run ``folder/repro.py`` with ``python`` (None: the interpreter the bug's library needs) and classify the
+    outcome: ``reproduces``, ``fixed`` (the script ran to its end and said the bug does not show) or ``error``
+    (could not run: missing file or interpreter, import error, a timeout of a non-hang bug, another exception).
+    ``timeout_s`` bounds the run; a hang's script gets its own limit (twice memo's per-model one) and a margin."""
+    folder = Path(folder)
+    started = time.monotonic()
+    if not (folder / REPRO_FILE).is_file():
+        return RecheckResult(ERROR, f"no {REPRO_FILE} in {folder}", seconds=time.monotonic() - started)
+    facts = read_facts(folder)
+    interpreter = python or default_python(facts)
+    found = Path(interpreter).exists()
+    versions = installed_versions(interpreter, facts.distributions) if found else {}
+
+    def answer(result: Result, detail: str, returncode: int | None = None, output: str = "") -> RecheckResult:
+        return RecheckResult(result, detail, versions, time.monotonic() - started, interpreter, returncode, output,
+                             facts.distributions[0] if facts.distributions else "")
+
+    missing = [name for name in facts.files if not (folder / name).is_file()]
+    if missing:
+        return answer(ERROR, f"missing file{'s' if len(missing) > 1 else ''}: {', '.join(missing)}")
+    if not found:
+        return answer(ERROR, f"interpreter {interpreter} not found")
+    limit_s = _wall_limit_s(facts, timeout_s)
+    returncode, output, timed_out = _run(folder, interpreter, limit_s)
+    result, detail = classify(facts, returncode, output, timed_out=timed_out, limit_s=limit_s)
+    absent = [name for name, version in versions.items() if version == MISSING]
+    if result == ERROR and absent:
+        detail = _one_line(f"{detail} (not installed for {interpreter}: {', '.join(absent)})")
+    if result == FIXED and _never_shown_again(facts.bug):
+        detail = _one_line(f"{detail} ({FLAKY_NOTE})")
+    return answer(result, detail, returncode, output)
+
+
+def recheck_all(folders: Iterable[Path], *, python: str | None = None, timeout_s: float = 120.0,
+                jobs: int = 2) -> Iterator[tuple[Path, RecheckResult]]:
+    """:func:`recheck_folder` on each folder, ``jobs`` scripts at once (each script runs single-threaded, so one
+    per core), yielding ``(folder, result)`` as each ends: what a progress bar advances on. Stopping the iteration
+    early waits for the scripts already running and starts no other."""
+    pending = list(folders)
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        futures = {pool.submit(recheck_folder, folder, python=python, timeout_s=timeout_s): folder
+                   for folder in pending}
+        try:
+            for future in as_completed(futures):
+                yield futures[future], future.result()
+        finally:
+            for future in futures:
+                future.cancel()
