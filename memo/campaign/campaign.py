@@ -53,6 +53,7 @@ class Campaign:
         self.artifacts_root = (MUTANTS_DIR / config.name).resolve()  # workers run in other directories
         self.stop = stop or StopFlag()
         self.pipeline: Pipeline | None = None
+        self.progress_every = Every(PROGRESS_EVERY_S)
         self.loop = GenerationLoop(config, self.store)
         self.triage = TriageSchedule(self.directory, self.store, config, reporter, self.stop)
         try:
@@ -81,6 +82,7 @@ class Campaign:
                             self.loop.findings, self.artifacts_root, executor=self.executor, firsts=self.firsts,
                             fuzzing_ends=self.slot.fuzzing_ends())
         self.pipeline = pipeline
+        pipeline.on_wait = self._progress  # a step waiting for a slow model still shows progress
         stopped_because = BUDGET_SPENT
         try:
             pipeline.start()
@@ -109,9 +111,18 @@ class Campaign:
         closing takes). Models still running then are left to ``--resume``; a background triage pass still
         running then means no final pass: what is left goes to ``memo report NAME --triage``."""
         until = self.slot.final_deadline(time.monotonic()) - self.slot.closing_s()
-        pipeline.drain(until=until)
-        if self.triage.stop(timeout_s=max(0.0, until - time.monotonic())):
-            self.triage.final_pass(pipeline.executor, budget_s=until - time.monotonic())
+
+        def tick() -> None:  # the final phase shows its progress too (a nightly log is not silent for its last part)
+            self._progress(final={"in_flight": len(pipeline.in_flight), "left_s": max(0.0, until - time.monotonic())})
+
+        while pipeline.in_flight and time.monotonic() < until:
+            pipeline.drain(until=min(until, time.monotonic() + 1.0))
+            tick()
+        while not self.triage.stop(timeout_s=min(1.0, max(0.0, until - time.monotonic()))):
+            if time.monotonic() >= until:
+                return
+            tick()
+        self.triage.final_pass(pipeline.executor, until=until, tick=tick)
 
     def _start(self, pipeline: Pipeline) -> None:
         executor = pipeline.executor
@@ -128,7 +139,7 @@ class Campaign:
 
     def _fuzz(self, pipeline: Pipeline) -> str:
         """Step until the budget is spent (:data:`BUDGET_SPENT`) or a stop is requested (its reason)."""
-        progress, history = Every(PROGRESS_EVERY_S), Every(HISTORY_EVERY_S)
+        history = Every(HISTORY_EVERY_S)
         rewalk = Every(REWALK_EVERY_S, last=time.monotonic())
         while True:
             if self.stop:
@@ -139,14 +150,19 @@ class Campaign:
             pipeline.collect(limit=2 * max(1, self.config.jobs))
             self.loop.advance(pipeline.submit, pipeline.outcome)
             now = time.monotonic()
-            if progress.due(now):
-                self.reporter.progress(self.snapshot())
+            self._progress()
             if history.due(now):
                 self._history_point()
             if rewalk.due(now):
                 self.disk.rewalk()
                 pipeline.enforce_disk()
             self.triage.keep_up(sum(self.loop.findings.values()), pipeline.executor, ends_by=self._triage_ends_by())
+
+    def _progress(self, final: JsonObject | None = None) -> None:
+        """Give the reporter a snapshot when one is due (``final``: the final phase's models in flight and time
+        left)."""
+        if self.progress_every.due(time.monotonic()):
+            self.reporter.progress(self.snapshot() if final is None else {**self.snapshot(), "final": final})
 
     def _triage_ends_by(self) -> float | None:
         """When background triage passes must be over: before the slot's closing."""

@@ -16,6 +16,7 @@ import traceback
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from memo.artifact import prepare_artifact
 from memo.backends.executor import DifferentialExecutor, ExecutionAbandoned, Executor
@@ -63,6 +64,7 @@ class Pipeline:
         executions (built from the store when not given). ``fuzzing_ends`` (monotonic clock): generation waits
         for no outcome past it (a timed campaign's fuzzing is over then)."""
         self.fuzzing_ends = fuzzing_ends
+        self.on_wait: Callable[[], None] | None = None  # called while generation waits (the campaign's progress)
         self.config = config
         self.store = store
         self.disk = disk
@@ -161,6 +163,11 @@ class Pipeline:
             if limit is None or len(self.in_flight) < limit or self._done_waiting():
                 return
             wait([e.future for e in self.in_flight], timeout=0.25, return_when=FIRST_COMPLETED)
+            self._waited()
+
+    def _waited(self) -> None:
+        if self.on_wait is not None:
+            self.on_wait()
 
     def _done_waiting(self) -> bool:
         """Generation waits no longer: the campaign stops, or its fuzzing time is over."""
@@ -177,6 +184,7 @@ class Pipeline:
             if not running:
                 return self._stored_outcome(mutant_id)
             wait(running, timeout=0.25)
+            self._waited()
             self.collect()
         self._learn(mutant_id)
         return self.outcomes.pop(mutant_id)

@@ -124,9 +124,7 @@ class LiveReporter(Reporter):
 
     def _render(self, snap: JsonObject) -> Any:
         table = Table(show_header=False, box=None, padding=(0, 1))
-        remaining = snap.get("remaining_s")
-        table.add_row("time", f"{_clock(snap['elapsed_s'])} elapsed"
-                      + (f", {_clock(remaining)} left" if remaining is not None else ""))
+        table.add_row("time", time_line(snap))
         table.add_row("mutants", f"{snap['generated']} generated ({snap['generated_per_s']:.1f}/s), "
                       f"{snap['valid']} valid, {snap['diverse']} diverse, "
                       f"{snap['executed']} executed ({snap['executed_per_s']:.2f}/s)")
@@ -202,8 +200,7 @@ def _first_line(text: str, width: int = HEADLINE_WIDTH) -> str:
 
 def progress_line(snap: JsonObject, *, bugs: int | None = None) -> str:
     """One plain progress line: time, executed models and their rate, coverage, findings, triage."""
-    remaining = snap.get("remaining_s")
-    parts = [f"{_clock(snap['elapsed_s'])} elapsed" + (f", {_clock(remaining)} left" if remaining is not None else ""),
+    parts = [time_line(snap),
              f"{snap['generated']} generated, {snap['executed']} executed ({60 * snap['executed_per_s']:.1f}/min)",
              "coverage " + ", ".join(f"{name} {covered}/{total}" for name, (covered, total) in snap["coverage"].items()
                                      if name in HEADLINE_COVERAGE)]
@@ -218,6 +215,17 @@ def progress_line(snap: JsonObject, *, bugs: int | None = None) -> str:
     if snap.get("disk"):
         parts.append("disk " + disk_line(snap["disk"]))
     return "memo: " + "; ".join(parts)
+
+
+def time_line(snap: JsonObject) -> str:
+    """``0:02:05 elapsed, 0:06:55 left``; in the final phase, ``fuzzed 0:09:00; final phase: 2 models in flight,
+    0:00:40 left``."""
+    final = snap.get("final")
+    if final:
+        in_flight = f"{final['in_flight']} models in flight, " if final.get("in_flight") else ""
+        return f"fuzzed {_clock(snap['elapsed_s'])}; final phase: {in_flight}{_clock(final['left_s'])} left"
+    remaining = snap.get("remaining_s")
+    return f"{_clock(snap['elapsed_s'])} elapsed" + (f", {_clock(remaining)} left" if remaining is not None else "")
 
 
 def plan_line(plan: JsonObject, iterations: int | None = None) -> str:

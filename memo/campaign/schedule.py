@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Callable
 
 from memo.backends.executor import Executor
 from memo.campaign.config import CampaignConfig
@@ -13,13 +14,15 @@ from memo.campaign.stop import StopFlag
 from memo.diskspace import is_disk_full
 from memo.json_types import JsonObject
 from memo.store import CampaignStore
-from memo.triage import TriageService, pending_bugs, pending_localizations, seconds_for, triage_campaign
+from memo.triage import (TriageService, TriageSummary, pending_bugs, pending_localizations, seconds_for,
+                         triage_campaign)
 from memo.triage.dedup import update_bugs
 
 PROGRESS_EVERY_S = 0.5
 HISTORY_EVERY_S = 10.0
 STOP_TRIAGE_WAIT_S = 10.0  # on Ctrl-C, how long the background triage may take to finish its unit of work
 WAITING_EVERY_S = 20.0  # how often the progress figures recount the bugs waiting for triage
+FINAL_SLICE_S = 60.0  # the final pass runs in slices this long, a progress line between them
 
 
 class Every:
@@ -51,6 +54,7 @@ class TriageSchedule:
         self.triaged_findings = 0
         self.waiting: int | None = None  # bugs waiting for triage, as last counted
         self.counted = Every(WAITING_EVERY_S)
+        self.final_totals = TriageSummary()  # what the final pass did
 
     def keep_up(self, findings: int, executor: Executor | None, ends_by: float | None = None) -> None:
         """Start the background triage on the first findings, and wake it on each new one. ``ends_by``
@@ -76,9 +80,10 @@ class TriageSchedule:
             return {}
         if self.counted.due(time.monotonic()):
             self.waiting = len(pending_bugs(self.store))
-        totals = self.service.totals
-        return {"reduced": totals.reduced, "scripts": totals.scripts, "reproduced": totals.reproduced,
-                "merged": totals.merged, "errors": len(totals.errors), "waiting": self.waiting}
+        totals = (self.service.totals, self.final_totals)
+        figures: JsonObject = {name: sum(getattr(part, name) for part in totals)
+                               for name in ("reduced", "scripts", "reproduced", "merged")}
+        return {**figures, "errors": sum(len(part.errors) for part in totals), "waiting": self.waiting}
 
     def left(self) -> JsonObject | None:
         """The triage this campaign leaves undone (None: nothing), and the budget that finishes it, for the
@@ -90,15 +95,22 @@ class TriageSchedule:
         return {"bugs": bugs, "localizations": localizations,
                 "budget_s": round(seconds_for(bugs, localizations))}
 
-    def final_pass(self, executor: Executor | None, budget_s: float) -> None:
-        """The final triage pass, on the campaign's warm workers, for up to ``budget_s`` (it ends sooner when
-        nothing is left); its failure loses nothing stored."""
-        if executor is None or budget_s <= 1:
+    def final_pass(self, executor: Executor | None, until: float, tick: Callable[[], None] | None = None) -> None:
+        """The final triage pass, on the campaign's warm workers, until ``until`` (monotonic clock; it ends sooner
+        when nothing is left), in slices of at most :data:`FINAL_SLICE_S` with a ``tick`` after each (the
+        campaign's progress line); its failure loses nothing stored."""
+        if executor is None or until - time.monotonic() <= 1:
             return
         try:
-            self.reporter.finding({"mutant_id": "-", "kind": "triage", "backend": "memo",
-                                   "stage": "final", "message": f"final triage pass, up to {budget_s:.0f} s"})
-            triage_campaign(self.store, executor=executor, time_budget_s=budget_s)
+            self.reporter.finding({"mutant_id": "-", "kind": "triage", "backend": "memo", "stage": "final",
+                                   "message": f"final triage pass, up to {until - time.monotonic():.0f} s"})
+            while (left := until - time.monotonic()) > 1:
+                summary = triage_campaign(self.store, executor=executor, time_budget_s=min(FINAL_SLICE_S, left))
+                self.final_totals.add(summary)
+                if tick is not None:
+                    tick()
+                if not summary.worked and summary.seconds < min(FINAL_SLICE_S, left) - 1:
+                    break  # nothing left that this pass could do
         except Exception as exc:  # triage is best effort; the findings are stored already
             if is_disk_full(exc):
                 self.stop_flag.disk_full()

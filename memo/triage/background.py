@@ -87,11 +87,7 @@ class TriageService:
                     store.triage.record_error(None, "background pass", summary.errors[0])
             except Exception:  # noqa: BLE001  (no store to record into; the summary keeps it)
                 pass
-        for name in ("new", "localized", "reduced", "merged", "scripts", "reproduced"):
-            setattr(self.totals, name, getattr(self.totals, name) + getattr(summary, name))
-        self.totals.bugs = summary.bugs or self.totals.bugs
-        self.totals.seconds += summary.seconds
-        self.totals.errors.extend(summary.errors)
+        self.totals.add(summary)
         return summary
 
 

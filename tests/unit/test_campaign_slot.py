@@ -107,3 +107,5 @@ def test_a_campaign_whose_models_outlast_its_slot_ends_with_the_slot(tmp_path: P
     lines = log.getvalue().splitlines()
     assert "fuzzing 4 s, final triage up to 4 s, ends by" in lines[1]
     assert lines[-1].split("] ", 1)[1].startswith("memo: campaign slot budget spent")
+    assert any("; final phase: " in line and " models in flight, " in line for line in lines), \
+        "the final phase shows its progress"

@@ -125,3 +125,13 @@ def test_a_campaign_writing_to_a_file_prints_plain_progress_lines(tmp_path: Path
     assert len(progress) >= 2, lines
     assert all(STAMP.match(line) for line in lines)
     assert lines[-1].endswith("; report: reports/cron.html") and "memo: campaign cron budget spent:" in lines[-1]
+
+
+def test_the_final_phase_has_progress_lines_too() -> None:
+    log = io.StringIO()
+    reporter = PlainReporter(stream=log, every_s=0.0)
+    reporter.progress({**SNAPSHOT, "elapsed_s": 540.0, "remaining_s": 0.0, "final": {"in_flight": 2, "left_s": 41.0}})
+    reporter.progress({**SNAPSHOT, "elapsed_s": 540.0, "remaining_s": 0.0, "final": {"in_flight": 0, "left_s": 12.0}})
+    first, second = _lines(log)
+    assert first.startswith("memo: fuzzed 0:09:00; final phase: 2 models in flight, 0:00:41 left; 300 generated")
+    assert second.startswith("memo: fuzzed 0:09:00; final phase: 0:00:12 left; 300 generated")
