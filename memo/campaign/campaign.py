@@ -165,9 +165,9 @@ class Campaign:
             self.reporter.progress(self.snapshot() if final is None else {**self.snapshot(), "final": final})
 
     def _triage_ends_by(self) -> float | None:
-        """When background triage passes must be over: before the slot's closing."""
-        ends = self.slot.ends()
-        return None if ends is None else ends - self.slot.closing_s()
+        """When background triage passes must be over: at the end of the fuzzing time, so that the one running
+        then has the final phase to finish its unit of work, and the final pass the workers to itself."""
+        return self.slot.fuzzing_ends()
 
     def _end(self, stopped_because: str) -> JsonObject:
         self._quietly_on_full_disk(self._history_point)

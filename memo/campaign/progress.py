@@ -41,6 +41,9 @@ class FindingEvent(TypedDict):
 class Reporter:
     """Base reporter: ignores everything."""
 
+    def starting(self, name: str) -> None:
+        """The command began: the seeds load and the workers start (a minute on a loaded machine) before ``start``."""
+
     def start(self, info: JsonObject) -> None: ...
 
     def progress(self, snapshot: JsonObject) -> None: ...
@@ -151,14 +154,16 @@ class PlainReporter(Reporter):
     def __init__(self, stream: TextIO | None = None, every_s: float = DEFAULT_PROGRESS_EVERY_S) -> None:
         self.stream = stream or sys.stdout
         self.every_s = every_s
-        self.next_line = time.monotonic() + every_s
+        self.next_line = time.monotonic() + every_s  # from the command's start: the start-up counts as a minute too
         self.headlined: set[str] = set()  # the bug signatures whose headline was printed
 
     def _print(self, text: str) -> None:
         print(f"[{time.strftime('%H:%M:%S')}] {text}", file=self.stream, flush=True)
 
+    def starting(self, name: str) -> None:
+        self._print(f"memo fuzz: campaign {name}: loading the seeds, starting the workers")
+
     def start(self, info: JsonObject) -> None:
-        self.next_line = time.monotonic() + self.every_s
         self._print(f"memo fuzz: campaign {info['name']}: {len(info.get('seeds', []))} seeds, "
                     f"{len(info.get('backends', []))} backends, search {info.get('search')}, seed {info.get('seed')}")
         if info.get("plan"):

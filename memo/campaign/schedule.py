@@ -58,7 +58,7 @@ class TriageSchedule:
 
     def keep_up(self, findings: int, executor: Executor | None, ends_by: float | None = None) -> None:
         """Start the background triage on the first findings, and wake it on each new one. ``ends_by``
-        (monotonic clock): no background pass runs past it (the slot's closing)."""
+        (monotonic clock): no background pass is budgeted past it (a timed campaign's fuzzing time)."""
         if findings <= self.triaged_findings or executor is None:
             return
         if self.service is None:

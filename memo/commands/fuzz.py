@@ -216,6 +216,7 @@ def run(args: argparse.Namespace) -> int:
         directory = Path(args.out) if args.out else campaign_dir(name)
         if (directory / "campaign.sqlite").exists():
             raise UsageError(f"campaign {directory} exists already; use --resume {directory} or another --name")
+    reporter.starting(config.name)
     stop = StopFlag()
     executor = _cluster_executor(cluster_address, config, stop, jobs_given=args.jobs is not None or bool(args.resume))
     try:

@@ -119,8 +119,9 @@ def test_a_campaign_writing_to_a_file_prints_plain_progress_lines(tmp_path: Path
     lines = log_path.read_text().splitlines()
     assert done.returncode == 0, lines
     assert took < 12 + 5, f"a 12 s slot took {took:.1f} s"
-    assert lines[0].endswith("memo fuzz: campaign cron: 2 seeds, 0 backends, search mh, seed 0")
-    assert "memo: fuzzing 6 s, final triage up to 6 s, ends by" in lines[1]
+    assert lines[0].endswith("memo fuzz: campaign cron: loading the seeds, starting the workers")
+    assert lines[1].endswith("memo fuzz: campaign cron: 2 seeds, 0 backends, search mh, seed 0")
+    assert "memo: fuzzing 6 s, final triage up to 6 s, ends by" in lines[2]
     progress = [line for line in lines if " elapsed, " in line]
     assert len(progress) >= 2, lines
     assert all(STAMP.match(line) for line in lines)
