@@ -115,6 +115,9 @@ class Campaign:
         def tick() -> None:  # the final phase shows its progress too (a nightly log is not silent for its last part)
             self._progress(final={"in_flight": len(pipeline.in_flight), "left_s": max(0.0, until - time.monotonic())})
 
+        self.reporter.finding({"mutant_id": "-", "kind": "final", "backend": "memo", "stage": "final",
+                               "message": f"fuzzing over: {len(pipeline.in_flight)} models in flight to finish, then "
+                                          f"final triage, for up to {max(0.0, until - time.monotonic()):.0f} s"})
         while pipeline.in_flight and time.monotonic() < until:
             pipeline.drain(until=min(until, time.monotonic() + 1.0))
             tick()

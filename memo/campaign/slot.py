@@ -19,7 +19,7 @@ FINAL_SHARE = 0.1  # of a timed budget, for the models in flight and the final t
 FINAL_MIN_S = 15.0
 FINAL_MAX_S = 1200.0
 FINAL_ITERATIONS_S = 1800.0  # a campaign bounded by iterations only: the final pass ends when done, or then
-CLOSING_MAX_S = 10.0  # kept out of the final pass: closing the workers, the last writes, the report
+CLOSING_MAX_S = 20.0  # kept out of the final pass: closing the workers, the last writes, the report
 
 
 def final_share(slot_s: float) -> float:
