@@ -211,15 +211,19 @@ def progress_line(snap: JsonObject, *, bugs: int | None = None) -> str:
                                      if name in HEADLINE_COVERAGE)]
     findings = snap.get("findings", {})
     count = sum(findings.values())
-    parts.append((f"{bugs} bugs, " if bugs is not None else "") + f"{count} findings"
+    parts.append((f"{_count(bugs, 'bug')}, " if bugs is not None else "") + _count(count, "finding")
                  + (f" ({', '.join(f'{k} {v}' for k, v in sorted(findings.items()))})" if findings else ""))
     if snap.get("triage"):
         waiting = snap["triage"].get("waiting")
         parts.append("triage: " + triage_line(snap["triage"])
-                     + (f", {waiting} bugs waiting" if waiting is not None else ""))
+                     + (f", {waiting} waiting" if waiting is not None else ""))
     if snap.get("disk"):
         parts.append("disk " + disk_line(snap["disk"]))
     return "memo: " + "; ".join(parts)
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}" + ("" if number == 1 else "s")
 
 
 def time_line(snap: JsonObject) -> str:

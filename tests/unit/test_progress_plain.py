@@ -65,7 +65,7 @@ def test_plain_lines_for_a_log(tmp_path: Path) -> None:
     assert lines[4] == ("memo: 0:02:05 elapsed, 0:06:55 left; 300 generated, 90 executed (45.0/min); "
                         "coverage types 50/85, pairs 400/5090, params 700/1602; "
                         "2 bugs, 5 findings (crash:onnxruntime 4, nan:keras-jax 1); "
-                        "triage: 2 bugs reduced, 1 reproduce standalone, 0 merged, 3 bugs waiting")
+                        "triage: 2 bugs reduced, 1 reproduce standalone, 0 merged, 3 waiting")
     assert lines[5] == "memo: triage: final triage pass, up to 45 s"
     assert lines[6].startswith("memo: campaign night budget spent: 300 mutants, 90 executed in 0:02:05;")
     assert "; triage left: 3 bugs (`python -m memo report night --triage --budget 90` does it)" in lines[6]
