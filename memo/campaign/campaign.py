@@ -110,6 +110,8 @@ class Campaign:
         """The models in flight, then the final triage pass, all before the slot's final deadline (less the time
         closing takes). Models still running then are left to ``--resume``; a background triage pass still
         running then means no final pass: what is left goes to ``memo report NAME --triage``."""
+        if pipeline.executor is None:  # --no-execute: nothing in flight, nothing to triage
+            return
         until = self.slot.final_deadline(time.monotonic()) - self.slot.closing_s()
 
         def tick() -> None:  # the final phase shows its progress too (a nightly log is not silent for its last part)
