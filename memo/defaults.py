@@ -39,3 +39,7 @@ DEFAULT_MAX_PARENT_RECURRENT = 2
 # <model, operator>, and with this probability the model it chose is mutated by Target instead of the
 # operator it chose (``memo fuzz --directed``); see docs/mutation.md, "Directed share".
 DEFAULT_DIRECTED_SHARE = 0.5
+
+# Without a terminal (cron, CI, ``memo fuzz > log``), a campaign prints a plain progress line this often
+# (``memo fuzz --progress-every``; memo.campaign.progress.PlainReporter).
+DEFAULT_PROGRESS_EVERY_S = 60.0

@@ -252,6 +252,7 @@ class DifferentialExecutor:
         self._pool.shutdown(wait=False, cancel_futures=True)
         workers = [worker for group in self._workers.values() for worker in group]
         for worker in workers:
+            worker.retire()
             worker.ask_to_exit()
         deadline = time.monotonic() + 3.0
         for worker in workers:

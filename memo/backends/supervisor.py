@@ -75,6 +75,7 @@ class WorkerProcess:
         self._buffer = b""
         self._stderr_path: Path | None = None
         self.start_failure: StageResult | None = None  # set when the library cannot even be imported
+        self.retired = False  # its executor closed: a request no longer starts it again (see :meth:`retire`)
 
     # ------------------------------------------------------------------ life cycle
     @property
@@ -122,6 +123,12 @@ class WorkerProcess:
         self.kill()
         self.start_failure = failure
         return failure
+
+    def retire(self) -> None:
+        """Its executor is closing: a request still on its way (a converter's next model, a thread that outlived
+        the campaign) gets a skipped stage instead of a freshly started worker, which would keep memo from exiting
+        for a library's start-up."""
+        self.retired = True
 
     def ask_to_exit(self) -> None:
         """Send the exit request without waiting (lets several workers shut down side by side)."""
@@ -182,6 +189,8 @@ class WorkerProcess:
         """Send one request; never raises for anything the library does. ``timeout_s``: the per-model limit
         (see :meth:`limit_for`); a worker started now starts under its own start-up limit, not this one."""
         if not self.alive:
+            if self.retired:
+                return Reply(stages=[StageResult(stage="start", status="skipped", message="the executor was closed")])
             failure = self.start()
             if failure is not None:
                 return Reply(stages=[failure])

@@ -2,8 +2,9 @@
 
 The generation loop (:mod:`memo.campaign.loop`) advances one step at a time; the pipelines
 (:mod:`memo.campaign.pipeline`) execute, judge and record its mutants beside it; between steps the
-campaign does its periodic work (:mod:`memo.campaign.schedule`). A full disk, or the ``--max-disk``
-budget with nothing left to delete, stops the campaign like Ctrl-C does.
+campaign does its periodic work (:mod:`memo.campaign.schedule`). A timed campaign fuzzes, then finishes the
+models in flight and a final triage pass, all within its slot (:mod:`memo.campaign.slot`). A full disk, or the
+``--max-disk`` budget with nothing left to delete, stops the campaign like Ctrl-C does.
 """
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from memo.campaign.loop import GenerationLoop
 from memo.campaign.pipeline import Pipeline
 from memo.campaign.progress import Reporter
 from memo.campaign.schedule import HISTORY_EVERY_S, PROGRESS_EVERY_S, STOP_TRIAGE_WAIT_S, Every, TriageSchedule
+from memo.campaign.slot import Slot
 from memo.campaign.stop import BUDGET_SPENT, StopFlag
 from memo.diskspace import is_disk_full
 from memo.errors import MemoError
@@ -36,9 +38,11 @@ class Campaign:
     """A campaign bound to its store; :meth:`run` fuzzes until the budget or a signal stops it."""
 
     def __init__(self, directory: Path, config: CampaignConfig, reporter: Reporter, *, resume: bool = False,
-                 executor: Executor | None = None, stop: StopFlag | None = None) -> None:
+                 executor: Executor | None = None, stop: StopFlag | None = None, started: float | None = None) -> None:
         """``executor``: the one executor every pipeline uses (a cluster's, :mod:`memo.cluster`) instead of
-        local worker sets; the campaign closes it. ``stop``: the flag that executor watches."""
+        local worker sets; the campaign closes it. ``stop``: the flag that executor watches. ``started``: when
+        the command began (monotonic clock), where the time budget's slot starts; default now."""
+        self.started = time.monotonic() if started is None else started
         self.directory = Path(directory)
         self.executor = executor
         self.config = config
@@ -49,6 +53,7 @@ class Campaign:
         self.artifacts_root = (MUTANTS_DIR / config.name).resolve()  # workers run in other directories
         self.stop = stop or StopFlag()
         self.pipeline: Pipeline | None = None
+        self.progress_every = Every(PROGRESS_EVERY_S)
         self.loop = GenerationLoop(config, self.store)
         self.triage = TriageSchedule(self.directory, self.store, config, reporter, self.stop)
         try:
@@ -61,6 +66,7 @@ class Campaign:
             stored = list(stored_signatures(self.store))  # one walk of the stored results, for both
             self.disk.load(stored)
             self.firsts = FirstShown.of(stored)
+            self.slot = Slot(self.started, config.budget.remaining(self.loop.elapsed_before), config.triage_budget_s)
         except BaseException:
             self.store.close()
             if fresh:  # a campaign that could not start leaves nothing behind
@@ -73,8 +79,10 @@ class Campaign:
         self.loop.start_clock()
         self.stop.install()
         pipeline = Pipeline(self.config, self.store, self.disk, self.stop, self.reporter, self.loop.counters,
-                            self.loop.findings, self.artifacts_root, executor=self.executor, firsts=self.firsts)
+                            self.loop.findings, self.artifacts_root, executor=self.executor, firsts=self.firsts,
+                            fuzzing_ends=self.slot.fuzzing_ends())
         self.pipeline = pipeline
+        pipeline.on_wait = self._progress  # a step waiting for a slow model still shows progress
         stopped_because = BUDGET_SPENT
         try:
             pipeline.start()
@@ -82,9 +90,7 @@ class Campaign:
             stopped_because = self._fuzz(pipeline)
             self.loop.stop_clock()
             if not self.stop:
-                pipeline.drain()
-                self.triage.stop(timeout_s=None)
-                self.triage.final_pass(pipeline.executor)
+                self._final_phase(pipeline)
         except KeyboardInterrupt:
             stopped_because = "interrupted"
         except (OSError, sqlite3.Error) as exc:
@@ -100,6 +106,29 @@ class Campaign:
             self.stop.restore()
         return self._end(stopped_because)
 
+    def _final_phase(self, pipeline: Pipeline) -> None:
+        """The models in flight, then the final triage pass, all before the slot's final deadline (less the time
+        closing takes). Models still running then are left to ``--resume``; a background triage pass still
+        running then means no final pass: what is left goes to ``memo report NAME --triage``."""
+        if pipeline.executor is None:  # --no-execute: nothing in flight, nothing to triage
+            return
+        until = self.slot.final_deadline(time.monotonic()) - self.slot.closing_s()
+
+        def tick() -> None:  # the final phase shows its progress too (a nightly log is not silent for its last part)
+            self._progress(final={"in_flight": len(pipeline.in_flight), "left_s": max(0.0, until - time.monotonic())})
+
+        self.reporter.finding({"mutant_id": "-", "kind": "final", "backend": "memo", "stage": "final",
+                               "message": f"fuzzing over: {len(pipeline.in_flight)} models in flight to finish, then "
+                                          f"final triage, for up to {max(0.0, until - time.monotonic()):.0f} s"})
+        while pipeline.in_flight and time.monotonic() < until:
+            pipeline.drain(until=min(until, time.monotonic() + 1.0))
+            tick()
+        while not self.triage.stop(timeout_s=min(1.0, max(0.0, until - time.monotonic()))):
+            if time.monotonic() >= until:
+                return
+            tick()
+        self.triage.final_pass(pipeline.executor, until=until, tick=tick)
+
     def _start(self, pipeline: Pipeline) -> None:
         executor = pipeline.executor
         if executor is not None:
@@ -109,29 +138,41 @@ class Campaign:
         self.store.set_meta("artifacts_root", str(self.artifacts_root))
         self.reporter.start({"name": self.config.name, "seeds": list(self.loop.seed_pool), "seed": self.config.seed,
                              "backends": executor.backend_names if executor is not None else [],
-                             "search": self.config.search, "directory": str(self.directory)})
+                             "search": self.config.search, "directory": str(self.directory),
+                             "plan": self.slot.plan(), "iterations": self.config.budget.iterations})
         pipeline.resubmit_unexecuted()
 
     def _fuzz(self, pipeline: Pipeline) -> str:
         """Step until the budget is spent (:data:`BUDGET_SPENT`) or a stop is requested (its reason)."""
-        progress, history = Every(PROGRESS_EVERY_S), Every(HISTORY_EVERY_S)
+        history = Every(HISTORY_EVERY_S)
         rewalk = Every(REWALK_EVERY_S, last=time.monotonic())
         while True:
             if self.stop:
                 return self.stop.reason or "stopped"
-            if self.config.budget.exhausted(self.loop.elapsed(), self.loop.counters["generated"]):
+            if (self.config.budget.exhausted(self.loop.elapsed(), self.loop.counters["generated"])
+                    or self.slot.fuzzing_over(time.monotonic())):
                 return BUDGET_SPENT
             pipeline.collect(limit=2 * max(1, self.config.jobs))
             self.loop.advance(pipeline.submit, pipeline.outcome)
             now = time.monotonic()
-            if progress.due(now):
-                self.reporter.progress(self.snapshot())
+            self._progress()
             if history.due(now):
                 self._history_point()
             if rewalk.due(now):
                 self.disk.rewalk()
                 pipeline.enforce_disk()
-            self.triage.keep_up(sum(self.loop.findings.values()), pipeline.executor)
+            self.triage.keep_up(sum(self.loop.findings.values()), pipeline.executor, ends_by=self._triage_ends_by())
+
+    def _progress(self, final: JsonObject | None = None) -> None:
+        """Give the reporter a snapshot when one is due (``final``: the final phase's models in flight and time
+        left)."""
+        if self.progress_every.due(time.monotonic()):
+            self.reporter.progress(self.snapshot() if final is None else {**self.snapshot(), "final": final})
+
+    def _triage_ends_by(self) -> float | None:
+        """When background triage passes must be over: at the end of the fuzzing time, so that the one running
+        then has the final phase to finish its unit of work, and the final pass the workers to itself."""
+        return self.slot.fuzzing_ends()
 
     def _end(self, stopped_because: str) -> JsonObject:
         self._quietly_on_full_disk(self._history_point)
@@ -139,6 +180,9 @@ class Campaign:
         summary = self.snapshot()
         summary.update({"name": self.config.name, "stopped_because": stopped_because,
                         "directory": str(self.directory)})
+        left = self._quietly_on_full_disk(self.triage.left)  # it deduplicates: before the report, which reads the bugs
+        if left:
+            summary["triage_left"] = left
         summary["report"] = self._write_report()
         if summary["report"] is None and self.report_error:
             summary["report_error"] = self.report_error

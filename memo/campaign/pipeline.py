@@ -16,6 +16,7 @@ import traceback
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from memo.artifact import prepare_artifact
 from memo.backends.executor import DifferentialExecutor, ExecutionAbandoned, Executor
@@ -35,6 +36,7 @@ from memo.model.ir import ModelIR
 from memo.mutation.nan import has_injection
 from memo.oracle import Verdict, judge
 from memo.store import CampaignStore
+from memo.triage.signature import BUG_KINDS, signature
 
 
 @dataclass
@@ -55,10 +57,14 @@ class Pipeline:
 
     def __init__(self, config: CampaignConfig, store: CampaignStore, disk: DiskBudget, stop: StopFlag,
                  reporter: Reporter, counters: dict[str, int], findings: dict[str, int],
-                 artifacts_root: Path, executor: Executor | None = None, firsts: FirstShown | None = None) -> None:
+                 artifacts_root: Path, executor: Executor | None = None, firsts: FirstShown | None = None,
+                 fuzzing_ends: float | None = None) -> None:
         """``executor``: one executor for every pipeline (a cluster's), instead of local worker sets; the
         pipeline closes it with its own. ``firsts``: which model first showed each signature among the stored
-        executions (built from the store when not given)."""
+        executions (built from the store when not given). ``fuzzing_ends`` (monotonic clock): generation waits
+        for no outcome past it (a timed campaign's fuzzing is over then)."""
+        self.fuzzing_ends = fuzzing_ends
+        self.on_wait: Callable[[], None] | None = None  # called while generation waits (the campaign's progress)
         self.config = config
         self.store = store
         self.disk = disk
@@ -148,25 +154,37 @@ class Pipeline:
 
     def collect(self, limit: int | None = None) -> None:
         """Store every finished execution, in whatever order they finished (one slow model must not hold up
-        the others' pipelines); with ``limit``, wait until fewer than ``limit`` remain (checking for a stop)."""
+        the others' pipelines); with ``limit``, wait until fewer than ``limit`` remain (or a stop, or the end of
+        the fuzzing time)."""
         while True:
             for execution in [e for e in self.in_flight if e.future.done()]:
                 self.in_flight.remove(execution)
                 self._store_execution(execution)
-            if limit is None or len(self.in_flight) < limit or self.stop:
+            if limit is None or len(self.in_flight) < limit or self._done_waiting():
                 return
             wait([e.future for e in self.in_flight], timeout=0.25, return_when=FIRST_COMPLETED)
+            self._waited()
+
+    def _waited(self) -> None:
+        if self.on_wait is not None:
+            self.on_wait()
+
+    def _done_waiting(self) -> bool:
+        """Generation waits no longer: the campaign stops, or its fuzzing time is over."""
+        return bool(self.stop) or (self.fuzzing_ends is not None and time.monotonic() >= self.fuzzing_ends)
 
     def outcome(self, mutant_id: int) -> Outcome | None:
         """What generation learns from a submitted mutant's execution, waiting for it if it is in flight (it is
-        taken: asked once); from the store when it ran before a resume; None when the campaign stops first."""
+        taken: asked once); from the store when it ran before a resume; None when the campaign stops, or its
+        fuzzing time ends, first."""
         while mutant_id not in self.outcomes:
-            if self.stop:
+            if self._done_waiting():
                 return None
             running = [e.future for e in self.in_flight if e.mutant_id == mutant_id]
             if not running:
                 return self._stored_outcome(mutant_id)
             wait(running, timeout=0.25)
+            self._waited()
             self.collect()
         self._learn(mutant_id)
         return self.outcomes.pop(mutant_id)
@@ -202,9 +220,14 @@ class Pipeline:
         return Outcome(reference_ran=reference is not None and reference.status == "ok",
                        signatures=frozenset(signatures), known=self.firsts.known_before(mutant_id, signatures))
 
-    def drain(self) -> None:
-        """Wait for every execution in flight and store it, in submission order."""
+    def drain(self, until: float | None = None) -> None:
+        """Wait for every execution in flight and store it, in submission order; with ``until`` (monotonic
+        clock), only until then: the executions still in flight stay there, unstored (``--resume`` runs them)."""
         while self.in_flight:
+            if until is not None:
+                left = until - time.monotonic()
+                if left <= 0 or not wait([self.in_flight[0].future], timeout=left).done:
+                    return
             self._store_execution(self.in_flight.pop(0))
 
     # ------------------------------------------------------------------ judge, record
@@ -252,7 +275,8 @@ class Pipeline:
             label = f"{verdict.kind}:{verdict.backend}"
             self.findings[label] = self.findings.get(label, 0) + 1
             self.reporter.finding({"mutant_id": execution.mutant_id, "kind": verdict.kind, "backend": verdict.backend,
-                                   "stage": verdict.stage, "message": verdict.message})
+                                   "stage": verdict.stage, "message": verdict.message,
+                                   "signature": signature(verdict, result, None) if verdict.kind in BUG_KINDS else None})
         if not keep:
             shutil.rmtree(execution.artifact_dir, ignore_errors=True)
         self.enforce_disk()

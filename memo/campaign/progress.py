@@ -1,7 +1,9 @@
-"""How a running campaign shows itself: a live rich panel, nothing (``--quiet``), or JSON lines (``--json``).
+"""How a running campaign shows itself: a live rich panel on a terminal, plain log lines without one (cron,
+CI, ``> log``), nothing (``--quiet``), or JSON lines (``--json``).
 
-Every reporter receives the same events: ``start``, ``progress`` (a snapshot dict), ``finding`` and
-``end``. The registry picks one by name, so adding a reporter means adding one class.
+Every reporter receives the same events: ``start`` (with the time plan, :mod:`memo.campaign.slot`),
+``progress`` (a snapshot dict, a few times a second), ``finding`` and ``end``. The registry picks one by
+name, so adding a reporter means adding one class.
 """
 from __future__ import annotations
 
@@ -15,8 +17,13 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from memo.defaults import DEFAULT_PROGRESS_EVERY_S
 from memo.diskspace import format_size
 from memo.json_types import JsonObject
+from memo.text import without_ansi
+
+HEADLINE_WIDTH = 160
+HEADLINE_COVERAGE = ("types", "pairs", "params")  # the plain line's coverage; the report has the rest
 
 
 class FindingEvent(TypedDict):
@@ -28,10 +35,14 @@ class FindingEvent(TypedDict):
     backend: str
     stage: NotRequired[str | None]
     message: str
+    signature: NotRequired[str | None]  # the bug it shows (triage's signature; None: not a bug kind)
 
 
 class Reporter:
     """Base reporter: ignores everything."""
+
+    def starting(self, name: str) -> None:
+        """The command began: the seeds load and the workers start (a minute on a loaded machine) before ``start``."""
 
     def start(self, info: JsonObject) -> None: ...
 
@@ -90,6 +101,8 @@ class LiveReporter(Reporter):
         self.console.print(f"[bold]memo fuzz[/bold] campaign [cyan]{info['name']}[/cyan]: "
                            f"{len(info.get('seeds', []))} seeds, {len(info.get('backends', []))} backends, "
                            f"search {info.get('search')}, seed {info.get('seed')}")
+        if info.get("plan"):
+            self.console.print(plan_line(info["plan"], info.get("iterations")), markup=False)
         self.live.start()
         self.started = True
 
@@ -114,9 +127,7 @@ class LiveReporter(Reporter):
 
     def _render(self, snap: JsonObject) -> Any:
         table = Table(show_header=False, box=None, padding=(0, 1))
-        remaining = snap.get("remaining_s")
-        table.add_row("time", f"{_clock(snap['elapsed_s'])} elapsed"
-                      + (f", {_clock(remaining)} left" if remaining is not None else ""))
+        table.add_row("time", time_line(snap))
         table.add_row("mutants", f"{snap['generated']} generated ({snap['generated_per_s']:.1f}/s), "
                       f"{snap['valid']} valid, {snap['diverse']} diverse, "
                       f"{snap['executed']} executed ({snap['executed_per_s']:.2f}/s)")
@@ -133,6 +144,124 @@ class LiveReporter(Reporter):
             table.add_row("cluster", cluster_line(snap["cluster"]))
         recent = Text("\n".join(self.recent), style="dim") if self.recent else Text("")
         return Group(table, recent)
+
+
+class PlainReporter(Reporter):
+    """For a run without a terminal (cron, CI, ``nohup``, ``> log``): plain lines a log keeps, each flushed at
+    once and stamped with the time of day: the start and the time plan, one progress line every ``every_s``,
+    each new bug's headline as it is found, memo's own news (the final triage pass), and the summary."""
+
+    def __init__(self, stream: TextIO | None = None, every_s: float = DEFAULT_PROGRESS_EVERY_S) -> None:
+        self.stream = stream or sys.stdout
+        self.every_s = every_s
+        self.next_line = time.monotonic() + every_s  # from the command's start: the start-up counts as a minute too
+        self.headlined: set[str] = set()  # the bug signatures whose headline was printed
+
+    def _print(self, text: str) -> None:
+        print(f"[{time.strftime('%H:%M:%S')}] {text}", file=self.stream, flush=True)
+
+    def starting(self, name: str) -> None:
+        self._print(f"memo fuzz: campaign {name}: loading the seeds, starting the workers")
+
+    def start(self, info: JsonObject) -> None:
+        self._print(f"memo fuzz: campaign {info['name']}: {len(info.get('seeds', []))} seeds, "
+                    f"{len(info.get('backends', []))} backends, search {info.get('search')}, seed {info.get('seed')}")
+        if info.get("plan"):
+            self._print(f"memo: {plan_line(info['plan'], info.get('iterations'))}")
+
+    def progress(self, snapshot: JsonObject) -> None:
+        now = time.monotonic()
+        if now < self.next_line:
+            return
+        self.next_line = now + self.every_s
+        self._print(progress_line(snapshot, bugs=len(self.headlined)))
+
+    def finding(self, finding: FindingEvent) -> None:
+        if finding["backend"] == "memo":  # memo's own news: the final triage pass, a triage or report error
+            self._print(f"memo: {finding['kind']}: {_first_line(finding['message'])}")
+            return
+        bug = finding.get("signature")
+        if bug is None or bug in self.headlined:
+            return
+        self.headlined.add(bug)
+        self._print(f"memo: new bug {len(self.headlined)}: {headline(finding)}")
+
+    def end(self, summary: JsonObject) -> None:
+        self._print(summary_line(summary))
+
+
+def headline(finding: FindingEvent) -> str:
+    """``crash in onnxruntime (run) on mutant 412: Non-zero status code returned while running Gather...``"""
+    stage = f" ({finding['stage']})" if finding.get("stage") else ""
+    message = _first_line(finding["message"])
+    return f"{finding['kind']} in {finding['backend']}{stage} on mutant {finding['mutant_id']}" + (
+        f": {message}" if message else "")
+
+
+def _first_line(text: str, width: int = HEADLINE_WIDTH) -> str:
+    line = next((line.strip() for line in without_ansi(text or "").splitlines() if line.strip()), "")
+    return line if len(line) <= width else line[:width - 3] + "..."
+
+
+def progress_line(snap: JsonObject, *, bugs: int | None = None) -> str:
+    """One plain progress line: time, executed models and their rate, coverage, findings, triage."""
+    parts = [time_line(snap),
+             f"{snap['generated']} generated, {snap['executed']} executed ({60 * snap['executed_per_s']:.1f}/min)",
+             "coverage " + ", ".join(f"{name} {covered}/{total}" for name, (covered, total) in snap["coverage"].items()
+                                     if name in HEADLINE_COVERAGE)]
+    findings = snap.get("findings", {})
+    count = sum(findings.values())
+    parts.append((f"{_count(bugs, 'bug')}, " if bugs is not None else "") + _count(count, "finding")
+                 + (f" ({', '.join(f'{k} {v}' for k, v in sorted(findings.items()))})" if findings else ""))
+    if snap.get("triage"):
+        waiting = snap["triage"].get("waiting")
+        parts.append("triage: " + triage_line(snap["triage"])
+                     + (f", {waiting} waiting" if waiting is not None else ""))
+    if snap.get("disk"):
+        parts.append("disk " + disk_line(snap["disk"]))
+    return "memo: " + "; ".join(parts)
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}" + ("" if number == 1 else "s")
+
+
+def time_line(snap: JsonObject) -> str:
+    """``0:02:05 elapsed, 0:06:55 left``; in the final phase, ``fuzzed 0:09:00; final phase: 2 models in flight,
+    0:00:40 left``."""
+    final = snap.get("final")
+    if final:
+        in_flight = f"{final['in_flight']} models in flight, " if final.get("in_flight") else ""
+        return f"fuzzed {_clock(snap['elapsed_s'])}; final phase: {in_flight}{_clock(final['left_s'])} left"
+    remaining = snap.get("remaining_s")
+    return f"{_clock(snap['elapsed_s'])} elapsed" + (f", {_clock(remaining)} left" if remaining is not None else "")
+
+
+def plan_line(plan: JsonObject, iterations: int | None = None) -> str:
+    """``fuzzing 9 min, final triage up to 1 min, ends by 23:40``: how a campaign splits its time."""
+    fuzzing = plan.get("fuzzing_s")
+    first = f"fuzzing {_duration(fuzzing)}" if fuzzing is not None else f"fuzzing until {iterations} mutants"
+    ends_at = plan.get("ends_at")
+    if ends_at is None:
+        return f"{first}, then final triage up to {_duration(plan['final_s'])}"
+    same_day = time.strftime("%Y-%m-%d", time.localtime(ends_at)) == time.strftime("%Y-%m-%d")
+    end = time.strftime("%H:%M" if same_day else "%Y-%m-%d %H:%M", time.localtime(ends_at))
+    return f"{first}, final triage up to {_duration(plan['final_s'])}, ends by {end}"
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    if seconds < 2 * 3600:
+        return f"{round(seconds / 60, 1):g} min"
+    return f"{round(seconds / 3600, 2):g} h"
+
+
+def left_line(name: str, left: JsonObject) -> str:
+    """``triage left: 3 bugs, 12 localizations (`python -m memo report NAME --triage --budget 150` does it)``."""
+    parts = [f"{left[key]} {key if left[key] != 1 else key[:-1]}" for key in ("bugs", "localizations") if left.get(key)]
+    return (f"triage left: {', '.join(parts)} (`python -m memo report {name} --triage --budget {left['budget_s']}` "
+            "does it)")
 
 
 def _clock(seconds: float | None) -> str:
@@ -175,6 +304,8 @@ def summary_line(summary: JsonObject) -> str:
     cluster = summary.get("cluster")
     if cluster:
         disk += f"; cluster {cluster_line(cluster)}"
+    if summary.get("triage_left"):
+        disk += f"; {left_line(summary['name'], summary['triage_left'])}"
     return (f"memo: campaign {summary['name']} {summary.get('stopped_because', 'ended')}: "
             f"{summary['generated']} mutants, {summary['executed']} executed in {_clock(summary['elapsed_s'])}; "
             f"coverage {cov}; {findings}{disk}{report}")
@@ -182,6 +313,14 @@ def summary_line(summary: JsonObject) -> str:
 
 REPORTERS: dict[str, Callable[[], Reporter]] = {
     "live": LiveReporter,
+    "plain": PlainReporter,
     "quiet": QuietReporter,
     "json": JsonLinesReporter,
 }
+
+
+def make_reporter(view: str | None = None, *, every_s: float = DEFAULT_PROGRESS_EVERY_S) -> Reporter:
+    """The reporter named ``view``; None: the live panel on a terminal, plain lines otherwise (a log, cron, CI).
+    ``every_s``: seconds between plain progress lines."""
+    name = view or ("live" if sys.stdout.isatty() else "plain")
+    return PlainReporter(every_s=every_s) if name == "plain" else REPORTERS[name]()

@@ -3,7 +3,9 @@ triage beside the campaign (started on the first findings, poked on new ones) an
 """
 from __future__ import annotations
 
+import time
 from pathlib import Path
+from typing import Callable
 
 from memo.backends.executor import Executor
 from memo.campaign.config import CampaignConfig
@@ -12,13 +14,15 @@ from memo.campaign.stop import StopFlag
 from memo.diskspace import is_disk_full
 from memo.json_types import JsonObject
 from memo.store import CampaignStore
-from memo.triage import TriageService, seconds_wanted, triage_campaign
+from memo.triage import (TriageService, TriageSummary, pending_bugs, pending_localizations, seconds_for,
+                         triage_campaign)
 from memo.triage.dedup import update_bugs
 
 PROGRESS_EVERY_S = 0.5
 HISTORY_EVERY_S = 10.0
 STOP_TRIAGE_WAIT_S = 10.0  # on Ctrl-C, how long the background triage may take to finish its unit of work
-FINAL_TRIAGE_CEILING_S = 1800.0  # for campaigns bounded by iterations only
+WAITING_EVERY_S = 20.0  # how often the progress figures recount the bugs waiting for triage
+FINAL_SLICE_S = 60.0  # the final pass runs in slices this long, a progress line between them
 
 
 class Every:
@@ -48,47 +52,65 @@ class TriageSchedule:
         self.stop_flag = stop
         self.service: TriageService | None = None
         self.triaged_findings = 0
+        self.waiting: int | None = None  # bugs waiting for triage, as last counted
+        self.counted = Every(WAITING_EVERY_S)
+        self.final_totals = TriageSummary()  # what the final pass did
 
-    def keep_up(self, findings: int, executor: Executor | None) -> None:
-        """Start the background triage on the first findings, and wake it on each new one."""
+    def keep_up(self, findings: int, executor: Executor | None, ends_by: float | None = None) -> None:
+        """Start the background triage on the first findings, and wake it on each new one. ``ends_by``
+        (monotonic clock): no background pass is budgeted past it (a timed campaign's fuzzing time)."""
         if findings <= self.triaged_findings or executor is None:
             return
         if self.service is None:
-            self.service = TriageService(self.directory, executor, on_disk_full=self.stop_flag.disk_full).start()
+            self.service = TriageService(self.directory, executor, on_disk_full=self.stop_flag.disk_full,
+                                         ends_by=ends_by).start()
         else:
             self.service.poke()
         self.triaged_findings = findings
 
-    def stop(self, timeout_s: float | None) -> None:
-        """Stop the background triage (``None``: let it finish its unit of work, however long)."""
-        if self.service is not None:
-            self.service.stop(timeout_s)
+    def stop(self, timeout_s: float | None) -> bool:
+        """Stop the background triage (``None``: let it finish its unit of work, however long); whether it is
+        over (a pass still running after ``timeout_s`` still uses the workers and the bug folders)."""
+        return self.service is None or self.service.stop(timeout_s)
 
     def figures(self) -> JsonObject:
-        """What the background triage did so far, for progress lines."""
+        """What the background triage did so far, and the bugs waiting for it (recounted now and then), for
+        progress lines."""
         if self.service is None:
             return {}
-        totals = self.service.totals
-        return {"reduced": totals.reduced, "scripts": totals.scripts, "reproduced": totals.reproduced,
-                "merged": totals.merged, "errors": len(totals.errors)}
+        if self.counted.due(time.monotonic()):
+            self.waiting = len(pending_bugs(self.store))
+        totals = (self.service.totals, self.final_totals)
+        figures: JsonObject = {name: sum(getattr(part, name) for part in totals)
+                               for name in ("reduced", "scripts", "reproduced", "merged")}
+        return {**figures, "errors": sum(len(part.errors) for part in totals), "waiting": self.waiting}
 
-    def final_budget(self) -> float:
-        """Sized to the bugs still to triage (a short campaign's final pass finishes them), within the
-        configured floor and half the campaign's own length."""
+    def left(self) -> JsonObject | None:
+        """The triage this campaign leaves undone (None: nothing), and the budget that finishes it, for the
+        summary: ``memo report NAME --triage --budget S`` does it."""
         update_bugs(self.store)
-        wanted = seconds_wanted(self.store)
-        ceiling = max(self.config.triage_budget_s, 0.5 * (self.config.budget.seconds or FINAL_TRIAGE_CEILING_S))
-        return min(ceiling, max(self.config.triage_budget_s, wanted))
+        bugs, localizations = len(pending_bugs(self.store)), len(pending_localizations(self.store))
+        if not bugs and not localizations:
+            return None
+        return {"bugs": bugs, "localizations": localizations,
+                "budget_s": round(seconds_for(bugs, localizations))}
 
-    def final_pass(self, executor: Executor | None) -> None:
-        """The final triage pass, on the campaign's warm workers; its failure loses nothing stored."""
-        if executor is None:
+    def final_pass(self, executor: Executor | None, until: float, tick: Callable[[], None] | None = None) -> None:
+        """The final triage pass, on the campaign's warm workers, until ``until`` (monotonic clock; it ends sooner
+        when nothing is left), in slices of at most :data:`FINAL_SLICE_S` with a ``tick`` after each (the
+        campaign's progress line); its failure loses nothing stored."""
+        if executor is None or until - time.monotonic() <= 1:
             return
         try:
-            budget = self.final_budget()
-            self.reporter.finding({"mutant_id": "-", "kind": "triage", "backend": "memo",
-                                   "stage": "final", "message": f"final triage pass, up to {budget:.0f} s"})
-            triage_campaign(self.store, executor=executor, time_budget_s=budget)
+            self.reporter.finding({"mutant_id": "-", "kind": "triage", "backend": "memo", "stage": "final",
+                                   "message": f"final triage pass, up to {until - time.monotonic():.0f} s"})
+            while (left := until - time.monotonic()) > 1:
+                summary = triage_campaign(self.store, executor=executor, time_budget_s=min(FINAL_SLICE_S, left))
+                self.final_totals.add(summary)
+                if tick is not None:
+                    tick()
+                if not summary.worked and summary.seconds < min(FINAL_SLICE_S, left) - 1:
+                    break  # nothing left that this pass could do
         except Exception as exc:  # triage is best effort; the findings are stored already
             if is_disk_full(exc):
                 self.stop_flag.disk_full()

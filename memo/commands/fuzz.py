@@ -5,11 +5,12 @@ import argparse
 import os
 import sqlite3
 import sys
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memo.defaults import (DEFAULT_DIRECTED_SHARE, DEFAULT_MAX_PARENT_COST, DEFAULT_MAX_PARENT_LAYERS,
-                           DEFAULT_MAX_PARENT_RECURRENT, DEFAULT_TIMEOUT_S)
+                           DEFAULT_MAX_PARENT_RECURRENT, DEFAULT_PROGRESS_EVERY_S, DEFAULT_TIMEOUT_S)
 from memo.diskspace import format_size, is_disk_full, parse_size, tree_bytes
 from memo.device_flags import add_device_arguments, check_device_arguments
 from memo.errors import UsageError
@@ -26,10 +27,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("fuzz", help="run a coverage-guided fuzzing campaign",
                               description="Mutate the seed models guided by layer coverage, run every diverse "
                                           "mutant on every backend, store findings, and write the report.")
-    budget = p.add_argument_group("budget (the first reached ends the campaign)")
+    budget = p.add_argument_group("budget (the first reached ends the campaign)",
+                                  "A time budget is a slot: fuzzing, the models in flight and the final triage pass "
+                                  "all end within it (the final part gets a tenth, 15 s to 20 min; the split is "
+                                  "printed at the start). Triage left over: memo report NAME --triage.")
     budget.add_argument("--hours", type=float)
     budget.add_argument("--minutes", type=float)
     budget.add_argument("--iterations", type=int, help="number of mutants to generate")
+    budget.add_argument("--final-triage", type=float, metavar="MINUTES",
+                        help="give the models in flight and the final triage pass their own bound, after the whole "
+                             "budget of fuzzing (0: none, leave triage to memo report NAME --triage)")
     p.add_argument("--seed", type=int, default=0,
                    help="random seed: with the same --jobs and flags, the same seed gives the same mutants (README)")
     p.add_argument("--backends", help="comma-separated backends (default: all default backends)")
@@ -75,6 +82,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     view = p.add_mutually_exclusive_group()
     view.add_argument("--quiet", action="store_true", help="print only the final summary")
     view.add_argument("--json", action="store_true", help="print one JSON line per event")
+    p.add_argument("--progress-every", type=float, default=DEFAULT_PROGRESS_EVERY_S, metavar="SECONDS",
+                   help="without a terminal (cron, CI, > log): seconds between progress lines "
+                        f"(default {DEFAULT_PROGRESS_EVERY_S:g}); each new bug has its own line at once")
     p.set_defaults(func=run)
 
 
@@ -84,9 +94,14 @@ def _budget_seconds(args: argparse.Namespace) -> float | None:
     return min(given) if given else None
 
 
-def _triage_budget(seconds: float | None) -> float:
-    """Final triage gets a tenth of a timed campaign (15 s to 2 min), so --minutes 5 ends near 5 minutes."""
-    return 120.0 if seconds is None else min(120.0, max(15.0, seconds / 10))
+def _split_budget(args: argparse.Namespace) -> tuple[float | None, float]:
+    """(fuzzing seconds, final phase seconds): the time budget is a slot both fit in, unless --final-triage."""
+    from memo.campaign.slot import split_budget
+
+    final = getattr(args, "final_triage", None)
+    if final is not None and final < 0:
+        raise UsageError(f"--final-triage must be 0 or more minutes (got {final:g})")
+    return split_budget(_budget_seconds(args), None if final is None else final * 60)
 
 
 def _unused_name(base: str, directory_of) -> str:
@@ -149,17 +164,20 @@ def _max_disk(args: argparse.Namespace) -> int | None:
 
 
 def run(args: argparse.Namespace) -> int:
+    started = time.monotonic()  # a time budget's slot starts now: the start-up is inside it
     from memo.campaign.campaign import Campaign
     from memo.campaign.config import DEFAULT_MAX_DISK, Budget, CampaignConfig, default_jobs, default_name
     from memo.campaign.disk import DISK_STOPS, EXIT_DISK, space_warning
-    from memo.campaign.progress import REPORTERS
+    from memo.campaign.progress import make_reporter
     from memo.campaign.stop import StopFlag
     from memo.cluster import CLUSTER_LOST, EXIT_CLUSTER
     from memo.paths import MUTANTS_DIR, campaign_dir
     from memo.store import CampaignStore
 
     max_disk = _max_disk(args)
-    reporter = REPORTERS["json" if args.json else "quiet" if args.quiet else "live"]()
+    if args.progress_every <= 0:
+        raise UsageError(f"--progress-every must be a positive number of seconds (got {args.progress_every:g})")
+    reporter = make_reporter("json" if args.json else "quiet" if args.quiet else None, every_s=args.progress_every)
     for plugin in args.backend_plugin:
         if not Path(plugin).is_file():
             raise UsageError(f"backend plugin {plugin}: no such file")
@@ -180,10 +198,11 @@ def run(args: argparse.Namespace) -> int:
         if saved is None:
             raise UsageError(f"{directory} holds no campaign configuration")
         config = CampaignConfig.from_json(saved)
-        seconds = _budget_seconds(args)
+        seconds, final_s = _split_budget(args)
         if seconds is not None or args.iterations:
             # a new budget on resume counts from the campaign's start, like the original one
             config.budget = Budget(seconds=seconds, iterations=args.iterations)
+            config.triage_budget_s = final_s
         if max_disk is not None or args.bugs_db:
             if max_disk is not None:
                 config.max_disk_bytes = max_disk
@@ -193,8 +212,9 @@ def run(args: argparse.Namespace) -> int:
                 store.set_meta("config", config.to_json())
     else:
         name = args.name or _unused_name(default_name(args.seed), campaign_dir)
+        fuzzing_s, final_s = _split_budget(args)
         config = CampaignConfig(
-            name=name, seed=args.seed, budget=Budget(seconds=_budget_seconds(args), iterations=args.iterations),
+            name=name, seed=args.seed, budget=Budget(seconds=fuzzing_s, iterations=args.iterations),
             backends=[b.strip() for b in args.backends.split(",") if b.strip()] if args.backends else None,
             plugins=[os.path.abspath(p) for p in args.backend_plugin], seeds_dir=args.seeds_dir,
             search=args.search, operators=[o.strip() for o in args.ops.split(",")] if args.ops else None,
@@ -202,16 +222,18 @@ def run(args: argparse.Namespace) -> int:
             reduce_seeds=not args.no_reduce, max_parent_layers=args.max_parent_layers,
             max_parent_cost=int(args.max_parent_cost),
             max_parent_recurrent=args.max_parent_recurrent, directed_share=args.directed,
-            triage_budget_s=_triage_budget(_budget_seconds(args)), reference=args.reference,
+            triage_budget_s=final_s, reference=args.reference,
             gpu_precision=args.gpu_precision, bugs_db=_bugs_db(args),
             max_disk_bytes=DEFAULT_MAX_DISK if max_disk is None else max_disk)
         directory = Path(args.out) if args.out else campaign_dir(name)
         if (directory / "campaign.sqlite").exists():
             raise UsageError(f"campaign {directory} exists already; use --resume {directory} or another --name")
+    reporter.starting(config.name)
     stop = StopFlag()
     executor = _cluster_executor(cluster_address, config, stop, jobs_given=args.jobs is not None or bool(args.resume))
     try:
-        campaign = Campaign(directory, config, reporter, resume=bool(args.resume), executor=executor, stop=stop)
+        campaign = Campaign(directory, config, reporter, resume=bool(args.resume), executor=executor, stop=stop,
+                            started=started)
     except BaseException as exc:
         if executor is not None:
             executor.close()

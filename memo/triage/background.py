@@ -8,6 +8,7 @@ deduplicated and picked up within a minute; when there is nothing to do the thre
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 from typing import Callable
 
@@ -25,12 +26,14 @@ class TriageService:
     """Runs triage passes in a daemon thread until :meth:`stop`; :attr:`totals` sums what they did."""
 
     def __init__(self, campaign_dir: Path, executor: Executor, *, pass_budget_s: float = PASS_BUDGET_S,
-                 on_disk_full: Callable[[], None] | None = None) -> None:
-        """``on_disk_full``: called (from the thread) when a pass fails for want of disk space."""
+                 on_disk_full: Callable[[], None] | None = None, ends_by: float | None = None) -> None:
+        """``on_disk_full``: called (from the thread) when a pass fails for want of disk space. ``ends_by``
+        (monotonic clock): no pass is budgeted past it (a timed campaign's slot ends then)."""
         self.campaign_dir = Path(campaign_dir)
         self.executor = executor
         self.on_disk_full = on_disk_full
         self.pass_budget_s = pass_budget_s
+        self.ends_by = ends_by
         self.totals = TriageSummary()
         self._stop = threading.Event()
         self._wake = threading.Event()
@@ -44,14 +47,26 @@ class TriageService:
         """New findings arrived: start the next pass now instead of after the idle wait."""
         self._wake.set()
 
-    def stop(self, timeout_s: float | None = None) -> None:
-        """Finish the current unit of work (a bug's reduction is bounded) and end the thread."""
+    def stop(self, timeout_s: float | None = None) -> bool:
+        """Finish the current unit of work (a bug's reduction is bounded) and end the thread; whether it ended
+        within ``timeout_s``."""
         self._stop.set()
         self._wake.set()
         self._thread.join(timeout_s)
+        return not self._thread.is_alive()
+
+    def _budget(self) -> float:
+        """The next pass's seconds: :attr:`pass_budget_s`, less if the slot ends sooner."""
+        if self.ends_by is None:
+            return self.pass_budget_s
+        return min(self.pass_budget_s, self.ends_by - time.monotonic())
 
     def _work(self) -> None:
         while not self._stop.is_set():
+            if self._budget() <= 1:  # the slot's end: the campaign's own end finishes what is left
+                self._wake.wait(IDLE_WAIT_S)
+                self._wake.clear()
+                continue
             summary = self._one_pass()
             if not summary.worked:
                 self._wake.wait(IDLE_WAIT_S)
@@ -60,7 +75,7 @@ class TriageService:
     def _one_pass(self) -> TriageSummary:
         try:
             with CampaignStore(self.campaign_dir) as store:
-                summary = triage_campaign(store, executor=self.executor, time_budget_s=self.pass_budget_s)
+                summary = triage_campaign(store, executor=self.executor, time_budget_s=self._budget())
         except Exception as exc:  # noqa: BLE001  (the campaign goes on; the error is kept for the report)
             summary = TriageSummary(errors=[f"{type(exc).__name__}: {exc}"])
             if is_disk_full(exc) and self.on_disk_full is not None:
@@ -72,11 +87,7 @@ class TriageService:
                     store.triage.record_error(None, "background pass", summary.errors[0])
             except Exception:  # noqa: BLE001  (no store to record into; the summary keeps it)
                 pass
-        for name in ("new", "localized", "reduced", "merged", "scripts", "reproduced", "known"):
-            setattr(self.totals, name, getattr(self.totals, name) + getattr(summary, name))
-        self.totals.bugs = summary.bugs or self.totals.bugs
-        self.totals.seconds += summary.seconds
-        self.totals.errors.extend(summary.errors)
+        self.totals.add(summary)
         return summary
 
 

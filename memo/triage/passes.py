@@ -37,6 +37,9 @@ PER_BUG_S = 45.0
 HANG_TIMEOUTS = 5  # a hang's reduction may spend this many timeouts (each hanging candidate costs one)
 S_PER_PENDING_BUG = 30.0  # time to ask for per bug still to reduce (median reduction is well under this)
 S_PER_PENDING_LOCALIZATION = 4.0
+# A script check (a fresh process importing the library) starts only with this much of the pass left, so that a
+# timed campaign's last pass does not run past its slot for one; a later pass checks the script instead.
+SCRIPT_CHECK_S = 15.0
 
 
 # ---------------------------------------------------------------------------- what is left to do
@@ -198,7 +201,7 @@ def _triage_bug(session: Session, bug: BugRow) -> None:
     if outcome is not None and outcome.status not in RETRY_STATUSES:
         merged = store.triage.merge_bug(bug.id, reduced_key(root_cause_parts(bug.parts, folder), ir))
         session.summary.merged += merged is not None
-    if has_script and session.remaining() > 0:
+    if has_script and session.remaining() > SCRIPT_CHECK_S:
         check = rerun_script(folder, data, timeout_s=session.timeout_s + 60)
         store.triage.update_bug(bug.id, reproduces=check.reproduces, checked=time.time())
         session.summary.reproduced += bool(check.reproduces)
@@ -338,7 +341,8 @@ def triage_campaign(store: CampaignStore, *, executor: Executor | None = None, t
                     if is_disk_full(exc):
                         raise
                     session.error(bug.id, "float64 truth", exc)
-            elif session.remaining() > 0 and (unchecked := [b for b in _unchecked_scripts(store) if b.id not in tried]):
+            elif session.remaining() > SCRIPT_CHECK_S and (unchecked := [b for b in _unchecked_scripts(store)
+                                                                   if b.id not in tried]):
                 bug = unchecked[0]
                 tried.add(bug.id)  # a script whose check ran out of time in an earlier pass
                 folder = Path(str(bug.bug_dir))

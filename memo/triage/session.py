@@ -40,6 +40,14 @@ class TriageSummary:
     def worked(self) -> bool:
         return bool(self.new or self.localized or self.known)
 
+    def add(self, other: "TriageSummary") -> None:
+        """Count another pass's work in this total (``bugs``: the latest count)."""
+        for name in ("new", "localized", "reduced", "merged", "scripts", "reproduced", "known"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.bugs = other.bugs or self.bugs
+        self.seconds += other.seconds
+        self.errors.extend(other.errors)
+
     def to_json(self) -> JsonObject:
         return dict(self.__dict__)
 

@@ -3,6 +3,7 @@ counted in the campaign state's counters, and what was stored but never executed
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 from typing import Collection, Iterator, Mapping
 
@@ -166,3 +167,44 @@ def test_a_feature_a_converter_declined_before_is_a_known_outcome(store: Campaig
     assert one is not None and two is not None and one.reference_ran
     assert len(one.signatures) == 1 and not one.known
     assert two.known == one.signatures, "a descendant with Erfc would be unconvertible too"
+
+
+def test_a_bounded_drain_stores_what_finishes_and_leaves_the_rest_to_resume(store: CampaignStore,
+                                                                           tmp_path: Path) -> None:
+    executor = StandIn()
+    pipeline, counters = _pipeline(store, tmp_path / "mutants" / "p", executor, jobs=2)
+    try:
+        quick, held = _stored(store, 0), _stored(store, 1)
+        executor.release.setdefault(str(quick), threading.Event()).set()
+        for mutant_id in (quick, held):
+            pipeline.submit(mutant_id, f"m{mutant_id}", model("Dense"))
+        began = time.monotonic()
+        pipeline.drain(until=began + 1.0)
+        waited = time.monotonic() - began
+    finally:
+        pipeline.cancel()
+        executor.release.setdefault(str(held), threading.Event()).set()
+        pipeline.close()
+    assert 0.9 <= waited < 5.0, f"the drain waited {waited:.1f} s for a 1 s bound"
+    assert [row.mutant_id for row in store.executions()] == [quick]
+    assert [e.mutant_id for e in pipeline.in_flight] == [held] and counters["executed"] == 1
+    assert [m.id for m in store.unexecuted_mutants(execute_all=False)] == [held], "--resume runs it"
+
+
+def test_generation_waits_for_no_outcome_past_the_end_of_its_fuzzing_time(store: CampaignStore,
+                                                                          tmp_path: Path) -> None:
+    executor = StandIn()
+    pipeline, _ = _pipeline(store, tmp_path / "mutants" / "p", executor, jobs=1)
+    pipeline.fuzzing_ends = time.monotonic() + 0.5
+    try:
+        held = _stored(store, 0)
+        pipeline.submit(held, f"m{held}", model("Dense"))
+        began = time.monotonic()
+        assert pipeline.outcome(held) is None, "the campaign's fuzzing is over: the step is not taken"
+        pipeline.collect(limit=1)  # one in flight, the limit reached: it returns all the same
+        waited = time.monotonic() - began
+    finally:
+        pipeline.cancel()
+        executor.release.setdefault(str(held), threading.Event()).set()
+        pipeline.close()
+    assert waited < 5.0, f"generation waited {waited:.1f} s for a model past its fuzzing time"
