@@ -57,10 +57,16 @@ def installed_version(library: str, versions: Mapping[str, str]) -> str:
 def recheck_bug(db: BugDatabase, bug: KnownBug, check: Checker, *, timeout_s: float) -> Rechecked:
     """Run ``bug``'s script through ``check`` in a scratch folder and record the verdict."""
     if "repro.py" not in db.files(bug.id):
+        return record_outcome(db, bug, None)
+    with tempfile.TemporaryDirectory(prefix=f"memo-recheck-{bug.id}-") as scratch:
+        return record_outcome(db, bug, check(export_bug_files(db, bug.id, Path(scratch)), timeout_s=timeout_s))
+
+
+def record_outcome(db: BugDatabase, bug: KnownBug, outcome: CheckResult | None) -> Rechecked:
+    """Record a checker's verdict on ``bug`` (None: the bug has no script to run) and apply it to its status."""
+    if outcome is None:
         result, detail, versions, seconds = "error", "no repro.py stored for this bug", {}, 0.0
     else:
-        with tempfile.TemporaryDirectory(prefix=f"memo-recheck-{bug.id}-") as scratch:
-            outcome = check(export_bug_files(db, bug.id, Path(scratch)), timeout_s=timeout_s)
         result, detail = outcome.result, outcome.detail
         versions, seconds = dict(outcome.versions), float(outcome.seconds)
     installed = installed_version(bug.library, versions)

@@ -59,6 +59,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _filters(recheck, "recheck bugs with this status (default: new, filed, fixed)")
     recheck.add_argument("--timeout", type=float, default=120.0, help="seconds per script (default 120)")
     recheck.add_argument("--json", action="store_true", help="one JSON object per bug")
+    recheck.add_argument("--jobs", type=int, default=2, help="scripts run at once (default 2: one per core of a "
+                         "small machine; each script is single-threaded)")
+    recheck.add_argument("--python", metavar="INTERPRETER",
+                         help="run every script with this interpreter (another environment, e.g. an older or newer "
+                              "release of a library); default: the one each library needs")
     recheck.set_defaults(func=run_recheck)
 
     issue = sub.add_parser("issue", help="the issue text, ready to file, of one bug")
@@ -171,37 +176,54 @@ def run_export(args: argparse.Namespace) -> int:
 
 def _checker() -> Callable[..., Any]:
     try:
-        from memo.bugdb.recheck import recheck_folder
+        from memo.bugdb.recheck import recheck_all
     except ImportError as exc:
         raise UsageError(f"this memo has no script checker (memo.bugdb.recheck: {exc})") from exc
-    return recheck_folder
+    return recheck_all
 
 
 def run_recheck(args: argparse.Namespace) -> int:
+    import tempfile
+
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from memo.bugdb.rechecking import recheck_bug
+    from memo.bugdb.files import export_bug_files
+    from memo.bugdb.rechecking import record_outcome
 
     if args.timeout <= 0:
         raise UsageError("--timeout must be positive")
-    check = _checker()
+    if args.jobs < 1:
+        raise UsageError("--jobs must be at least 1")
+    if args.python and not Path(args.python).exists():
+        raise UsageError(f"--python {args.python}: no such interpreter")
+    recheck_all = _checker()
     outcomes = []
-    with _open(args) as db:
+    with _open(args) as db, tempfile.TemporaryDirectory(prefix="memo-recheck-") as scratch:
         bugs = _filtered(db, args, RECHECK_DEFAULT_STATUSES)
+        # the database is read and written here only: the scripts run on threads, each in its own folder
+        folders = {export_bug_files(db, bug.id, Path(scratch) / bug.id): bug
+                   for bug in bugs if "repro.py" in db.files(bug.id)}
         console = Console(stderr=True)
         with Progress(TextColumn("recheck"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                       TextColumn("{task.description}"), console=console, transient=False) as progress:
             task = progress.add_task("", total=len(bugs))
-            for bug in bugs:
-                progress.update(task, description=f"{bug.id} {bug.library}")
-                outcome = recheck_bug(db, bug, check, timeout_s=args.timeout)
+
+            def done(outcome: Any) -> None:
                 outcomes.append(outcome)
                 if not args.json:
                     progress.console.print(f"{outcome.id}: {outcome.result} on {outcome.installed}"
                                            + (f" ({outcome.change})" if outcome.change else ""), markup=False,
                                            highlight=False)
-                progress.advance(task)
+                progress.update(task, advance=1, description=f"{outcome.id} {outcome.result}")
+
+            for bug in bugs:
+                if bug not in folders.values():
+                    done(record_outcome(db, bug, None))
+            for folder, result in recheck_all(list(folders), python=args.python, timeout_s=args.timeout,
+                                              jobs=args.jobs):
+                done(record_outcome(db, folders[folder], result))
+    outcomes.sort(key=lambda outcome: outcome.id)
     if args.json:
         print(json.dumps([outcome.to_json() for outcome in outcomes], indent=1, sort_keys=True))
     else:

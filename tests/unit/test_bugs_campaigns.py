@@ -145,7 +145,10 @@ def test_bugs_command(campaigns: Path, capsys: pytest.CaptureFixture[str], monke
         result = "fixed" if library.startswith("onnxruntime") else "reproduces"
         return types.SimpleNamespace(result=result, detail=f"checked {folder.name}", seconds=0.1,
                                      versions={"onnxruntime": "9.9.9", "numpy": "2.0"})
-    monkeypatch.setitem(sys.modules, "memo.bugdb.recheck", types.SimpleNamespace(recheck_folder=recheck_folder))
+    def recheck_all(folders: list[Path], *, python: str | None = None, timeout_s: float = 120.0, jobs: int = 2):
+        assert jobs == 2 and python is None
+        return [(folder, recheck_folder(folder)) for folder in folders]
+    monkeypatch.setitem(sys.modules, "memo.bugdb.recheck", types.SimpleNamespace(recheck_all=recheck_all))
     code, out, _ = _cli(capsys, "bugs", "--bugs-db", database, "recheck", "--json")
     verdicts = json.loads(out)
     assert code == 0 and {v["id"] for v in verdicts} == {b["id"] for b in listed if b["id"] != first}
