@@ -96,6 +96,9 @@ TORCH_MASKS: tuple[MessageMask, ...] = (
     MessageMask(r"%[A-Za-z_]\w*\.\d+\b", "%NAME", stage="shapes",
                 example="Failed to export a node '%inputs.27 : int[] = prim::ListConstruct(%x.3)' because it is not "
                         "constant."),
+    # a TorchScript list's elements: one per spatial dimension (a 1-D and a 2-D pooling's padding fail alike)
+    MessageMask(r"prim::ListConstruct\([^)]*\)", "prim::ListConstruct(...)", stage="shapes",
+                example="(in list node %N : int[] = prim::ListConstruct(%N, %N), scope: keras.src.export"),
 )
 # torch.onnx names the aten operator it declines in lower case: "operator 'aten::rms_norm'",
 # "operator adaptive_max_pool2d"

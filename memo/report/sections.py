@@ -28,6 +28,8 @@ class Section:
     note: str
 
 
+TIMED_OUT = "timeout"  # the reduction status of a reduction its time limit cut short
+
 SECTIONS: tuple[Section, ...] = (
     Section("ready", READY, "reduced, reproducing, and (numeric findings) confirmed by the float64 truth"),
     Section("ready-retired", "ready to file (retired library)",
@@ -55,8 +57,14 @@ def _truth_decision(entry: BugEntry) -> str | None:
 
 
 def _reduced(entry: BugEntry) -> bool:
+    """Reduced, and the reduction finished: one cut short by its time limit (a later pass continues it) may still
+    hold layers the bug does not need."""
     return entry.get("reduced_layers") is not None and entry.get("original_layers") is not None \
-        and entry["reduced_layers"] < entry["original_layers"]
+        and entry["reduced_layers"] < entry["original_layers"] and not _unfinished(entry)
+
+
+def _unfinished(entry: BugEntry) -> bool:
+    return (entry.get("reduction") or {}).get("status") == TIMED_OUT
 
 
 # (section key, does it apply?) in order: the first that applies decides.
@@ -88,6 +96,8 @@ def status_text(entry: BugEntry) -> str:
     if section == "not-ready":
         if entry.get("reproduces") is True and _reduced(entry):
             return "float64 truth not computed yet"
+        if entry.get("reproduces") is True and _unfinished(entry):
+            return f"reduction unfinished ({entry.get('reduced_layers')} of {entry.get('original_layers')} layers left)"
         if entry.get("reproduces") is True:
             return "reproduces (not reduced)"
         return (entry.get("reduction") or {}).get("status") or "not triaged yet"

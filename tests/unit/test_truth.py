@@ -119,6 +119,15 @@ def test_a_numeric_finding_without_truth_is_not_ready_and_crashes_need_none() ->
     assert status_text(contradicted) == f"float64 blames {REF}"
 
 
+def test_a_reduction_its_time_limit_cut_short_is_not_ready_to_file() -> None:
+    unfinished = _entry(kind="crash", reduction={"status": "timeout"}, reduced_layers=20, original_layers=23)
+    unfinished["section"] = section_of(unfinished)
+    assert unfinished["section"] == "not-ready"
+    assert status_text(unfinished) == "reduction unfinished (20 of 23 layers left)"
+    assert section_of(_entry(kind="crash", reduction={"status": "reduced"}, reduced_layers=1,
+                             original_layers=23)) == "ready"
+
+
 def test_the_truth_never_shares_kernels_with_the_accused() -> None:
     from memo.truth import truth_engines
 
