@@ -66,6 +66,14 @@ def finished_folder(store: CampaignStore, bug: BugRow) -> Path | None:
     return here if here.is_dir() else Path(bug.bug_dir) if Path(bug.bug_dir).is_dir() else None
 
 
+def waiting(bug: BugRow) -> bool:
+    """Whether ``bug`` is a bug still waiting for (or between) reduction passes: recorded without files, so that a
+    later campaign knows it was seen, and reduced by whichever campaign gets to it first."""
+    status = _status(bug)
+    return bug.merged_into is None and not bug.unlocalized and status != NOT_AGAIN \
+        and not status.startswith("triage failed") and (not status or status in RETRY_STATUSES)
+
+
 def headline(bug: BugRow, data: JsonObject) -> str:
     """The bug's one line (:func:`memo.triage.describe.symptom`), from its bug.json where there is one."""
     try:
@@ -75,7 +83,8 @@ def headline(bug: BugRow, data: JsonObject) -> str:
 
 
 def record_campaign(db: BugDatabase, store: CampaignStore) -> int:
-    """Record every finished bug of the campaign (insert, or one more sighting of a known bug); returns how many."""
+    """Record every bug of the campaign (insert, or one more sighting of a known bug), with its files once its
+    reduction is over (:func:`finished_folder`), without while it waits (:func:`waiting`); returns how many."""
     campaign = campaign_ref(store)
     versions = store.get_meta("versions", {}) or {}
     rows = store.triage.load_bugs()
@@ -86,9 +95,9 @@ def record_campaign(db: BugDatabase, store: CampaignStore) -> int:
     recorded = 0
     for bug in rows:
         folder = finished_folder(store, bug)
-        if folder is None:
+        if folder is None and not waiting(bug):
             continue
-        data = read_bug_file(folder)
+        data = read_bug_file(folder) if folder is not None else {}
         others = merged.get(bug.id, [])
         library_versions = versions.get(bug.library) if isinstance(versions, dict) else None
         db.record(Sighting(
@@ -97,7 +106,8 @@ def record_campaign(db: BugDatabase, store: CampaignStore) -> int:
             occurrences=bug.occurrences + sum(other.occurrences for other in others),
             versions={str(k): str(v) for k, v in (library_versions or {}).items()},
             first_seen=bug.first_seen, last_seen=max([bug.last_seen] + [o.last_seen for o in others]),
-            reduced=_status(bug) == "done", files=lambda folder=folder: folder_files(folder)))
+            reduced=folder is not None and _status(bug) == "done",
+            files=(lambda folder=folder: folder_files(folder)) if folder is not None else None))
         recorded += 1
     return recorded
 
