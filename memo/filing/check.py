@@ -157,3 +157,10 @@ def minimal_script(folder: Path, *, refresh: bool = False) -> MinimalScript:
     result = check_minimal(bug)
     keep(bug, result)
     return result
+
+
+def check_campaign(bugs_dir: Path, *, refresh: bool = False) -> tuple[int, int]:
+    """Write and check the minimal script of every bug folder under ``bugs_dir``; ``(checked, reproducing)``."""
+    results = [minimal_script(path, refresh=refresh) for path in sorted(bugs_dir.iterdir())
+               if (path / BUG_FILE).is_file()] if bugs_dir.is_dir() else []
+    return len(results), sum(1 for result in results if result.reproduces)

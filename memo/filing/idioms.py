@@ -6,7 +6,7 @@ input: an array, or a list of them) or ``feed`` (``{input name: array}`` for an 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 KERAS, ONNX = "keras", "onnx"  # what the script builds: a Keras model in code, or an ONNX graph with onnx.helper
 
@@ -27,11 +27,17 @@ class Idiom:
     call: tuple[str, ...]
     numeric: bool = True
     collect: tuple[str, ...] = ()  # lines turning the call's result into ``actual``, a list (numeric bugs only)
+    stage_calls: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (memo's stage, its call) where it differs
+
+    def call_for(self, stage: str) -> tuple[str, ...]:
+        """The call that shows a failure of memo's ``stage`` (Keras on TensorFlow traced by tf.function)."""
+        return dict(self.stage_calls).get(stage, self.call)
 
 
 def _keras(library: str, call: tuple[tuple[str, ...], tuple[str, ...]]) -> Idiom:
-    return Idiom(KERAS, (*KERAS_IMPORTS, f"import {library}"),
-                 f'"keras", keras.__version__, "{library}", {library}.__version__', call[0], collect=call[1])
+    module = "tensorflow as tf" if library == "tensorflow" else library
+    return Idiom(KERAS, (*KERAS_IMPORTS, f"import {module}"),
+                 f'"keras", keras.__version__, "{library}", {module.split()[-1]}.__version__', call[0], collect=call[1])
 
 
 EAGER = (("actual = model(x, training=False)",),
@@ -60,13 +66,15 @@ def _tf2onnx(opset: int | None) -> Idiom:
 def _keras_export(opset: int | None) -> Idiom:
     opset_arg = f", opset_version={opset}" if opset else ""
     return _converter(("import onnx", "import torch"), '"keras", keras.__version__, "torch", torch.__version__',
-                      (f'model.export("exported.onnx", format="onnx", verbose=False{opset_arg})',
+                      ("model(x, training=False)  # Keras exports only a model it has called",
+                       f'model.export("exported.onnx", format="onnx", verbose=False{opset_arg})',
                        "onnx_model = onnx.load(\"exported.onnx\")", CHECK_MODEL))
 
 
 def _engine(module: str, call: tuple[str, ...], imports: tuple[str, ...] = (), collect: tuple[str, ...] = ()) -> Idiom:
-    return Idiom(ONNX, (*ONNX_IMPORTS, *imports, f"import {module}"),
-                 f'"{module}", {module}.__version__, "onnx", onnx.__version__', call, collect=collect)
+    """An ONNX engine's idiom; its version from the distribution's metadata (onnx2torch has no ``__version__``)."""
+    return Idiom(ONNX, (*ONNX_IMPORTS, "from importlib.metadata import version", *imports, f"import {module}"),
+                 f'"{module}", version("{module}"), "onnx", onnx.__version__', call, collect=collect)
 
 
 ONNXRUNTIME = _engine("onnxruntime", (
@@ -74,7 +82,8 @@ ONNXRUNTIME = _engine("onnxruntime", (
     "actual = session.run(None, feed)"))
 
 IDIOMS: dict[str, Idiom] = {
-    "keras-tensorflow": _keras("tensorflow", EAGER),
+    "keras-tensorflow": replace(_keras("tensorflow", EAGER), stage_calls=(
+        ("tf-function", ("actual = tf.function(lambda x: model(x, training=False))(x)",)),)),
     "keras-torch": _keras("torch", EAGER),
     "keras-jax": _keras("jax", PREDICT),
     "keras-openvino": _keras("openvino", PREDICT),
@@ -87,8 +96,9 @@ IDIOMS: dict[str, Idiom] = {
     "onnxruntime": ONNXRUNTIME,
     "onnxruntime-keras-export": ONNXRUNTIME,
     "onnx2torch": _engine("onnx2torch", ("module = onnx2torch.convert(model).eval()", *TORCH_MODULE), ("import torch",), TORCH_COLLECT),
-    "onnx2pytorch": Idiom(ONNX, (*ONNX_IMPORTS, "import torch", "from onnx2pytorch import ConvertModel"),
-                          '"onnx2pytorch", "torch", torch.__version__, "onnx", onnx.__version__',
+    "onnx2pytorch": Idiom(ONNX, (*ONNX_IMPORTS, "from importlib.metadata import version", "import torch",
+                                 "from onnx2pytorch import ConvertModel"),
+                          '"onnx2pytorch", version("onnx2pytorch"), "torch", torch.__version__, "onnx", onnx.__version__',
                           ("module = ConvertModel(model, experimental=True).eval()", *TORCH_MODULE), collect=TORCH_COLLECT),
     "openvino": _engine("openvino", (
         'onnx.save(model, "bug.onnx")',

@@ -11,7 +11,7 @@ from urllib.parse import quote_plus
 from memo import __version__
 from memo.backends import find_spec, producer_of
 from memo.backends.versions import distribution_versions
-from memo.filing.check import MinimalScript, minimal_script
+from memo.filing.check import MinimalScript, cached_minimal, minimal_script
 from memo.filing.folder import ONNX_FILE, REPRO_FILE, BugFolder
 from memo.filing.idioms import ONNX, idiom_for
 from memo.filing.trackers import DESCRIBE, DUPLICATES, ENVIRONMENT, EXPECTED, LOG, REPRODUCE, form_for
@@ -150,9 +150,21 @@ def _duplicates(folder: BugFolder, tracker: str) -> list[str]:
 
 
 def issue_text(folder: Path) -> str:
-    """The issue text of the bug folder at ``folder`` in its tracker's form (Markdown)."""
+    """The issue text of the bug folder at ``folder`` in its tracker's form (Markdown); its minimal script is
+    written and checked first when the folder keeps none (a few seconds: the library runs once)."""
+    return render_issue(BugFolder.read(folder), minimal_script(folder))
+
+
+def kept_issue_text(folder: Path) -> tuple[str, MinimalScript] | None:
+    """The issue text and minimal script of ``folder`` when its minimal script was checked already (the report:
+    a read-only view, which runs no library); None otherwise."""
     bug = BugFolder.read(folder)
-    checked = minimal_script(folder)
+    checked = cached_minimal(bug)
+    return (render_issue(bug, checked), checked) if checked is not None else None
+
+
+def render_issue(bug: BugFolder, checked: MinimalScript) -> str:
+    """The issue text of ``bug`` with its checked minimal script."""
     spec = find_spec(bug.library)
     tracker = spec.upstream.tracker if spec is not None else ""
     form = form_for(tracker)

@@ -30,6 +30,7 @@ class OnnxGraphCode:
     lines: list[str]
     attached: dict[str, np.ndarray] = field(default_factory=dict)
     inputs: list[str] = field(default_factory=list)
+    outputs: int = 0
 
 
 class _Names:
@@ -93,9 +94,12 @@ def onnx_graph_code(path: Path) -> OnnxGraphCode:
     initializer_names = {init.name for init in graph.initializer}
     inputs = [arg for arg in graph.input if arg.name not in initializer_names]
     names = _Names({arg.name for arg in inputs})
+    declared = [*inputs, *(arg for arg in graph.input if arg.name in initializer_names)]  # MXNet's importer reads
+    # initializers only where the graph lists them as inputs too (tf2onnx-opset11's files): kept as they are
     attached: dict[str, np.ndarray] = {}
     initializers = [_array(numpy_helper.to_array(init), names.short(init.name, "w"), attached)
                     for init in graph.initializer]
+    inputs_code = ", ".join(_value_info(arg, names) for arg in declared)
     nodes = []
     for node in graph.node:
         node_inputs = [names.short(name, "t") for name in node.input]
@@ -107,9 +111,18 @@ def onnx_graph_code(path: Path) -> OnnxGraphCode:
     lines = [f"w = np.load({WEIGHTS_FILE!r})"] if attached else []
     lines += ["nodes = [", *nodes, "]",
               "graph = helper.make_graph(nodes, \"bug\",",
-              f"{INDENT}[{', '.join(_value_info(arg, names) for arg in inputs)}],",
+              f"{INDENT}[{inputs_code}],",
               f"{INDENT}[{', '.join(_value_info(arg, names) for arg in graph.output)}],",
               f"{INDENT}[{', '.join(initializers)}])" if initializers else f"{INDENT}[])"]
     opsets = ", ".join(f"helper.make_opsetid({entry.domain!r}, {entry.version})" for entry in model.opset_import)
     lines.append(f"model = helper.make_model(graph, opset_imports=[{opsets}], ir_version={model.ir_version})")
-    return OnnxGraphCode(lines, attached, [arg.name for arg in inputs])
+    return OnnxGraphCode(lines, attached, [arg.name for arg in inputs], len(graph.output))
+
+
+def onnx_file_inputs(path: Path) -> tuple[list[str], int]:
+    """The graph's own inputs (initializers left out) and its number of outputs, for a script loading the file."""
+    import onnx
+
+    graph = onnx.load(str(path)).graph
+    initializer_names = {init.name for init in graph.initializer}
+    return [arg.name for arg in graph.input if arg.name not in initializer_names], len(graph.output)

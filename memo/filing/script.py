@@ -19,13 +19,15 @@ from memo.backends import find_spec
 from memo.filing.folder import EXPECTED_FILE, INPUTS_FILE, KERAS_FILE, ONNX_FILE, BugFolder
 from memo.filing.idioms import KERAS, Idiom, idiom_for
 from memo.filing.keras_code import keras_model_code
-from memo.filing.onnx_code import WEIGHTS_FILE, GraphNotWritable, onnx_graph_code
+from memo.filing.onnx_code import WEIGHTS_FILE, GraphNotWritable, onnx_file_inputs, onnx_graph_code
 from memo.filing.pycode import literal
 
 SCRIPT_FILE = "bug_repro.py"
 # Worker settings that only pin memo's own throughput (one thread per worker): not part of a bug.
 THREAD_VARIABLES = frozenset({"OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "TVM_NUM_THREADS"})
-SEEDED, ATTACHED = "seeded", "attached"  # where a candidate's weights and inputs come from
+# Where a candidate's weights and inputs come from: a seeded generator, attached arrays, or (an ONNX graph) the
+# attached model file itself.
+SEEDED, ATTACHED, ONNX_ATTACHED = "seeded", "attached", "onnx-file"
 
 # What a numeric bug's check prints before it asserts, by bug kind (``got``, ``want``: one output).
 NUMERIC_PRINTS: dict[str, str] = {
@@ -98,21 +100,17 @@ def _check_lines(folder: BugFolder, idiom: Idiom) -> list[str]:
             "    np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-3 * max(1, np.abs(want).mean()))"]
 
 
-def _expected_outputs(folder: BugFolder, idiom: Idiom, model_lines: list[str]) -> dict[str, np.ndarray]:
-    """The reference's outputs for the model's outputs, as ``out_0``, ``out_1``...: ``expected.npz`` holds them
+def _expected_outputs(folder: BugFolder, outputs: int) -> dict[str, np.ndarray]:
+    """The reference's outputs for the model's ``outputs``, as ``out_0``, ``out_1``...: ``expected.npz`` holds them
     so, or holds every layer's output (the localization's probe, in the layers' order)."""
     expected = _read_npz(folder.file(EXPECTED_FILE))
     ordered = [expected[f"out_{i}"] for i in range(len(expected)) if f"out_{i}" in expected]
     ir = folder.ir()
-    if idiom.builds == KERAS and ir is not None and len(ordered) != len(ir.outputs):
+    if len(ordered) != outputs and ir is not None and len(ordered) == len(ir.body) and len(ir.outputs) == outputs:
         body = [layer.name for layer in ir.body]
-        if len(ordered) != len(body):
-            raise NoMinimalScript("expected.npz does not hold the model's outputs")
         ordered = [ordered[body.index(name)] for name in ir.outputs]
-    elif idiom.builds != KERAS:
-        outputs = sum(1 for line in model_lines if "make_tensor_value_info" in line)  # inputs' too: a bound only
-        if len(ordered) > outputs:
-            raise NoMinimalScript("expected.npz does not hold the graph's outputs")
+    if len(ordered) != outputs:
+        raise NoMinimalScript(f"expected.npz holds {len(ordered)} outputs, the model {outputs}")
     return {f"out_{i}": array for i, array in enumerate(ordered)}
 
 
@@ -124,34 +122,56 @@ def _keras_weights(folder: BugFolder) -> dict[str, np.ndarray]:
     return {f"{layer}/{i}": array for layer, arrays in (weights or {}).items() for i, array in enumerate(arrays)}
 
 
-def _model_part(folder: BugFolder, idiom: Idiom, source: str) -> tuple[list[str], dict[str, bytes], list[str]]:
-    """The lines building ``model`` (and setting its weights), the files they read, the model's input names."""
-    if idiom.builds == KERAS:
-        ir = folder.ir()
-        if ir is None:
-            raise NoMinimalScript("the folder has no readable ir.json")
-        if source == SEEDED:
-            code = keras_model_code(ir)
-            return ["keras.utils.set_random_seed(0)", *code.lines], {}, [layer.name for layer in ir.input_layers]
-        weights = _keras_weights(folder)
-        code = keras_model_code(ir, frozenset(name.rpartition("/")[0] for name in weights))
-        lines = [*code.lines, f"w = np.load({WEIGHTS_FILE!r})",
-                 "for layer in model.layers:",
-                 '    layer.set_weights([w[f"{layer.name}/{i}"] for i in range(len(layer.weights))])']
-        return lines, {WEIGHTS_FILE: _npz(weights)}, [layer.name for layer in ir.input_layers]
+@dataclass
+class ModelPart:
+    """The lines building ``model`` (and setting its weights), the files they read, the model's input names (in
+    the order the inputs are fed) and its number of outputs."""
+
+    lines: list[str]
+    files: dict[str, bytes]
+    inputs: list[str]
+    outputs: int
+
+
+def _keras_part(folder: BugFolder, source: str) -> ModelPart:
+    ir = folder.ir()
+    if ir is None:
+        raise NoMinimalScript("the folder has no readable ir.json")
+    names, outputs = [layer.name for layer in ir.input_layers], len(ir.outputs)
+    if source == SEEDED:
+        return ModelPart(["keras.utils.set_random_seed(0)", *keras_model_code(ir).lines], {}, names, outputs)
+    weights = _keras_weights(folder)
+    code = keras_model_code(ir, frozenset(name.rpartition("/")[0] for name in weights))
+    lines = [*code.lines, f"w = np.load({WEIGHTS_FILE!r})",
+             "for layer in model.layers:",
+             '    layer.set_weights([w[f"{layer.name}/{i}"] for i in range(len(layer.weights))])']
+    return ModelPart(lines, {WEIGHTS_FILE: _npz(weights)}, names, outputs)
+
+
+def _onnx_part(folder: BugFolder, source: str) -> ModelPart:
     onnx_path = folder.file(ONNX_FILE)
     if onnx_path is None:
         raise NoMinimalScript("the folder has no model.onnx")
+    if source == ONNX_ATTACHED:
+        names, outputs = onnx_file_inputs(onnx_path)
+        return ModelPart([f"model = onnx.load({ONNX_FILE!r})"], {ONNX_FILE: onnx_path.read_bytes()}, names, outputs)
     try:
         graph = onnx_graph_code(onnx_path)
     except GraphNotWritable as exc:
         raise NoMinimalScript(f"the graph has {exc}") from exc
     files = {WEIGHTS_FILE: _npz(graph.attached)} if graph.attached else {}
-    return graph.lines, files, graph.inputs
+    return ModelPart(graph.lines, files, graph.inputs, graph.outputs)
+
+
+def _sources(folder: BugFolder, idiom: Idiom, floats: bool) -> list[str]:
+    """Where weights, inputs and the model come from, in the order tried: seeded (a crash on float inputs), then
+    attached arrays, then (an ONNX engine) the model file itself, for a graph helper code does not rebuild."""
+    sources = [ATTACHED] if folder.numeric or not floats else [SEEDED, ATTACHED]
+    return sources + [ONNX_ATTACHED] if idiom.builds != KERAS else sources
 
 
 def candidates(folder: BugFolder) -> list[Candidate]:
-    """The scripts to try for ``folder``, shortest first (seeded weights and inputs, then attached ones)."""
+    """The scripts to try for ``folder``, shortest first."""
     idiom = idiom_for(folder.library)
     if idiom is None:
         raise NoMinimalScript(f"memo writes no minimal script for {folder.library!r}")
@@ -162,23 +182,34 @@ def candidates(folder: BugFolder) -> list[Candidate]:
     inputs = _read_npz(folder.file(INPUTS_FILE))
     if not inputs:
         raise NoMinimalScript("the folder has no inputs.npz")
-    floats = all(array.dtype.kind == "f" for array in inputs.values())
-    sources = [ATTACHED] if folder.numeric or not floats else [SEEDED, ATTACHED]
     spec = find_spec(folder.library)
-    out = []
-    for source in sources:
-        model_lines, files, names = _model_part(folder, idiom, source)
-        arrays = list(inputs.values())[:len(names)] if idiom.builds != KERAS else [inputs.get(n) for n in names]
-        if any(array is None for array in arrays) or len(arrays) != len(names):
-            raise NoMinimalScript("inputs.npz does not hold the model's inputs")
-        if source == ATTACHED:
-            files[INPUTS_FILE] = _npz(dict(zip(names, arrays)))
-        if folder.numeric:
-            files[EXPECTED_FILE] = _npz(_expected_outputs(folder, idiom, model_lines))
-        lines = [f"# {folder.library}: memo bug {folder.id}; exits 1 (an exception) when the bug shows",
-                 *_env_lines(folder.library), *idiom.imports, "",
-                 *model_lines, *_input_lines(arrays, names, idiom, source),
-                 f"print({idiom.versions})", *idiom.call, *(idiom.collect if folder.numeric else ()),
-                 *_check_lines(folder, idiom)]
-        out.append(Candidate("\n".join(lines) + "\n", files, (spec.python if spec else None) or "", source))
+    out: list[Candidate] = []
+    why = ""
+    for source in _sources(folder, idiom, all(array.dtype.kind == "f" for array in inputs.values())):
+        try:
+            out.append(_candidate(folder, idiom, source, inputs, (spec.python if spec else None) or ""))
+        except NoMinimalScript as exc:
+            why = str(exc)
+    if not out:
+        raise NoMinimalScript(why)
     return out
+
+
+def _candidate(folder: BugFolder, idiom: Idiom, source: str, inputs: dict[str, np.ndarray],
+               python: str) -> Candidate:
+    part = _keras_part(folder, source) if idiom.builds == KERAS else _onnx_part(folder, source)
+    arrays = [inputs.get(name) for name in part.inputs] if idiom.builds == KERAS else list(inputs.values())
+    arrays = arrays[:len(part.inputs)]
+    if len(arrays) != len(part.inputs) or any(array is None for array in arrays):
+        raise NoMinimalScript("inputs.npz does not hold the model's inputs")
+    files = dict(part.files)
+    if source != SEEDED:
+        files[INPUTS_FILE] = _npz(dict(zip(part.inputs, arrays)))
+    if folder.numeric:
+        files[EXPECTED_FILE] = _npz(_expected_outputs(folder, part.outputs))
+    lines = [f"# {folder.library}: memo bug {folder.id}; exits 1 (an exception) when the bug shows",
+             *_env_lines(folder.library), *idiom.imports, "",
+             *part.lines, *_input_lines(arrays, part.inputs, idiom, source),
+             f"print({idiom.versions})", *idiom.call_for(str(folder.info.get("stage", ""))),
+             *(idiom.collect if folder.numeric else ()), *_check_lines(folder, idiom)]
+    return Candidate("\n".join(lines) + "\n", files, python, source)
