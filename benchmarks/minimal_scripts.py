@@ -22,12 +22,15 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("campaigns", nargs="+", type=Path)
     parser.add_argument("--json", type=Path, help="write one row per bug here")
+    parser.add_argument("--refresh-failed", action="store_true", help="check again the scripts kept as not reproducing")
     args = parser.parse_args()
     rows = []
     for folder in sorted(path for campaign in args.campaigns for path in (campaign / "bugs").iterdir()
                          if (path / "bug.json").is_file()):
         started = time.monotonic()
         result = minimal_script(folder)
+        if args.refresh_failed and not result.reproduces:
+            result = minimal_script(folder, refresh=True)
         rows.append({"bug": folder.name, "reproduces": result.reproduces, "lines": result.lines,
                      "source": result.source, "reason": result.reason, "seconds": round(time.monotonic() - started, 1)})
         print(f"{folder.name}: {'reproduces' if result.reproduces else 'no'} {result.lines} lines "
@@ -35,6 +38,8 @@ def main() -> int:
     shown = [row["lines"] for row in rows if row["reproduces"]]
     print(f"{len(rows)} bugs; {len(shown)} minimal scripts reproduce; median {statistics.median(shown) if shown else 0} "
           f"lines (max {max(shown, default=0)})")
+    print("reproducing scripts by where the model, weights and inputs come from:",
+          dict(Counter(row["source"] for row in rows if row["reproduces"])))
     print("reproduce by library kind:", dict(Counter(row["bug"].rsplit("-", 1)[0] for row in rows if row["reproduces"])))
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))

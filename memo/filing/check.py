@@ -72,8 +72,7 @@ def symptoms(folder: BugFolder) -> tuple[str, ...]:
 def _reproduced(folder: BugFolder, returncode: int, stderr: str) -> bool:
     if returncode < 0:  # died by a signal: a native crash when memo's worker died so too
         return not folder.numeric and (not folder.exception or folder.exception.startswith(("signal", "Worker")))
-    last = "\n".join(stderr.strip().splitlines()[-20:])
-    return returncode == 1 and any(word and word in last for word in symptoms(folder))
+    return returncode == 1 and any(word and word in stderr for word in symptoms(folder))
 
 
 def run_candidate(folder: BugFolder, candidate: Candidate, timeout_s: float = CHECK_TIMEOUT_S) -> MinimalScript:

@@ -66,7 +66,8 @@ def _tf2onnx(opset: int | None) -> Idiom:
 def _keras_export(opset: int | None) -> Idiom:
     opset_arg = f", opset_version={opset}" if opset else ""
     return _converter(("import onnx", "import torch"), '"keras", keras.__version__, "torch", torch.__version__',
-                      ("model(x, training=False)  # Keras exports only a model it has called",
+                      ("with torch.no_grad():  # Keras exports only a model it has called",
+                       "    model(x, training=False)",
                        f'model.export("exported.onnx", format="onnx", verbose=False{opset_arg})',
                        "onnx_model = onnx.load(\"exported.onnx\")", CHECK_MODEL))
 

@@ -11,9 +11,10 @@ from urllib.parse import quote_plus
 from memo import __version__
 from memo.backends import find_spec, producer_of
 from memo.backends.versions import distribution_versions
-from memo.filing.check import MinimalScript, cached_minimal, minimal_script
+from memo.filing.check import MinimalScript, cached_minimal, minimal_script, symptoms
 from memo.filing.folder import ONNX_FILE, REPRO_FILE, BugFolder
 from memo.filing.idioms import ONNX, idiom_for
+from memo.filing.script import KERAS_ATTACHED, ONNX_ATTACHED
 from memo.filing.trackers import DESCRIBE, DUPLICATES, ENVIRONMENT, EXPECTED, LOG, REPRODUCE, form_for
 from memo.triage.describe import symptom
 
@@ -22,6 +23,7 @@ FENCE = "```"
 LAYOUT_OPERATORS = frozenset({"Transpose", "Reshape", "Cast", "Shape", "Gather", "Concat", "Slice", "Unsqueeze",
                               "Squeeze", "Identity", "Constant", "Flatten"})
 ERROR_LINES = 25
+MODEL_FILE_SOURCES = (KERAS_ATTACHED, ONNX_ATTACHED)
 TITLE_CHARS = 110
 KIND_WORDS = {"nan": "produces NaN/Inf", "inconsistency": "gives wrong results", "shape": "gives a wrong output shape",
               "hang": "hangs"}
@@ -53,6 +55,8 @@ def culprit(folder: BugFolder) -> str:
     else:
         ir = folder.ir()
         names = list(dict.fromkeys(layer.class_name for layer in ir.body)) if ir else []
+        message = str(folder.info.get("error_message") or "")
+        names = [name for name in names if f"{name}.call()" in message] or names  # the class Keras names
     return ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
 
 
@@ -61,8 +65,12 @@ def stated_cause(folder: BugFolder) -> str:
     text = symptom(dict(folder.info))
     exception = folder.exception
     text = text.split(f"{exception}: ", 1)[-1] if exception and f"{exception}: " in text else text.split(": ", 1)[-1]
+    if len(text) <= TITLE_CHARS // 2:
+        return text
     sentences = [part.strip() for part in text.split(". ") if part.strip()]
-    return sentences[-1] if len(text) > TITLE_CHARS // 2 and sentences else text
+    stated = [sentence for sentence in sentences if len(sentence.split()) >= 3
+              and not any(mark in sentence for mark in ("::", "/", "[", "]"))]
+    return (stated or sentences or [text])[0]
 
 
 def title(folder: BugFolder) -> str:
@@ -100,6 +108,8 @@ def _reproduce(folder: BugFolder, checked: MinimalScript) -> list[str]:
         lines = [_fenced(checked.text, "python"), ""]
         if attached:
             lines.append(f"It reads {', '.join(f'`{name}`' for name in attached)} (attached, next to the script).")
+        if checked.source in MODEL_FILE_SOURCES:
+            lines.append("The reduced model is attached as a file: built in code, it did not show the bug.")
         return lines + ["It exits 1 with the error below when the bug shows, 0 when it is fixed."]
     why = f" ({checked.reason})" if checked.reason else ""
     return [f"No minimal script reproduces this bug{why}: memo's full `{REPRO_FILE}` is attached with the model "
@@ -127,10 +137,19 @@ def _expected(folder: BugFolder) -> list[str]:
 
 
 def _log(folder: BugFolder, checked: MinimalScript) -> list[str]:
-    text = checked.output if checked.reproduces else str(folder.info.get("error_message") or folder.info.get(
-        "message") or "")
-    tail = "\n".join(text.rstrip().splitlines()[-ERROR_LINES:])
-    return [_fenced(tail)] if tail else ["(none)"]
+    """The script's output from the exception it raised on (its first lines: a message may go on with data)."""
+    if not checked.reproduces:
+        text = str(folder.info.get("error_message") or folder.info.get("message") or "")
+        excerpt = "\n".join(text.rstrip().splitlines()[:ERROR_LINES])
+        return [_fenced(excerpt)] if excerpt else ["(none)"]
+    text = checked.output
+    found = max(text.rfind(f"{word}:") for word in symptoms(folder) or ("Error",))
+    start = text.rfind("\n", 0, found) + 1 if found >= 0 else 0
+    lines = text[start:].rstrip().splitlines()
+    excerpt = "\n".join(lines[:ERROR_LINES] + (["..."] if len(lines) > ERROR_LINES else []))
+    if checked.versions and start:
+        excerpt = f"{checked.versions}\n...\n{excerpt}"
+    return [_fenced(excerpt)] if excerpt else ["(none)"]
 
 
 def search_words(folder: BugFolder) -> str:

@@ -25,9 +25,9 @@ from memo.filing.pycode import literal
 SCRIPT_FILE = "bug_repro.py"
 # Worker settings that only pin memo's own throughput (one thread per worker): not part of a bug.
 THREAD_VARIABLES = frozenset({"OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "TVM_NUM_THREADS"})
-# Where a candidate's weights and inputs come from: a seeded generator, attached arrays, or (an ONNX graph) the
-# attached model file itself.
-SEEDED, ATTACHED, ONNX_ATTACHED = "seeded", "attached", "onnx-file"
+# Where a candidate's weights and inputs come from: a seeded generator, attached arrays, or the attached model file
+# itself (the last resort: a graph helper code cannot rebuild, a Keras model whose bug needs its saved state).
+SEEDED, ATTACHED, ONNX_ATTACHED, KERAS_ATTACHED = "seeded", "attached", "onnx-file", "keras-file"
 
 # What a numeric bug's check prints before it asserts, by bug kind (``got``, ``want``: one output).
 NUMERIC_PRINTS: dict[str, str] = {
@@ -138,6 +138,12 @@ def _keras_part(folder: BugFolder, source: str) -> ModelPart:
     if ir is None:
         raise NoMinimalScript("the folder has no readable ir.json")
     names, outputs = [layer.name for layer in ir.input_layers], len(ir.outputs)
+    if source == KERAS_ATTACHED:
+        path = folder.file(KERAS_FILE)
+        if path is None:
+            raise NoMinimalScript("the folder has no model.keras")
+        return ModelPart([f"model = keras.saving.load_model({KERAS_FILE!r})"], {KERAS_FILE: path.read_bytes()},
+                         names, outputs)
     if source == SEEDED:
         return ModelPart(["keras.utils.set_random_seed(0)", *keras_model_code(ir).lines], {}, names, outputs)
     weights = _keras_weights(folder)
@@ -165,9 +171,9 @@ def _onnx_part(folder: BugFolder, source: str) -> ModelPart:
 
 def _sources(folder: BugFolder, idiom: Idiom, floats: bool) -> list[str]:
     """Where weights, inputs and the model come from, in the order tried: seeded (a crash on float inputs), then
-    attached arrays, then (an ONNX engine) the model file itself, for a graph helper code does not rebuild."""
+    attached arrays, then the model file itself."""
     sources = [ATTACHED] if folder.numeric or not floats else [SEEDED, ATTACHED]
-    return sources + [ONNX_ATTACHED] if idiom.builds != KERAS else sources
+    return sources + [ONNX_ATTACHED if idiom.builds != KERAS else KERAS_ATTACHED]
 
 
 def candidates(folder: BugFolder) -> list[Candidate]:
