@@ -12,7 +12,9 @@ KERAS, ONNX = "keras", "onnx"  # what the script builds: a Keras model in code, 
 
 KERAS_IMPORTS = ("import keras", "import numpy as np")
 ONNX_IMPORTS = ("import numpy as np", "import onnx", "from onnx import TensorProto, helper, numpy_helper")
-CHECK_MODEL = "onnx.checker.check_model(onnx_model, full_check=True)  # the converter's output must be valid ONNX"
+# A converter's output must be valid ONNX: the checker, and strict shape inference with data propagation.
+CHECK_MODEL = ("onnx.checker.check_model(onnx_model, full_check=True)",
+               "onnx.shape_inference.infer_shapes(onnx_model, strict_mode=True, data_prop=True)")
 
 
 @dataclass(frozen=True)
@@ -60,7 +62,7 @@ def _tf2onnx(opset: int | None) -> Idiom:
                       '"tf2onnx", tf2onnx.__version__, "tensorflow", tf.__version__, "keras", keras.__version__',
                       ("signature = [tf.TensorSpec((None, *i.shape[1:]), i.dtype, name=i.name) for i in model.inputs]",
                        f"onnx_model, _ = tf2onnx.convert.from_keras(model, input_signature=signature{opset_arg})",
-                       CHECK_MODEL))
+                       *CHECK_MODEL))
 
 
 def _keras_export(opset: int | None) -> Idiom:
@@ -69,7 +71,7 @@ def _keras_export(opset: int | None) -> Idiom:
                       ("with torch.no_grad():  # Keras exports only a model it has called",
                        "    model(x, training=False)",
                        f'model.export("exported.onnx", format="onnx", verbose=False{opset_arg})',
-                       "onnx_model = onnx.load(\"exported.onnx\")", CHECK_MODEL))
+                       "onnx_model = onnx.load(\"exported.onnx\")", *CHECK_MODEL))
 
 
 def _engine(module: str, call: tuple[str, ...], imports: tuple[str, ...] = (), collect: tuple[str, ...] = ()) -> Idiom:

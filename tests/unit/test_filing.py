@@ -125,3 +125,31 @@ def test_every_tracker_has_its_form() -> None:
 
 def test_every_idiom_names_a_registered_backend() -> None:
     assert set(IDIOMS) <= set(BACKENDS) | set(CONVERTERS)
+
+
+def test_report_shows_the_kept_issue_text_escaped_and_counts_reproducing_scripts(bugs: Path, tmp_path: Path) -> None:
+    from memo.report.data import collect, filing_view
+    from memo.report.html import render_html
+    from memo.report.markdown import report_markdown
+    from memo.store import CampaignStore
+    from memo.triage.dedup import update_bugs
+    from tests.unit.triage_store import HOSTILE, make_campaign
+
+    minimal_script(bugs / ENGINE_CRASH)
+    view = filing_view(bugs / ENGINE_CRASH)
+    assert view["minimal"] and view["minimal"]["reproduces"] and view["issue_text"].startswith("# [onnxruntime]")
+    assert filing_view(tmp_path) == {"issue_text": "", "minimal": None}  # no bug folder: memo's own text instead
+    directory = tmp_path / "campaigns" / "unit"
+    with make_campaign(directory) as store:
+        update_bugs(store)
+    with CampaignStore(directory) as store:
+        data = collect(store)
+    bug = data["bugs"][0]
+    bug.update(view)
+    bug["issue_text"] += HOSTILE  # library text inside the issue text stays text
+    data["triage"].update(minimal_checked=1, minimal_reproduce=1)
+    html = render_html(data)
+    assert HOSTILE not in html and "&lt;script&gt;alert(" in html
+    assert "1 of 1 minimal scripts reproduce" in html and "Copy issue text" in html
+    assert "Its minimal script (" in html
+    assert view["issue_text"].splitlines()[0] in report_markdown(data)
