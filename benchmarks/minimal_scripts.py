@@ -36,11 +36,13 @@ def main() -> int:
         print(f"{folder.name}: {'reproduces' if result.reproduces else 'no'} {result.lines} lines "
               f"{result.reason}", flush=True)
     shown = [row["lines"] for row in rows if row["reproduces"]]
-    print(f"{len(rows)} bugs; {len(shown)} minimal scripts reproduce; median {statistics.median(shown) if shown else 0} "
-          f"lines (max {max(shown, default=0)})")
+    median = statistics.median(shown) if shown else 0
+    print(f"{len(rows)} bugs; {len(shown)} minimal scripts reproduce; median {median} lines "
+          f"(max {max(shown, default=0)})")
     print("reproducing scripts by where the model, weights and inputs come from:",
           dict(Counter(row["source"] for row in rows if row["reproduces"])))
-    print("reproduce by library kind:", dict(Counter(row["bug"].rsplit("-", 1)[0] for row in rows if row["reproduces"])))
+    kinds = Counter(row["bug"].rsplit("-", 1)[0] for row in rows if row["reproduces"])
+    print("reproduce by kind and library:", dict(kinds))
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))
     return 0

@@ -20,7 +20,7 @@ from memo.filing.script import SCRIPT_FILE, Candidate, NoMinimalScript, candidat
 
 GENERATOR = "memo-minimal/1"  # changes when the scripts memo writes change: older checks are then redone
 MINIMAL_DIR, CHECK_FILE = "minimal", "check.json"
-CHECK_TIMEOUT_S = 180.0
+CHECK_TIMEOUT_S = 120.0
 OUTPUT_TAIL = 3000
 # The exception a script raises for memo's own name of a crash: memo's converters validate their ONNX output with
 # onnx.checker (InvalidONNX), which a script calls itself.

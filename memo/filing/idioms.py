@@ -21,7 +21,8 @@ CHECK_MODEL = ("onnx.checker.check_model(onnx_model, full_check=True)",
 class Idiom:
     """One library's call. ``builds``: KERAS or ONNX; ``imports`` after the environment lines; ``versions``: the
     expression printed first (library and numpy versions); ``call``: lines leaving ``actual`` (a list of arrays), or
-    raising; ``collect``: lines after them that a numeric check needs; ``numeric``: whether ``actual`` is the model's outputs (a converter's call leaves none)."""
+    raising; ``collect``: lines after them that a numeric check needs; ``numeric``: whether ``actual`` is the
+    model's outputs (a converter's call leaves none)."""
 
     builds: str
     imports: tuple[str, ...]
@@ -43,7 +44,7 @@ def _keras(library: str, call: tuple[tuple[str, ...], tuple[str, ...]]) -> Idiom
 
 
 EAGER = (("actual = model(x, training=False)",),
-         ("actual = [keras.ops.convert_to_numpy(a) for a in (actual if isinstance(actual, (list, tuple)) else [actual])]",))
+         ("actual = [keras.ops.convert_to_numpy(a) for a in keras.tree.flatten(actual)]",))
 PREDICT = (("actual = model.predict(x, verbose=0)",),
            ("actual = actual if isinstance(actual, list) else [actual]",))
 TORCH_MODULE = ("with torch.no_grad():",
@@ -94,15 +95,19 @@ IDIOMS: dict[str, Idiom] = {
     "tf2onnx-opset11": _tf2onnx(11),
     "keras-export": _keras_export(None),
     "keras-export-opset15": _keras_export(15),
-    "tflite-converter": _converter(("import tensorflow as tf",), '"tensorflow", tf.__version__, "keras", keras.__version__',
+    "tflite-converter": _converter(("import tensorflow as tf",),
+                                   '"tensorflow", tf.__version__, "keras", keras.__version__',
                                    ("tf.lite.TFLiteConverter.from_keras_model(model).convert()",)),
     "onnxruntime": ONNXRUNTIME,
     "onnxruntime-keras-export": ONNXRUNTIME,
-    "onnx2torch": _engine("onnx2torch", ("module = onnx2torch.convert(model).eval()", *TORCH_MODULE), ("import torch",), TORCH_COLLECT),
+    "onnx2torch": _engine("onnx2torch", ("module = onnx2torch.convert(model).eval()", *TORCH_MODULE),
+                          ("import torch",), TORCH_COLLECT),
     "onnx2pytorch": Idiom(ONNX, (*ONNX_IMPORTS, "from importlib.metadata import version", "import torch",
                                  "from onnx2pytorch import ConvertModel"),
-                          '"onnx2pytorch", version("onnx2pytorch"), "torch", torch.__version__, "onnx", onnx.__version__',
-                          ("module = ConvertModel(model, experimental=True).eval()", *TORCH_MODULE), collect=TORCH_COLLECT),
+                          '"onnx2pytorch", version("onnx2pytorch"), "torch", torch.__version__, '
+                          '"onnx", onnx.__version__',
+                          ("module = ConvertModel(model, experimental=True).eval()", *TORCH_MODULE),
+                          collect=TORCH_COLLECT),
     "openvino": _engine("openvino", (
         'onnx.save(model, "bug.onnx")',
         f'compiled = openvino.Core().compile_model("bug.onnx", "CPU", {OPENVINO_CONFIG})',

@@ -8,8 +8,8 @@ INDENT = "    "
 
 
 def literal(value: Any) -> str:
-    """``value`` as Python source: JSON lists become tuples where Keras takes tuples is not needed (a list is
-    accepted wherever Keras takes a tuple), floats keep their shortest exact form, NaN/Inf go through float()."""
+    """``value`` as Python source: lists stay lists (Keras takes one wherever it takes a tuple), floats keep their
+    shortest exact form, NaN and Inf go through ``float()``."""
     if isinstance(value, float):
         if math.isnan(value) or math.isinf(value):
             return f'float("{value}")'

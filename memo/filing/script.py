@@ -29,6 +29,10 @@ THREAD_VARIABLES = frozenset({"OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NU
 # itself (the last resort: a graph helper code cannot rebuild, a Keras model whose bug needs its saved state).
 SEEDED, ATTACHED, ONNX_ATTACHED, KERAS_ATTACHED = "seeded", "attached", "onnx-file", "keras-file"
 
+# Bug kinds a minimal script does not show, and why (memo's repro.py handles them).
+UNSCRIPTED_KINDS: dict[str, str] = {
+    "hang": "a hang needs a clock and an alarm around the library's call, which memo's repro.py has"}
+
 # What a numeric bug's check prints before it asserts, by bug kind (``got``, ``want``: one output).
 NUMERIC_PRINTS: dict[str, str] = {
     "nan": 'print("NaN/Inf: actual", np.count_nonzero(~np.isfinite(got)), "expected", '
@@ -178,6 +182,8 @@ def _sources(folder: BugFolder, idiom: Idiom, floats: bool) -> list[str]:
 
 def candidates(folder: BugFolder) -> list[Candidate]:
     """The scripts to try for ``folder``, shortest first."""
+    if folder.kind in UNSCRIPTED_KINDS:
+        raise NoMinimalScript(UNSCRIPTED_KINDS[folder.kind])
     idiom = idiom_for(folder.library)
     if idiom is None:
         raise NoMinimalScript(f"memo writes no minimal script for {folder.library!r}")
