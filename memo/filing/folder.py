@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from memo.model.ir import ModelIR
 BUG_FILE, IR_FILE, KERAS_FILE, ONNX_FILE = "bug.json", "ir.json", "model.keras", "model.onnx"
 INPUTS_FILE, EXPECTED_FILE, REPRO_FILE = "inputs.npz", "expected.npz", "repro.py"
 NUMERIC_KINDS = frozenset({"nan", "inconsistency", "shape"})
+LEADING_EXCEPTION = re.compile(r"^([A-Z]\w*(?:Error|Exception|Failure))\b")  # "ValueError: ..." opening a message
 
 
 @dataclass(frozen=True)
@@ -51,7 +53,10 @@ class BugFolder:
 
     @property
     def exception(self) -> str:
-        return str(self.info.get("exception") or "")
+        """The exception type's name; from the message's ``Name: ...`` where bug.json records none."""
+        recorded = str(self.info.get("exception") or "")
+        named = LEADING_EXCEPTION.match(str(self.info.get("error_message") or ""))
+        return recorded or (named.group(1) if named else "")
 
     @property
     def numeric(self) -> bool:

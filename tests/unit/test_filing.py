@@ -153,3 +153,9 @@ def test_report_shows_the_kept_issue_text_escaped_and_counts_reproducing_scripts
     assert "1 of 1 minimal scripts reproduce" in html and "Copy issue text" in html
     assert "Its minimal script (" in html
     assert view["issue_text"].splitlines()[0] in report_markdown(data)
+
+
+def test_an_exception_bug_json_does_not_record_is_read_from_the_message(tmp_path: Path) -> None:
+    (tmp_path / "bug.json").write_text(json.dumps({"kind": "crash", "library": "keras-export", "exception": "",
+                                                   "error_message": "ValueError: Exception encountered when ..."}))
+    assert BugFolder.read(tmp_path).exception == "ValueError"
