@@ -106,6 +106,8 @@ def check_minimal(folder: BugFolder) -> MinimalScript:
         tries = candidates(folder)
     except NoMinimalScript as exc:
         return MinimalScript(reason=str(exc))
+    except Exception as exc:  # a folder memo cannot write a script for never breaks an issue text or the report
+        return MinimalScript(reason=f"no script could be written ({type(exc).__name__}: {exc})")
     result = MinimalScript()
     for candidate in tries:
         result = run_candidate(folder, candidate)

@@ -122,7 +122,10 @@ def _keras_weights(folder: BugFolder) -> dict[str, np.ndarray]:
     from memo.model.files import load_model_file
 
     path = folder.file(KERAS_FILE)
-    weights = load_model_file(path).weights if path else None
+    try:
+        weights = load_model_file(path).weights if path else None
+    except Exception as exc:  # a model memo's loader refuses (a layer taking tensors as keyword arguments)
+        raise NoMinimalScript(f"its weights could not be read: {exc}") from exc
     return {f"{layer}/{i}": array for layer, arrays in (weights or {}).items() for i, array in enumerate(arrays)}
 
 
