@@ -31,6 +31,7 @@ class OnnxGraphCode:
     attached: dict[str, np.ndarray] = field(default_factory=dict)
     inputs: list[str] = field(default_factory=list)
     outputs: int = 0
+    nodes: int = 0
 
 
 class _Names:
@@ -116,7 +117,7 @@ def onnx_graph_code(path: Path) -> OnnxGraphCode:
               f"{INDENT}[{', '.join(initializers)}])" if initializers else f"{INDENT}[])"]
     opsets = ", ".join(f"helper.make_opsetid({entry.domain!r}, {entry.version})" for entry in model.opset_import)
     lines.append(f"model = helper.make_model(graph, opset_imports=[{opsets}], ir_version={model.ir_version})")
-    return OnnxGraphCode(lines, attached, [arg.name for arg in inputs], len(graph.output))
+    return OnnxGraphCode(lines, attached, [arg.name for arg in inputs], len(graph.output), len(graph.node))
 
 
 def onnx_file_inputs(path: Path) -> tuple[list[str], int]:

@@ -29,6 +29,10 @@ THREAD_VARIABLES = frozenset({"OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NU
 # itself (the last resort: a graph helper code cannot rebuild, a Keras model whose bug needs its saved state).
 SEEDED, ATTACHED, ONNX_ATTACHED, KERAS_ATTACHED = "seeded", "attached", "onnx-file", "keras-file"
 
+# A graph with more nodes is attached as its file: helper code for it would be no minimal script (Keras's own
+# export writes hundreds of nodes for a few layers).
+MAX_HELPER_NODES = 40
+
 # Bug kinds a minimal script does not show, and why (memo's repro.py handles them).
 UNSCRIPTED_KINDS: dict[str, str] = {
     "hang": "a hang needs a clock and an alarm around the library's call, which memo's repro.py has"}
@@ -172,6 +176,8 @@ def _onnx_part(folder: BugFolder, source: str) -> ModelPart:
         graph = onnx_graph_code(onnx_path)
     except GraphNotWritable as exc:
         raise NoMinimalScript(f"the graph has {exc}") from exc
+    if graph.nodes > MAX_HELPER_NODES:
+        raise NoMinimalScript(f"the graph has {graph.nodes} nodes: the file is attached instead")
     files = {WEIGHTS_FILE: _npz(graph.attached)} if graph.attached else {}
     return ModelPart(graph.lines, files, graph.inputs, graph.outputs)
 
