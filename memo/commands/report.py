@@ -22,6 +22,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--budget", type=float, default=120.0, help="seconds for --triage (default 120)")
     p.add_argument("--bugs-db", metavar="PATH", help="the bug database that says which bugs are known (default: "
                    "$MEMO_BUGS_DB, else the one the campaign was started with); triage records into it")
+    p.add_argument("--issue-scripts", action="store_true",
+                   help="write and check each bug's minimal script for its issue text (runs each blamed library "
+                        "once per bug not checked yet, a few seconds each)")
     p.set_defaults(func=run)
 
 
@@ -46,6 +49,11 @@ def run(args: argparse.Namespace) -> int:
               f"database), {summary.seconds:.0f} s")
         for error in summary.errors:
             print(f"triage: {error.splitlines()[0]}")
+    if args.issue_scripts:
+        from memo.filing import check_campaign
+
+        checked, reproducing = check_campaign(directory / "bugs")
+        print(f"issue scripts: {reproducing} of {checked} minimal scripts reproduce")
     path = write_report(directory, args.output, args.fmt, bugs_db=bugs_db)
     print(path)
     return 0

@@ -25,7 +25,8 @@ from memo.backends.documented import declared_refusal, delegated_library, docume
 from memo.backends.spec import UPSTREAM_STATUSES
 from memo.json_types import JsonObject
 from memo.oracle.verdict import VerdictSummary
-from memo.report.entry import BugEntry, Documented, MergedBug, ModelRow
+from memo.filing import kept_issue_text
+from memo.report.entry import BugEntry, Documented, FilingView, MergedBug, ModelRow
 from memo.report.known import known_figures, mark_known
 from memo.report.markdown import issue_markdown
 from memo.report.sections import READY, SECTION_RANK, section_counts, section_of, status_text
@@ -118,6 +119,8 @@ def triage_status(bugs: list[BugEntry], rows: list[BugRow]) -> JsonObject:
     return {"bugs": len(bugs), "entries_before_merging": len([r for r in rows if not r.unlocalized]),
             "merged": len([r for r in rows if r.merged_into]), "reduced": len(reduced),
             "reproduce": len([b for b in bugs if b["reproduces"] is True]),
+            "minimal_checked": len([b for b in bugs if b.get("minimal")]),
+            "minimal_reproduce": len([b for b in bugs if (b.get("minimal") or {}).get("reproduces")]),
             "ready": len([b for b in bugs if b["status"] == READY]),
             "median_layers": sizes[len(sizes) // 2] if sizes else None}
 
@@ -355,7 +358,18 @@ def bug_entry(store: CampaignStore, bug: BugRow, versions: JsonObject,
     entry["section"] = section_of(entry)
     entry["status"] = status_text(entry)
     entry["issue_markdown"] = issue_markdown(entry, versions)
+    entry.update(filing_view(folder))
     return entry
+
+
+def filing_view(folder: Path | None) -> FilingView:
+    """The bug's issue text and minimal script as its folder keeps them (memo.filing; none checked: empty)."""
+    kept = kept_issue_text(folder) if folder is not None and (folder / "bug.json").is_file() else None
+    if kept is None:
+        return {"issue_text": "", "minimal": None}
+    text, script = kept
+    return {"issue_text": text, "minimal": {"reproduces": script.reproduces, "lines": script.lines,
+                                            "reason": script.reason}}
 
 
 def _load_ir(folder: Path | None, fallback_json: str | None) -> ModelIR | None:

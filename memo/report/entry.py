@@ -35,6 +35,13 @@ class Documented(TypedDict):
     quote: str
 
 
+class FilingView(TypedDict):
+    """A bug's issue text ready to file and its minimal script's check, as the bug folder keeps them."""
+
+    issue_text: str
+    minimal: JsonObject | None
+
+
 class BugEntry(TypedDict):
     """One bug with everything its report section needs (``signature``, ``metrics``, ``truth``,
     ``reduction``, ``localization`` and ``io`` are the JSON documents the store and the bug's folder keep)."""
@@ -84,3 +91,5 @@ class BugEntry(TypedDict):
     known: NotRequired[bool]  # seen by an earlier campaign (the bug database)
     known_bug: NotRequired[JsonObject | None]  # the database bug it is, with its status and link
     collapsed: NotRequired[bool]  # filed, won't fix or duplicate: folded away in the HTML report
+    issue_text: NotRequired[str]  # in its tracker's form with a checked minimal script (memo.filing); "" if none
+    minimal: NotRequired[JsonObject | None]  # that script's check: reproduces, lines, reason

@@ -119,7 +119,9 @@ def report_markdown(data: JsonObject) -> str:
     t = data["triage"]
     lines += ["", f"## Bugs ({len(data['bugs'])})", "",
               f"{t['ready']} ready to file, {t['reduced']} reduced, {t['reproduce']} reproduce standalone, "
-              f"{t['merged']} entries merged into others." + _triage_left(data.get("triage_left")), "",
+              f"{t['merged']} entries merged into others"
+              + (f"; {t['minimal_reproduce']} of {t['minimal_checked']} minimal scripts reproduce."
+                 if t.get("minimal_checked") else ".") + _triage_left(data.get("triage_left")), "",
               "| id | kind | library | stage | layers | first seen | occurrences | reproduces | status | new or known |",
               "|---|---|---|---|---|---|---|---|---|---|"]
     known = data.get("known") or {}
@@ -131,7 +133,7 @@ def report_markdown(data: JsonObject) -> str:
                      f"{', '.join(bug['layers'])} | {_when(bug['first_seen'])} | {bug['occurrences']} | "
                      f"{_reproduces(bug['reproduces'])} | {bug['status']} | {_known(bug)} |")
     for bug in data["bugs"]:
-        lines += ["", f"## Bug {bug['id']}", "", bug["issue_markdown"]]
+        lines += ["", f"## Bug {bug['id']}", "", bug.get("issue_text") or bug["issue_markdown"]]
     if data.get("unconfirmed"):
         lines += ["", "## Unconfirmed findings (did not show again; not bugs)", "",
                   "| kind | library | stage | occurrences |", "|---|---|---|---|"]

@@ -31,6 +31,7 @@ LAYERS: tuple[frozenset[str], ...] = tuple(frozenset(layer) for layer in (
     {"mutation", "seed_reduction"},  # mutation operators; block-aware seed reduction
     {"seeds"},
     {"triage"},  # findings -> bugs
+    {"filing"},  # a bug's minimal script and issue text, in its library's idiom and its tracker's form
     {"report"},  # a read-only view of the store and the bug folders
     {"campaign"},  # generation loop, pipelines, disk budget, schedule
     {"cluster"},  # the campaign's executor on a Ray cluster

@@ -1,0 +1,167 @@
+"""Checking a minimal script: it runs in a fresh process, with the library's own interpreter, in a folder holding
+only the script and its files, and reproduces when it exits 1 with the bug's symptom.
+
+The result is kept in the bug folder (``minimal/``: the script, its files and ``check.json``), keyed by the
+folder's model and verdict, so the report and ``memo bugs issue`` show it without running the library again.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from memo.filing.folder import BUG_FILE, IR_FILE, ONNX_FILE, BugFolder
+from memo.text import without_ansi
+from memo.filing.script import SCRIPT_FILE, Candidate, NoMinimalScript, candidates
+
+GENERATOR = "memo-minimal/1"  # changes when the scripts memo writes change: older checks are then redone
+MINIMAL_DIR, CHECK_FILE = "minimal", "check.json"
+CHECK_TIMEOUT_S = 120.0
+OUTPUT_TAIL = 3000
+# The exception a script raises for memo's own name of a crash: memo's converters validate their ONNX output with
+# onnx.checker (InvalidONNX), which a script calls itself.
+EXCEPTION_ALIASES: dict[str, tuple[str, ...]] = {"InvalidONNX": ("ValidationError", "InferenceError")}
+NUMERIC_SYMPTOM = ("AssertionError",)
+
+
+@dataclass
+class MinimalScript:
+    """A bug's minimal script and its check: ``reproduces`` in a fresh process (False: not shown), the
+    interpreter's ``versions`` line (the script prints it first), the check's output and why there is none."""
+
+    text: str = ""
+    files: dict[str, bytes] = field(default_factory=dict)
+    reproduces: bool = False
+    versions: str = ""
+    output: str = ""
+    reason: str = ""
+    source: str = ""
+
+    @property
+    def lines(self) -> int:
+        return len(self.text.rstrip().splitlines())
+
+    def to_json(self) -> dict[str, object]:
+        out = asdict(self)
+        out["files"] = sorted(self.files)
+        out["lines"] = self.lines
+        return out
+
+
+def folder_key(folder: BugFolder) -> str:
+    """What a check depends on: the generator, the verdict and the reduced model's files."""
+    digest = hashlib.sha256(GENERATOR.encode())
+    for name in (BUG_FILE, IR_FILE, ONNX_FILE):
+        path = folder.file(name)
+        digest.update(path.read_bytes() if path else b"-")
+    return digest.hexdigest()[:20]
+
+
+def symptoms(folder: BugFolder) -> tuple[str, ...]:
+    """The words whose presence in the script's error output says the bug showed."""
+    if folder.numeric:
+        return NUMERIC_SYMPTOM
+    exception = folder.exception
+    return (exception, *EXCEPTION_ALIASES.get(exception, ())) if exception else ()
+
+
+def _reproduced(folder: BugFolder, returncode: int, stderr: str) -> bool:
+    if returncode < 0:  # died by a signal: a native crash when memo's worker died so too
+        return not folder.numeric and (not folder.exception or folder.exception.startswith(("signal", "Worker")))
+    return returncode == 1 and any(word and word in stderr for word in symptoms(folder))
+
+
+def run_candidate(folder: BugFolder, candidate: Candidate, timeout_s: float = CHECK_TIMEOUT_S) -> MinimalScript:
+    """Run ``candidate`` in a fresh process in a scratch folder; the verdict and the output."""
+    result = MinimalScript(candidate.text, dict(candidate.files), source=candidate.source)
+    with tempfile.TemporaryDirectory(prefix="memo-minimal-") as scratch:
+        for name, data in {SCRIPT_FILE: candidate.text.encode(), **candidate.files}.items():
+            Path(scratch, name).write_bytes(data)
+        try:
+            done = subprocess.run([candidate.python or sys.executable, SCRIPT_FILE], cwd=scratch, capture_output=True,
+                                  text=True, timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            result.reason = f"the script ran past {timeout_s:.0f} s"
+            return result
+        except OSError as exc:
+            result.reason = f"could not start {candidate.python}: {exc}"
+            return result
+        stdout, stderr = (without_ansi(text).replace(scratch + "/", "") for text in (done.stdout, done.stderr))
+    stdout_lines = stdout.strip().splitlines()
+    result.versions = stdout_lines[0] if stdout_lines else ""
+    result.output = (stdout + stderr)[-OUTPUT_TAIL:]
+    result.reproduces = _reproduced(folder, done.returncode, stderr)
+    if not result.reproduces:
+        result.reason = f"the script exited {done.returncode} without the bug's symptom ({', '.join(symptoms(folder))})"
+    return result
+
+
+def check_minimal(folder: BugFolder) -> MinimalScript:
+    """The first candidate that reproduces (the last one tried, with ``reproduces`` False, when none does)."""
+    try:
+        tries = candidates(folder)
+    except NoMinimalScript as exc:
+        return MinimalScript(reason=str(exc))
+    except Exception as exc:  # a folder memo cannot write a script for never breaks an issue text or the report
+        return MinimalScript(reason=f"no script could be written ({type(exc).__name__}: {exc})")
+    result = MinimalScript()
+    for candidate in tries:
+        result = run_candidate(folder, candidate)
+        if result.reproduces:
+            break
+    return result
+
+
+def cached_minimal(folder: BugFolder) -> MinimalScript | None:
+    """The kept check of ``folder``, None when there is none or the folder changed since."""
+    check = folder.path / MINIMAL_DIR / CHECK_FILE
+    try:
+        data = json.loads(check.read_text())
+    except (OSError, ValueError):
+        return None
+    if data.get("key") != folder_key(folder):
+        return None
+    root = check.parent
+    try:
+        files = {name: (root / name).read_bytes() for name in data.get("files", [])}
+        text = (root / SCRIPT_FILE).read_text() if (root / SCRIPT_FILE).exists() else ""
+    except OSError:
+        return None
+    return MinimalScript(text, files, bool(data.get("reproduces")), str(data.get("versions", "")),
+                         str(data.get("output", "")), str(data.get("reason", "")), str(data.get("source", "")))
+
+
+def keep(folder: BugFolder, result: MinimalScript) -> None:
+    """Write ``result`` into the folder's ``minimal/`` (replacing an older one)."""
+    root = folder.path / MINIMAL_DIR
+    root.mkdir(exist_ok=True)
+    for old in root.iterdir():
+        if old.is_file():
+            old.unlink()
+    if result.text:
+        (root / SCRIPT_FILE).write_text(result.text)
+    for name, data in result.files.items():
+        (root / name).write_bytes(data)
+    (root / CHECK_FILE).write_text(json.dumps({**result.to_json(), "key": folder_key(folder)}, indent=1))
+
+
+def minimal_script(folder: Path, *, refresh: bool = False) -> MinimalScript:
+    """The minimal script of the bug folder at ``folder``, checked in a fresh process (kept in the folder)."""
+    bug = BugFolder.read(folder)
+    cached = None if refresh else cached_minimal(bug)
+    if cached is not None:
+        return cached
+    result = check_minimal(bug)
+    keep(bug, result)
+    return result
+
+
+def check_campaign(bugs_dir: Path, *, refresh: bool = False) -> tuple[int, int]:
+    """Write and check the minimal script of every bug folder under ``bugs_dir``; ``(checked, reproducing)``."""
+    results = [minimal_script(path, refresh=refresh) for path in sorted(bugs_dir.iterdir())
+               if (path / BUG_FILE).is_file()] if bugs_dir.is_dir() else []
+    return len(results), sum(1 for result in results if result.reproduces)

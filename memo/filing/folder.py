@@ -1,0 +1,79 @@
+"""One bug folder as filing reads it: ``bug.json``, the reduced model (``ir.json``, ``model.keras``,
+``model.onnx``), ``inputs.npz``, ``expected.npz`` and memo's ``repro.py``."""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from memo.errors import UsageError
+from memo.json_types import JsonObject
+from memo.model.ir import ModelIR
+
+BUG_FILE, IR_FILE, KERAS_FILE, ONNX_FILE = "bug.json", "ir.json", "model.keras", "model.onnx"
+INPUTS_FILE, EXPECTED_FILE, REPRO_FILE = "inputs.npz", "expected.npz", "repro.py"
+NUMERIC_KINDS = frozenset({"nan", "inconsistency", "shape"})
+LEADING_EXCEPTION = re.compile(r"^([A-Z]\w*(?:Error|Exception|Failure))\b")  # "ValueError: ..." opening a message
+
+
+@dataclass(frozen=True)
+class BugFolder:
+    """The parts of a bug folder that filing reads."""
+
+    path: Path
+    info: JsonObject
+
+    @classmethod
+    def read(cls, path: Path) -> "BugFolder":
+        """The folder at ``path``; :class:`UsageError` when it is not a bug folder."""
+        bug_file = Path(path) / BUG_FILE
+        if not bug_file.is_file():
+            raise UsageError(f"{path}: not a bug folder (no {BUG_FILE})")
+        try:
+            return cls(Path(path), json.loads(bug_file.read_text()))
+        except (OSError, ValueError) as exc:
+            raise UsageError(f"{bug_file}: unreadable ({exc})") from exc
+
+    @property
+    def id(self) -> str:
+        return str(self.info.get("id") or self.path.name)
+
+    @property
+    def kind(self) -> str:
+        return str(self.info.get("kind", ""))
+
+    @property
+    def library(self) -> str:
+        return str(self.info.get("library", ""))
+
+    @property
+    def reference(self) -> str:
+        return str(self.info.get("reference") or "")
+
+    @property
+    def exception(self) -> str:
+        """The exception type's name; from the message's ``Name: ...`` where bug.json records none."""
+        recorded = str(self.info.get("exception") or "")
+        named = LEADING_EXCEPTION.match(str(self.info.get("error_message") or ""))
+        return recorded or (named.group(1) if named else "")
+
+    @property
+    def numeric(self) -> bool:
+        return self.kind in NUMERIC_KINDS
+
+    def file(self, name: str) -> Path | None:
+        """The folder's file ``name``, None when it is missing."""
+        path = self.path / name
+        return path if path.is_file() else None
+
+    def ir(self) -> ModelIR | None:
+        path = self.file(IR_FILE)
+        try:
+            return ModelIR.loads(path.read_text()) if path else None
+        except Exception:  # a folder whose model memo cannot read gets no minimal script, never a failure
+            return None
+
+    def campaign(self) -> Path:
+        """The campaign folder holding this bug (``campaigns/NAME/bugs/BUG`` -> ``campaigns/NAME``)."""
+        return self.path.parent.parent

@@ -1,0 +1,210 @@
+"""A bug's issue text, ready to file in its library's tracker: a title naming the layer or operator and the
+symptom, the versions, the minimal script (checked to reproduce) or memo's full repro.py attached, expected
+against actual (with the float64 truth for a numeric bug), and the words searched for duplicates."""
+from __future__ import annotations
+
+import platform
+import sys
+from pathlib import Path
+from urllib.parse import quote_plus
+
+from memo import __version__
+from memo.backends import find_spec, producer_of
+from memo.backends.versions import distribution_versions
+from memo.filing.check import MinimalScript, cached_minimal, minimal_script, symptoms
+from memo.filing.folder import ONNX_FILE, REPRO_FILE, BugFolder
+from memo.filing.idioms import ONNX, idiom_for
+from memo.filing.script import KERAS_ATTACHED, ONNX_ATTACHED
+from memo.filing.trackers import DESCRIBE, DUPLICATES, ENVIRONMENT, EXPECTED, LOG, REPRODUCE, form_for
+from memo.triage.describe import symptom
+
+FENCE = "```"
+# ONNX operators a converter writes around every layer (layouts, shapes, dtypes): never what a title names.
+LAYOUT_OPERATORS = frozenset({"Transpose", "Reshape", "Cast", "Shape", "Gather", "Concat", "Slice", "Unsqueeze",
+                              "Squeeze", "Identity", "Constant", "Flatten"})
+ERROR_LINES = 25
+MODEL_FILE_SOURCES = (KERAS_ATTACHED, ONNX_ATTACHED)
+TITLE_CHARS = 110
+KIND_WORDS = {"nan": "produces NaN/Inf", "inconsistency": "gives wrong results", "shape": "gives a wrong output shape",
+              "hang": "hangs"}
+
+
+def _fenced(text: str, language: str = "") -> str:
+    return f"{FENCE}{language}\n{text.replace(FENCE, '`' + chr(0x200b) + '``').rstrip()}\n{FENCE}"
+
+
+def _operators(folder: BugFolder) -> list[str]:
+    """The ONNX graph's operators, layout plumbing (a converter's Transpose, Reshape, Cast...) left out."""
+    import onnx
+
+    path = folder.file(ONNX_FILE)
+    if path is None:
+        return []
+    ops = list(dict.fromkeys(node.op_type for node in onnx.load(str(path)).graph.node))
+    return [op for op in ops if op not in LAYOUT_OPERATORS] or ops
+
+
+def culprit(folder: BugFolder) -> str:
+    """The layer or operator a title names: the localized layer's class, else the ONNX graph's operators for an
+    engine's bug, else the reduced model's layer classes."""
+    if folder.info.get("layer_class"):
+        return str(folder.info["layer_class"])
+    idiom = idiom_for(folder.library)
+    if idiom is not None and idiom.builds == ONNX:
+        names = _operators(folder)
+    else:
+        ir = folder.ir()
+        names = list(dict.fromkeys(layer.class_name for layer in ir.body)) if ir else []
+        message = str(folder.info.get("error_message") or "")
+        names = [name for name in names if f"{name}.call()" in message] or names  # the class Keras names
+    return ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
+
+
+def stated_cause(folder: BugFolder) -> str:
+    """A crash's cause as its message states it: the last sentence of the message's last stated line."""
+    text = symptom(dict(folder.info))
+    exception = folder.exception
+    text = text.split(f"{exception}: ", 1)[-1] if exception and f"{exception}: " in text else text.split(": ", 1)[-1]
+    if len(text) <= TITLE_CHARS // 2:
+        return text
+    sentences = [part.strip() for part in text.split(". ") if part.strip()]
+    stated = [sentence for sentence in sentences if len(sentence.split()) >= 3
+              and not any(mark in sentence for mark in ("::", "/", "[", "]"))]
+    return (stated or sentences or [text])[0]
+
+
+def title(folder: BugFolder) -> str:
+    """``[library] Culprit: symptom`` in one line."""
+    if folder.kind in KIND_WORDS:
+        what = KIND_WORDS[folder.kind]
+        if folder.kind in ("nan", "inconsistency") and folder.reference:
+            what += f" (against {folder.reference})"
+    else:
+        what = f"{folder.exception}: {stated_cause(folder)}" if folder.exception else stated_cause(folder)
+    text = f"[{folder.library}] {culprit(folder)}: {what}"
+    return text if len(text) <= TITLE_CHARS else text[:TITLE_CHARS - 3].rstrip() + "..."
+
+
+def environment(folder: BugFolder, checked: MinimalScript) -> list[str]:
+    """Versions: the library's as the checked script printed them, its input producer's, Python and the OS."""
+    lines = [f"- {checked.versions} (the script prints them; checked in a fresh process)"] if checked.versions else []
+    spec = find_spec(folder.library)
+    if spec is not None and not lines:
+        versions = distribution_versions(spec.distributions)
+        lines.append("- " + ", ".join(f"{name} {version}" for name, version in versions.items()))
+    producer = producer_of(spec.consumes) if spec is not None and spec.consumes not in ("keras",) else None
+    producer_spec = find_spec(producer) if producer else None
+    if producer_spec is not None:
+        versions = distribution_versions(producer_spec.distributions)
+        lines.append(f"- the model was converted by {producer}: "
+                     + ", ".join(f"{name} {version}" for name, version in versions.items()))
+    lines.append(f"- Python {platform.python_version()}, {platform.platform()}")
+    return lines
+
+
+def _reproduce(folder: BugFolder, checked: MinimalScript) -> list[str]:
+    if checked.reproduces:
+        attached = [name for name in sorted(checked.files)]
+        lines = [_fenced(checked.text, "python"), ""]
+        if attached:
+            lines.append(f"It reads {', '.join(f'`{name}`' for name in attached)} (attached, next to the script).")
+        if checked.source in MODEL_FILE_SOURCES:
+            lines.append("The reduced model is attached as a file: built in code, it did not show the bug.")
+        return lines + ["It exits 1 with the error below when the bug shows, 0 when it is fixed."]
+    why = f" ({checked.reason})" if checked.reason else ""
+    return [f"No minimal script reproduces this bug{why}: memo's full `{REPRO_FILE}` is attached with the model "
+            f"and inputs it reads (`python {REPRO_FILE}` exits 0 when the bug reproduces)."]
+
+
+def _expected(folder: BugFolder) -> list[str]:
+    reference = folder.reference or "the reference library"
+    if folder.kind == "crash":
+        return [f"The model runs (on {reference} it does); instead {folder.library} raises "
+                f"`{folder.exception or 'an error'}`."]
+    if folder.kind == "hang":
+        return [f"The model finishes in seconds (on {reference} it does); {folder.library} is still running after "
+                f"{folder.info.get('timeout_s', '?')} s."]
+    lines = [f"Outputs as {reference} computes them (attached as `expected.npz`), within rtol 1e-3 and atol 1e-3 x "
+             f"max(1, mean |expected|). Actual: {folder.info.get('message', '')}"]
+    truth = folder.info.get("truth") or {}
+    if truth.get("errors"):
+        lines += ["", f"The float64 truth ({truth.get('method', '')}) says {truth.get('decision', '?')}: "
+                      f"{truth.get('reason', '')}", "",
+                  "| library | error against float64 (in tolerances; at most 1 is within tolerance) |", "|---|---|"]
+        lines += [f"| {name} | {value if isinstance(value, str) else format(value, '.3g')} |"
+                  for name, value in truth["errors"].items()]
+    return lines
+
+
+def _log(folder: BugFolder, checked: MinimalScript) -> list[str]:
+    """The script's output from the exception it raised on (its first lines: a message may go on with data)."""
+    if not checked.reproduces:
+        text = str(folder.info.get("error_message") or folder.info.get("message") or "")
+        excerpt = "\n".join(text.rstrip().splitlines()[:ERROR_LINES])
+        return [_fenced(excerpt)] if excerpt else ["(none)"]
+    text = checked.output
+    found = max(text.rfind(f"{word}:") for word in symptoms(folder) or ("Error",))
+    start = text.rfind("\n", 0, found) + 1 if found >= 0 else 0
+    lines = text[start:].rstrip().splitlines()
+    excerpt = "\n".join(lines[:ERROR_LINES] + (["..."] if len(lines) > ERROR_LINES else []))
+    if checked.versions and start:
+        excerpt = f"{checked.versions}\n...\n{excerpt}"
+    return [_fenced(excerpt)] if excerpt else ["(none)"]
+
+
+def search_words(folder: BugFolder) -> str:
+    """The words to search the tracker with: the culprit, the exception and the message's stated cause."""
+    stated = stated_cause(folder) if folder.kind == "crash" else KIND_WORDS.get(folder.kind, "")
+    words = " ".join([word for word in stated.replace("`", " ").split()
+                      if not any(mark in word for mark in ("/", "::", "\\", "0x"))][:8])
+    return " ".join(part for part in (culprit(folder).split(",")[0], folder.exception, words) if part)
+
+
+def _duplicates(folder: BugFolder, tracker: str) -> list[str]:
+    words = search_words(folder)
+    lines = [f"Search words: `{words}`"]
+    if tracker:
+        lines.append(f"Search: {tracker}?q={quote_plus('is:issue ' + words)}")
+    return lines
+
+
+def issue_text(folder: Path) -> str:
+    """The issue text of the bug folder at ``folder`` in its tracker's form (Markdown); its minimal script is
+    written and checked first when the folder keeps none (a few seconds: the library runs once)."""
+    return render_issue(BugFolder.read(folder), minimal_script(folder))
+
+
+def kept_issue_text(folder: Path) -> tuple[str, MinimalScript] | None:
+    """The issue text and minimal script of ``folder`` when its minimal script was checked already (the report:
+    a read-only view, which runs no library); None otherwise."""
+    bug = BugFolder.read(folder)
+    checked = cached_minimal(bug)
+    return (render_issue(bug, checked), checked) if checked is not None else None
+
+
+def render_issue(bug: BugFolder, checked: MinimalScript) -> str:
+    """The issue text of ``bug`` with its checked minimal script."""
+    spec = find_spec(bug.library)
+    tracker = spec.upstream.tracker if spec is not None else ""
+    form = form_for(tracker)
+    parts = {
+        DESCRIBE: [f"{bug.library} {KIND_WORDS.get(bug.kind, 'fails')} on a model of {culprit(bug)} "
+                   f"({bug.info.get('stage', '?')} stage). Found by memo {__version__} (coverage-guided model "
+                   f"mutation), bug `{bug.id}`; the model was reduced to what still shows the bug."],
+        ENVIRONMENT: environment(bug, checked),
+        REPRODUCE: _reproduce(bug, checked),
+        EXPECTED: _expected(bug),
+        LOG: _log(bug, checked),
+        DUPLICATES: _duplicates(bug, tracker),
+    }
+    lines = [f"# {title(bug)}", ""]
+    if tracker:
+        lines += [f"File at: {tracker}" + (f" ({form.project})" if form.project else ""), ""]
+    lines += [f"**{heading}:** {answer}  " for heading, answer in form.fields.items()]
+    if form.fields:
+        lines.append("")
+    for key in form.order:
+        lines += [f"### {form.headings[key]}", "", *parts[key], ""]
+    return "\n".join(lines).rstrip() + "\n"
+
+

@@ -1,0 +1,236 @@
+"""The minimal script of a bug: a dozen lines in the blamed library's own idiom, for that library alone.
+
+For a Keras-side bug the reduced model is built in code with ``keras.layers``; for an ONNX engine's bug its graph
+is built with ``onnx.helper``. Weights and inputs come from a seeded generator where the bug does not depend on
+them (a crash), else from small attached ``.npz`` files; a numeric bug's expected outputs (the reference library's)
+are attached. The script raises (so exits 1) when the bug shows: the library's own exception for a crash, an
+``AssertionError`` printing expected against actual for a numeric bug. :mod:`memo.filing.check` runs each
+candidate in a fresh process and keeps the first that reproduces.
+"""
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from memo.backends import find_spec
+from memo.filing.folder import EXPECTED_FILE, INPUTS_FILE, KERAS_FILE, ONNX_FILE, BugFolder
+from memo.filing.idioms import KERAS, Idiom, idiom_for
+from memo.filing.keras_code import keras_model_code
+from memo.filing.onnx_code import WEIGHTS_FILE, GraphNotWritable, onnx_file_inputs, onnx_graph_code
+from memo.filing.pycode import literal
+
+SCRIPT_FILE = "bug_repro.py"
+# Worker settings that only pin memo's own throughput (one thread per worker): not part of a bug.
+THREAD_VARIABLES = frozenset({"OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "TVM_NUM_THREADS"})
+# Where a candidate's weights and inputs come from: a seeded generator, attached arrays, or the attached model file
+# itself (the last resort: a graph helper code cannot rebuild, a Keras model whose bug needs its saved state).
+SEEDED, ATTACHED, ONNX_ATTACHED, KERAS_ATTACHED = "seeded", "attached", "onnx-file", "keras-file"
+
+# A graph with more nodes is attached as its file: helper code for it would be no minimal script (Keras's own
+# export writes hundreds of nodes for a few layers).
+MAX_HELPER_NODES = 40
+
+# Bug kinds a minimal script does not show, and why (memo's repro.py handles them).
+UNSCRIPTED_KINDS: dict[str, str] = {
+    "hang": "a hang needs a clock and an alarm around the library's call, which memo's repro.py has"}
+
+# What a numeric bug's check prints before it asserts, by bug kind (``got``, ``want``: one output).
+NUMERIC_PRINTS: dict[str, str] = {
+    "nan": 'print("NaN/Inf: actual", np.count_nonzero(~np.isfinite(got)), "expected", '
+           'np.count_nonzero(~np.isfinite(want)), "of", want.size)',
+    "inconsistency": 'print("max |actual - expected|:", np.abs(got - want).max(), "expected magnitude:", '
+                     'np.abs(want).mean())',
+    "shape": 'print("shape: actual", got.shape, "expected", want.shape)',
+}
+
+
+@dataclass
+class Candidate:
+    """A script not yet checked: its text, the files it reads (name -> bytes), the interpreter that runs it."""
+
+    text: str
+    files: dict[str, bytes] = field(default_factory=dict)
+    python: str = ""
+    source: str = SEEDED
+
+    @property
+    def lines(self) -> int:
+        return len(self.text.rstrip().splitlines())
+
+
+class NoMinimalScript(Exception):
+    """Why a bug gets no minimal script (no idiom for its library, a model helper code cannot state)."""
+
+
+def _npz(arrays: dict[str, np.ndarray]) -> bytes:
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    return buffer.getvalue()
+
+
+def _read_npz(path: Path | None) -> dict[str, np.ndarray]:
+    if path is None:
+        return {}
+    with np.load(path, allow_pickle=False) as data:
+        return {name: data[name] for name in data.files}
+
+
+def _env_lines(library: str) -> list[str]:
+    spec = find_spec(library)
+    env = {k: v for k, v in (spec.env if spec else {}).items() if k not in THREAD_VARIABLES}
+    return ["import os", f"os.environ.update({literal(env)})"] if env else []
+
+
+def _input_lines(arrays: list[np.ndarray], names: list[str], idiom: Idiom, source: str) -> list[str]:
+    """Lines setting ``x`` (Keras: an array or a list) or ``feed`` (ONNX: ``{name: array}``)."""
+    if source == SEEDED:
+        lines = ["rng = np.random.default_rng(0)"]
+        values = [f"rng.uniform(-1, 1, {literal(tuple(a.shape))}).astype(np.{a.dtype.name})" for a in arrays]
+    else:
+        lines = [f"inputs = np.load({INPUTS_FILE!r})"]
+        values = [f"inputs[{name!r}]" for name in names]
+    if idiom.builds == KERAS:
+        return lines + [f"x = {values[0]}" if len(values) == 1 else f"x = [{', '.join(values)}]"]
+    return lines + [f"feed = {{{', '.join(f'{n!r}: {v}' for n, v in zip(names, values))}}}"]
+
+
+def _check_lines(folder: BugFolder, idiom: Idiom) -> list[str]:
+    if not folder.numeric:
+        return ['print("no error: the bug does not reproduce")']
+    reference = folder.reference or "the reference"
+    return [f"expected = np.load({EXPECTED_FILE!r})  # what {reference} computes",
+            "for i, got in enumerate(actual):",
+            '    want = expected[f"out_{i}"]',
+            f"    {NUMERIC_PRINTS.get(folder.kind, NUMERIC_PRINTS['inconsistency'])}",
+            "    np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-3 * max(1, np.abs(want).mean()))"]
+
+
+def _expected_outputs(folder: BugFolder, outputs: int) -> dict[str, np.ndarray]:
+    """The reference's outputs for the model's ``outputs``, as ``out_0``, ``out_1``...: ``expected.npz`` holds them
+    so, or holds every layer's output (the localization's probe, in the layers' order)."""
+    expected = _read_npz(folder.file(EXPECTED_FILE))
+    ordered = [expected[f"out_{i}"] for i in range(len(expected)) if f"out_{i}" in expected]
+    ir = folder.ir()
+    if len(ordered) != outputs and ir is not None and len(ordered) == len(ir.body) and len(ir.outputs) == outputs:
+        body = [layer.name for layer in ir.body]
+        ordered = [ordered[body.index(name)] for name in ir.outputs]
+    if len(ordered) != outputs:
+        raise NoMinimalScript(f"expected.npz holds {len(ordered)} outputs, the model {outputs}")
+    return {f"out_{i}": array for i, array in enumerate(ordered)}
+
+
+def _keras_weights(folder: BugFolder) -> dict[str, np.ndarray]:
+    from memo.model.files import load_model_file
+
+    path = folder.file(KERAS_FILE)
+    try:
+        weights = load_model_file(path).weights if path else None
+    except Exception as exc:  # a model memo's loader refuses (a layer taking tensors as keyword arguments)
+        raise NoMinimalScript(f"its weights could not be read: {exc}") from exc
+    return {f"{layer}/{i}": array for layer, arrays in (weights or {}).items() for i, array in enumerate(arrays)}
+
+
+@dataclass
+class ModelPart:
+    """The lines building ``model`` (and setting its weights), the files they read, the model's input names (in
+    the order the inputs are fed) and its number of outputs."""
+
+    lines: list[str]
+    files: dict[str, bytes]
+    inputs: list[str]
+    outputs: int
+
+
+def _keras_part(folder: BugFolder, source: str) -> ModelPart:
+    ir = folder.ir()
+    if ir is None:
+        raise NoMinimalScript("the folder has no readable ir.json")
+    names, outputs = [layer.name for layer in ir.input_layers], len(ir.outputs)
+    if source == KERAS_ATTACHED:
+        path = folder.file(KERAS_FILE)
+        if path is None:
+            raise NoMinimalScript("the folder has no model.keras")
+        return ModelPart([f"model = keras.saving.load_model({KERAS_FILE!r})"], {KERAS_FILE: path.read_bytes()},
+                         names, outputs)
+    if source == SEEDED:
+        return ModelPart(["keras.utils.set_random_seed(0)", *keras_model_code(ir).lines], {}, names, outputs)
+    weights = _keras_weights(folder)
+    code = keras_model_code(ir, frozenset(name.rpartition("/")[0] for name in weights))
+    lines = [*code.lines, f"w = np.load({WEIGHTS_FILE!r})",
+             "for layer in model.layers:",
+             '    layer.set_weights([w[f"{layer.name}/{i}"] for i in range(len(layer.weights))])']
+    return ModelPart(lines, {WEIGHTS_FILE: _npz(weights)}, names, outputs)
+
+
+def _onnx_part(folder: BugFolder, source: str) -> ModelPart:
+    onnx_path = folder.file(ONNX_FILE)
+    if onnx_path is None:
+        raise NoMinimalScript("the folder has no model.onnx")
+    if source == ONNX_ATTACHED:
+        names, outputs = onnx_file_inputs(onnx_path)
+        return ModelPart([f"model = onnx.load({ONNX_FILE!r})"], {ONNX_FILE: onnx_path.read_bytes()}, names, outputs)
+    try:
+        graph = onnx_graph_code(onnx_path)
+    except GraphNotWritable as exc:
+        raise NoMinimalScript(f"the graph has {exc}") from exc
+    if graph.nodes > MAX_HELPER_NODES:
+        raise NoMinimalScript(f"the graph has {graph.nodes} nodes: the file is attached instead")
+    files = {WEIGHTS_FILE: _npz(graph.attached)} if graph.attached else {}
+    return ModelPart(graph.lines, files, graph.inputs, graph.outputs)
+
+
+def _sources(folder: BugFolder, idiom: Idiom, floats: bool) -> list[str]:
+    """Where weights, inputs and the model come from, in the order tried: seeded (a crash on float inputs), then
+    attached arrays, then the model file itself."""
+    sources = [ATTACHED] if folder.numeric or not floats else [SEEDED, ATTACHED]
+    return sources + [ONNX_ATTACHED if idiom.builds != KERAS else KERAS_ATTACHED]
+
+
+def candidates(folder: BugFolder) -> list[Candidate]:
+    """The scripts to try for ``folder``, shortest first."""
+    if folder.kind in UNSCRIPTED_KINDS:
+        raise NoMinimalScript(UNSCRIPTED_KINDS[folder.kind])
+    idiom = idiom_for(folder.library)
+    if idiom is None:
+        raise NoMinimalScript(f"memo writes no minimal script for {folder.library!r}")
+    if folder.numeric and not idiom.numeric:
+        raise NoMinimalScript(f"a numeric bug of converter {folder.library!r} needs an engine to show")
+    if folder.numeric and folder.file(EXPECTED_FILE) is None:
+        raise NoMinimalScript("the folder has no expected.npz")
+    inputs = _read_npz(folder.file(INPUTS_FILE))
+    if not inputs:
+        raise NoMinimalScript("the folder has no inputs.npz")
+    spec = find_spec(folder.library)
+    out: list[Candidate] = []
+    why = ""
+    for source in _sources(folder, idiom, all(array.dtype.kind == "f" for array in inputs.values())):
+        try:
+            out.append(_candidate(folder, idiom, source, inputs, (spec.python if spec else None) or ""))
+        except NoMinimalScript as exc:
+            why = str(exc)
+    if not out:
+        raise NoMinimalScript(why)
+    return out
+
+
+def _candidate(folder: BugFolder, idiom: Idiom, source: str, inputs: dict[str, np.ndarray],
+               python: str) -> Candidate:
+    part = _keras_part(folder, source) if idiom.builds == KERAS else _onnx_part(folder, source)
+    arrays = [inputs.get(name) for name in part.inputs] if idiom.builds == KERAS else list(inputs.values())
+    arrays = arrays[:len(part.inputs)]
+    if len(arrays) != len(part.inputs) or any(array is None for array in arrays):
+        raise NoMinimalScript("inputs.npz does not hold the model's inputs")
+    files = dict(part.files)
+    if source != SEEDED:
+        files[INPUTS_FILE] = _npz(dict(zip(part.inputs, arrays)))
+    if folder.numeric:
+        files[EXPECTED_FILE] = _npz(_expected_outputs(folder, part.outputs))
+    lines = [f"# {folder.library}: memo bug {folder.id}; exits 1 (an exception) when the bug shows",
+             *_env_lines(folder.library), *idiom.imports, "",
+             *part.lines, *_input_lines(arrays, part.inputs, idiom, source),
+             f"print({idiom.versions})", *idiom.call_for(str(folder.info.get("stage", ""))),
+             *(idiom.collect if folder.numeric else ()), *_check_lines(folder, idiom)]
+    return Candidate("\n".join(lines) + "\n", files, python, source)

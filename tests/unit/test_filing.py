@@ -1,0 +1,161 @@
+"""memo.filing on copies of real bug folders (tests/corpus/bugs, from the p20 campaign): each minimal script is
+generated, runs in a fresh process with the real library and reproduces the bug; the issue text holds the title,
+the versions and the script, in the tracker's form."""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from memo.backends import BACKENDS, CONVERTERS, find_spec
+from memo.errors import UsageError
+from memo.filing import cached_minimal, issue_text, minimal_script
+from memo.filing.check import CHECK_FILE, MINIMAL_DIR
+from memo.filing.folder import BugFolder
+from memo.filing.idioms import IDIOMS
+from memo.filing.script import SCRIPT_FILE
+from memo.filing.trackers import GENERIC, form_for
+
+CORPUS = Path(__file__).resolve().parents[1] / "corpus" / "bugs"
+KERAS_CRASH = "crash-keras-torch-7db6bd8ece"  # Keras on torch: LayerNormalization on axis 2 raises
+ENGINE_CRASH = "crash-onnxruntime-53e3373378"  # ONNX Runtime refuses a MaxPool whose pad exceeds its kernel
+NUMERIC = "inconsistency-keras-torch-46585e4668"  # Keras on torch disagrees with TensorFlow (AveragePooling3D)
+MAX_LINES = 30
+
+
+@pytest.fixture(scope="module")
+def bugs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("bugs")
+    for name in (KERAS_CRASH, ENGINE_CRASH, NUMERIC):
+        shutil.copytree(CORPUS / name, root / name)
+    return root
+
+
+@pytest.mark.parametrize("name, library_import", [(KERAS_CRASH, "import keras"), (ENGINE_CRASH, "import onnxruntime"),
+                                                  (NUMERIC, "import keras")])
+def test_minimal_script_reproduces_in_a_fresh_process(bugs: Path, name: str, library_import: str) -> None:
+    result = minimal_script(bugs / name)
+    assert result.reproduces, result.reason + result.output
+    assert result.lines < MAX_LINES
+    assert library_import in result.text
+    assert "memo" not in result.text.replace(f"memo bug {name}", "")  # no memo import, nothing of memo's code
+    # run the kept script again ourselves, from its own folder: it exits 1 (the bug shows)
+    kept = bugs / name / MINIMAL_DIR
+    done = subprocess.run([sys.executable, SCRIPT_FILE], cwd=kept, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert result.versions and result.versions.split()[0] in ("keras", "onnxruntime")
+
+
+def test_keras_script_builds_the_model_in_code(bugs: Path) -> None:
+    text = minimal_script(bugs / KERAS_CRASH).text
+    assert "keras.layers.LayerNormalization(axis=2)" in text  # the config as keyword arguments, defaults left out
+    assert "initializer" not in text and "load_model" not in text
+
+
+def test_engine_script_builds_the_graph_with_onnx_helper(bugs: Path) -> None:
+    result = minimal_script(bugs / ENGINE_CRASH)
+    assert "helper.make_node('MaxPool'" in result.text and "helper.make_model(" in result.text
+    assert "onnx.load" not in result.text
+    assert set(result.files) <= {"weights.npz", "inputs.npz"}
+
+
+def test_numeric_script_compares_with_the_attached_reference(bugs: Path) -> None:
+    result = minimal_script(bugs / NUMERIC)
+    assert set(result.files) == {"weights.npz", "inputs.npz", "expected.npz"}
+    assert "np.testing.assert_allclose" in result.text and "AssertionError" in result.output
+
+
+def test_the_check_is_kept_and_reused(bugs: Path) -> None:
+    first = minimal_script(bugs / ENGINE_CRASH)
+    check = bugs / ENGINE_CRASH / MINIMAL_DIR / CHECK_FILE
+    stamp = check.stat().st_mtime_ns
+    again = cached_minimal(BugFolder.read(bugs / ENGINE_CRASH))
+    assert again is not None and again.text == first.text and again.reproduces
+    minimal_script(bugs / ENGINE_CRASH)
+    assert check.stat().st_mtime_ns == stamp  # nothing ran again
+
+
+def test_issue_text_in_the_trackers_form(bugs: Path) -> None:
+    text = issue_text(bugs / ENGINE_CRASH)
+    title = text.splitlines()[0]
+    assert title.startswith("# [onnxruntime] ") and "MaxPool" in title and "Pad should be smaller than kernel" in title
+    assert "https://github.com/microsoft/onnxruntime/issues" in text
+    assert "### Describe the issue" in text and "**Execution Provider:** Default CPU" in text  # ORT's template
+    assert "```python\n" in text and "helper.make_node('MaxPool'" in text
+    assert "onnxruntime 1." in text  # the versions the script printed when it was checked
+    assert "converted by tf2onnx" in text  # the producer of its input
+    assert "Search words:" in text and "is%3Aissue" in text
+
+
+def test_issue_text_of_a_numeric_bug_states_expected_against_actual(bugs: Path) -> None:
+    text = issue_text(bugs / NUMERIC)
+    assert text.splitlines()[0] == "# [keras-torch] AveragePooling3D: gives wrong results (against keras-tensorflow)"
+    assert "### Standalone code to reproduce the issue" in text  # Keras's form
+    truth = json.loads((bugs / NUMERIC / "bug.json").read_text()).get("truth") or {}
+    if truth.get("errors"):
+        assert "error against float64" in text
+
+
+def test_a_script_that_does_not_reproduce_is_not_shown(tmp_path: Path) -> None:
+    folder = tmp_path / KERAS_CRASH
+    shutil.copytree(CORPUS / KERAS_CRASH, folder)
+    info = json.loads((folder / "bug.json").read_text())
+    info["exception"] = "NoSuchError"  # the script's exception is then not the bug's
+    (folder / "bug.json").write_text(json.dumps(info))
+    result = minimal_script(folder)
+    assert not result.reproduces and "NoSuchError" in result.reason
+    text = issue_text(folder)
+    assert "memo's full `repro.py` is attached" in text and "keras.layers.LayerNormalization" not in text
+
+
+def test_not_a_bug_folder_is_a_usage_error(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="not a bug folder"):
+        issue_text(tmp_path)
+
+
+def test_every_tracker_has_its_form() -> None:
+    trackers = {spec.upstream.tracker for name in (*BACKENDS, *CONVERTERS)
+                if (spec := find_spec(name)) is not None and spec.upstream.tracker}
+    assert trackers and all(form_for(tracker) is not GENERIC for tracker in trackers)
+
+
+def test_every_idiom_names_a_registered_backend() -> None:
+    assert set(IDIOMS) <= set(BACKENDS) | set(CONVERTERS)
+
+
+def test_report_shows_the_kept_issue_text_escaped_and_counts_reproducing_scripts(bugs: Path, tmp_path: Path) -> None:
+    from memo.report.data import collect, filing_view
+    from memo.report.html import render_html
+    from memo.report.markdown import report_markdown
+    from memo.store import CampaignStore
+    from memo.triage.dedup import update_bugs
+    from tests.unit.triage_store import HOSTILE, make_campaign
+
+    minimal_script(bugs / ENGINE_CRASH)
+    view = filing_view(bugs / ENGINE_CRASH)
+    assert view["minimal"] and view["minimal"]["reproduces"] and view["issue_text"].startswith("# [onnxruntime]")
+    assert filing_view(tmp_path) == {"issue_text": "", "minimal": None}  # no bug folder: memo's own text instead
+    directory = tmp_path / "campaigns" / "unit"
+    with make_campaign(directory) as store:
+        update_bugs(store)
+    with CampaignStore(directory) as store:
+        data = collect(store)
+    bug = data["bugs"][0]
+    bug.update(view)
+    bug["issue_text"] += HOSTILE  # library text inside the issue text stays text
+    data["triage"].update(minimal_checked=1, minimal_reproduce=1)
+    html = render_html(data)
+    assert HOSTILE not in html and "&lt;script&gt;alert(" in html
+    assert "1 of 1 minimal scripts reproduce" in html and "Copy issue text" in html
+    assert "Its minimal script (" in html
+    assert view["issue_text"].splitlines()[0] in report_markdown(data)
+
+
+def test_an_exception_bug_json_does_not_record_is_read_from_the_message(tmp_path: Path) -> None:
+    (tmp_path / "bug.json").write_text(json.dumps({"kind": "crash", "library": "keras-export", "exception": "",
+                                                   "error_message": "ValueError: Exception encountered when ..."}))
+    assert BugFolder.read(tmp_path).exception == "ValueError"
