@@ -97,7 +97,9 @@ def record_campaign(db: BugDatabase, store: CampaignStore) -> int:
         folder = finished_folder(store, bug)
         if folder is None and not waiting(bug):
             continue
-        data = read_bug_file(folder) if folder is not None else {}
+        # a bug still waiting has no folder yet: its signature names the exception and the masked message
+        data = read_bug_file(folder) if folder is not None else {
+            key: bug.parts[key] for key in ("exception", "message") if bug.parts.get(key)}
         others = merged.get(bug.id, [])
         library_versions = versions.get(bug.library) if isinstance(versions, dict) else None
         db.record(Sighting(
