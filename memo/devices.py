@@ -89,7 +89,3 @@ def same_on_both_devices(gpu_message: str, cpu_message: str) -> bool:
     """Whether a GPU backend's failure message is its twin's, device names aside (``cuda:0`` for ``cpu``)."""
     return _DEVICE_NAMES.sub("cpu", gpu_message) == cpu_message
 
-
-def run_devices(result: ExecutionResult) -> dict[str, str]:
-    """Each backend of ``result`` and the device it ran on."""
-    return {name: device_of(name) for name in result.backends}

@@ -17,7 +17,6 @@ imports this module to read the spec and must never import a library under test.
 """
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -134,4 +133,4 @@ SPEC = ConverterSpec(name="keras-export", consumes="keras", produces="keras-onnx
 # memo.backends.STAND_IN_PRODUCERS): it writes the "onnx" artifact the ONNX backends read, at tf2onnx's default
 # opset, since onnx2torch converts no opset-19 Cast and torch.onnx's default opset is 20.
 STAND_IN_OPSET = 15
-SPEC_OPSET15 = dataclasses.replace(SPEC, name="keras-export-opset15", produces="onnx", export=_export_opset15)
+SPEC_OPSET15 = replace(SPEC, name="keras-export-opset15", produces="onnx", export=_export_opset15)

@@ -16,6 +16,7 @@ from memo.bugdb.records import (DUPLICATE, FIXED, ID_PREFIX, NEW, RECHECK_RESULT
                                 KnownBug, RecheckRecord, SeenIn, Sighting, StatusChange, public_id)
 from memo.bugdb.schema import connect, connect_read_only
 from memo.errors import UsageError
+from memo.store.schema import immediate_transaction
 
 
 def parse_id(text: str) -> int:
@@ -49,13 +50,8 @@ class BugDatabase:
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
-        self._db.execute("BEGIN IMMEDIATE")
-        try:
-            yield self._db
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
-        self._db.execute("COMMIT")
+        with immediate_transaction(self._db) as db:
+            yield db
 
     # ------------------------------------------------------------------ recording campaigns' bugs
     def record(self, sighting: Sighting) -> str:

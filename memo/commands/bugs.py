@@ -217,8 +217,9 @@ def run_recheck(args: argparse.Namespace) -> int:
                                            highlight=False)
                 progress.update(task, advance=1, description=f"{outcome.id} {outcome.result}")
 
+            with_script = {bug.id for bug in folders.values()}
             for bug in bugs:
-                if bug not in folders.values():
+                if bug.id not in with_script:
                     done(record_outcome(db, bug, None))
             for folder, result in recheck_all(list(folders), python=args.python, timeout_s=args.timeout,
                                               jobs=args.jobs):

@@ -20,7 +20,7 @@ from memo.json_types import JsonObject
 from memo.oracle.verdict import Verdict
 from memo.store.records import (CoveragePoint, ExecutionRow, FindingRow, MutantRecord, PendingMutant, SpecialGroup,
                                 StoredVerdict)
-from memo.store.schema import DB_NAME, SCHEMA_VERSION, connect, dict_rows
+from memo.store.schema import DB_NAME, SCHEMA_VERSION, connect, dict_rows, immediate_transaction
 from memo.store.triage import TriageTables
 
 _IN_CHUNK = 500  # ids per "IN (...)" query (SQLite limits the parameters of one statement)
@@ -64,13 +64,8 @@ class CampaignStore:
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
         """All writes inside commit together or not at all."""
-        self._db.execute("BEGIN IMMEDIATE")
-        try:
-            yield self._db
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
-        self._db.execute("COMMIT")
+        with immediate_transaction(self._db) as db:
+            yield db
 
     def _rows(self, sql: str, params: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
         return dict_rows(self._db, sql, params)

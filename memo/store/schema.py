@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
-from typing import Any
+from contextlib import contextmanager
+from typing import Any, Iterator
 
 DB_NAME = "campaign.sqlite"
 SCHEMA_VERSION = 1
@@ -74,6 +75,19 @@ def connect(path: Path) -> sqlite3.Connection:
     db.execute("PRAGMA synchronous=NORMAL")
     create_tables(db)
     return db
+
+
+@contextmanager
+def immediate_transaction(db: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """One ``BEGIN IMMEDIATE`` transaction on an autocommit connection: every write inside commits together or
+    not at all (the campaign store and the bug database alike)."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield db
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
 
 
 def create_tables(db: sqlite3.Connection) -> None:
