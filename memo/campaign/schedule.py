@@ -14,7 +14,7 @@ from memo.campaign.stop import StopFlag
 from memo.diskspace import is_disk_full
 from memo.json_types import JsonObject
 from memo.store import CampaignStore
-from memo.triage import (TriageService, TriageSummary, pending_bugs, pending_localizations, seconds_for,
+from memo.triage import (MIN_STEP_S, TriageService, TriageSummary, pending_bugs, pending_localizations, seconds_for,
                          triage_campaign)
 from memo.triage.dedup import update_bugs
 
@@ -99,12 +99,12 @@ class TriageSchedule:
         """The final triage pass, on the campaign's warm workers, until ``until`` (monotonic clock; it ends sooner
         when nothing is left), in slices of at most :data:`FINAL_SLICE_S` with a ``tick`` after each (the
         campaign's progress line); its failure loses nothing stored."""
-        if executor is None or until - time.monotonic() <= 1:
-            return
+        if executor is None or until - time.monotonic() <= MIN_STEP_S:
+            return  # too little time to start a step: the summary leaves the bugs to ``memo report --triage``
         try:
             self.reporter.finding({"mutant_id": "-", "kind": "triage", "backend": "memo", "stage": "final",
                                    "message": f"final triage pass, up to {until - time.monotonic():.0f} s"})
-            while (left := until - time.monotonic()) > 1:
+            while (left := until - time.monotonic()) > MIN_STEP_S:
                 summary = triage_campaign(self.store, executor=executor, time_budget_s=min(FINAL_SLICE_S, left))
                 self.final_totals.add(summary)
                 if tick is not None:

@@ -60,6 +60,15 @@ class Node:
     rerun: int = 0  # models this node ran again after another node was lost under them
     started_at: float = field(default_factory=time.monotonic)
     description: JsonObject = field(default_factory=dict)
+    lost_before: str | None = None  # why this node's previous actor was lost, while its new one starts
+
+    def state(self) -> str:
+        """``ready``, ``starting``, or ``lost: why``: a node whose new actor has not started yet is still lost."""
+        if self.lost:
+            return f"lost: {self.lost}"
+        if self.ready:
+            return "ready"
+        return f"lost: {self.lost_before} (a new actor is starting)" if self.lost_before else "starting"
 
     def retry_after_s(self) -> float:
         """How long a lost node that Ray still lists waits before it gets a new actor."""
@@ -69,7 +78,7 @@ class Node:
         return {"node": self.info.node_id[:12], "host": self.info.host, "cpus": self.info.cpus,
                 "memory_gb": round(self.info.memory_gb, 1), "worker_sets": self.sets, "slots": self.slots,
                 "executed": self.executed, "in_flight": self.in_flight, "rerun": self.rerun,
-                "state": f"lost: {self.lost}" if self.lost else "ready" if self.ready else "starting"}
+                "state": self.state()}
 
 
 class ClusterExecutor:
@@ -160,6 +169,7 @@ class ClusterExecutor:
         node = Node(info=info, actor=actor, sets=sets, slots=slots)
         if previous is not None:  # a node that came back: its counts go on
             node.executed, node.rerun = previous.executed, previous.rerun
+            node.lost_before = previous.lost or previous.lost_before
         node.description = {"pending": actor.describe.remote()}
         self._nodes[info.node_id] = node
 
@@ -302,17 +312,31 @@ class ClusterExecutor:
         with self._lock:
             nodes = [node for node in self._nodes.values() if not node.lost]
         try:
-            closing = [node.actor.close.remote() for node in nodes]
-            if closing:
-                self.ray.wait(closing, num_returns=len(closing), timeout=10.0)
+            closing = {node.actor.close.remote(): node for node in nodes}
+            done, _ = self.ray.wait(list(closing), num_returns=len(closing), timeout=10.0) if closing else ([], [])
         except Exception:  # nodes already gone: their workers went with them
-            pass
+            closing, done = {}, []
+        self._lose_silent({ref: node for ref, node in closing.items() if node.ready}, set(done))
         for node in nodes:
             try:
                 self.ray.kill(node.actor, no_restart=True)
             except Exception:
                 pass
         self.session.close()
+
+    def _lose_silent(self, closing: Mapping[Any, Node], done: set[Any]) -> None:
+        """Mark lost the ready nodes whose actors did not close: a node removed after its last model, which Ray
+        had not yet declared dead, would otherwise stand in the report as ready."""
+        for ref, node in closing.items():
+            answered = ref in done
+            if answered:
+                try:
+                    self.ray.get(ref)
+                except Exception:
+                    answered = False
+            if not answered:
+                with self._lock:
+                    node.lost = node.lost or "did not answer when the campaign ended"
 
 
 def bring_back(artifact: Artifact, result_json: JsonObject, written: Mapping[str, bytes]) -> ExecutionResult:

@@ -14,7 +14,7 @@ from typing import Callable
 
 from memo.diskspace import is_disk_full
 from memo.store import CampaignStore
-from memo.triage.passes import triage_campaign
+from memo.triage.passes import MIN_STEP_S, triage_campaign
 from memo.triage.session import TriageSummary
 from memo.backends.executor import Executor
 
@@ -63,7 +63,7 @@ class TriageService:
 
     def _work(self) -> None:
         while not self._stop.is_set():
-            if self._budget() <= 1:  # the slot's end: the campaign's own end finishes what is left
+            if self._budget() <= MIN_STEP_S:  # the slot's end: the campaign's own end finishes what is left
                 self._wake.wait(IDLE_WAIT_S)
                 self._wake.clear()
                 continue

@@ -40,6 +40,10 @@ S_PER_PENDING_LOCALIZATION = 4.0
 # A script check (a fresh process importing the library) starts only with this much of the pass left, so that a
 # timed campaign's last pass does not run past its slot for one; a later pass checks the script instead.
 SCRIPT_CHECK_S = 15.0
+# A pass with a budget starts a bug's triage, a localization or a float64 truth only with at least this much left:
+# each begins by running the model on every library involved (two runs for a bug: its check and, after
+# reduction, the final one), so one started with a second left overran a 5-minute campaign's slot by 28 s.
+MIN_STEP_S = 12.0
 
 
 # ---------------------------------------------------------------------------- what is left to do
@@ -247,6 +251,11 @@ def _drop_stale(store: CampaignStore, stale: list[str]) -> None:
         shutil.rmtree(bug_folder(store.directory, bug_id), ignore_errors=True)
 
 
+def _fits(session: Session, bug: BugRow) -> bool:
+    """Whether ``bug``'s triage can start within the pass's time: a hang's first check waits a whole timeout."""
+    return session.remaining() > MIN_STEP_S + (session.timeout_s if bug.kind == "hang" else 0.0)
+
+
 def _open_bug_database(session: Session, path: Path | None) -> BugDatabase | None:
     where = remember.database_path(session.store, path)
     if where is None:
@@ -301,8 +310,8 @@ def triage_campaign(store: CampaignStore, *, executor: Executor | None = None, t
         # budget ran out leaves the remaining bugs to the next one instead of marking them "not reduced"
         quick = time_budget_s <= 0
         turn, tried, tried_truth = 0, set(), set()
-        while quick or session.remaining() > 0:
-            bugs = [bug for bug in pending_bugs(store) if bug.id not in tried]
+        while quick or session.remaining() > MIN_STEP_S:
+            bugs = [bug for bug in pending_bugs(store) if bug.id not in tried and (quick or _fits(session, bug))]
             if bugs and (turn % 2 == 0 or not localizations or session.remaining() <= 0):
                 bug = bugs[0]
                 tried.add(bug.id)

@@ -93,3 +93,17 @@ def test_the_progress_line_names_every_node() -> None:
     assert line.startswith("1 nodes ready, 1 worker sets")
     assert "vm:1f3c9e 12 runs (1 sets)" in line
     assert "vm:77ab01 3 runs (1 sets, lost: ActorDiedError)" in line
+
+
+def test_a_node_whose_new_actor_has_not_started_still_shows_as_lost() -> None:
+    from memo.cluster.connect import NodeInfo
+    from memo.cluster.executor import Node
+
+    info = NodeInfo(node_id="a" * 40, host="vm", cpus=1.0, memory_gb=6.0)
+    assert Node(info=info, actor=None, sets=1, slots=1).state() == "starting"
+    restarted = Node(info=info, actor=None, sets=1, slots=1, lost_before="left the cluster")
+    assert restarted.state().startswith("lost: left the cluster")
+    restarted.ready = True
+    assert restarted.state() == "ready", "a node that came back and started is ready again"
+    restarted.lost = "did not answer when the campaign ended"
+    assert restarted.state() == "lost: did not answer when the campaign ended"

@@ -62,3 +62,17 @@ def test_background_triage_finishes_and_swallows_errors(tmp_path: Path) -> None:
     broken = start_background_triage(tmp_path / "missing", time_budget_s=0)
     broken.join(60)
     assert not broken.is_alive() and not (tmp_path / "missing").exists()
+
+
+def test_a_pass_with_less_time_than_one_step_starts_nothing_and_leaves_the_bugs_pending(tmp_path: Path) -> None:
+    """A step started with a second left ran both of a big model's runs and overran the campaign's slot."""
+    from memo.triage import MIN_STEP_S, pending_bugs
+
+    ir = model("Dense", "ReLU")
+    with make_campaign(tmp_path / "campaigns" / "c") as store:
+        add_finding(store, 9, ir, _crash_in_jax(str(tmp_path / "gone")),
+                    [("crash", "keras-jax", "execute", "XlaRuntimeError: boom")], None)
+        summary = triage_campaign(store, time_budget_s=MIN_STEP_S - 1)
+        assert summary.new == 0 and summary.reduced == 0 and summary.scripts == 0
+        assert "keras-jax" in [bug.library for bug in pending_bugs(store)], "left to the next pass"
+        assert all(bug.bug_dir is None and not bug.reduction for bug in pending_bugs(store))
