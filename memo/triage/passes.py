@@ -352,6 +352,10 @@ def triage_campaign(store: CampaignStore, *, executor: Executor | None = None, t
             else:
                 break
             turn += 1
+        # the pass ends where the next one starts (its first step is this rekey): a bug whose folder was written
+        # without a reduction (no time, no executor) is merged by its model's key now, not only by the next pass,
+        # so a report written right after this pass lists the same bugs as any later ``memo report``
+        rekey_reduced(store)
         session.summary.bugs = len(dedup.update_bugs(store).all)
         if known_db is not None:
             _remember(session, known_db)
