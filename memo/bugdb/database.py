@@ -15,6 +15,7 @@ from typing import Iterator, Sequence
 from memo.bugdb.records import (DUPLICATE, FIXED, ID_PREFIX, NEW, RECHECK_RESULTS, STATUSES,
                                 KnownBug, RecheckRecord, SeenIn, Sighting, StatusChange, public_id)
 from memo.bugdb.schema import connect, connect_read_only
+from memo.bugdb.versions import NeedsMigration
 from memo.errors import UsageError
 from memo.store.schema import immediate_transaction
 
@@ -35,9 +36,21 @@ class BugDatabase:
     def __init__(self, path: Path, *, read_only: bool = False) -> None:
         self.path = Path(path)
         try:
-            self._db = connect_read_only(self.path) if read_only else connect(self.path)
+            self._db = self._open_read_only() if read_only else connect(self.path)
         except sqlite3.DatabaseError as exc:
             raise UsageError(f"bug database {self.path}: {exc}") from exc
+
+    def _open_read_only(self) -> sqlite3.Connection:
+        """A reader of an older database migrates it first where it may write the file (the migration is what
+        any writer would do); where it may not, the reader stops with the migration's one line."""
+        try:
+            return connect_read_only(self.path)
+        except NeedsMigration as refusal:
+            try:
+                connect(self.path).close()
+            except sqlite3.DatabaseError:
+                raise refusal from None
+            return connect_read_only(self.path)
 
     def __enter__(self) -> "BugDatabase":
         return self

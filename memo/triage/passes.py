@@ -17,7 +17,7 @@ from memo.backends.executor import ExecutionAbandoned
 from memo.diskspace import is_disk_full
 from memo.model.ir import ModelIR
 from memo.store import BugRow, CampaignStore
-from memo.bugdb import BugDatabase
+from memo.bugdb import BugDatabase, BugDatabaseVersionError
 from memo.triage import dedup, remember
 from memo.triage.bugdir import IR_FILE, NOT_AGAIN, NOT_REDUCED, RETRY_STATUSES, bug_folder, read_bug_file
 from memo.triage.checker import Checker
@@ -253,6 +253,8 @@ def _open_bug_database(session: Session, path: Path | None) -> BugDatabase | Non
         return None
     try:
         return BugDatabase(where)
+    except BugDatabaseVersionError:
+        raise  # another memo's format: the command stops with its one line (never mixing two formats)
     except Exception as exc:  # noqa: BLE001  (triage goes on without it; the report lists why)
         session.error(None, "bug database", exc)
         return None
