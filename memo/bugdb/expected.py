@@ -29,6 +29,7 @@ EXPECTED_FILE = "expected.npz"
 DIGEST_FILE = "expected.digest.json"
 STORED, COMPRESSED, DIGEST = "stored", "compressed", "digest"
 RERUN_TIMEOUT_S = 300.0
+AS_RECORDED = "expected output as recorded"  # the usual case: the recheck's one line does not repeat it
 DEFAULT_REFERENCE = "keras-tensorflow"
 
 # The reference's run, as memo's Keras worker runs a model (memo.backends.keras_common._run), in a fresh process
@@ -141,4 +142,4 @@ def prepare(folder: Path, *, timeout_s: float = RERUN_TIMEOUT_S) -> str:
     if not path.is_file():
         return ""
     how = kept_as({EXPECTED_FILE: path.read_bytes()})
-    return "expected output as recorded" + (" (stored compressed)" if how == COMPRESSED else "")
+    return AS_RECORDED + (" (stored compressed)" if how == COMPRESSED else "")

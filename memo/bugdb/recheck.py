@@ -32,7 +32,7 @@ from typing import Final, Iterable, Iterator, Literal
 from memo.backends import find_spec
 from memo.backends.versions import MISSING
 from memo.bug_files import NOT_AGAIN, REPRO_FILE, read_bug_file
-from memo.bugdb.expected import RERUN_TIMEOUT_S, prepare
+from memo.bugdb.expected import AS_RECORDED, RERUN_TIMEOUT_S, prepare
 from memo.json_types import JsonObject
 from memo.script_exit import ALARM_SLACK_S, HANG_RERUN_MARGIN_S, expected_death, interpret
 
@@ -295,7 +295,7 @@ def recheck_folder(folder: Path, *, python: str | None = None, timeout_s: float 
     expected = ""
 
     def answer(result: Result, detail: str, returncode: int | None = None, output: str = "") -> RecheckResult:
-        detail = _one_line(f"{detail} ({expected})") if expected else detail
+        detail = _one_line(f"{detail} ({expected})") if expected and expected != AS_RECORDED else detail
         return RecheckResult(result, detail, versions, time.monotonic() - started, interpreter, returncode, output,
                              facts.distributions[0] if facts.distributions else "", expected)
 
