@@ -10,5 +10,6 @@ from memo.bugdb.versions import SCHEMA_VERSION, BugDatabaseVersionError
 from memo.bugdb.records import (COLLAPSED_STATUSES, OPEN_STATUSES, STATUSES, CampaignRef, KnownBug, Sighting,
                                 public_id)
 
-__all__ = ["BugDatabase", "BugDatabaseVersionError", "SCHEMA_VERSION", "COLLAPSED_STATUSES", "CampaignRef", "KnownBug", "OPEN_STATUSES", "STATUSES", "Sighting",
+__all__ = ["BugDatabase", "BugDatabaseVersionError", "SCHEMA_VERSION", "COLLAPSED_STATUSES",
+           "CampaignRef", "KnownBug", "OPEN_STATUSES", "STATUSES", "Sighting",
            "default_path", "export_bug_files", "folder_files", "parse_id", "public_id", "resolve"]

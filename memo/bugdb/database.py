@@ -104,7 +104,8 @@ class BugDatabase:
                     db.execute("DELETE FROM bug_files WHERE bug = ?", (num,))
                     db.executemany("INSERT INTO bug_files(bug, name, data) VALUES (?, ?, ?)",
                                    [(num, name, sqlite3.Binary(data)) for name, data in files.items()])
-                    db.execute("UPDATE bugs SET reduced = ?, files_left_out = ?, headline = ?, expected = ? WHERE num = ?",
+                    db.execute("UPDATE bugs SET reduced = ?, files_left_out = ?, headline = ?, expected = ?"
+                               " WHERE num = ?",
                                (int(sighting.reduced), " ".join(left_out), sighting.headline, kept_as(files), num))
             db.execute("UPDATE bugs SET updated = ? WHERE num = ?", (now, num))
         return public_id(num)

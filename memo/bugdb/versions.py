@@ -41,8 +41,9 @@ def stored_version(db: sqlite3.Connection, path: Path) -> int | None:
     if not tables:
         return None
     if not MARKER_TABLES <= tables:
-        raise BugDatabaseVersionError(f"{path} is not a memo bug database (it has no {', '.join(sorted(MARKER_TABLES - tables))} "
-                                      "table); pass the bug database with --bugs-db, or --bugs-db none")
+        missing = ", ".join(sorted(MARKER_TABLES - tables))
+        raise BugDatabaseVersionError(f"{path} is not a memo bug database (it has no {missing} table); pass the bug "
+                                      "database with --bugs-db, or --bugs-db none")
     row = db.execute("SELECT value FROM meta WHERE key = ?", (VERSION_KEY,)).fetchone()
     try:
         return int(row[0]) if row is not None else 0
