@@ -30,3 +30,25 @@ def bold_parts(text: str) -> list[str]:
 def without_traced_graph(text: str) -> str:
     """``text`` without torch.onnx's quoted graph tail (and the blanks before it)."""
     return TRACED_GRAPH_TAIL.sub("", text)
+
+
+# A library's log prefix with the time it printed it: MXNet's "[11:46:29] ../src/operator/...", glog's
+# "[2026-11-26 11:46:29.123]": a quoted output that differs on every run for nothing.
+TIMESTAMP = re.compile(r"\[(?:\d{4}-\d{2}-\d{2}[ T])?\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?\] ?")
+# An interpreter's installation, up to its site-packages ("/work/main/.venv/lib/python3.11/site-packages/"): where
+# memo's environment lives, not part of what a library's maintainer reads.
+SITE_PACKAGES = re.compile(r"(?:[A-Za-z]:)?[/\\][^\s\"'(),:]*?[/\\](?:site|dist)-packages[/\\]")
+
+
+def without_timestamps(text: str) -> str:
+    """``text`` without bracketed log timestamps."""
+    return TIMESTAMP.sub("", text)
+
+
+def without_local_paths(text: str, roots: tuple[str, ...] = ()) -> str:
+    """``text`` with every installation path shortened to ``site-packages/...`` and each of ``roots`` (folders of
+    this machine: memo's checkout, a scratch folder) removed, so that a quoted traceback names no local folder."""
+    text = SITE_PACKAGES.sub("site-packages/", text)
+    for root in sorted({r.rstrip("/\\") for r in roots if len(r.rstrip("/\\")) > 1}, key=len, reverse=True):
+        text = text.replace(root + "/", "").replace(root, ".")
+    return text

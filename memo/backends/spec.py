@@ -150,6 +150,17 @@ class Upstream:
         if self.status not in UPSTREAM_STATUSES:
             raise ValueError(f"upstream status must be one of {UPSTREAM_STATUSES}, not {self.status!r}")
 
+    @property
+    def record_only(self) -> bool:
+        """Whether its bugs are recorded but not filed: a retired library has no one to fix them (its ``tracker``,
+        if any, stays as where its old issues are)."""
+        return self.status == "retired"
+
+    @property
+    def filing(self) -> str:
+        """What an issue text says in place of the tracker's form ("" where the bug is filed at ``tracker``)."""
+        return "record only: upstream retired, not filed" if self.record_only else ""
+
 
 # What memo assumes of a library whose spec says nothing (a user's plugin): maintained, tracker unknown.
 UNKNOWN_UPSTREAM = Upstream("active", "", "not declared by its spec")

@@ -6,8 +6,10 @@ from __future__ import annotations
 from memo.bugdb.database import BugDatabase, parse_id
 from memo.bugdb.files import export_bug_files, folder_files
 from memo.bugdb.location import default_path, resolve
+from memo.bugdb.versions import SCHEMA_VERSION, BugDatabaseVersionError
 from memo.bugdb.records import (COLLAPSED_STATUSES, OPEN_STATUSES, STATUSES, CampaignRef, KnownBug, Sighting,
                                 public_id)
 
-__all__ = ["BugDatabase", "COLLAPSED_STATUSES", "CampaignRef", "KnownBug", "OPEN_STATUSES", "STATUSES", "Sighting",
+__all__ = ["BugDatabase", "BugDatabaseVersionError", "SCHEMA_VERSION", "COLLAPSED_STATUSES",
+           "CampaignRef", "KnownBug", "OPEN_STATUSES", "STATUSES", "Sighting",
            "default_path", "export_bug_files", "folder_files", "parse_id", "public_id", "resolve"]

@@ -14,7 +14,9 @@ from typing import Iterator, Sequence
 
 from memo.bugdb.records import (DUPLICATE, FIXED, ID_PREFIX, NEW, RECHECK_RESULTS, STATUSES,
                                 KnownBug, RecheckRecord, SeenIn, Sighting, StatusChange, public_id)
+from memo.bugdb.expected import kept_as
 from memo.bugdb.schema import connect, connect_read_only
+from memo.bugdb.versions import NeedsMigration
 from memo.errors import UsageError
 from memo.store.schema import immediate_transaction
 
@@ -35,9 +37,21 @@ class BugDatabase:
     def __init__(self, path: Path, *, read_only: bool = False) -> None:
         self.path = Path(path)
         try:
-            self._db = connect_read_only(self.path) if read_only else connect(self.path)
+            self._db = self._open_read_only() if read_only else connect(self.path)
         except sqlite3.DatabaseError as exc:
             raise UsageError(f"bug database {self.path}: {exc}") from exc
+
+    def _open_read_only(self) -> sqlite3.Connection:
+        """A reader of an older database migrates it first where it may write the file (the migration is what
+        any writer would do); where it may not, the reader stops with the migration's one line."""
+        try:
+            return connect_read_only(self.path)
+        except NeedsMigration as refusal:
+            try:
+                connect(self.path).close()
+            except sqlite3.DatabaseError:
+                raise refusal from None
+            return connect_read_only(self.path)
 
     def __enter__(self) -> "BugDatabase":
         return self
@@ -90,8 +104,9 @@ class BugDatabase:
                     db.execute("DELETE FROM bug_files WHERE bug = ?", (num,))
                     db.executemany("INSERT INTO bug_files(bug, name, data) VALUES (?, ?, ?)",
                                    [(num, name, sqlite3.Binary(data)) for name, data in files.items()])
-                    db.execute("UPDATE bugs SET reduced = ?, files_left_out = ?, headline = ? WHERE num = ?",
-                               (int(sighting.reduced), " ".join(left_out), sighting.headline, num))
+                    db.execute("UPDATE bugs SET reduced = ?, files_left_out = ?, headline = ?, expected = ?"
+                               " WHERE num = ?",
+                               (int(sighting.reduced), " ".join(left_out), sighting.headline, kept_as(files), num))
             db.execute("UPDATE bugs SET updated = ? WHERE num = ?", (now, num))
         return public_id(num)
 
@@ -142,7 +157,7 @@ class BugDatabase:
             f" WHERE num IN ({', '.join('?' for _ in nums)})", tuple(nums))
         rows = self._db.execute(
             "SELECT num, kind, library, stage, headline, origin, status, detail, regression, reduced,"
-            f" files_left_out, created, updated FROM bugs{where} ORDER BY num", params).fetchall()
+            f" files_left_out, created, updated, expected FROM bugs{where} ORDER BY num", params).fetchall()
         seen: dict[int, list[SeenIn]] = {}
         for (num, key, name, campaign_bug, occurrences, versions, first_seen, last_seen) in self._db.execute(
                 "SELECT s.bug, s.campaign, c.name, s.campaign_bug, s.occurrences, s.versions, s.first_seen,"
@@ -158,7 +173,7 @@ class BugDatabase:
         return [KnownBug(num=row[0], kind=row[1], library=row[2], stage=row[3], headline=row[4], origin=row[5],
                          status=row[6], detail=row[7], regression=bool(row[8]), reduced=bool(row[9]),
                          files_left_out=row[10].split(), created=row[11], updated=row[12],
-                         seen=seen.get(row[0], []), keys=keys.get(row[0], [])) for row in rows]
+                         seen=seen.get(row[0], []), keys=keys.get(row[0], []), expected=row[13]) for row in rows]
 
     def files(self, bug_id: str) -> dict[str, bytes]:
         """The bug's stored files by name (its reduced model, inputs, bug.json, repro.py...)."""

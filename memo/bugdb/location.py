@@ -8,6 +8,7 @@ from pathlib import Path
 ENV_VAR = "MEMO_BUGS_DB"
 FILE_NAME = "bugs.sqlite"
 OFF = ("none", "off")  # ``--bugs-db none``: a campaign that records nothing
+OFF_PATH = Path(OFF[0])  # what a command passes on for "none asked for", so that no recorded database is used either
 
 
 def default_path() -> Path:
@@ -23,3 +24,17 @@ def resolve(flag: str | Path | None, *, fallback: str | Path | None = None, use_
         if value is not None and str(value).strip():
             return None if str(value).strip().lower() in OFF else Path(value).expanduser()
     return default_path() if use_default else None
+
+
+def switched_off(flag: str | Path | None) -> bool:
+    """Whether the user asked for no database: ``--bugs-db none``, else ``$MEMO_BUGS_DB=none`` (which then also
+    overrides the database a campaign recorded)."""
+    for value in (flag, os.environ.get(ENV_VAR)):
+        if value is not None and str(value).strip():
+            return str(value).strip().lower() in OFF
+    return False
+
+
+def is_off(path: str | Path | None) -> bool:
+    """Whether ``path`` is :data:`OFF_PATH` (or another spelling of none)."""
+    return path is not None and str(path).strip().lower() in OFF

@@ -32,6 +32,7 @@ from typing import Final, Iterable, Iterator, Literal
 from memo.backends import find_spec
 from memo.backends.versions import MISSING
 from memo.bug_files import NOT_AGAIN, REPRO_FILE, read_bug_file
+from memo.bugdb.expected import AS_RECORDED, RERUN_TIMEOUT_S, prepare
 from memo.json_types import JsonObject
 from memo.script_exit import ALARM_SLACK_S, HANG_RERUN_MARGIN_S, expected_death, interpret
 
@@ -80,6 +81,7 @@ class RecheckResult:
     returncode: int | None = None
     output: str = ""  # the tail of what the script printed
     distribution: str = ""  # the blamed library's distribution: the first the script needs (onnxruntime, keras)
+    expected: str = ""  # which expected output a numeric bug was judged by (memo.bugdb.expected.prepare)
 
     @property
     def library_version(self) -> str:
@@ -91,7 +93,7 @@ class RecheckResult:
     def to_json(self) -> JsonObject:
         return {"result": self.result, "detail": self.detail, "versions": dict(self.versions),
                 "seconds": round(self.seconds, 2), "python": self.python, "returncode": self.returncode,
-                "library_version": self.library_version}
+                "library_version": self.library_version, "expected": self.expected}
 
 
 @dataclass(frozen=True)
@@ -290,9 +292,17 @@ def recheck_folder(folder: Path, *, python: str | None = None, timeout_s: float 
     found = Path(interpreter).exists()
     versions = installed_versions(interpreter, facts.distributions) if found else {}
 
+    expected = ""
+
     def answer(result: Result, detail: str, returncode: int | None = None, output: str = "") -> RecheckResult:
+        detail = _one_line(f"{detail} ({expected})") if expected and expected != AS_RECORDED else detail
         return RecheckResult(result, detail, versions, time.monotonic() - started, interpreter, returncode, output,
-                             facts.distributions[0] if facts.distributions else "")
+                             facts.distributions[0] if facts.distributions else "", expected)
+
+    try:  # a numeric bug whose expected output was too big to keep: the reference reruns it first
+        expected = prepare(folder, timeout_s=max(timeout_s, RERUN_TIMEOUT_S))
+    except (RuntimeError, OSError, ValueError, subprocess.SubprocessError) as exc:
+        return answer(ERROR, _one_line(str(exc)))
 
     missing = [name for name in facts.files if not (folder / name).is_file()]
     if missing:

@@ -22,6 +22,7 @@ class CheckResult(Protocol):
     detail: str
     versions: dict[str, str]
     seconds: float
+    expected: str  # which expected output a numeric bug was judged by ("" for none)
 
 
 class Checker(Protocol):
@@ -39,10 +40,12 @@ class Rechecked:
     seconds: float
     installed: str
     change: str  # what it did to the bug's status ("fixed in ...", "regression: ..."), empty if nothing
+    expected: str = ""  # which expected output a numeric bug was judged by: as recorded, compressed, rerun
 
     def to_json(self) -> JsonObject:
         return {"id": self.id, "result": self.result, "detail": self.detail, "versions": self.versions,
-                "seconds": self.seconds, "installed": self.installed, "change": self.change}
+                "seconds": self.seconds, "installed": self.installed, "change": self.change,
+                "expected": self.expected}
 
 
 def installed_version(library: str, versions: Mapping[str, str]) -> str:
@@ -72,4 +75,4 @@ def record_outcome(db: BugDatabase, bug: KnownBug, outcome: CheckResult | None) 
     installed = installed_version(bug.library, versions)
     change = db.record_recheck(bug.id, result, detail, versions, seconds, installed)
     return Rechecked(id=bug.id, result=result, detail=detail, versions=versions, seconds=seconds,
-                     installed=installed, change=change)
+                     installed=installed, change=change, expected=getattr(outcome, "expected", "") or "")

@@ -117,6 +117,7 @@ class KnownBug:
     updated: float
     seen: list[SeenIn] = field(default_factory=list)
     keys: list[str] = field(default_factory=list)
+    expected: str = ""  # how its expected output is kept: stored, compressed, digest ("" none; memo.bugdb.expected)
 
     @property
     def id(self) -> str:
@@ -151,7 +152,7 @@ class KnownBug:
         return {"id": self.id, "kind": self.kind, "library": self.library, "stage": self.stage,
                 "headline": self.headline, "origin": self.origin, "status": self.status, "detail": self.detail,
                 "link": self.link, "regression": self.regression, "reduced": self.reduced,
-                "files_left_out": self.files_left_out, "campaigns": self.campaigns,
+                "files_left_out": self.files_left_out, "expected": self.expected, "campaigns": self.campaigns,
                 "first_campaign": first.campaign_name if first else None,
                 "first_seen": first.first_seen if first else None,
                 "last_campaign": last.campaign_name if last else None,

@@ -159,6 +159,16 @@ def _bugs_db(args: argparse.Namespace) -> str | None:
     return str(path.resolve()) if path is not None else None
 
 
+def _check_bugs_db(path: str | None) -> None:
+    """Stop before the campaign starts when its bug database is in another memo's format (one line); an older one
+    that a migration brings up to date is migrated now."""
+    if path is None or not Path(path).exists():
+        return
+    from memo.bugdb import BugDatabase
+
+    BugDatabase(Path(path)).close()
+
+
 def _max_disk(args: argparse.Namespace) -> int | None:
     return None if args.max_disk is None else parse_size(args.max_disk)
 
@@ -228,6 +238,7 @@ def run(args: argparse.Namespace) -> int:
         directory = Path(args.out) if args.out else campaign_dir(name)
         if (directory / "campaign.sqlite").exists():
             raise UsageError(f"campaign {directory} exists already; use --resume {directory} or another --name")
+    _check_bugs_db(config.bugs_db)
     reporter.starting(config.name)
     stop = StopFlag()
     executor = _cluster_executor(cluster_address, config, stop, jobs_given=args.jobs is not None or bool(args.resume))

@@ -34,12 +34,12 @@ def run(args: argparse.Namespace) -> int:
     from memo.store import DB_NAME, CampaignStore
     from memo.triage import triage_campaign
 
-    from memo.bugdb.location import resolve
+    from memo.bugdb.location import OFF_PATH, resolve, switched_off
 
     directory = campaign_dir(args.campaign)
     if not (directory / DB_NAME).exists():
         raise UsageError(f"no campaign at {directory}")
-    bugs_db = resolve(args.bugs_db, use_default=False)
+    bugs_db = OFF_PATH if switched_off(args.bugs_db) else resolve(args.bugs_db, use_default=False)
     with CampaignStore(directory) as store:
         # without --triage: only the deduplication (no library runs), so the bug list is current
         summary = triage_campaign(store, time_budget_s=args.budget if args.triage else 0.0, bugs_db=bugs_db)

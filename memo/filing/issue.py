@@ -10,19 +10,19 @@ from urllib.parse import quote_plus
 
 from memo import __version__
 from memo.backends import find_spec, producer_of
+from memo.backends.spec import UNKNOWN_UPSTREAM
 from memo.backends.versions import distribution_versions
-from memo.filing.check import MinimalScript, cached_minimal, minimal_script, symptoms
+from memo.filing.check import MinimalScript, cached_minimal, minimal_script
+from memo.filing.observed import ERROR_LINES, actual, error_excerpt, error_text, quoted, stated_message
 from memo.filing.folder import ONNX_FILE, REPRO_FILE, BugFolder
 from memo.filing.idioms import ONNX, idiom_for
 from memo.filing.script import KERAS_ATTACHED, ONNX_ATTACHED
-from memo.filing.trackers import DESCRIBE, DUPLICATES, ENVIRONMENT, EXPECTED, LOG, REPRODUCE, form_for
-from memo.triage.describe import symptom
+from memo.filing.trackers import DESCRIBE, DUPLICATES, ENVIRONMENT, EXPECTED, LOG, REPRODUCE, GENERIC, form_for
 
 FENCE = "```"
 # ONNX operators a converter writes around every layer (layouts, shapes, dtypes): never what a title names.
 LAYOUT_OPERATORS = frozenset({"Transpose", "Reshape", "Cast", "Shape", "Gather", "Concat", "Slice", "Unsqueeze",
                               "Squeeze", "Identity", "Constant", "Flatten"})
-ERROR_LINES = 25
 MODEL_FILE_SOURCES = (KERAS_ATTACHED, ONNX_ATTACHED)
 TITLE_CHARS = 110
 KIND_WORDS = {"nan": "produces NaN/Inf", "inconsistency": "gives wrong results", "shape": "gives a wrong output shape",
@@ -44,27 +44,29 @@ def _operators(folder: BugFolder) -> list[str]:
     return [op for op in ops if op not in LAYOUT_OPERATORS] or ops
 
 
-def culprit(folder: BugFolder) -> str:
-    """The layer or operator a title names: the localized layer's class, else the ONNX graph's operators for an
-    engine's bug, else the reduced model's layer classes."""
-    if folder.info.get("layer_class"):
-        return str(folder.info["layer_class"])
+def culprit(folder: BugFolder, checked: MinimalScript | None = None) -> str:
+    """The layer or operator a title names, from the reduced model: the class the checked script's error names
+    (Keras's "X.call()"), else the class localization blamed when the reduced model still has it, else the reduced
+    model's ONNX operators (an engine's bug) or layer classes."""
+    ir = folder.ir()
+    classes = list(dict.fromkeys(layer.class_name for layer in ir.body)) if ir else []
     idiom = idiom_for(folder.library)
-    if idiom is not None and idiom.builds == ONNX:
-        names = _operators(folder)
-    else:
-        ir = folder.ir()
-        names = list(dict.fromkeys(layer.class_name for layer in ir.body)) if ir else []
-        message = str(folder.info.get("error_message") or "")
-        names = [name for name in names if f"{name}.call()" in message] or names  # the class Keras names
+    names = _operators(folder) if idiom is not None and idiom.builds == ONNX else classes
+    said = error_text(folder, checked) if checked is not None else ""
+    said = said or str(folder.info.get("error_message") or "")
+    localized = str(folder.info.get("layer_class") or "")
+    named = [name for name in names if f"{name}.call()" in said]  # the class Keras names
+    if named:
+        names = named
+    elif localized and (localized in names or localized in classes or not names):
+        names = [localized]
     return ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
 
 
-def stated_cause(folder: BugFolder) -> str:
-    """A crash's cause as its message states it: the last sentence of the message's last stated line."""
-    text = symptom(dict(folder.info))
-    exception = folder.exception
-    text = text.split(f"{exception}: ", 1)[-1] if exception and f"{exception}: " in text else text.split(": ", 1)[-1]
+def stated_cause(folder: BugFolder, checked: MinimalScript | None = None) -> str:
+    """A crash's cause as the checked script's run states it (the campaign's message where none reproduces): the
+    last sentence of the message's last stated line."""
+    text = stated_message(folder, checked or MinimalScript())
     if len(text) <= TITLE_CHARS // 2:
         return text
     sentences = [part.strip() for part in text.split(". ") if part.strip()]
@@ -73,15 +75,16 @@ def stated_cause(folder: BugFolder) -> str:
     return (stated or sentences or [text])[0]
 
 
-def title(folder: BugFolder) -> str:
-    """``[library] Culprit: symptom`` in one line."""
+def title(folder: BugFolder, checked: MinimalScript | None = None) -> str:
+    """``[library] Culprit: symptom`` in one line, from the reduced model and the checked script's run."""
     if folder.kind in KIND_WORDS:
         what = KIND_WORDS[folder.kind]
         if folder.kind in ("nan", "inconsistency") and folder.reference:
             what += f" (against {folder.reference})"
     else:
-        what = f"{folder.exception}: {stated_cause(folder)}" if folder.exception else stated_cause(folder)
-    text = f"[{folder.library}] {culprit(folder)}: {what}"
+        cause = stated_cause(folder, checked)
+        what = f"{folder.exception}: {cause}" if folder.exception else cause
+    text = f"[{folder.library}] {culprit(folder, checked)}: {what}"
     return text if len(text) <= TITLE_CHARS else text[:TITLE_CHARS - 3].rstrip() + "..."
 
 
@@ -116,16 +119,17 @@ def _reproduce(folder: BugFolder, checked: MinimalScript) -> list[str]:
             f"and inputs it reads (`python {REPRO_FILE}` exits 0 when the bug reproduces)."]
 
 
-def _expected(folder: BugFolder) -> list[str]:
+def _expected(folder: BugFolder, checked: MinimalScript) -> list[str]:
     reference = folder.reference or "the reference library"
+    happened = actual(folder, checked)
     if folder.kind == "crash":
         return [f"The model runs (on {reference} it does); instead {folder.library} raises "
-                f"`{folder.exception or 'an error'}`."]
+                f"`{folder.exception or 'an error'}`." + (f" Actual: {happened}" if happened else "")]
     if folder.kind == "hang":
         return [f"The model finishes in seconds (on {reference} it does); {folder.library} is still running after "
                 f"{folder.info.get('timeout_s', '?')} s."]
     lines = [f"Outputs as {reference} computes them (attached as `expected.npz`), within rtol 1e-3 and atol 1e-3 x "
-             f"max(1, mean |expected|). Actual: {folder.info.get('message', '')}"]
+             f"max(1, mean |expected|). Actual: {happened}"]
     truth = folder.info.get("truth") or {}
     if truth.get("errors"):
         lines += ["", f"The float64 truth ({truth.get('method', '')}) says {truth.get('decision', '?')}: "
@@ -139,29 +143,25 @@ def _expected(folder: BugFolder) -> list[str]:
 def _log(folder: BugFolder, checked: MinimalScript) -> list[str]:
     """The script's output from the exception it raised on (its first lines: a message may go on with data)."""
     if not checked.reproduces:
-        text = str(folder.info.get("error_message") or folder.info.get("message") or "")
+        text = quoted(str(folder.info.get("error_message") or folder.info.get("message") or ""))
         excerpt = "\n".join(text.rstrip().splitlines()[:ERROR_LINES])
-        return [_fenced(excerpt)] if excerpt else ["(none)"]
-    text = checked.output
-    found = max(text.rfind(f"{word}:") for word in symptoms(folder) or ("Error",))
-    start = text.rfind("\n", 0, found) + 1 if found >= 0 else 0
-    lines = text[start:].rstrip().splitlines()
-    excerpt = "\n".join(lines[:ERROR_LINES] + (["..."] if len(lines) > ERROR_LINES else []))
-    if checked.versions and start:
-        excerpt = f"{checked.versions}\n...\n{excerpt}"
+        return ["As the campaign recorded it, on the unreduced model:", "", _fenced(excerpt)] if excerpt else ["(none)"]
+    excerpt = "\n".join(error_excerpt(folder, checked))
+    if checked.versions and excerpt and not checked.output.startswith(excerpt):
+        excerpt = f"{quoted(checked.versions)}\n...\n{excerpt}"
     return [_fenced(excerpt)] if excerpt else ["(none)"]
 
 
-def search_words(folder: BugFolder) -> str:
+def search_words(folder: BugFolder, checked: MinimalScript | None = None) -> str:
     """The words to search the tracker with: the culprit, the exception and the message's stated cause."""
-    stated = stated_cause(folder) if folder.kind == "crash" else KIND_WORDS.get(folder.kind, "")
+    stated = stated_cause(folder, checked) if folder.kind == "crash" else KIND_WORDS.get(folder.kind, "")
     words = " ".join([word for word in stated.replace("`", " ").split()
                       if not any(mark in word for mark in ("/", "::", "\\", "0x"))][:8])
-    return " ".join(part for part in (culprit(folder).split(",")[0], folder.exception, words) if part)
+    return " ".join(part for part in (culprit(folder, checked).split(",")[0], folder.exception, words) if part)
 
 
-def _duplicates(folder: BugFolder, tracker: str) -> list[str]:
-    words = search_words(folder)
+def _duplicates(folder: BugFolder, checked: MinimalScript, tracker: str) -> list[str]:
+    words = search_words(folder, checked)
     lines = [f"Search words: `{words}`"]
     if tracker:
         lines.append(f"Search: {tracker}?q={quote_plus('is:issue ' + words)}")
@@ -183,22 +183,27 @@ def kept_issue_text(folder: Path) -> tuple[str, MinimalScript] | None:
 
 
 def render_issue(bug: BugFolder, checked: MinimalScript) -> str:
-    """The issue text of ``bug`` with its checked minimal script."""
+    """The issue text of ``bug`` with its checked minimal script: in its tracker's form, or, for a library whose
+    spec says its bugs are not filed (retired upstream), a record in the generic form saying so."""
     spec = find_spec(bug.library)
-    tracker = spec.upstream.tracker if spec is not None else ""
-    form = form_for(tracker)
+    upstream = spec.upstream if spec is not None else UNKNOWN_UPSTREAM
+    tracker = "" if upstream.record_only else upstream.tracker
+    form = form_for(tracker) if tracker else GENERIC
     parts = {
-        DESCRIBE: [f"{bug.library} {KIND_WORDS.get(bug.kind, 'fails')} on a model of {culprit(bug)} "
+        DESCRIBE: [f"{bug.library} {KIND_WORDS.get(bug.kind, 'fails')} on a model of {culprit(bug, checked)} "
                    f"({bug.info.get('stage', '?')} stage). Found by memo {__version__} (coverage-guided model "
                    f"mutation), bug `{bug.id}`; the model was reduced to what still shows the bug."],
         ENVIRONMENT: environment(bug, checked),
         REPRODUCE: _reproduce(bug, checked),
-        EXPECTED: _expected(bug),
+        EXPECTED: _expected(bug, checked),
         LOG: _log(bug, checked),
-        DUPLICATES: _duplicates(bug, tracker),
+        DUPLICATES: _duplicates(bug, checked, tracker),
     }
-    lines = [f"# {title(bug)}", ""]
-    if tracker:
+    lines = [f"# {title(bug, checked)}", ""]
+    if upstream.filing:
+        lines += [f"**{upstream.filing[0].upper()}{upstream.filing[1:]}**" + (f" ({upstream.reason})" if upstream.reason
+                                                                             else ""), ""]
+    elif tracker:
         lines += [f"File at: {tracker}" + (f" ({form.project})" if form.project else ""), ""]
     lines += [f"**{heading}:** {answer}  " for heading, answer in form.fields.items()]
     if form.fields:
@@ -206,5 +211,3 @@ def render_issue(bug: BugFolder, checked: MinimalScript) -> str:
     for key in form.order:
         lines += [f"### {form.headings[key]}", "", *parts[key], ""]
     return "\n".join(lines).rstrip() + "\n"
-
-

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Sequence
 
-from memo.bugdb import COLLAPSED_STATUSES, BugDatabase, KnownBug
+from memo.bugdb import COLLAPSED_STATUSES, BugDatabase, BugDatabaseVersionError, KnownBug
 from memo.errors import UsageError
 from memo.json_types import JsonObject
 from memo.report.entry import BugEntry
@@ -42,6 +42,8 @@ def mark_known(store: CampaignStore, entries: Sequence[BugEntry], rows: Sequence
     this_campaign = campaign_ref(store).key
     try:
         db = BugDatabase(Path(database), read_only=True)
+    except BugDatabaseVersionError:
+        raise  # another memo's format: one line and a non-zero exit, never a report that silently says "new"
     except UsageError:  # unreadable here (a WAL file in a read-only folder...): every bug reads as new
         return None
     with db:

@@ -132,15 +132,36 @@ def report_markdown(data: JsonObject) -> str:
         lines.append(f"| {bug['id']} | {bug['kind']} | {bug['library']} | {bug['stage']} | "
                      f"{', '.join(bug['layers'])} | {_when(bug['first_seen'])} | {bug['occurrences']} | "
                      f"{_reproduces(bug['reproduces'])} | {bug['status']} | {_known(bug)} |")
+    folded = [(other["id"], bug["id"]) for bug in data["bugs"] for other in bug.get("merged") or []]
+    if folded:
+        lines += ["", "Merged into another entry (same reduced model and symptom), so not listed on their own: "
+                  + ", ".join(f"{other} into {into}" for other, into in folded) + "."]
     for bug in data["bugs"]:
         lines += ["", f"## Bug {bug['id']}", "", bug.get("issue_text") or bug["issue_markdown"]]
+    lines += _apart(data)
+    lines += ["", "## Unsupported features (not bugs)", "", "| library | feature | occurrences |", "|---|---|---|"]
+    lines += [f"| {u['library']} | {u['feature']} | {u['count']} |" for u in data["unsupported"]]
+    return "\n".join(lines) + "\n"
+
+
+def _apart(data: JsonObject) -> list[str]:
+    """The findings listed apart from the bugs, with why (the HTML report's sections of the same name)."""
+    lines: list[str] = []
     if data.get("unconfirmed"):
         lines += ["", "## Unconfirmed findings (did not show again; not bugs)", "",
                   "| kind | library | stage | occurrences |", "|---|---|---|---|"]
         lines += [f"| {u['kind']} | {u['library']} | {u['stage']} | {u['occurrences']} |" for u in data["unconfirmed"]]
-    lines += ["", "## Unsupported features (not bugs)", "", "| library | feature | occurrences |", "|---|---|---|"]
-    lines += [f"| {u['library']} | {u['feature']} | {u['count']} |" for u in data["unsupported"]]
-    return "\n".join(lines) + "\n"
+    if data.get("awaiting_localization"):
+        lines += ["", "## Numeric findings awaiting localization (not bugs yet)", "",
+                  "NaN/inconsistency findings become bugs once their first misbehaving layer is known.", "",
+                  "| kind | library | findings | could not be localized |", "|---|---|---|---|"]
+        lines += [f"| {a['kind']} | {a['library']} | {a['findings']} | {a['unlocalizable']} |"
+                  for a in data["awaiting_localization"]]
+    if data.get("special"):
+        lines += ["", "## Special-value semantics (NaN/Inf injected on purpose; not bugs)", "",
+                  "| library | findings |", "|---|---|"]
+        lines += [f"| {g['library']} | {g['count']} |" for g in data["special"]]
+    return lines
 
 
 def _known(bug: BugEntry) -> str:

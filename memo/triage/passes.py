@@ -17,7 +17,7 @@ from memo.backends.executor import ExecutionAbandoned
 from memo.diskspace import is_disk_full
 from memo.model.ir import ModelIR
 from memo.store import BugRow, CampaignStore
-from memo.bugdb import BugDatabase
+from memo.bugdb import BugDatabase, BugDatabaseVersionError
 from memo.triage import dedup, remember
 from memo.triage.bugdir import IR_FILE, NOT_AGAIN, NOT_REDUCED, RETRY_STATUSES, bug_folder, read_bug_file
 from memo.triage.checker import Checker
@@ -262,6 +262,8 @@ def _open_bug_database(session: Session, path: Path | None) -> BugDatabase | Non
         return None
     try:
         return BugDatabase(where)
+    except BugDatabaseVersionError:
+        raise  # another memo's format: the command stops with its one line (never mixing two formats)
     except Exception as exc:  # noqa: BLE001  (triage goes on without it; the report lists why)
         session.error(None, "bug database", exc)
         return None
@@ -361,6 +363,10 @@ def triage_campaign(store: CampaignStore, *, executor: Executor | None = None, t
             else:
                 break
             turn += 1
+        # the pass ends where the next one starts (its first step is this rekey): a bug whose folder was written
+        # without a reduction (no time, no executor) is merged by its model's key now, not only by the next pass,
+        # so a report written right after this pass lists the same bugs as any later ``memo report``
+        rekey_reduced(store)
         session.summary.bugs = len(dedup.update_bugs(store).all)
         if known_db is not None:
             _remember(session, known_db)

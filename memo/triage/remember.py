@@ -14,6 +14,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from memo.bugdb.location import is_off
 from memo.bugdb import BugDatabase, CampaignRef, KnownBug, Sighting, export_bug_files, folder_files
 from memo.json_types import JsonObject
 from memo.model.ir import ModelIR
@@ -37,9 +38,12 @@ def campaign_ref(store: CampaignStore) -> CampaignRef:
 
 
 def database_path(store: CampaignStore, override: Path | None = None) -> Path | None:
-    """``override``, else the database the campaign was started with (``memo fuzz --bugs-db``), else none."""
+    """``override``, else the database the campaign was started with (``memo fuzz --bugs-db``), else none; an
+    override of ``none`` (:data:`memo.bugdb.location.OFF_PATH`) means none, whatever the campaign recorded."""
+    if override is not None:
+        return None if is_off(override) else Path(override)
     recorded = (store.get_meta("config", {}) or {}).get("bugs_db")
-    return Path(override) if override is not None else Path(recorded) if recorded else None
+    return Path(recorded) if recorded else None
 
 
 def bug_keys(bug: BugRow, merged: list[BugRow]) -> list[str]:

@@ -82,9 +82,14 @@ def test_files_are_kept_once_and_reduced_ones_replace_unreduced(tmp_path: Path) 
 
 def test_folder_files_leave_out_what_passes_the_bound(tmp_path: Path) -> None:
     (tmp_path / "repro.py").write_text("x" * 10)
+    (tmp_path / "model.keras").write_bytes(b"0" * 1000)
+    files, left_out = folder_files(tmp_path, max_bytes=100)
+    assert set(files) == {"repro.py"} and left_out == ["model.keras"]
+    # an expected output is never just dropped (tests/unit/test_bugdb_expected.py): one memo cannot read is named
     (tmp_path / "expected.npz").write_bytes(b"0" * 1000)
     files, left_out = folder_files(tmp_path, max_bytes=100)
-    assert set(files) == {"repro.py"} and left_out == ["expected.npz"]
+    assert set(files) == {"repro.py", "expected.digest.json"} and left_out == ["model.keras", "expected.npz"]
+    assert "unreadable" in files["expected.digest.json"].decode()
 
 
 def test_marking_checks_its_detail_and_keeps_history(tmp_path: Path) -> None:
