@@ -25,36 +25,41 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                           "--bugs-db PATH, else $MEMO_BUGS_DB, else ~/.local/share/memo/bugs.sqlite.")
     p.add_argument("--bugs-db", metavar="PATH", help="the bug database (default: $MEMO_BUGS_DB, else the user's)")
     sub = p.add_subparsers(dest="bugs_command", metavar="ACTION", required=True)
+    # `memo bugs list --bugs-db PATH` works as well as `memo bugs --bugs-db PATH list`: every action takes it too
+    # (SUPPRESS: an action's own default does not erase the one given before it)
+    action_options = argparse.ArgumentParser(add_help=False)
+    action_options.add_argument("--bugs-db", metavar="PATH", default=argparse.SUPPRESS,
+                                help="the bug database (as before the action)")
 
-    listing = sub.add_parser("list", help="the bugs, oldest first")
+    listing = sub.add_parser("list", parents=[action_options], help="the bugs, oldest first")
     _filters(listing, "only bugs with this status (repeatable)")
     listing.add_argument("--json", action="store_true", help="a JSON list of objects")
     listing.set_defaults(func=run_list)
 
-    show = sub.add_parser("show", help="one bug: status, history, campaigns, versions, rechecks, files")
+    show = sub.add_parser("show", parents=[action_options], help="one bug: status, history, campaigns, versions, rechecks, files")
     show.add_argument("bug", metavar="ID")
     show.add_argument("--json", action="store_true")
     show.set_defaults(func=run_show)
 
-    mark = sub.add_parser("mark", help="set a bug's status: filed URL | fixed VERSION | wontfix REASON | "
+    mark = sub.add_parser("mark", parents=[action_options], help="set a bug's status: filed URL | fixed VERSION | wontfix REASON | "
                                        "duplicate ID | new")
     mark.add_argument("bug", metavar="ID")
     mark.add_argument("status", choices=STATUS_CHOICES)
     mark.add_argument("detail", nargs="*", help="the URL, version, reason or bug id the status needs")
     mark.set_defaults(func=run_mark)
 
-    importing = sub.add_parser("import", help="record the bugs of campaigns run before the database existed "
+    importing = sub.add_parser("import", parents=[action_options], help="record the bugs of campaigns run before the database existed "
                                               "(or on another machine)")
     importing.add_argument("campaigns", nargs="+", metavar="CAMPAIGN", help="campaign name or directory")
     importing.set_defaults(func=run_import)
 
-    export = sub.add_parser("export", help="the bug list as a Markdown or JSON table")
+    export = sub.add_parser("export", parents=[action_options], help="the bug list as a Markdown or JSON table")
     _filters(export, "only bugs with this status (repeatable)")
     export.add_argument("--format", choices=("markdown", "json"), default="markdown", dest="fmt")
     export.add_argument("--output", "-o", type=Path, help="file to write (default: standard output)")
     export.set_defaults(func=run_export)
 
-    recheck = sub.add_parser("recheck", help="run every open, filed or fixed bug's script on the installed "
+    recheck = sub.add_parser("recheck", parents=[action_options], help="run every open, filed or fixed bug's script on the installed "
                                              "libraries: which no longer reproduce?")
     _filters(recheck, "recheck bugs with this status (default: new, filed, fixed)")
     recheck.add_argument("--timeout", type=float, default=120.0, help="seconds per script (default 120)")
@@ -66,7 +71,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                               "release of a library); default: the one each library needs")
     recheck.set_defaults(func=run_recheck)
 
-    issue = sub.add_parser("issue", help="the issue text, ready to file, of one bug")
+    issue = sub.add_parser("issue", parents=[action_options], help="the issue text, ready to file, of one bug")
     issue.add_argument("bug", metavar="ID")
     issue.set_defaults(func=run_issue)
 

@@ -232,3 +232,13 @@ def test_a_read_only_database_can_be_read_but_not_written(tmp_path: Path) -> Non
                 db.mark("M-0001", "wontfix", "x")
     with pytest.raises(UsageError, match="bug database"):
         BugDatabase(tmp_path / "missing.sqlite", read_only=True)
+
+
+def test_the_bugs_database_option_goes_before_or_after_the_action() -> None:
+    from memo.cli import build_parser
+
+    parse = build_parser().parse_args
+    assert parse(["bugs", "--bugs-db", "a.sqlite", "list"]).bugs_db == "a.sqlite"
+    assert parse(["bugs", "list", "--bugs-db", "b.sqlite", "--json"]).bugs_db == "b.sqlite"
+    assert parse(["bugs", "recheck", "--bugs-db", "c.sqlite"]).bugs_db == "c.sqlite"
+    assert parse(["bugs", "list"]).bugs_db is None
