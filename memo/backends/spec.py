@@ -284,6 +284,9 @@ class ConverterSpec:
     documented_differences: tuple[DocumentedDifference, ...] = ()  # as BackendSpec's
     upstream: Upstream = UNKNOWN_UPSTREAM
     messages: MessageRules = MessageRules()  # as BackendSpec's
+    # The same library's converter at other settings, whose code this one runs (tf2onnx at opset 11 is tf2onnx):
+    # a failure identical to that converter's on the same model is its finding, not a second one (as BackendSpec's)
+    builds_on: str | None = None
 
     @property
     def worker_group(self) -> str:

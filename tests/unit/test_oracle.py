@@ -438,3 +438,19 @@ def test_the_same_exception_on_the_same_file_at_the_same_stage_is_one_finding() 
     verdicts = judge(result, outputs=same_outputs(BASE, [REF, "keras-jax"]))
     assert [(v.kind, v.backend) for v in verdicts] == [("crash", "onnx2torch")]
     assert verdicts[0].also_in == ["torch-compile"]
+
+
+def test_one_converter_failing_alike_at_two_opsets_is_one_finding_of_the_default_opset() -> None:
+    # tf2onnx at opset 11 runs tf2onnx's code: the same exception on the same model is one tf2onnx defect
+    names = [REF, "keras-jax"]
+    result = make_result({}, names=names)
+    for name in ("tf2onnx", "tf2onnx-opset11"):
+        result.backends[name] = BackendResult(
+            name, "keras", role="converter",
+            stages=[StageResult("load", "ok", 0.1), StageResult("convert", "error", 0.1, exc_type="ValueError",
+                                                               message="max() arg is an empty sequence")])
+    outputs = same_outputs(BASE, names)
+    verdicts = judge(result, outputs=outputs)
+    assert [(v.kind, v.backend, v.also_in) for v in verdicts] == [("crash", "tf2onnx", ["tf2onnx-opset11"])]
+    result.backends["tf2onnx-opset11"].stages[1].message = "Opset (11) must be >= 13"
+    assert sorted(v.backend for v in judge(result, outputs=outputs)) == ["tf2onnx", "tf2onnx-opset11"]
