@@ -18,6 +18,7 @@ import numpy as np
 
 from memo.backends.cuda import DEVICE_CPU, DEVICE_CUDA, device_banner, set_jax_precision, set_torch_precision
 from memo.backends.openvino_backend import CPU_CONFIG as OPENVINO_CPU_CONFIG
+from memo.library_coverage.measured import keras_code
 from memo.backends.spec import (BackendSpec, DifferenceExample, DocumentedDifference, MessageMask, MessageRules,
                                 ModelInputs, ReproRecipe, UnsupportedPhrase, Upstream)
 from memo.backends.torch_common import TORCH_MESSAGES
@@ -273,4 +274,5 @@ def keras_spec(keras_backend: str, libraries: tuple[str, ...], device: str = DEV
                        documented_differences=DOCUMENTED.get(keras_backend, ()), upstream=KERAS_UPSTREAM,
                        delegates=DELEGATES.get(keras_backend, ()), computes_with=COMPUTES_WITH.get(keras_backend),
                        messages=keras_messages(keras_backend), device=device,
-                       cpu_twin=None if device == DEVICE_CPU else f"keras-{keras_backend}")
+                       cpu_twin=None if device == DEVICE_CPU else f"keras-{keras_backend}",
+                       library_code=(keras_code(keras_backend),))

@@ -30,6 +30,9 @@ from memo.coverage import Coverage, union_all
 from memo.json_types import JsonObject
 
 
+SEED_IDENT = "seed-"  # how a seed's own execution is named (``seed-NAME``), a mutant's being ``mITERATION``
+
+
 def feedback_lag(jobs: int) -> int:
     """Submissions between submitting a mutant and using its execution: enough to keep ``jobs`` pipelines busy
     while the loop waits for the oldest outcome. One slow model (a 30 s timeout and its worker's restart, a

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Callable
 
 from memo.campaign.config import CampaignConfig
-from memo.campaign.feedback import Awaiting, AwaitingQueue, Outcome, feedback_lag
+from memo.campaign.feedback import SEED_IDENT, Awaiting, AwaitingQueue, Outcome, feedback_lag
 from memo.coverage import CRITERIA, Coverage, CoverageTracker, model_coverage
 from memo.errors import InvalidModelError, UsageError
 from memo.json_types import JsonObject
@@ -307,4 +307,4 @@ class GenerationLoop:
                                            slot=name, ident=entry.ident, seed=name, ir_json="", coverage=Coverage(),
                                            candidate=False, seed_run=True))
             self.store.save_state(self.iteration - 1, self._state())
-        submit(mutant_id, f"seed-{name}", entry.ir)
+        submit(mutant_id, f"{SEED_IDENT}{name}", entry.ir)
