@@ -14,7 +14,7 @@ import shutil
 import time
 import traceback
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
@@ -32,7 +32,7 @@ from memo.campaign.stop import StopFlag
 from memo.diskspace import is_disk_full, mentions_disk_full
 from memo.json_types import JsonObject
 from memo.kinds import NON_FINDINGS
-from memo.library_coverage.merge import LibraryCoverage
+from memo.library_coverage.merge import LibraryCoverage, Reached, count_lines
 from memo.model.ir import ModelIR
 from memo.mutation.nan import has_injection
 from memo.oracle import Verdict, judge
@@ -86,6 +86,11 @@ class Pipeline:
         self.known.rebuild(store)  # what a resumed campaign's earlier executions taught
         self.library = LibraryCoverage()  # --library-coverage: every line reached so far (first reacher in the store)
         self.library.restore(store.library.totals(), store.library.lines())
+        # --library-coverage feedback: the lines of the models whose outcome generation took (in its fixed order, so
+        # that what counts as new does not depend on which model finished first), and those stored, not taken yet
+        self.library_taken = LibraryCoverage()
+        self.library_taken.restore(store.library.totals(), store.library.lines())
+        self.library_untaken: dict[int, list[Reached]] = {}
 
     # ------------------------------------------------------------------ workers
     def start(self) -> None:
@@ -191,7 +196,15 @@ class Pipeline:
             self._waited()
             self.collect()
         self._learn(mutant_id)
-        return self.outcomes.pop(mutant_id)
+        return self._with_library_lines(mutant_id, self.outcomes.pop(mutant_id))
+
+    def _with_library_lines(self, mutant_id: int, outcome: Outcome) -> Outcome:
+        """The outcome with the library lines no model taken before it reached (library feedback only)."""
+        reached = self.library_untaken.pop(mutant_id, None)
+        if not reached:
+            return outcome
+        new = self.library_taken.add(reached)
+        return replace(outcome, library_new=sum(count_lines(files) for files in new.values()))
 
     def _learn(self, mutant_id: int) -> None:
         """Teach :attr:`known` an execution when generation takes its outcome, not when it finishes: that is at
@@ -270,6 +283,8 @@ class Pipeline:
             for verdict in verdicts:
                 self.store.add_verdict(execution.mutant_id, verdict)
             reached = result.library_reached()
+            if reached and self.config.library_coverage == "feedback":
+                self.library_untaken[execution.mutant_id] = reached
             if reached:
                 self.store.library.add(execution.mutant_id, seed=execution.ident.startswith(SEED_IDENT),
                                        created=time.time(), totals={name: total for name, total, _ in reached},
