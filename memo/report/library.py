@@ -44,9 +44,10 @@ def library_data(store: CampaignStore) -> JsonObject | None:
     return {"figures": figures, "rows": rows, "top_modules": top, "curves": _curves(store, store.get_meta("started"))}
 
 
-def _aligned(rows: list[list[str]]) -> str:
+def _aligned(rows: list[list[str]], left: int = 1) -> str:
+    """Columns padded to their widest cell: the first ``left`` ones flush left, the figures flush right."""
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    return "\n".join("  ".join(cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in
+    return "\n".join("  ".join(cell.ljust(w) if i < left else cell.rjust(w) for i, (cell, w) in
                                enumerate(zip(row, widths))).rstrip() for row in rows)
 
 
@@ -71,5 +72,5 @@ def library_text(data: JsonObject) -> str:
     if data["top_modules"]:
         lines += ["", "modules with the most lines reached beyond the seeds:",
                   _aligned([["library", "module", "new lines"]]
-                           + [[m["library"], m["file"], str(m["new_lines"])] for m in data["top_modules"]])]
+                           + [[m["library"], m["file"], str(m["new_lines"])] for m in data["top_modules"]], left=2)]
     return "\n".join(lines)
