@@ -46,6 +46,8 @@ class LibraryTables:
             "SELECT library, file, COUNT(*) AS n FROM library_lines WHERE seed = 0 GROUP BY library, file"
             " ORDER BY n DESC, library, file LIMIT ?", (limit,))]
 
-    def first_reached(self) -> list[tuple[str, float]]:
-        """(library, when) of every line, in the order they were first reached (the curves' points)."""
-        return list(self._db.execute("SELECT library, created FROM library_lines ORDER BY created, rowid"))
+    def first_reached(self, *, seeds: bool = True) -> list[tuple[str, float]]:
+        """(library, when) of every line (without ``seeds``: of those mutants reached first), in the order they were
+        first reached (the curves' points)."""
+        where = "" if seeds else " WHERE seed = 0"
+        return list(self._db.execute(f"SELECT library, created FROM library_lines{where} ORDER BY created, rowid"))
