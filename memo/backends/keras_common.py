@@ -18,11 +18,11 @@ import numpy as np
 
 from memo.backends.cuda import DEVICE_CPU, DEVICE_CUDA, device_banner, set_jax_precision, set_torch_precision
 from memo.backends.openvino_backend import CPU_CONFIG as OPENVINO_CPU_CONFIG
-from memo.library_coverage.measured import keras_code
 from memo.backends.spec import (BackendSpec, DifferenceExample, DocumentedDifference, MessageMask, MessageRules,
                                 ModelInputs, ReproRecipe, UnsupportedPhrase, Upstream)
 from memo.backends.torch_common import TORCH_MESSAGES
 from memo.backends.versions import distribution_versions
+from memo.library_coverage.measured import keras_code
 from memo.model.keras_runtime import cache_attr_skipsets
 
 UNSAFE_VARIABLE = "MEMO_KERAS_UNSAFE"

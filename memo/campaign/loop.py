@@ -276,7 +276,7 @@ class GenerationLoop:
     def _library_share(self, record: MutantRecord) -> bool:
         """With ``--library-coverage feedback``, whether this valid mutant without model-level coverage is executed
         anyway (every 4th: :func:`memo.campaign.feedback.library_share`, counted in the saved state)."""
-        if self.config.library_coverage != "feedback" or not record.valid or record.diverse:
+        if self.config.library_coverage != "feedback" or not self.config.execute or not record.valid or record.diverse:
             return False
         self.counters["valid_not_diverse"] = self.counters.get("valid_not_diverse", 0) + 1
         return library_share(self.counters["valid_not_diverse"])

@@ -119,3 +119,40 @@ def test_merging_keeps_each_line_once_and_returns_only_what_is_new() -> None:
     resumed = LibraryCoverage()
     resumed.restore({"tf2onnx": 100}, [("tf2onnx", "a.py", 1)])
     assert resumed.add([("tf2onnx", 100, {"a.py": [1, 2]})]) == {"tf2onnx": {"a.py": [2]}}
+
+
+def test_two_tracers_of_one_worker_take_turns(package: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker serving two specs with different code (tf2onnx and the TFLite converter) holds two tracers."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    front = LibraryTracer([MeasuredCode("front", (f"{PACKAGE}/front",), (f"{PACKAGE}/front/other",))])
+    other = LibraryTracer([MeasuredCode("other", (f"{PACKAGE}/front/other",))])
+    from memo_libcov_probe.front import convert  # noqa: E402
+    from memo_libcov_probe.front.other import other as call_other
+
+    for _ in range(2):
+        front.start()
+        convert.convert(1), call_other()
+        assert front.stop() == {"front": {f"{PACKAGE}/front/convert.py": [5, 6, 8]}}
+        other.start()
+        convert.convert(1), call_other()
+        assert other.stop() == {"other": {f"{PACKAGE}/front/other/__init__.py": [2]}}
+
+
+def test_a_worker_measures_only_the_specs_that_declare_code(package: Path, tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    from memo.backends.coverage_probe import CoverageProbes
+    from memo.backends.spec import BackendSpec
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    measured = BackendSpec("probe", "keras", load=str, run=lambda handle, inputs: [], library_code=(CODE,))
+    plain = BackendSpec("plain", "keras", load=str, run=lambda handle, inputs: [])
+    probes = CoverageProbes()
+    probes.prepare([measured, plain])
+    from memo_libcov_probe.front import convert  # noqa: E402
+
+    with probes.measuring(measured) as library:
+        convert.convert(2)
+    assert library == {"probe": {"total": 7, "files": {f"{PACKAGE}/front/convert.py": [5, 6, 8]}}}
+    with probes.measuring(plain) as library:
+        convert.convert(2)
+    assert library == {}
