@@ -89,7 +89,8 @@ class Pipeline:
         # --library-coverage feedback: the lines of the models whose outcome generation took (in its fixed order, so
         # that what counts as new does not depend on which model finished first), and those stored, not taken yet
         self.library_taken = LibraryCoverage()
-        self.library_taken.restore(store.library.totals(), store.library.lines())
+        if config.library_coverage == "feedback":
+            self.library_taken.restore(store.library.totals(), store.library.lines())
         self.library_untaken: dict[int, list[Reached]] = {}
 
     # ------------------------------------------------------------------ workers
