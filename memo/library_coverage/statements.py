@@ -2,9 +2,9 @@
 
 A file's statements and its multi-line map come from coverage.py's own parser with its default exclusions, as
 its reports do: a statement spanning lines 10-12 counts once, as line 10, whichever of its lines the tracer
-saw. The total of a library (every statement of every measured file) is computed once per library version and
-cached in the user's cache folder (``$XDG_CACHE_HOME/memo/library-coverage``, else ``~/.cache/...``), keyed by
-the files' names, sizes and modification times.
+saw. Every measured file of a library is parsed once per library version and its statements cached in the user's
+cache folder (``$XDG_CACHE_HOME/memo/library-coverage``, else ``~/.cache/...``), keyed by the files' names, sizes
+and modification times: the library's total, and what a worker maps each model's lines through.
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from typing import Iterable
 
 from memo.library_coverage.measured import MeasuredCode, measured_files
 
-TOTALS_FORMAT = 1  # bump when the way statements are counted changes
+STATEMENTS_FORMAT = 2  # bump when the way statements are counted (or cached) changes
 
 
 def cache_folder() -> Path:
@@ -66,10 +66,10 @@ class StatementIndex:
         return self.files[path]
 
 
-def _totals_key(code: MeasuredCode, files: list[tuple[str, Path]]) -> str:
+def _library_key(code: MeasuredCode, files: list[tuple[str, Path]]) -> str:
     import coverage
 
-    digest = hashlib.sha256(json.dumps([TOTALS_FORMAT, coverage.__version__, code.library, code.folders,
+    digest = hashlib.sha256(json.dumps([STATEMENTS_FORMAT, coverage.__version__, code.library, code.folders,
                                         code.excluded]).encode())
     for relative, path in files:
         stat = path.stat()
@@ -77,25 +77,35 @@ def _totals_key(code: MeasuredCode, files: list[tuple[str, Path]]) -> str:
     return digest.hexdigest()
 
 
+def _encode(parsed: FileStatements) -> list[list[int]]:
+    return [sorted(parsed.statements), [n for pair in sorted(parsed.first_lines.items()) for n in pair]]
+
+
+def _decode(data: list[list[int]]) -> FileStatements:
+    statements, pairs = data
+    return FileStatements(frozenset(statements), dict(zip(pairs[::2], pairs[1::2])))
+
+
 def library_total(code: MeasuredCode, root: Path, index: StatementIndex | None = None,
                   cache: Path | None = None) -> int:
-    """The executable statements of every measured file of ``code`` under ``root`` (cached per library version:
-    the same files, sizes and times give the cached count)."""
+    """The executable statements of every measured file of ``code`` under ``root``. Every file's statements are
+    cached per library version (the same files, sizes and times read them back) and put into ``index``, so that a
+    worker maps a model's lines without parsing a file on a model's time."""
     files = list(measured_files(code, root))
-    key = _totals_key(code, files)
-    entry = (cache or cache_folder()) / f"{code.library}-{key[:20]}.json"
-    try:
-        return int(json.loads(entry.read_text())["total"])
-    except (OSError, ValueError, KeyError, TypeError):
-        pass
+    entry = (cache or cache_folder()) / f"{code.library}-{_library_key(code, files)[:20]}.json"
     index = index if index is not None else StatementIndex()
-    total = sum(len(index.of(path).statements) for _, path in files)
     try:
-        entry.parent.mkdir(parents=True, exist_ok=True)
-        temporary = entry.with_suffix(f".{os.getpid()}.tmp")
-        temporary.write_text(json.dumps({"library": code.library, "root": str(root), "files": len(files),
-                                         "total": total}))
-        temporary.replace(entry)
-    except OSError:  # a read-only cache folder costs the next run a recount, nothing else
-        pass
-    return total
+        stored = json.loads(entry.read_text())["files"]
+        parsed = {path: _decode(stored[relative]) for relative, path in files}
+    except (OSError, ValueError, KeyError, TypeError):
+        parsed = {path: index.of(path) for _, path in files}
+        try:
+            entry.parent.mkdir(parents=True, exist_ok=True)
+            temporary = entry.with_suffix(f".{os.getpid()}.tmp")
+            temporary.write_text(json.dumps({"library": code.library, "root": str(root), "files": {
+                relative: _encode(parsed[path]) for relative, path in files}}))
+            temporary.replace(entry)
+        except OSError:  # a read-only cache folder costs the next worker a recount, nothing else
+            pass
+    index.files.update(parsed)
+    return sum(len(item.statements) for item in parsed.values())

@@ -82,8 +82,12 @@ def test_a_library_total_is_counted_once_then_read_from_the_cache(package: Path,
     cache = tmp_path / "cache"
     assert library_total(CODE, package, cache=cache) == 7  # convert.py's 7, the empty __init__.py's none
     entry = next(cache.iterdir())
-    entry.write_text(json.dumps({"total": 1234}))
-    assert library_total(CODE, package, cache=cache) == 1234, "same files, same sizes: the cached count"
+    document = json.loads(entry.read_text())
+    document["files"][f"{PACKAGE}/front/convert.py"][0] = list(range(1, 1235))
+    entry.write_text(json.dumps(document))
+    index = StatementIndex()
+    assert library_total(CODE, package, index, cache=cache) == 1234, "same files, same sizes: the cached statements"
+    assert len(index.of(package / PACKAGE / "front" / "convert.py").statements) == 1234, "no parse on a model's time"
     (package / PACKAGE / "front" / "more.py").write_text("a = 1\nb = 2\n")
     assert library_total(CODE, package, cache=cache) == 9, "another version of the library is counted again"
 
