@@ -82,7 +82,7 @@ def main() -> int:
         fuzzing_s = split_budget(args.minutes * 60, None)[0] or args.minutes * 60  # the slot's fuzzing share
         results[key] = figures(directory, fuzzing_s)
         print(f"{LABELS[key]}: done ({directory})", file=sys.stderr, flush=True)
-    marks = " / ".join(f"{fraction * args.minutes:.0f} min" for fraction in FRACTIONS)
+    marks = " / ".join(f"{fraction * args.minutes:.3g} min" for fraction in FRACTIONS)
     print(f"\nLines covered beyond the seeds' own at {marks}; unique bugs. seed {args.seed}, {args.minutes:g} min each")
     print("\n| configuration | library | seeds' lines (a) | total | beyond seeds | bugs |\n|---|---|---|---|---|---|")
     for key, result in results.items():
