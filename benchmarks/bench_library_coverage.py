@@ -91,7 +91,8 @@ def main() -> int:
                   f"{' / '.join(map(str, item['beyond']))} | {result['bugs']} |")
     print("\n" + json.dumps(results, sort_keys=True))
     print(f"\nreproduce: .venv/bin/python benchmarks/bench_library_coverage.py --minutes {args.minutes:g} "
-          f"--seed {args.seed}" + (f" --jobs {args.jobs}" if args.jobs else "") + (f" --only {args.only}" if args.only else ""))
+          f"--seed {args.seed}" + (f" --jobs {args.jobs}" if args.jobs else "")
+          + (f" --only {args.only}" if args.only else ""))
     return 0
 
 

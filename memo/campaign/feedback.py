@@ -97,7 +97,8 @@ class Awaiting:
                    coverage=Coverage.from_json(data["coverage"]), candidate=bool(data["candidate"]),
                    parent_signatures=frozenset(data.get("parent_signatures", ())),
                    seed_run=bool(data.get("seed_run", False)), operator=data.get("operator", ""),
-                   diverse=bool(data.get("diverse", True)), library_candidate=bool(data.get("library_candidate", False)))
+                   diverse=bool(data.get("diverse", True)),
+                   library_candidate=bool(data.get("library_candidate", False)))
 
     def becomes_parent(self, outcome: Outcome) -> bool:
         """Whether its outcome lets the model replace its slot's (see the module docstring): a model-level candidate,

@@ -250,7 +250,8 @@ class GenerationLoop:
         record.gen_seconds = time.perf_counter() - began
         self.counters["generated"] += 1
         self.iteration += 1
-        would_execute = mutant is not None and (record.diverse or self.config.execute_all or self._library_share(record))
+        would_execute = mutant is not None and (record.diverse or self.config.execute_all
+                                                or self._library_share(record))
         executes = self.config.execute and would_execute
         self.submitted += executes
         with self.store.transaction():

@@ -40,7 +40,8 @@ def library_data(store: CampaignStore) -> JsonObject | None:
     figures = {c.library: LibraryFigures(covered=c.covered, total=c.total) for c in counts}
     rows = [{"library": c.library, "covered": c.covered, "total": c.total, "percent": percent(figures[c.library]),
              "seeds": c.by_seeds, "beyond_seeds": c.covered - c.by_seeds} for c in counts]
-    top = [{"library": m.library, "file": m.file, "new_lines": m.new_lines} for m in store.library.top_modules(TOP_MODULES)]
+    top = [{"library": m.library, "file": m.file, "new_lines": m.new_lines}
+           for m in store.library.top_modules(TOP_MODULES)]
     return {"figures": figures, "rows": rows, "top_modules": top, "curves": _curves(store, store.get_meta("started"))}
 
 

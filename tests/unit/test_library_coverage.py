@@ -92,9 +92,8 @@ def test_a_library_total_is_counted_once_then_read_from_the_cache(package: Path,
     assert library_total(CODE, package, cache=cache) == 9, "another version of the library is counted again"
 
 
-def test_the_tracer_reports_the_lines_one_call_reached_and_starts_empty_each_time(package: Path,
-                                                                                   tmp_path: Path,
-                                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_tracer_reports_the_lines_one_call_reached_and_starts_empty_each_time(
+        package: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     tracer = LibraryTracer([CODE, MeasuredCode("absent", ("no_such_package_here",))])
     assert tracer.libraries == ["probe"], "a library not installed is left out"

@@ -51,7 +51,8 @@ def test_library_data_has_figures_baseline_modules_and_a_curve_per_library(tmp_p
         _record(store)
         data = library_data(store)
     assert data is not None
-    assert data["figures"] == {"keras-tensorflow": {"covered": 1, "total": 1000}, "tf2onnx": {"covered": 7, "total": 200}}
+    assert data["figures"] == {"keras-tensorflow": {"covered": 1, "total": 1000},
+                               "tf2onnx": {"covered": 7, "total": 200}}
     assert data["curves"]["tf2onnx"][-1] == (120.0, 7.0) and data["curves"]["tf2onnx"][0] == (5.0, 1.0)
     text = library_text(data)
     assert "tf2onnx" in text and "3.5" in text and "onnx_opset" in text
