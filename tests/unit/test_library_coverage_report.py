@@ -70,6 +70,8 @@ def test_the_report_shows_the_library_section_escaped_and_the_json_the_figures(t
     assert 'id="library-coverage"' in html and "<td>tf2onnx</td><td>7</td><td>200</td><td>3.5</td>" in html
     assert "tf2onnx lines (of 200)" in html, "one curve per library, drawn as the model-level ones"
     assert HOSTILE not in html, "a file name is escaped"
+    markdown = write_report(directory, tmp_path / "r.md", "markdown").read_text()
+    assert "## Library code coverage" in markdown and "| tf2onnx | 7 | 200 | 3.5 | 4 | 3 |" in markdown
     data = json.loads(write_report(directory, tmp_path / "r.json", "json").read_text())
     assert data["library_coverage"] == {"keras-tensorflow": {"covered": 1, "total": 1000},
                                         "tf2onnx": {"covered": 7, "total": 200}}
