@@ -172,13 +172,14 @@ class DifferentialExecutor:
                  timeout_s: float = DEFAULT_TIMEOUT_S, max_models_per_worker: int = 200, max_rss_mb: int = 3000,
                  *, safe_mode: bool = True, replicas: Mapping[str, int] | None = None,
                  first_model_grace: float = FIRST_MODEL_GRACE, reference: str | None = None,
-                 gpu_precision: str = STRICT) -> None:
+                 gpu_precision: str = STRICT, library_coverage: bool = False) -> None:
         """``safe_mode=False`` lets the Keras workers deserialize Python code (Lambda layers) from models:
         only for models the user trusts (``memo run --unsafe``). ``replicas``: worker processes per worker
         group (default one), for a library that would otherwise hold up concurrent ``run`` calls.
         ``first_model_grace``: a backend's first model after its worker starts gets this many times the limit.
         ``reference``: the backend the others are compared with (:func:`choose_reference`); ``gpu_precision``: the
-        precision GPU backends run in (:mod:`memo.backends.cuda`)."""
+        precision GPU backends run in (:mod:`memo.backends.cuda`). ``library_coverage``: each result carries the
+        lines of its library's code that the model reached (:mod:`memo.library_coverage`)."""
         names, infos = backend_selection(backends, plugins)
         self.members: dict[str, Member] = {name: registered_member(name) for name in names}
         for info in infos:
@@ -197,8 +198,8 @@ class DifferentialExecutor:
         for member in self.members.values():
             if member.group not in commands:
                 env = {**member.command.env, **({} if safe_mode else {UNSAFE_VARIABLE: "1"})}
-                commands[member.group] = WorkerCommand(group=member.group, args=[], python=member.command.python,
-                                                       env=env)
+                commands[member.group] = WorkerCommand(group=member.group, python=member.command.python, env=env,
+                                                       args=["--library-coverage"] if library_coverage else [])
             commands[member.group].args.extend(member.command.args or ["--spec", member.name])
         self._workers: dict[str, list[WorkerProcess]] = {}
         self._idle: dict[str, queue.Queue[WorkerProcess]] = {}
@@ -396,6 +397,7 @@ class DifferentialExecutor:
             backend_result.seconds = time.perf_counter() - started
             backend_result.versions = worker.versions.get(member.name) or dict(member.versions)
         backend_result.stages = reply.stages
+        backend_result.library = reply.library
         ok = backend_result.status == "ok"
         if member.role == "backend":
             backend_result.outputs_path = reply.outputs if ok else None

@@ -22,6 +22,7 @@ from memo.backends.spec import (BackendSpec, DifferenceExample, DocumentedDiffer
                                 ModelInputs, ReproRecipe, UnsupportedPhrase, Upstream)
 from memo.backends.torch_common import TORCH_MESSAGES
 from memo.backends.versions import distribution_versions
+from memo.library_coverage.measured import keras_code
 from memo.model.keras_runtime import cache_attr_skipsets
 
 UNSAFE_VARIABLE = "MEMO_KERAS_UNSAFE"
@@ -273,4 +274,5 @@ def keras_spec(keras_backend: str, libraries: tuple[str, ...], device: str = DEV
                        documented_differences=DOCUMENTED.get(keras_backend, ()), upstream=KERAS_UPSTREAM,
                        delegates=DELEGATES.get(keras_backend, ()), computes_with=COMPUTES_WITH.get(keras_backend),
                        messages=keras_messages(keras_backend), device=device,
-                       cpu_twin=None if device == DEVICE_CPU else f"keras-{keras_backend}")
+                       cpu_twin=None if device == DEVICE_CPU else f"keras-{keras_backend}",
+                       library_code=(keras_code(keras_backend),))

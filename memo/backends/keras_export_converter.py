@@ -27,6 +27,7 @@ from memo.backends.onnx_validity import conversion_problems
 from memo.backends.result import ConversionProblem, StageFailure
 from memo.backends.keras_common import BICUBIC_KERNEL
 from memo.backends.spec import ModelInputs
+from memo.library_coverage.measured import MeasuredCode
 from memo.backends.spec import (LOW_PRECISION_POLICIES, ConverterSpec, DifferenceExample, DocumentedDifference,
                                 ReproRecipe, UnsupportedPhrase, Upstream)
 from memo.backends.versions import distribution_versions
@@ -127,7 +128,9 @@ MESSAGES = replace(_KERAS_TORCH.messages, failing_classes=(*_KERAS_TORCH.message
 SPEC = ConverterSpec(name="keras-export", consumes="keras", produces="keras-onnx", load=_load_model, export=_export,
                      setup=_setup, distributions=DISTRIBUTIONS, env=dict(_KERAS_TORCH.env), group="keras-export",
                      unsupported_patterns=UNSUPPORTED, repro=ReproRecipe(), timeout_s=120.0,
-                     documented_differences=DOCUMENTED, upstream=UPSTREAM, messages=MESSAGES)
+                     documented_differences=DOCUMENTED, upstream=UPSTREAM, messages=MESSAGES,
+                     library_code=(MeasuredCode("keras-export", ("keras/src/export",)),
+                                   MeasuredCode("torch.onnx", ("torch/onnx",))))
 
 # Keras's export standing in for tf2onnx where TensorFlow is not installed (a GPU machine with torch and JAX only:
 # memo.backends.STAND_IN_PRODUCERS): it writes the "onnx" artifact the ONNX backends read, at tf2onnx's default

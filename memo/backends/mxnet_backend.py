@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from memo.library_coverage.measured import MeasuredCode
 from memo.backends.spec import (BackendSpec, DifferenceExample, DocumentedDifference, MessageMask, MessageRules,
                                 ModelInputs, ReproRecipe, UnsupportedPhrase, Upstream)
 from memo.backends.versions import distribution_versions
@@ -131,4 +132,5 @@ UPSTREAM = Upstream("retired", "https://github.com/apache/mxnet/issues",
 SPEC = BackendSpec(name="mxnet", consumes="onnx-opset11", convert=_convert, load=_load, run=_run, setup=_setup,
                    distributions=DISTRIBUTIONS, python=MXNET_PYTHON, unsupported_patterns=UNSUPPORTED,
                    documented_differences=DOCUMENTED, upstream=UPSTREAM, messages=MESSAGES,
+                   library_code=(MeasuredCode("mxnet", ("mxnet/contrib/onnx",)),),  # the importer memo runs
                    repro=ReproRecipe(requirements=("mxnet==1.9.1", "numpy==1.23.5", "onnx==1.14.1", "protobuf<4")))

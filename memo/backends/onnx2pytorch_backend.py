@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from memo.library_coverage.measured import MeasuredCode
 from memo.backends.spec import BackendSpec, ReproRecipe, Upstream
 from memo.backends.torch_common import TORCH_INTERPOLATE_RESIZE, TORCH_MESSAGES, eval_module, run_module, setup_torch
 from memo.backends.versions import distribution_versions
@@ -37,5 +38,5 @@ UPSTREAM = Upstream("active", "https://github.com/Talmaj/onnx2pytorch/issues",
 
 SPEC = BackendSpec(name="onnx2pytorch", consumes="onnx", convert=_convert, load=eval_module, run=run_module,
                    setup=_setup, distributions=DISTRIBUTIONS, repro=ReproRecipe(), upstream=UPSTREAM,
-                   messages=TORCH_MESSAGES,
+                   messages=TORCH_MESSAGES, library_code=(MeasuredCode("onnx2pytorch", ("onnx2pytorch",)),),
                    documented_differences=(TORCH_INTERPOLATE_RESIZE,))

@@ -9,6 +9,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
+from memo.library_coverage.measured import MeasuredCode
 from memo.backends.spec import BackendSpec, ReproRecipe, Upstream
 from memo.backends.torch_common import (TORCH_INTERPOLATE_RESIZE, TORCH_MESSAGES, eval_module, run_module,
                                         run_module_cuda, setup_torch, setup_torch_cuda, to_cuda)
@@ -43,7 +44,7 @@ UPSTREAM = Upstream("maintenance", "https://github.com/ENOT-AutoDL/onnx2torch/is
 
 SPEC = BackendSpec(name="onnx2torch", consumes="onnx", convert=_convert, load=eval_module, run=run_module,
                    setup=_setup, distributions=DISTRIBUTIONS, repro=ReproRecipe(), upstream=UPSTREAM,
-                   messages=TORCH_MESSAGES,
+                   messages=TORCH_MESSAGES, library_code=(MeasuredCode("onnx2torch", ("onnx2torch",)),),
                    documented_differences=(TORCH_INTERPOLATE_RESIZE,))
 # onnx2torch's module run eagerly on the GPU (cuBLAS, cuDNN and torch's own CUDA kernels); judged against the
 # reference and against the same module on the CPU (``onnx2torch``).

@@ -16,7 +16,7 @@ TensorFlow's graph mode, not the converter's), ``convert``, ``load``, ``execute`
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 from memo.json_types import JsonObject
 from memo.kinds import FAILURES, STATUSES, StageStatus
@@ -78,6 +78,22 @@ class StageResult:
 
 
 @dataclass
+class LibraryLines:
+    """What ``--library-coverage`` saw of one measured library while a backend ran one model: the library's
+    ``total`` executable statements and the statement lines reached per file (relative to the package root)."""
+
+    total: int
+    files: dict[str, list[int]] = field(default_factory=dict)
+
+    def to_json(self) -> JsonObject:
+        return {"total": self.total, "files": self.files}
+
+    @classmethod
+    def from_json(cls, data: JsonObject) -> "LibraryLines":
+        return cls(total=int(data["total"]), files={name: list(lines) for name, lines in data["files"].items()})
+
+
+@dataclass
 class BackendResult:
     """One backend (role "backend") or converter (role "converter") on one model.
 
@@ -93,6 +109,8 @@ class BackendResult:
     versions: dict[str, str] = field(default_factory=dict)
     seconds: float = 0.0
     precision: str = ""  # a GPU backend's precision mode ("strict" or "tf32", memo.backends.cuda); "" on the CPU
+    # ``--library-coverage``: per measured library (memo.library_coverage), the lines this run reached
+    library: dict[str, LibraryLines] = field(default_factory=dict)
 
     @property
     def failure(self) -> StageResult | None:
@@ -117,12 +135,16 @@ class BackendResult:
         data["stages"] = [stage.to_json() for stage in self.stages]
         if not self.precision:
             del data["precision"]  # CPU results read as they did before GPU backends existed
+        data["library"] = {name: lines.to_json() for name, lines in self.library.items()}
+        if not self.library:
+            del data["library"]  # results without --library-coverage read as before
         return data
 
     @classmethod
     def from_json(cls, data: JsonObject) -> "BackendResult":
         fields = dict(data)
         fields["stages"] = [StageResult.from_json(stage) for stage in data.get("stages", [])]
+        fields["library"] = {name: LibraryLines.from_json(lines) for name, lines in data.get("library", {}).items()}
         return cls(**fields)
 
 
@@ -138,6 +160,17 @@ class ExecutionResult:
 
     def results(self, role: str | None = None) -> list[BackendResult]:
         return [result for result in self.backends.values() if role is None or result.role == role]
+
+    def library_reached(self) -> list[tuple[str, int, dict[str, list[int]]]]:
+        """``(library, total statements, {file: lines})`` for every measured library of every backend and converter
+        (what :meth:`memo.library_coverage.merge.LibraryCoverage.add` takes)."""
+        return [(name, lines.total, lines.files) for result in self.backends.values()
+                for name, lines in result.library.items()]
+
+    def without_library_lines(self) -> "ExecutionResult":
+        """A copy without the lines ``--library-coverage`` saw (a campaign stores them in tables of their own)."""
+        backends = {name: replace(result, library={}) for name, result in self.backends.items()}
+        return replace(self, backends=backends)
 
     def to_json(self) -> JsonObject:
         return {"artifact_dir": self.artifact_dir, "reference": self.reference, "output_names": self.output_names,

@@ -18,6 +18,7 @@ if TYPE_CHECKING:  # annotations only: this module stays standard-library only
     from memo.model.ir import LayerConfig
 
 from memo.artifact_files import ARTIFACT_KINDS  # stdlib only, like this module
+from memo.library_coverage.measured import MeasuredCode  # stdlib only, like this module
 
 # Exception types that are never a deliberate refusal, whatever their message says (checked on the whole
 # class hierarchy): "unsupported operand type(s)", "... is not registered" in a KeyError are bugs.
@@ -244,6 +245,9 @@ class BackendSpec:
     # also judged (a result the CUDA path alone gets wrong is that path's bug).
     device: str = "cpu"
     cpu_twin: str | None = None
+    # The Python code of the library under test that ``--library-coverage`` measures (memo.library_coverage): its
+    # package folders, relative to the package root, and the library name each measured set is counted under.
+    library_code: tuple[MeasuredCode, ...] = ()
 
     def __post_init__(self) -> None:
         if self.consumes not in ARTIFACT_KINDS:
@@ -287,6 +291,7 @@ class ConverterSpec:
     # The same library's converter at other settings, whose code this one runs (tf2onnx at opset 11 is tf2onnx):
     # a failure identical to that converter's on the same model is its finding, not a second one (as BackendSpec's)
     builds_on: str | None = None
+    library_code: tuple[MeasuredCode, ...] = ()  # as BackendSpec's: the converter's own code
 
     @property
     def worker_group(self) -> str:

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import psutil
 
-from memo.backends.result import StageResult
+from memo.backends.result import LibraryLines, StageResult
 from memo.defaults import FIRST_MODEL_GRACE
 from memo.json_types import JsonObject
 
@@ -45,6 +45,7 @@ class Reply:
 
     stages: list[StageResult] = field(default_factory=list)
     outputs: str | None = None
+    library: dict[str, LibraryLines] = field(default_factory=dict)  # --library-coverage: the lines it reached
 
 
 @dataclass
@@ -219,7 +220,9 @@ class WorkerProcess:
                 self.served.add(backend)
                 self.recycle_if_needed()
                 return Reply(stages=[StageResult.from_json(record) for record in event["stages"]],
-                             outputs=event.get("outputs"))
+                             outputs=event.get("outputs"),
+                             library={name: LibraryLines.from_json(lines)
+                                      for name, lines in event.get("library", {}).items()})
 
     def _fail(self, stage: str, stage_started: float, *, timed_out: bool, timeout_s: float) -> Reply:
         seconds = time.perf_counter() - stage_started

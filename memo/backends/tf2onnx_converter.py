@@ -39,6 +39,7 @@ from memo.backends.keras_common import _load as load_keras_model
 from memo.backends.keras_common import keras_spec
 from memo.backends.onnx_validity import conversion_problems
 from memo.backends.result import TRACE_STAGE, ConversionProblem, StageFailure
+from memo.library_coverage.measured import MeasuredCode
 from memo.backends.spec import ConverterSpec, MessageRules, ModelInputs, ReproRecipe, UnsupportedPhrase, Upstream
 from memo.backends.versions import distribution_versions
 from memo.backends.worker import classify
@@ -252,7 +253,8 @@ def _export_opset11(frozen: FrozenModel, inputs: ModelInputs, out_path: Path) ->
 # failing optimizer fails the conversion, which memo reports against tf2onnx: a finding, not noise.
 _COMMON = dict(consumes="keras", load=_freeze, setup=_setup, distributions=DISTRIBUTIONS,
                env={**_KERAS_TF.env, "TF2ONNX_CATCH_ERRORS": "FALSE"}, group="tf2onnx",
-               unsupported_patterns=UNSUPPORTED, repro=ReproRecipe(), upstream=UPSTREAM, messages=MESSAGES)
+               unsupported_patterns=UNSUPPORTED, repro=ReproRecipe(), upstream=UPSTREAM, messages=MESSAGES,
+               library_code=(MeasuredCode("tf2onnx", ("tf2onnx",)),))
 SPEC = ConverterSpec(name="tf2onnx", produces="onnx", export=_export_default, **_COMMON)  # type: ignore[arg-type]
 # one tf2onnx defect failing both opsets alike on a model is one finding, tf2onnx's (two entries before: a
 # ConvTranspose with negative pads, "max() arg is an empty sequence")

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from memo.backends.result import TRACE_STAGE, StageFailure
+from memo.library_coverage.measured import MeasuredCode
 from memo.backends.spec import ConverterSpec, MessageRules, ModelInputs, ReproRecipe, UnsupportedPhrase, Upstream
 from memo.backends.tf2onnx_converter import _KERAS_TF, TENSORFLOW_GRAPH_NODE, FrozenModel, _freeze
 from memo.backends.tf2onnx_converter import SPEC as TF2ONNX
@@ -114,6 +115,7 @@ UNSUPPORTED: tuple[UnsupportedPhrase, ...] = (
 SPEC = ConverterSpec(name="tflite-converter", consumes="keras", produces="tflite", load=_freeze, export=_export,
                      setup=_setup, distributions=DISTRIBUTIONS, env=dict(TF2ONNX.env), group="tf2onnx",
                      unsupported_patterns=UNSUPPORTED,
+                     library_code=(MeasuredCode("tflite-converter", ("tensorflow/lite/python",)),),
                      messages=MessageRules(declined_nodes=(TENSORFLOW_GRAPH_NODE,),
                                            frame_modules=("tensorflow", "keras")),
                      upstream=Upstream("active", "https://github.com/tensorflow/tensorflow/issues",

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from memo.backends.result import StageFailure
+from memo.library_coverage.measured import MeasuredCode
 from memo.backends.spec import BackendSpec, ModelInputs, ReproRecipe, UnsupportedPhrase, Upstream
 from memo.backends.versions import distribution_versions
 
@@ -105,5 +106,6 @@ UNSUPPORTED: tuple[UnsupportedPhrase, ...] = ()
 SPEC = BackendSpec(name="tvm", consumes="onnx", convert=_convert, load=_load, run=_run, setup=_setup,
                    distributions=DISTRIBUTIONS, env={"TVM_NUM_THREADS": "1"}, unsupported_patterns=UNSUPPORTED,
                    repro=ReproRecipe(), timeout_s=COMPILE_TIMEOUT_S,
+                   library_code=(MeasuredCode("tvm", ("tvm/relax/frontend/onnx",)),),
                    upstream=Upstream("active", "https://github.com/apache/tvm/issues",
                                      "Apache TVM releases regularly (0.27.0 installed)"))

@@ -8,7 +8,8 @@ library prints goes to stderr, which the supervisor writes to a file):
   <- {"id": 1, "op": "run", "backend": NAME, "model": PATH, "inputs": NPZ, "input_names": [...],
       "out": NPZ}                                               (op "export" for a converter; "exit" to stop)
   -> {"event": "stage", "id": 1, "stage": "load"}                               before each stage starts
-  -> {"event": "done", "id": 1, "stages": [StageResult...], "outputs": PATH | null}
+  -> {"event": "done", "id": 1, "stages": [StageResult...], "outputs": PATH | null,
+      "library": {library: {"total": M, "files": {file: [line...]}}}}  (with --library-coverage only)
 
 Announcing each stage before starting it lets the supervisor name the stage in which the process died.
 Arrays travel through ``.npz`` files, never through the pipe.
@@ -32,6 +33,7 @@ from typing import Any, Callable, TextIO
 import numpy as np
 
 from memo.backends import load_spec
+from memo.backends.coverage_probe import CoverageProbes
 from memo.backends.result import ConversionProblem, StageFailure
 from memo.backends.spec import (DECLARATION_NAMES, NEVER_UNSUPPORTED, AnySpec, BackendSpec, ConverterSpec,
                                 UnsupportedPatterns, UnsupportedPhrase)
@@ -85,6 +87,7 @@ class Worker:
     def __init__(self, specs: dict[str, AnySpec], channel: TextIO) -> None:
         self.specs = specs
         self.channel = channel
+        self.coverage = CoverageProbes()  # what --library-coverage measures, per spec (none without it)
         # (key, handle or the exception) of the last model a converter loaded: a model that fails to load
         # fails once, not once per conversion
         self.cache: tuple[Any, Any] | None = None
@@ -113,6 +116,11 @@ class Worker:
 
     def handle(self, request: JsonObject) -> None:
         spec = self.specs[request["backend"]]
+        with self.coverage.measuring(spec) as library:
+            done = self._handle(spec, request)
+        self.emit({**done, **({"library": library} if library else {})})
+
+    def _handle(self, spec: AnySpec, request: JsonObject) -> JsonObject:
         request_id = request["id"]
         records: list[JsonObject] = []
         model_path = Path(request["model"])
@@ -137,8 +145,8 @@ class Worker:
                 ok, outputs = self.stage(request_id, "execute", spec, records, lambda: spec.run(handle, inputs))
                 if ok:
                     _write_outputs(out, outputs)
-        self.emit({"event": "done", "id": request_id, "stages": records,
-                   "outputs": str(out) if ok and out.exists() else None})
+        return {"event": "done", "id": request_id, "stages": records,
+                "outputs": str(out) if ok and out.exists() else None}
 
     def _cached_load(self, spec: ConverterSpec, path: Path) -> Any:
         key = (spec.load, str(path), path.stat().st_mtime_ns)
@@ -203,6 +211,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="memo.backends.worker")
     parser.add_argument("--spec", action="append", default=[], help="registered backend or converter name")
     parser.add_argument("--plugin", action="append", default=[], type=Path, help="plugin file")
+    parser.add_argument("--library-coverage", action="store_true",
+                        help="measure the lines each model reaches in the specs' library code")
     args = parser.parse_args(argv)
     faulthandler.enable()  # a segfault leaves a Python stack in the stderr file
     channel = _protocol_channel()
@@ -213,6 +223,8 @@ def main(argv: list[str] | None = None) -> int:
         for spec in specs:
             versions[spec.name] = spec.setup() if spec.setup else {}
             worker.specs[spec.name] = spec
+        if args.library_coverage:
+            worker.coverage.prepare(specs)
     except Exception as exc:  # noqa: BLE001
         worker.emit({"event": "failed", "stage": "start", "exc_type": type(exc).__name__, "message": str(exc)[:4000],
                      "traceback": traceback.format_exc()[-8000:]})

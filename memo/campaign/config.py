@@ -26,6 +26,7 @@ REPLICA_MEMORY_GB = 16
 # Artifacts kept per bug signature, and the default budget for a campaign's mutants/NAME folder
 # (memo.campaign.disk keeps the rest of its logic; these are here because the configuration stores them).
 KEEP_PER_SIGNATURE = 2
+LIBRARY_COVERAGE_MODES: tuple[str, ...] = ("", "measure", "feedback")  # CampaignConfig.library_coverage
 DEFAULT_MAX_DISK = 2 * 2**30
 
 
@@ -77,6 +78,14 @@ class CampaignConfig:
     reference: str | None = None  # the backend the others are compared with (None: keras-tensorflow)
     gpu_precision: str = "strict"  # GPU backends in strict float32, or "tf32" (memo.backends.cuda)
     bugs_db: str | None = None  # the bug database triage records into and adopts known bugs from (None: none)
+    # --library-coverage: "" (off), "measure" (lines of the libraries' code reached, in the store and the report) or
+    # "feedback" (also: a mutant reaching new lines becomes a parent candidate; docs/coverage.md)
+    library_coverage: str = ""
+
+    def __post_init__(self) -> None:
+        if self.library_coverage not in LIBRARY_COVERAGE_MODES:
+            raise UsageError(f"--library-coverage must be one of {', '.join(LIBRARY_COVERAGE_MODES[1:])}"
+                             f" (got {self.library_coverage!r})")
 
     def to_json(self) -> JsonObject:
         return asdict(self)

@@ -30,6 +30,18 @@ from memo.coverage import Coverage, union_all
 from memo.json_types import JsonObject
 
 
+SEED_IDENT = "seed-"  # how a seed's own execution is named (``seed-NAME``), a mutant's being ``mITERATION``
+
+
+LIBRARY_SHARE_EVERY = 4  # with library feedback, every 4th valid mutant without model-level coverage runs too
+
+
+def library_share(valid_not_diverse: int) -> bool:
+    """Whether a valid, not diverse mutant (the ``valid_not_diverse``-th, counting from 1) is executed anyway under
+    ``--library-coverage feedback``: model-level criteria cannot see what it reaches in the libraries' code."""
+    return valid_not_diverse % LIBRARY_SHARE_EVERY == 0
+
+
 def feedback_lag(jobs: int) -> int:
     """Submissions between submitting a mutant and using its execution: enough to keep ``jobs`` pipelines busy
     while the loop waits for the oldest outcome. One slow model (a 30 s timeout and its worker's restart, a
@@ -45,6 +57,7 @@ class Outcome:
     reference_ran: bool
     signatures: frozenset[str] = frozenset()  # bug signatures the model showed, and features converters declined
     known: frozenset[str] = frozenset()       # those an earlier model had shown already
+    library_new: int = 0  # --library-coverage feedback: library lines no model whose outcome came earlier reached
 
 
 NOT_RUN = Outcome(reference_ran=False)
@@ -65,12 +78,17 @@ class Awaiting:
     candidate: bool          # diverse, small enough and without injected values: may become a parent
     parent_signatures: frozenset[str] = frozenset()
     seed_run: bool = False   # a seed's own execution: its outcome gives the seed's bug signatures
+    operator: str = ""       # the operator that made it (with ``slot``, the search's key for library feedback)
+    diverse: bool = True     # it added model-level coverage
+    library_candidate: bool = False  # may become a parent if it reaches new library lines (``--library-coverage
+    #                                  feedback``: small enough, without injected values, though not diverse)
 
     def to_json(self) -> JsonObject:
         return {"mutant_id": self.mutant_id, "iteration": self.iteration, "due": self.due, "slot": self.slot,
                 "ident": self.ident, "seed": self.seed, "ir": self.ir_json, "coverage": self.coverage.to_json(),
                 "candidate": self.candidate, "parent_signatures": sorted(self.parent_signatures),
-                "seed_run": self.seed_run}
+                "seed_run": self.seed_run, "operator": self.operator, "diverse": self.diverse,
+                "library_candidate": self.library_candidate}
 
     @classmethod
     def from_json(cls, data: JsonObject) -> "Awaiting":
@@ -78,11 +96,15 @@ class Awaiting:
                    slot=data["slot"], ident=data["ident"], seed=data["seed"], ir_json=data["ir"],
                    coverage=Coverage.from_json(data["coverage"]), candidate=bool(data["candidate"]),
                    parent_signatures=frozenset(data.get("parent_signatures", ())),
-                   seed_run=bool(data.get("seed_run", False)))
+                   seed_run=bool(data.get("seed_run", False)), operator=data.get("operator", ""),
+                   diverse=bool(data.get("diverse", True)),
+                   library_candidate=bool(data.get("library_candidate", False)))
 
     def becomes_parent(self, outcome: Outcome) -> bool:
-        """Whether its outcome lets the model replace its slot's (see the module docstring)."""
-        return self.candidate and outcome.reference_ran and not (outcome.known - self.parent_signatures)
+        """Whether its outcome lets the model replace its slot's (see the module docstring): a model-level candidate,
+        or, with library feedback, one that reached library lines no earlier model reached."""
+        eligible = self.candidate or (self.library_candidate and outcome.library_new > 0)
+        return eligible and outcome.reference_ran and not (outcome.known - self.parent_signatures)
 
 
 @dataclass

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Callable
 
 from memo.campaign.config import CampaignConfig
-from memo.campaign.feedback import Awaiting, AwaitingQueue, Outcome, feedback_lag
+from memo.campaign.feedback import SEED_IDENT, Awaiting, AwaitingQueue, Outcome, feedback_lag, library_share
 from memo.coverage import CRITERIA, Coverage, CoverageTracker, model_coverage
 from memo.errors import InvalidModelError, UsageError
 from memo.json_types import JsonObject
@@ -199,6 +199,9 @@ class GenerationLoop:
             self.tracker.add(item.coverage)
         else:  # what it aimed at may be what the reference cannot run: aimed at again only a few times
             self.tracker.refuse(item.coverage)
+        if outcome.library_new > 0 and item.operator:
+            self.strategy.library_feedback((item.slot, item.operator), outcome.library_new, diverse=item.diverse)
+            self.counters["library_new"] = self.counters.get("library_new", 0) + 1
         if item.becomes_parent(outcome):
             self.seed_pool[item.slot] = PoolEntry(ModelIR.loads(item.ir_json), item.ident, item.seed,
                                                   outcome.signatures)
@@ -247,17 +250,21 @@ class GenerationLoop:
         record.gen_seconds = time.perf_counter() - began
         self.counters["generated"] += 1
         self.iteration += 1
-        would_execute = mutant is not None and (record.diverse or self.config.execute_all)
+        would_execute = mutant is not None and (record.diverse or self.config.execute_all
+                                                or self._library_share(record))
         executes = self.config.execute and would_execute
         self.submitted += executes
         with self.store.transaction():
             mutant_id = self.store.add_mutant(record)
             if would_execute:  # one never executed (not diverse) neither counts nor becomes a parent
-                candidate = record.diverse and self._may_be_parent(mutant, parent.ir)
+                may_be_parent = self._may_be_parent(mutant, parent.ir)
+                candidate = record.diverse and may_be_parent
+                library_candidate = self.config.library_coverage == "feedback" and may_be_parent and not candidate
                 item = Awaiting(mutant_id=mutant_id, iteration=iteration, due=self.submitted + self.lag, slot=slot,
-                                ident=f"m{iteration}", seed=parent.seed,
-                                ir_json=(record.ir_json or "") if candidate else "",  # only a parent needs it
-                                coverage=coverage, candidate=candidate, parent_signatures=parent.signatures)
+                                ident=f"m{iteration}", seed=parent.seed,  # only a parent needs its IR
+                                ir_json=(record.ir_json or "") if candidate or library_candidate else "",
+                                coverage=coverage, candidate=candidate, parent_signatures=parent.signatures,
+                                operator=operator, diverse=record.diverse, library_candidate=library_candidate)
                 if executes and self.lag > 0:
                     self.awaiting.add(item)
                 else:  # no execution feedback: it counts, and may become a parent, at once
@@ -266,6 +273,14 @@ class GenerationLoop:
                 self.store.save_state(iteration, self._state())
         if executes:
             submit(mutant_id, f"m{iteration}", mutant.ir)
+
+    def _library_share(self, record: MutantRecord) -> bool:
+        """With ``--library-coverage feedback``, whether this valid mutant without model-level coverage is executed
+        anyway (every 4th: :func:`memo.campaign.feedback.library_share`, counted in the saved state)."""
+        if self.config.library_coverage != "feedback" or not self.config.execute or not record.valid or record.diverse:
+            return False
+        self.counters["valid_not_diverse"] = self.counters.get("valid_not_diverse", 0) + 1
+        return library_share(self.counters["valid_not_diverse"])
 
     def _mutate(self, parent: PoolEntry, operator: str, rng: random.Random, view: CoverageTracker,
                 record: MutantRecord) -> Mutant | None:
@@ -307,4 +322,4 @@ class GenerationLoop:
                                            slot=name, ident=entry.ident, seed=name, ir_json="", coverage=Coverage(),
                                            candidate=False, seed_run=True))
             self.store.save_state(self.iteration - 1, self._state())
-        submit(mutant_id, f"seed-{name}", entry.ir)
+        submit(mutant_id, f"{SEED_IDENT}{name}", entry.ir)

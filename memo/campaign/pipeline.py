@@ -14,7 +14,7 @@ import shutil
 import time
 import traceback
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
@@ -24,7 +24,7 @@ from memo.backends.result import ExecutionResult, stored_result
 from memo.campaign.config import PIPELINES_PER_WORKER_SET, CampaignConfig, worker_replicas
 from memo.campaign.disk import (STOP_DISK_BUDGET, DiskBudget, converter_declines, finding_signatures,
                                 stored_signatures)
-from memo.campaign.feedback import NOT_RUN, Outcome
+from memo.campaign.feedback import NOT_RUN, SEED_IDENT, Outcome
 from memo.campaign.firsts import FirstShown
 from memo.campaign.known import KnownOutcomes
 from memo.campaign.progress import Reporter
@@ -32,6 +32,7 @@ from memo.campaign.stop import StopFlag
 from memo.diskspace import is_disk_full, mentions_disk_full
 from memo.json_types import JsonObject
 from memo.kinds import NON_FINDINGS
+from memo.library_coverage.merge import LibraryCoverage, Reached, count_lines
 from memo.model.ir import ModelIR
 from memo.mutation.nan import has_injection
 from memo.oracle import Verdict, judge
@@ -83,6 +84,14 @@ class Pipeline:
         self.known = KnownOutcomes()  # what each library is known to decline: not run again (memo.campaign.known)
         self.unlearnt: dict[int, tuple[ModelIR, ExecutionResult]] = {}  # stored, outcome not taken yet
         self.known.rebuild(store)  # what a resumed campaign's earlier executions taught
+        self.library = LibraryCoverage()  # --library-coverage: every line reached so far (first reacher in the store)
+        self.library.restore(store.library.totals(), store.library.lines())
+        # --library-coverage feedback: the lines of the models whose outcome generation took (in its fixed order, so
+        # that what counts as new does not depend on which model finished first), and those stored, not taken yet
+        self.library_taken = LibraryCoverage()
+        if config.library_coverage == "feedback":
+            self.library_taken.restore(store.library.totals(), store.library.lines())
+        self.library_untaken: dict[int, list[Reached]] = {}
 
     # ------------------------------------------------------------------ workers
     def start(self) -> None:
@@ -101,7 +110,8 @@ class Pipeline:
     def _worker_set(self) -> Executor:
         return DifferentialExecutor(backends=self.config.backends, plugins=[Path(p) for p in self.config.plugins],
                                     timeout_s=self.config.timeout_s, replicas=worker_replicas(self.config.jobs),
-                                    reference=self.config.reference, gpu_precision=self.config.gpu_precision)
+                                    reference=self.config.reference, gpu_precision=self.config.gpu_precision,
+                                    library_coverage=bool(self.config.library_coverage))
 
     @property
     def executor(self) -> Executor | None:
@@ -149,7 +159,7 @@ class Pipeline:
         if not self.config.execute:
             return
         for mutant in self.store.unexecuted_mutants(self.config.execute_all):
-            ident = f"m{mutant.iteration}" if mutant.operator != "seed" else f"seed-{mutant.iteration}"
+            ident = f"m{mutant.iteration}" if mutant.operator != "seed" else f"{SEED_IDENT}{mutant.iteration}"
             self.submit(mutant.id, ident, ModelIR.loads(mutant.ir_json))
 
     def collect(self, limit: int | None = None) -> None:
@@ -187,7 +197,15 @@ class Pipeline:
             self._waited()
             self.collect()
         self._learn(mutant_id)
-        return self.outcomes.pop(mutant_id)
+        return self._with_library_lines(mutant_id, self.outcomes.pop(mutant_id))
+
+    def _with_library_lines(self, mutant_id: int, outcome: Outcome) -> Outcome:
+        """The outcome with the library lines no model taken before it reached (library feedback only)."""
+        reached = self.library_untaken.pop(mutant_id, None)
+        if not reached:
+            return outcome
+        new = self.library_taken.add(reached)
+        return replace(outcome, library_new=sum(count_lines(files) for files in new.values()))
 
     def _learn(self, mutant_id: int) -> None:
         """Teach :attr:`known` an execution when generation takes its outcome, not when it finishes: that is at
@@ -248,7 +266,7 @@ class Pipeline:
                                                                "traceback": traceback.format_exc()}, 0.0, None)
             self.outcomes[execution.mutant_id] = NOT_RUN
             return
-        result_json = result.to_json()
+        result_json = result.without_library_lines().to_json()  # the lines go to the library tables
         if mentions_disk_full(result_json):  # a worker could not write its outputs: no finding, run it again
             self.stop.disk_full()
             return
@@ -265,6 +283,13 @@ class Pipeline:
                                      str(execution.artifact_dir) if keep else None)
             for verdict in verdicts:
                 self.store.add_verdict(execution.mutant_id, verdict)
+            reached = result.library_reached()
+            if reached and self.config.library_coverage == "feedback":
+                self.library_untaken[execution.mutant_id] = reached
+            if reached:
+                self.store.library.add(execution.mutant_id, seed=execution.ident.startswith(SEED_IDENT),
+                                       created=time.time(), totals={name: total for name, total, _ in reached},
+                                       new=self.library.add(reached))
         self.counters["executed"] += 1
         if execution.ir is not None and self.config.feedback_lag:
             self.unlearnt[execution.mutant_id] = (execution.ir, result)  # learnt when its outcome is taken

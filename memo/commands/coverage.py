@@ -21,9 +21,13 @@ MODEL_SUFFIXES = (".keras", ".h5", ".hdf5", ".json")
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser("coverage", help="coverage of model files against the layer catalogue")
-    parser.add_argument("paths", nargs="+", type=Path, metavar="PATH",
+    parser = subparsers.add_parser("coverage", help="coverage of model files against the layer catalogue, or a "
+                                                    "campaign's library code coverage (--library)")
+    parser.add_argument("paths", nargs="*", type=Path, metavar="PATH",
                         help=".keras, .h5 or .json model files (seed recipes included), or directories holding them")
+    parser.add_argument("--library", metavar="CAMPAIGN",
+                        help="print the library code coverage of a campaign run with --library-coverage instead: per "
+                             "library covered/total/%%, the seeds' baseline, the modules with the most new lines")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     parser.add_argument("--no-shapes", action="store_true",
                         help="skip shape inference (input rank and size criteria then count model inputs only)")
@@ -76,7 +80,27 @@ def inert_line(inert: JsonObject, names: tuple[str, ...]) -> str:
     return f"inert (cannot change an inference result; not counted above): {figures}"
 
 
+def library_coverage(campaign: str, as_json: bool) -> int:
+    """``memo coverage --library CAMPAIGN``."""
+    from memo.paths import campaign_dir
+    from memo.report.library import library_data, library_text
+    from memo.store import CampaignStore
+
+    with CampaignStore(campaign_dir(campaign)) as store:
+        data = library_data(store)
+    if data is None:
+        raise UsageError(f"campaign {campaign} recorded no library coverage (run memo fuzz with --library-coverage)")
+    print(json.dumps(data, indent=1) if as_json else library_text(data))
+    return 0
+
+
 def handle(args: argparse.Namespace) -> int:
+    if args.library is not None:
+        if args.paths:
+            raise UsageError("--library CAMPAIGN takes no model paths")
+        return library_coverage(args.library, args.json)
+    if not args.paths:
+        raise UsageError("name model files or directories, or a campaign with --library CAMPAIGN")
     report = measure(model_files(args.paths), shapes=not args.no_shapes, safe_mode=not args.unsafe)
     if args.json:
         print(json.dumps(report, indent=1))

@@ -70,6 +70,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="budget for the campaign's regenerable artifacts under mutants/NAME, e.g. 2G or 500M "
                         "(default 2G; 0: none): over it the oldest artifacts no bug needs are deleted, and with "
                         "none left the campaign stops cleanly (exit 3) like a full disk does")
+    p.add_argument("--library-coverage", nargs="?", const="measure", default="", choices=("measure", "feedback"),
+                   help="measure the lines of each library's Python code the models reach (docs/coverage.md); "
+                        "feedback: a mutant reaching new lines also becomes a parent, and every 4th valid mutant "
+                        "without model-level coverage is executed too")
     p.add_argument("--no-reduce", action="store_true", help="mutate the original seeds, not the reduced ones")
     p.add_argument("--unsafe", action="store_true", help="allow seed files whose layers carry code (Lambda)")
     p.add_argument("--bugs-db", metavar="PATH", help="the bug database shared across campaigns (default: "
@@ -233,7 +237,7 @@ def run(args: argparse.Namespace) -> int:
             max_parent_cost=int(args.max_parent_cost),
             max_parent_recurrent=args.max_parent_recurrent, directed_share=args.directed,
             triage_budget_s=final_s, reference=args.reference,
-            gpu_precision=args.gpu_precision, bugs_db=_bugs_db(args),
+            gpu_precision=args.gpu_precision, bugs_db=_bugs_db(args), library_coverage=args.library_coverage,
             max_disk_bytes=DEFAULT_MAX_DISK if max_disk is None else max_disk)
         directory = Path(args.out) if args.out else campaign_dir(name)
         if (directory / "campaign.sqlite").exists():

@@ -16,6 +16,7 @@ if TYPE_CHECKING:  # the command imports its machinery when it runs
 
     from memo.artifact import Artifact
     from memo.backends.result import ExecutionResult
+    from memo.library_coverage.merge import LibraryFigures
     from memo.oracle import Comparison, Verdict
     from memo.truth import Truth
 
@@ -39,6 +40,8 @@ def register(subparsers: Any) -> None:
                         help=f"seconds per backend per model (default {DEFAULT_TIMEOUT_S:g})")
     parser.add_argument("--unsafe", action="store_true",
                         help="allow layers that carry Python code (Lambda): runs code from the model file")
+    parser.add_argument("--library-coverage", action="store_true",
+                        help="measure the lines of each library's Python code the model reaches (docs/coverage.md)")
     parser.set_defaults(func=handle)
 
 
@@ -67,7 +70,8 @@ def handle(args: argparse.Namespace) -> int:
         allow_unsafe_deserialization()
     check_device_arguments(args)
     with DifferentialExecutor(names, plugins=args.backend_plugin, timeout_s=args.timeout, safe_mode=not args.unsafe,
-                              reference=args.reference, gpu_precision=args.gpu_precision) as executor, \
+                              reference=args.reference, gpu_precision=args.gpu_precision,
+                              library_coverage=args.library_coverage) as executor, \
             tempfile.TemporaryDirectory(prefix="memo-run-") as scratch:
         artifact = prepare_artifact(loaded.ir, args.out or Path(scratch), seed=args.seed, weights=loaded.weights)
         result = executor.run(artifact)
@@ -76,15 +80,30 @@ def handle(args: argparse.Namespace) -> int:
         comparisons = compare(outputs, result.reference, thresholds) if result.reference in outputs else {}
         verdicts = judge(result, thresholds)
         truths = _truths(artifact, verdicts, outputs, result.reference, Path(scratch))
+    library = _library_figures(result) if args.library_coverage else None
     if args.json:
         print(json.dumps({"model": str(args.model), "artifact": artifact.to_json() if args.out else None,
-                          "thresholds": thresholds.to_json(), "result": result.to_json(),
+                          **({"library_coverage": library} if library is not None else {}),
+                          "thresholds": thresholds.to_json(), "result": result.without_library_lines().to_json(),
                           "comparisons": {name: c.to_json() for name, c in comparisons.items()},
                           "verdicts": [{**v.to_json(), **({"truth": truths[i].to_json()} if i in truths else {})}
                                        for i, v in enumerate(verdicts)]}, indent=1))
     else:
         print_run(str(args.model), result, comparisons, verdicts, truths)
+        if library is not None:
+            from memo.report.library import library_table
+
+            print(library_table(library))
     return 0
+
+
+def _library_figures(result: ExecutionResult) -> dict[str, LibraryFigures]:
+    """``{library: {"covered": N, "total": M}}``: the lines of each measured library this model reached."""
+    from memo.library_coverage.merge import LibraryCoverage
+
+    merged = LibraryCoverage()
+    merged.add(result.library_reached())
+    return merged.figures()
 
 
 def _truths(artifact: Artifact, verdicts: list[Verdict], outputs: dict[str, list[np.ndarray]], reference: str,

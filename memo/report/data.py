@@ -28,6 +28,7 @@ from memo.oracle.verdict import VerdictSummary
 from memo.filing import kept_issue_text
 from memo.report.entry import BugEntry, Documented, FilingView, MergedBug, ModelRow
 from memo.report.known import known_figures, mark_known
+from memo.report.library import library_data
 from memo.report.markdown import issue_markdown
 from memo.report.sections import READY, SECTION_RANK, section_counts, section_of, status_text
 from memo.store import BugRow, CampaignStore
@@ -72,7 +73,14 @@ def collect(store: CampaignStore, bugs_db: Path | None = None) -> JsonObject:
                               for error in store.triage.errors()],
             "verdict_counts": store.verdict_counts(), "engines": engine_activity(store),
             "generation": generation(store), "triage_left": triage_left(store),
-            "known": known_figures(database, bugs)}
+            "known": known_figures(database, bugs), **library_sections(store)}
+
+
+def library_sections(store: CampaignStore) -> JsonObject:
+    """``library_coverage`` ({library: {"covered": N, "total": M}}, empty without ``--library-coverage``) and
+    ``library`` (its table, top modules and curves, or None: :func:`memo.report.library.library_data`)."""
+    details = library_data(store)
+    return {"library_coverage": details["figures"] if details else {}, "library": details}
 
 
 MIN_CONTINUE_BUDGET_S = 120.0

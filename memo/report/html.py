@@ -53,6 +53,9 @@ def environment() -> jinja2.Environment:
 
 def render_html(data: JsonObject) -> str:
     charts = [line_chart(series["title"], series["points"], total=series["total"]) for series in data["coverage"]]
+    library = data.get("library")
+    library_charts = [line_chart(f"{name} lines", points, total=library["figures"][name]["total"])
+                      for name, points in library["curves"].items()] if library else []
     kinds = sorted({bug["kind"] for bug in data["bugs"]})
     return environment().get_template(TEMPLATE).render(
         s=data["summary"], generated=_when(data["generated"]), memo_version=data["memo_version"],
@@ -62,4 +65,5 @@ def render_html(data: JsonObject) -> str:
         generation=data.get("generation"),
         triage=data["triage"], left=data["triage_left"], sections=data.get("sections") or [],
         awaiting_localization=data["awaiting_localization"], unconfirmed=data["unconfirmed"], special=data["special"],
-        triage_errors=data["triage_errors"], known=data.get("known") or {"database": None})
+        triage_errors=data["triage_errors"], known=data.get("known") or {"database": None},
+        library=library, library_charts=library_charts)

@@ -116,6 +116,13 @@ def report_markdown(data: JsonObject) -> str:
     inert = "; ".join(f"{c['key']} {c['inert'][0]} of {c['inert'][1]}" for c in data["coverage"] if c.get("inert"))
     if inert:
         lines.append(f"- Inert (cannot change an inference result, not counted above): {inert}")
+    library = data.get("library")
+    if library:
+        lines += ["", "## Library code coverage", "", "Lines of each library's Python code the models reached "
+                  "(docs/coverage.md); seeds: lines the seeds' own runs reached.", "",
+                  "| library | covered | total | % | seeds | beyond seeds |", "|---|---|---|---|---|---|"]
+        lines += [f"| {r['library']} | {r['covered']} | {r['total']} | {r['percent']:.1f} | {r['seeds']} | "
+                  f"{r['beyond_seeds']} |" for r in library["rows"]]
     t = data["triage"]
     lines += ["", f"## Bugs ({len(data['bugs'])})", "",
               f"{t['ready']} ready to file, {t['reduced']} reduced, {t['reproduce']} reproduce standalone, "

@@ -102,6 +102,17 @@ class SearchStrategy(ABC):
             stats.diverse += 1
         stats.reward += reward(new_coverage)
 
+    def library_feedback(self, key: SeedKey, new_lines: int, *, diverse: bool) -> None:
+        """A mutant of ``key`` reached ``new_lines`` lines of the libraries' code no earlier model reached (learnt
+        after its execution, ``--library-coverage feedback``): it counts as diverse (once: not again when it added
+        model-level coverage, ``diverse``), and its reward grows as for as many new coverage items."""
+        if new_lines <= 0:
+            return
+        stats = self.state.seeds[key]
+        if not diverse:
+            stats.diverse += 1
+        stats.reward += reward(new_lines)
+
     def to_json(self) -> JsonObject:
         return {"strategy": self.name, "state": self.state.to_json()}
 

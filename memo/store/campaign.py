@@ -21,6 +21,7 @@ from memo.oracle.verdict import Verdict
 from memo.store.records import (CoveragePoint, ExecutionRow, FindingRow, MutantRecord, PendingMutant, SpecialGroup,
                                 StoredVerdict)
 from memo.store.schema import DB_NAME, SCHEMA_VERSION, connect, dict_rows, immediate_transaction
+from memo.store.library import LibraryTables
 from memo.store.triage import TriageTables
 
 _IN_CHUNK = 500  # ids per "IN (...)" query (SQLite limits the parameters of one statement)
@@ -38,7 +39,8 @@ def _placeholders(count: int) -> str:
 class CampaignStore:
     """A campaign's database. Use as a context manager or call :meth:`close`.
 
-    Triage's tables are reached through :attr:`triage` (a :class:`memo.store.triage.TriageTables`)."""
+    Triage's tables are reached through :attr:`triage` (a :class:`memo.store.triage.TriageTables`), library
+    coverage's through :attr:`library` (a :class:`memo.store.library.LibraryTables`)."""
 
     def __init__(self, directory: Path, *, create: bool = False) -> None:
         self.directory = Path(directory)
@@ -48,6 +50,7 @@ class CampaignStore:
         self.directory.mkdir(parents=True, exist_ok=True)
         self._db = connect(self.path)
         self.triage = TriageTables(self._db)
+        self.library = LibraryTables(self._db)  # --library-coverage's lines
         if create and self.get_meta("schema_version") is None:
             self.set_meta("schema_version", SCHEMA_VERSION)
 

@@ -194,3 +194,23 @@ class TriageError:
     step: str
     message: str
     created: float
+
+
+@dataclass(frozen=True)
+class LibraryCount:
+    """One library's lines reached in a campaign: ``covered`` in all, ``by_seeds`` of them by the seeds' runs,
+    of ``total`` executable statements."""
+
+    library: str
+    covered: int
+    by_seeds: int
+    total: int
+
+
+@dataclass(frozen=True)
+class LibraryModule:
+    """A module (file relative to the package root) of a library and the lines mutants reached first there."""
+
+    library: str
+    file: str
+    new_lines: int

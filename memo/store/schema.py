@@ -1,7 +1,9 @@
 """Every table of the campaign database, created (and migrated) when a store opens it.
 
 The campaign's tables hold what ``memo fuzz`` generated and ran: ``meta``, ``state`` (the resume point),
-``mutants``, ``executions``, ``verdicts``, ``coverage_history``.
+``mutants``, ``executions``, ``verdicts``, ``coverage_history``; with ``--library-coverage``, ``library_lines``
+(each line of a library's code a model reached, once: the model that reached it first, whether it was a seed, and
+when) and ``library_totals`` (each library's executable statements).
 
 Triage's tables hold what it derived from them. ``bugs``: one row per signature. ``bug_occurrences``: which
 verdict belongs to which bug (rewritten on every triage pass, so a signature that changes when
@@ -45,6 +47,10 @@ CREATE TABLE IF NOT EXISTS coverage_history (
     id INTEGER PRIMARY KEY, elapsed REAL NOT NULL, iteration INTEGER NOT NULL, generated INTEGER NOT NULL,
     executed INTEGER NOT NULL, types INTEGER NOT NULL, pairs INTEGER NOT NULL, params INTEGER NOT NULL,
     extra TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS library_lines (
+    library TEXT NOT NULL, file TEXT NOT NULL, line INTEGER NOT NULL, mutant_id INTEGER NOT NULL,
+    seed INTEGER NOT NULL, created REAL NOT NULL, PRIMARY KEY (library, file, line));
+CREATE TABLE IF NOT EXISTS library_totals (library TEXT PRIMARY KEY, total INTEGER NOT NULL);
 """
 
 TRIAGE_TABLES = """
