@@ -26,10 +26,12 @@ from memo.campaign.slot import split_budget  # noqa: E402
 from memo.store import CampaignStore  # noqa: E402
 
 MEMO_SEVEN = "NLA,LResh,LMerg,LConn,CShape,CMode,NaN"  # MEMO's operators (as bench_ablation.py's RQ4 row)
+# every model traced (--library-coverage-every 1) in every configuration: the ruler counts all of them
 CONFIGURATIONS: dict[str, list[str]] = {
-    "b": ["--library-coverage", "--ops", MEMO_SEVEN, "--search", "mh", "--directed", "0"],
-    "c": ["--library-coverage"],
-    "d": ["--library-coverage", "feedback"],
+    "b": ["--library-coverage", "--library-coverage-every", "1", "--ops", MEMO_SEVEN, "--search", "mh",
+          "--directed", "0"],
+    "c": ["--library-coverage", "--library-coverage-every", "1"],
+    "d": ["--library-coverage", "feedback", "--library-coverage-every", "1"],
 }
 LABELS = {"a": "(a) seeds only", "b": "(b) MEMO's configuration", "c": "(c) memo's default",
           "d": "(d) default + library feedback"}
@@ -89,6 +91,14 @@ def main() -> int:
         for name, item in result["libraries"].items():
             print(f"| {LABELS[key]} | {name} | {item['seeds']} | {item['total']} | "
                   f"{' / '.join(map(str, item['beyond']))} | {result['bugs']} |")
+    totals = {key: sum(item["beyond"][-1] for item in result["libraries"].values()) for key, result in results.items()}
+    print("\nall libraries, lines beyond the seeds' own at the end: "
+          + ", ".join(f"{LABELS[key]} {total}" for key, total in totals.items()))
+    for better, worse, goal in (("c", "b", 15), ("d", "c", 10)):
+        if better in totals and worse in totals and totals[worse]:
+            gain = 100 * (totals[better] / totals[worse] - 1)
+            print(f"{LABELS[better]} over {LABELS[worse]}: {gain:+.1f} % (goal +{goal} %), bugs "
+                  f"{results[better]['bugs']} against {results[worse]['bugs']}")
     print("\n" + json.dumps(results, sort_keys=True))
     print(f"\nreproduce: .venv/bin/python benchmarks/bench_library_coverage.py --minutes {args.minutes:g} "
           f"--seed {args.seed}" + (f" --jobs {args.jobs}" if args.jobs else "")

@@ -40,7 +40,7 @@ def measure(artifacts: list[Artifact], backends: list[str] | None, library_cover
             before_pids = executor.worker_pids()
             before = group_cpu(before_pids)
             began = time.perf_counter()
-            executor.run(artifact)
+            executor.run(artifact, library=library_coverage)
             after = group_cpu({g: p for g, p in executor.worker_pids().items() if p == before_pids.get(g)})
             spent = {group: seconds - before.get(group, 0.0) for group, seconds in after.items()}
             print(f"  {'on ' if library_coverage else 'off'} model {index:2d} {artifact.directory.name:28s} "

@@ -43,3 +43,8 @@ DEFAULT_DIRECTED_SHARE = 0.5
 # Without a terminal (cron, CI, ``memo fuzz > log``), a campaign prints a plain progress line this often
 # (``memo fuzz --progress-every``; memo.campaign.progress.PlainReporter).
 DEFAULT_PROGRESS_EVERY_S = 60.0
+
+# Mutants traced for library coverage (--library-coverage-every): one executed mutant in this many, every seed.
+# coverage.py's line tracer on Python 3.11 costs +58 % CPU on a campaign's mutants (tf2onnx +89 %), against the
+# goal of +25 % (docs/benchmarks.md, "Library code coverage").
+LIBRARY_TRACE_EVERY = 3

@@ -42,11 +42,12 @@ class CoverageProbes:
                 self.tracers[spec.name] = shared[spec.library_code]
 
     @contextlib.contextmanager
-    def measuring(self, spec: AnySpec) -> Iterator[JsonObject]:
+    def measuring(self, spec: AnySpec | None) -> Iterator[JsonObject]:
         """Trace the block (a model's stages) for ``spec``; the dict yielded is filled, after the block, with
-        ``{library: {"total": M, "files": {file: [line...]}}}`` (empty when ``spec`` is not measured)."""
+        ``{library: {"total": M, "files": {file: [line...]}}}`` (empty when ``spec`` is not measured, or None: a
+        model the campaign does not trace)."""
         library: JsonObject = {}
-        tracer = self.tracers.get(spec.name)
+        tracer = self.tracers.get(spec.name) if spec is not None else None
         if tracer is None:
             yield library
             return

@@ -59,10 +59,11 @@ class Executor(Protocol):
         ...
 
     def run(self, artifact: Artifact, backends: Collection[str] | None = None,
-            skip: Mapping[str, str] | None = None) -> ExecutionResult:
+            skip: Mapping[str, str] | None = None, library: bool = False) -> ExecutionResult:
         """Run ``artifact`` on every backend, or only on ``backends``, except the backends and converters in
         ``skip`` (name -> why: recorded as skipped at stage ``known``, a converter's consumers with it); never
-        raises for what a library does (:class:`ExecutionAbandoned` when it could not run the model at all)."""
+        raises for what a library does (:class:`ExecutionAbandoned` when it could not run the model at all).
+        ``library``: measure the libraries' code this model reaches, where the executor measures it at all."""
         ...
 
     def versions(self) -> dict[str, dict[str, str]]:
@@ -262,11 +263,12 @@ class DifferentialExecutor:
 
     # ------------------------------------------------------------------ one model
     def run(self, artifact: Artifact, backends: Collection[str] | None = None,
-            skip: Mapping[str, str] | None = None) -> ExecutionResult:
+            skip: Mapping[str, str] | None = None, library: bool = False) -> ExecutionResult:
         """Run ``artifact`` on every backend (or only on ``backends``, with the converters they need).
         ``skip``: backends and converters not to run (name -> why; names this executor does not run are
         ignored), recorded as skipped at stage :data:`KNOWN_STAGE`; a skipped converter's consumers are
-        skipped as when it fails. Never raises for anything a library does."""
+        skipped as when it fails. Never raises for anything a library does. ``library``: trace the libraries' code
+        on this model (only when started with ``library_coverage``; triage's runs are never traced)."""
         selected = set(self.backend_names if backends is None else backends)
         unknown = selected - set(self.backend_names)
         if unknown:
@@ -293,7 +295,7 @@ class DifferentialExecutor:
         futures_lock = threading.Lock()
 
         def submit(member: Member, model_path: Path) -> None:
-            future = self._pool.submit(self._run_member, member, artifact, model_path, input_names, result)
+            future = self._pool.submit(self._run_member, member, artifact, model_path, input_names, result, library)
             with futures_lock:
                 futures.append(future)
 
@@ -301,7 +303,8 @@ class DifferentialExecutor:
             lost_load: StageResult | None = None  # the group's shared load crashed or hung: do not repeat it
             for converter in converters:
                 if lost_load is None:
-                    produced = self._run_member(converter, artifact, artifact.keras_path, input_names, result)
+                    produced = self._run_member(converter, artifact, artifact.keras_path, input_names, result,
+                                                library)
                     failure = result.backends[converter.name].failure
                     if failure and failure.stage == "load" and failure.status in ("crash", "hang"):
                         lost_load = failure
@@ -379,7 +382,7 @@ class DifferentialExecutor:
                              stages=[StageResult(stage=stage, status="skipped", message=message)])
 
     def _run_member(self, member: Member, artifact: Artifact, model_path: Path, input_names: list[str],
-                    result: ExecutionResult) -> Path | None:
+                    result: ExecutionResult, library: bool = False) -> Path | None:
         """Run one backend or converter; returns the file it wrote (outputs or converted model) if it succeeded."""
         if member.unavailable:
             result.backends[member.name] = self._skipped(member, "start", f"unavailable: {member.unavailable}")
@@ -390,7 +393,7 @@ class DifferentialExecutor:
         out.unlink(missing_ok=True)
         request = {"op": "export" if member.role == "converter" else "run", "backend": member.name,
                    "model": str(model_path), "inputs": str(artifact.inputs_path), "input_names": input_names,
-                   "out": str(out)}
+                   "out": str(out), "library": library}
         with self._lease(member.group) as worker:
             started = time.perf_counter()
             reply = worker.request(request, max(member.timeout_s or 0.0, self.timeout_s))

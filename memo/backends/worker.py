@@ -116,7 +116,7 @@ class Worker:
 
     def handle(self, request: JsonObject) -> None:
         spec = self.specs[request["backend"]]
-        with self.coverage.measuring(spec) as library:
+        with self.coverage.measuring(spec if request.get("library") else None) as library:
             done = self._handle(spec, request)
         self.emit({**done, **({"library": library} if library else {})})
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import psutil
 
 from memo.defaults import (DEFAULT_DIRECTED_SHARE, DEFAULT_MAX_PARENT_COST, DEFAULT_MAX_PARENT_LAYERS,
-                           DEFAULT_MAX_PARENT_RECURRENT, DEFAULT_TIMEOUT_S)
+                           DEFAULT_MAX_PARENT_RECURRENT, DEFAULT_TIMEOUT_S, LIBRARY_TRACE_EVERY)
 from memo.errors import UsageError
 from memo.json_types import JsonObject
 
@@ -81,8 +81,13 @@ class CampaignConfig:
     # --library-coverage: "" (off), "measure" (lines of the libraries' code reached, in the store and the report) or
     # "feedback" (also: a mutant reaching new lines becomes a parent candidate; docs/coverage.md)
     library_coverage: str = ""
+    # ... traced on every seed and on one executed mutant in this many (1: all); the extra mutants library feedback
+    # executes are always traced (memo.campaign.feedback.library_traced)
+    library_every: int = LIBRARY_TRACE_EVERY
 
     def __post_init__(self) -> None:
+        if self.library_every < 1:
+            raise UsageError(f"--library-coverage-every must be 1 or more (got {self.library_every})")
         if self.library_coverage not in LIBRARY_COVERAGE_MODES:
             raise UsageError(f"--library-coverage must be one of {', '.join(LIBRARY_COVERAGE_MODES[1:])}"
                              f" (got {self.library_coverage!r})")
@@ -100,6 +105,7 @@ class CampaignConfig:
         data.setdefault("max_parent_recurrent", 0)
         data.setdefault("feedback_lag", 0)  # stored before execution fed generation: resumes without it
         data.setdefault("directed_share", 0.0)  # stored before the directed share: MH's operator every time
+        data.setdefault("library_every", 1)  # stored before tracing was sampled: every model traced
         return cls(**data)
 
 

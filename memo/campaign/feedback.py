@@ -36,6 +36,12 @@ SEED_IDENT = "seed-"  # how a seed's own execution is named (``seed-NAME``), a m
 LIBRARY_SHARE_EVERY = 4  # with library feedback, every 4th valid mutant without model-level coverage runs too
 
 
+def library_traced(submitted: int, every: int) -> bool:
+    """Whether the ``submitted``-th executed mutant (counting from 1, the loop's saved counter: the same mutants
+    every time) is traced for library coverage, one in ``every``."""
+    return every <= 1 or submitted % every == 0
+
+
 def library_share(valid_not_diverse: int) -> bool:
     """Whether a valid, not diverse mutant (the ``valid_not_diverse``-th, counting from 1) is executed anyway under
     ``--library-coverage feedback``: model-level criteria cannot see what it reaches in the libraries' code."""

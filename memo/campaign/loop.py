@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Callable
 
 from memo.campaign.config import CampaignConfig
-from memo.campaign.feedback import SEED_IDENT, Awaiting, AwaitingQueue, Outcome, feedback_lag, library_share
+from memo.campaign.feedback import (SEED_IDENT, Awaiting, AwaitingQueue, Outcome, feedback_lag, library_share,
+                                    library_traced)
 from memo.coverage import CRITERIA, Coverage, CoverageTracker, model_coverage
 from memo.errors import InvalidModelError, UsageError
 from memo.json_types import JsonObject
@@ -34,7 +35,7 @@ from memo.search import SearchStrategy, make_strategy, restore_strategy
 from memo.seeds import discover_seeds, reduced_seed
 from memo.store import CampaignStore, MutantRecord
 
-Submit = Callable[[int, str, ModelIR], None]
+Submit = Callable[[int, str, ModelIR, bool], None]  # mutant id, ident, model, traced for library coverage
 """Hands a stored mutant (its id, its ident, its IR) to execution."""
 STATE_EVERY = 25
 """Iterations between two saves of the campaign state when none of them goes to execution. The state is most
@@ -272,7 +273,10 @@ class GenerationLoop:
             if would_execute or iteration % STATE_EVERY == 0:
                 self.store.save_state(iteration, self._state())
         if executes:
-            submit(mutant_id, f"m{iteration}", mutant.ir)
+            extra = not record.diverse and not self.config.execute_all  # run only for library feedback: traced
+            traced = bool(self.config.library_coverage) and (
+                extra or library_traced(self.submitted, self.config.library_every))
+            submit(mutant_id, f"m{iteration}", mutant.ir, traced)
 
     def _library_share(self, record: MutantRecord) -> bool:
         """With ``--library-coverage feedback``, whether this valid mutant without model-level coverage is executed
@@ -322,4 +326,4 @@ class GenerationLoop:
                                            slot=name, ident=entry.ident, seed=name, ir_json="", coverage=Coverage(),
                                            candidate=False, seed_run=True))
             self.store.save_state(self.iteration - 1, self._state())
-        submit(mutant_id, f"{SEED_IDENT}{name}", entry.ir)
+        submit(mutant_id, f"{SEED_IDENT}{name}", entry.ir, bool(self.config.library_coverage))  # the baseline

@@ -136,8 +136,9 @@ class Pipeline:
                 pass
 
     # ------------------------------------------------------------------ submit, collect
-    def submit(self, mutant_id: int, ident: str, ir: ModelIR) -> None:
-        """Queue a stored mutant for execution on the next free pipeline."""
+    def submit(self, mutant_id: int, ident: str, ir: ModelIR, library: bool = False) -> None:
+        """Queue a stored mutant for execution on the next free pipeline (``library``: traced for library coverage,
+        as the loop decides: memo.campaign.feedback.library_traced)."""
         directory = self.artifacts_root / str(mutant_id)
         seed = self.config.seed
         worker_sets = self.worker_sets
@@ -148,7 +149,8 @@ class Pipeline:
             began = time.perf_counter()
             try:
                 artifact = prepare_artifact(ir, directory, seed=seed)
-                return executor.run(artifact, skip=known.skips(ir, directory.name)), time.perf_counter() - began
+                return (executor.run(artifact, skip=known.skips(ir, directory.name), library=library),
+                        time.perf_counter() - began)
             finally:
                 worker_sets.put(executor)
 
@@ -160,7 +162,7 @@ class Pipeline:
             return
         for mutant in self.store.unexecuted_mutants(self.config.execute_all):
             ident = f"m{mutant.iteration}" if mutant.operator != "seed" else f"{SEED_IDENT}{mutant.iteration}"
-            self.submit(mutant.id, ident, ModelIR.loads(mutant.ir_json))
+            self.submit(mutant.id, ident, ModelIR.loads(mutant.ir_json), bool(self.config.library_coverage))
 
     def collect(self, limit: int | None = None) -> None:
         """Store every finished execution, in whatever order they finished (one slow model must not hold up

@@ -233,7 +233,8 @@ class ClusterExecutor:
 
     # ------------------------------------------------------------------ one model
     def run(self, artifact: Artifact, backends: Collection[str] | None = None,
-            skip: Mapping[str, str] | None = None) -> ExecutionResult:
+            skip: Mapping[str, str] | None = None, library: bool = False) -> ExecutionResult:
+        # ``library`` is ignored: the nodes do not measure library coverage (docs/coverage.md)
         selected = set(self._names if backends is None else backends)
         unknown = selected - set(self._names)
         if unknown:

@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memo.defaults import (DEFAULT_DIRECTED_SHARE, DEFAULT_MAX_PARENT_COST, DEFAULT_MAX_PARENT_LAYERS,
-                           DEFAULT_MAX_PARENT_RECURRENT, DEFAULT_PROGRESS_EVERY_S, DEFAULT_TIMEOUT_S)
+                           DEFAULT_MAX_PARENT_RECURRENT, DEFAULT_PROGRESS_EVERY_S, DEFAULT_TIMEOUT_S,
+                           LIBRARY_TRACE_EVERY)
 from memo.diskspace import format_size, is_disk_full, parse_size, tree_bytes
 from memo.device_flags import add_device_arguments, check_device_arguments
 from memo.errors import UsageError
@@ -74,6 +75,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="measure the lines of each library's Python code the models reach (docs/coverage.md); "
                         "feedback: a mutant reaching new lines also becomes a parent, and every 4th valid mutant "
                         "without model-level coverage is executed too")
+    p.add_argument("--library-coverage-every", type=int, default=LIBRARY_TRACE_EVERY, metavar="N",
+                   help=f"with --library-coverage: trace every seed and one executed mutant in N (default "
+                        f"{LIBRARY_TRACE_EVERY}: tracing every model costs about +58 %% CPU per model; 1: all)")
     p.add_argument("--no-reduce", action="store_true", help="mutate the original seeds, not the reduced ones")
     p.add_argument("--unsafe", action="store_true", help="allow seed files whose layers carry code (Lambda)")
     p.add_argument("--bugs-db", metavar="PATH", help="the bug database shared across campaigns (default: "
@@ -238,6 +242,7 @@ def run(args: argparse.Namespace) -> int:
             max_parent_recurrent=args.max_parent_recurrent, directed_share=args.directed,
             triage_budget_s=final_s, reference=args.reference,
             gpu_precision=args.gpu_precision, bugs_db=_bugs_db(args), library_coverage=args.library_coverage,
+            library_every=args.library_coverage_every,
             max_disk_bytes=DEFAULT_MAX_DISK if max_disk is None else max_disk)
         directory = Path(args.out) if args.out else campaign_dir(name)
         if (directory / "campaign.sqlite").exists():

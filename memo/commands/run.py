@@ -74,7 +74,7 @@ def handle(args: argparse.Namespace) -> int:
                               library_coverage=args.library_coverage) as executor, \
             tempfile.TemporaryDirectory(prefix="memo-run-") as scratch:
         artifact = prepare_artifact(loaded.ir, args.out or Path(scratch), seed=args.seed, weights=loaded.weights)
-        result = executor.run(artifact)
+        result = executor.run(artifact, library=bool(args.library_coverage))
         thresholds = Thresholds()
         outputs = load_outputs(result)
         comparisons = compare(outputs, result.reference, thresholds) if result.reference in outputs else {}

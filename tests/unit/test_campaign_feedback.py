@@ -36,9 +36,11 @@ def store(tmp_path: Path) -> Iterator[CampaignStore]:
         yield opened
 
 
-def _loop(store: CampaignStore, seeds_dir: Path, *, execute: bool = True, ops: list[str] | None = None) -> GenerationLoop:
+def _loop(store: CampaignStore, seeds_dir: Path, *, execute: bool = True, ops: list[str] | None = None,
+          library_coverage: str = "") -> GenerationLoop:
     config = CampaignConfig(name="t", seed=4, budget=Budget(iterations=50), seeds_dir=str(seeds_dir),
-                            operators=ops or ["NLA", "LConn", "LRemove"], execute=execute, jobs=1)
+                            operators=ops or ["NLA", "LConn", "LRemove"], execute=execute, jobs=1,
+                            library_coverage=library_coverage)
     loop = GenerationLoop(config, store)
     loop.initialize()
     return loop
@@ -52,9 +54,11 @@ class Runs:
         self.submitted: list[int] = []
         self.asked: list[int] = []
         self.submitted_when_asked: dict[int, int] = {}
+        self.traced: list[tuple[str, bool]] = []
 
-    def submit(self, mutant_id: int, ident: str, ir: ModelIR) -> None:
+    def submit(self, mutant_id: int, ident: str, ir: ModelIR, library: bool = False) -> None:
         self.submitted.append(mutant_id)
+        self.traced.append((ident, library))
 
     def outcome(self, mutant_id: int) -> Outcome | None:
         assert mutant_id in self.submitted, "only a submitted mutant's outcome is awaited"
@@ -267,3 +271,21 @@ def test_the_clock_stops_when_fuzzing_does(store: CampaignStore, seeds_dir: Path
     loop.start_clock()  # a resume's clock runs again
     time.sleep(0.02)
     assert loop.elapsed() > 60.0 + 0.01
+
+
+def test_library_coverage_traces_every_seed_and_one_executed_mutant_in_three(store: CampaignStore, seeds_dir: Path,
+                                                                              tmp_path: Path) -> None:
+    from memo.campaign.feedback import SEED_IDENT
+
+    loop = _loop(store, seeds_dir, library_coverage="measure")
+    runs = Runs(lambda mutant_id: Outcome(reference_ran=True))
+    _run(loop, runs, 40)
+    seeds = [traced for ident, traced in runs.traced if ident.startswith(SEED_IDENT)]
+    mutants = [traced for ident, traced in runs.traced if not ident.startswith(SEED_IDENT)]
+    assert seeds and all(seeds), "the seeds are the baseline: always traced"
+    assert len(mutants) >= 6 and mutants[2::3] == [True] * len(mutants[2::3])
+    assert not any(mutants[0::3]) and not any(mutants[1::3])
+    off = Runs(lambda mutant_id: Outcome(reference_ran=True))
+    with CampaignStore(tmp_path / "campaigns" / "off", create=True) as other:
+        _run(_loop(other, seeds_dir), off, 10)
+    assert not any(traced for _, traced in off.traced), "without --library-coverage nothing is traced"

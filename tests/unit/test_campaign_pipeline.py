@@ -34,7 +34,7 @@ class StandIn:
         return ["keras-tensorflow", "onnxruntime"]
 
     def run(self, artifact: Artifact, backends: Collection[str] | None = None,
-            skip: Mapping[str, str] | None = None) -> ExecutionResult:
+            skip: Mapping[str, str] | None = None, library: bool = False) -> ExecutionResult:
         self.release.setdefault(artifact.directory.name, threading.Event()).wait(30)
         return ExecutionResult.from_json(crash_result(f"boom in {artifact.directory.name}"))
 
@@ -110,7 +110,7 @@ class SameCrash(StandIn):
     """Every model: onnxruntime raises the same error, and the reference library ran it."""
 
     def run(self, artifact: Artifact, backends: Collection[str] | None = None,
-            skip: Mapping[str, str] | None = None) -> ExecutionResult:
+            skip: Mapping[str, str] | None = None, library: bool = False) -> ExecutionResult:
         data = crash_result("Loop node has no body")
         data["backends"]["keras-tensorflow"] = {"name": "keras-tensorflow", "consumes": "keras", "role": "backend",
                                                 "stages": [{"stage": "execute", "status": "ok"}]}
@@ -149,7 +149,7 @@ class SameDecline(StandIn):
     """Every model: tf2onnx declines one op (its ONNX backend is skipped), and the reference ran it."""
 
     def run(self, artifact: Artifact, backends: Collection[str] | None = None,
-            skip: Mapping[str, str] | None = None) -> ExecutionResult:
+            skip: Mapping[str, str] | None = None, library: bool = False) -> ExecutionResult:
         return ExecutionResult.from_json({
             "artifact_dir": str(artifact.directory), "reference": "keras-tensorflow", "output_names": ["out"],
             "backends": {

@@ -70,7 +70,7 @@ class HeldModels:
         return ["keras-tensorflow"]
 
     def run(self, artifact: Artifact, backends: Collection[str] | None = None,
-            skip: Mapping[str, str] | None = None) -> ExecutionResult:
+            skip: Mapping[str, str] | None = None, library: bool = False) -> ExecutionResult:
         self.started += 1
         self.closed.wait(120)
         return ExecutionResult.from_json(REFERENCE_OK)

@@ -255,7 +255,7 @@ class Declining:
         self.skips: list[dict[str, str]] = []
 
     def run(self, artifact: Artifact, backends: Collection[str] | None = None,
-            skip: Mapping[str, str] | None = None) -> ExecutionResult:
+            skip: Mapping[str, str] | None = None, library: bool = False) -> ExecutionResult:
         self.skips.append(dict(skip or {}))
         return result(skipped=skip["tf2onnx"]) if skip and "tf2onnx" in skip else gelu_declined()
 

@@ -34,7 +34,7 @@ class Reaching:
         return ["keras-tensorflow"]
 
     def run(self, artifact: Artifact, backends: Collection[str] | None = None,
-            skip: Mapping[str, str] | None = None) -> ExecutionResult:
+            skip: Mapping[str, str] | None = None, library: bool = False) -> ExecutionResult:
         name = artifact.directory.name
         self.release[name].wait(30)
         reference = BackendResult("keras-tensorflow", "keras", stages=[StageResult("execute", "ok")])
