@@ -42,7 +42,10 @@ def library_data(store: CampaignStore) -> JsonObject | None:
              "seeds": c.by_seeds, "beyond_seeds": c.covered - c.by_seeds} for c in counts]
     top = [{"library": m.library, "file": m.file, "new_lines": m.new_lines}
            for m in store.library.top_modules(TOP_MODULES)]
-    return {"figures": figures, "rows": rows, "top_modules": top, "curves": _curves(store, store.get_meta("started"))}
+    config = store.get_meta("config", {}) or {}
+    every = int(config.get("library_every", 1) or 1)  # campaigns before sampling traced every model
+    return {"figures": figures, "rows": rows, "top_modules": top, "curves": _curves(store, store.get_meta("started")),
+            "traced_every": every}
 
 
 def _aligned(rows: list[list[str]], left: int = 1) -> str:

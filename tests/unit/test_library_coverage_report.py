@@ -69,12 +69,23 @@ def test_the_report_shows_the_library_section_escaped_and_the_json_the_figures(t
     html = write_report(directory, tmp_path / "r.html").read_text()
     assert 'id="library-coverage"' in html and "<td>tf2onnx</td><td>7</td><td>200</td><td>3.5</td>" in html
     assert "tf2onnx lines (of 200)" in html, "one curve per library, drawn as the model-level ones"
+    assert "one executed mutant in" not in html, "a campaign with no sampling recorded traced every model"
     assert HOSTILE not in html, "a file name is escaped"
     markdown = write_report(directory, tmp_path / "r.md", "markdown").read_text()
     assert "## Library code coverage" in markdown and "| tf2onnx | 7 | 200 | 3.5 | 4 | 3 |" in markdown
     data = json.loads(write_report(directory, tmp_path / "r.json", "json").read_text())
     assert data["library_coverage"] == {"keras-tensorflow": {"covered": 1, "total": 1000},
                                         "tf2onnx": {"covered": 7, "total": 200}}
+
+
+def test_the_report_says_when_only_a_share_of_the_mutants_was_traced(tmp_path: Path) -> None:
+    directory = tmp_path / "campaigns" / "unit"
+    with make_campaign(directory) as store:
+        _record(store)
+        store.set_meta("config", {**(store.get_meta("config", {}) or {}), "library_every": 3})
+        update_bugs(store)
+    html = write_report(directory, tmp_path / "r.html").read_text()
+    assert "every seed and one executed mutant in 3" in html and "lower bound" in html
 
 
 def test_a_campaign_without_library_coverage_has_no_section(tmp_path: Path) -> None:
