@@ -32,7 +32,8 @@ from memo.seeds.loading import discover_seeds  # noqa: E402
 from memo.store import CampaignStore  # noqa: E402
 
 
-def measure(artifacts: list[Artifact], backends: list[str] | None, library_coverage: bool) -> dict[str, list[float]]:
+def measure(artifacts: list[Artifact], backends: list[str] | None, library_coverage: bool,
+            every: int = 1) -> dict[str, list[float]]:
     """CPU seconds per worker group for each warm model (the first model, cold, is left out); key "" is the sum."""
     per_group: dict[str, list[float]] = {"": []}
     with DifferentialExecutor(backends, library_coverage=library_coverage) as executor:
@@ -40,7 +41,7 @@ def measure(artifacts: list[Artifact], backends: list[str] | None, library_cover
             before_pids = executor.worker_pids()
             before = group_cpu(before_pids)
             began = time.perf_counter()
-            executor.run(artifact, library=library_coverage)
+            executor.run(artifact, library=library_coverage and index % every == 0)  # a campaign's traced share
             after = group_cpu({g: p for g, p in executor.worker_pids().items() if p == before_pids.get(g)})
             spent = {group: seconds - before.get(group, 0.0) for group, seconds in after.items()}
             print(f"  {'on ' if library_coverage else 'off'} model {index:2d} {artifact.directory.name:28s} "
@@ -73,6 +74,9 @@ def main() -> int:
     parser.add_argument("--backends", help="comma-separated (default: memo's default set)")
     parser.add_argument("--campaign", type=Path, help="run the mutants this campaign executed instead of the seeds")
     parser.add_argument("--models", type=int, default=12, help="with --campaign: how many of its mutants (default 12)")
+    parser.add_argument("--every", type=int, default=1,
+                        help="with coverage, trace one model in N, as `memo fuzz --library-coverage-every N` does "
+                             "(default 1: every model)")
     args = parser.parse_args()
     names = args.backends.split(",") if args.backends else None
     models = campaign_models(args.campaign, args.models) if args.campaign else seed_models()
@@ -81,8 +85,9 @@ def main() -> int:
                      for name, ir in models for n in range(args.repeat)]
         artifacts = [artifacts[0], *artifacts]  # the cold start runs the first model once more
         off = measure(artifacts, names, library_coverage=False)
-        on = measure(artifacts, names, library_coverage=True)
-    print(f"\n{len(off[''])} warm models per configuration ({len(models)} models x {args.repeat})")
+        on = measure(artifacts, names, library_coverage=True, every=args.every)
+    print(f"\n{len(off[''])} warm models per configuration ({len(models)} models x {args.repeat}); with coverage, "
+          f"one model in {args.every} traced")
     print(f"{'worker':26s} {'off: mean CPU s':>16s} {'on: mean CPU s':>15s} {'on/off':>7s} {'median on/off':>14s}")
     for group in sorted(on, key=lambda g: -sum(on[g])):
         if group not in off or not off[group] or not on[group]:
@@ -93,7 +98,8 @@ def main() -> int:
         print(f"{group or 'all workers':26s} {mean_off:16.3f} {mean_on:15.3f} {ratio:7.2f} {medians:14.2f}")
     print(f"\nreproduce: .venv/bin/python benchmarks/bench_library_coverage_cost.py --repeat {args.repeat} "
           f"--seed {args.seed}" + (f" --backends {args.backends}" if args.backends else "")
-          + (f" --campaign {args.campaign} --models {args.models}" if args.campaign else ""))
+          + (f" --campaign {args.campaign} --models {args.models}" if args.campaign else "")
+          + (f" --every {args.every}" if args.every != 1 else ""))
     return 0
 
 
