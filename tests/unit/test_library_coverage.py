@@ -159,3 +159,10 @@ def test_a_worker_measures_only_the_specs_that_declare_code(package: Path, tmp_p
     with probes.measuring(plain) as library:
         convert.convert(2)
     assert library == {}
+    with probes.measuring(None) as library:  # a model the campaign does not trace (its sampled share)
+        convert.convert(-1)
+        assert sys.gettrace() is None, "no tracer runs on an untraced model"
+    assert library == {}
+    with probes.measuring(measured) as library:
+        convert.convert(2)
+    assert library["probe"]["files"], "the tracer still works on the next traced model"
