@@ -6,6 +6,7 @@ machine (memo's checkout, its virtual environments up to ``site-packages/``).
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import memo
@@ -19,6 +20,11 @@ ACTUAL_CHARS = 300
 # Where numpy's assert_allclose message stops stating the mismatch and starts printing the arrays, and where Keras
 # stops stating a failing call's cause and lists its arguments.
 _DATA_STARTS = (" ACTUAL:", "ACTUAL:", "Arguments received by ")
+# Notes a library adds after an exception's message when the traceback is printed (not part of the message: the
+# campaign's signatures never see them), which would otherwise become the quoted cause, the title and the search
+# words: JAX's note on the frames it filtered out.
+_TRACEBACK_NOTES = re.compile(r"(?:\n-{8,})?\nFor simplicity, JAX has removed its internal frames from the traceback "
+                              r"of the following exception\. Set JAX_TRACEBACK_FILTERING=off to include these\.")
 
 
 def local_roots() -> tuple[str, ...]:
@@ -28,7 +34,7 @@ def local_roots() -> tuple[str, ...]:
 
 def quoted(text: str) -> str:
     """``text`` as an issue may quote it."""
-    return without_local_paths(without_timestamps(without_ansi(text)), local_roots())
+    return without_local_paths(without_timestamps(_TRACEBACK_NOTES.sub("", without_ansi(text))), local_roots())
 
 
 def error_text(folder: BugFolder, checked: MinimalScript) -> str:

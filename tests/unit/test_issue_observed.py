@@ -66,6 +66,18 @@ def test_title_and_actual_come_from_the_checked_run_on_the_reduced_model(tmp_pat
     assert "[12:03:44]" not in text and ROOT not in text and "(in site-packages/torch/nn/functional.py)" in text
 
 
+def test_a_note_printed_after_the_message_is_not_the_stated_cause(tmp_path: Path) -> None:
+    # JAX prints its traceback-filtering note after the exception (f35: it became the title and the search words)
+    note = ("\n--------------------\nFor simplicity, JAX has removed its internal frames from the traceback of the "
+            "following exception. Set JAX_TRACEBACK_FILTERING=off to include these.\n")
+    folder = _folder(tmp_path, KERAS_CRASH)
+    checked = MinimalScript("import keras\n", {}, reproduces=True, versions="keras 3.15.1 torch 2.9.0",
+                            output=CHECK_OUTPUT + note, source="seeded")
+    text = render_issue(folder, checked)
+    assert "For simplicity" not in text and "JAX_TRACEBACK_FILTERING" not in text
+    assert text.splitlines()[0].startswith("# [keras-torch] LayerNormalization: RuntimeError: Given normalized_shape")
+
+
 def test_without_a_reproducing_script_the_campaigns_record_is_labelled_as_such(tmp_path: Path) -> None:
     folder = _folder(tmp_path, KERAS_CRASH, error_message=UNREDUCED, message=UNREDUCED)
     text = render_issue(folder, MinimalScript(reason="the script exited 0 without the bug's symptom (RuntimeError)"))
