@@ -363,10 +363,10 @@ def bug_entry(store: CampaignStore, bug: BugRow, versions: JsonObject,
     if refusal and not documented:
         entry["documented"] = Documented(behaviour=f"{bug.library} declines this on purpose (a declared refusal)",
                                          source="the refusal memo's spec for it declares", quote=refusal)
+    entry.update(filing_view(folder))  # before the section: a checked minimal script counts as reproducing
     entry["section"] = section_of(entry)
     entry["status"] = status_text(entry)
     entry["issue_markdown"] = issue_markdown(entry, versions)
-    entry.update(filing_view(folder))
     return entry
 
 

@@ -63,6 +63,13 @@ def _reduced(entry: BugEntry) -> bool:
         and entry["reduced_layers"] < entry["original_layers"] and not _unfinished(entry)
 
 
+def _reproduces(entry: BugEntry) -> bool:
+    """Shown again in a fresh process: by memo's repro.py, or, where that was not checked yet (the campaign's time
+    ran out), by the minimal script ``memo report --issue-scripts`` checked (the script a maintainer is given)."""
+    checked = entry.get("reproduces")
+    return checked is True or (checked is None and (entry.get("minimal") or {}).get("reproduces") is True)
+
+
 def _unfinished(entry: BugEntry) -> bool:
     return (entry.get("reduction") or {}).get("status") == TIMED_OUT
 
@@ -75,7 +82,7 @@ RULES: tuple[tuple[str, Callable[[BugEntry], bool]], ...] = (
     ("undecided", lambda e: _truth_decision(e) in (UNDECIDED, UNAVAILABLE)),
     ("truth-blames-other", lambda e: _truth_decision(e) == CONTRADICTED),
     ("not-reproducing", lambda e: e.get("reproduces") is False),
-    ("not-ready", lambda e: not (e.get("reproduces") is True and _reduced(e))
+    ("not-ready", lambda e: not (_reproduces(e) and _reduced(e))
      or (e.get("kind") in NUMERIC_KINDS and _truth_decision(e) is None)),
     ("ready-retired", lambda e: (e.get("upstream") or {}).get("status") == "retired"),
     ("ready", lambda e: True),
@@ -94,11 +101,11 @@ def status_text(entry: BugEntry) -> str:
         blamed = (entry.get("truth") or {}).get("blamed")
         return f"float64 blames {blamed}" if blamed else TITLES[section]
     if section == "not-ready":
-        if entry.get("reproduces") is True and _reduced(entry):
+        if _reproduces(entry) and _reduced(entry):
             return "float64 truth not computed yet"
-        if entry.get("reproduces") is True and _unfinished(entry):
+        if _reproduces(entry) and _unfinished(entry):
             return f"reduction unfinished ({entry.get('reduced_layers')} of {entry.get('original_layers')} layers left)"
-        if entry.get("reproduces") is True:
+        if _reproduces(entry):
             return "reproduces (not reduced)"
         return (entry.get("reduction") or {}).get("status") or "not triaged yet"
     return TITLES[section]

@@ -119,6 +119,19 @@ def test_a_numeric_finding_without_truth_is_not_ready_and_crashes_need_none() ->
     assert status_text(contradicted) == f"float64 blames {REF}"
 
 
+def test_a_reduced_crash_whose_minimal_script_reproduces_is_ready_though_repro_py_was_not_checked() -> None:
+    # f35: three reduced bugs whose campaign ran out of time before checking repro.py, their minimal scripts
+    # checked by `memo report --issue-scripts`, stood in "not ready"
+    unchecked = _entry(kind="crash", reproduces=None, minimal={"reproduces": True, "lines": 20})
+    assert section_of(unchecked) == "ready"
+    assert section_of(_entry(kind="crash", reproduces=None)) == "not-ready", "nothing checked: not ready"
+    failed = _entry(kind="crash", reproduces=False, minimal={"reproduces": True, "lines": 20})
+    assert section_of(failed) == "not-reproducing", "repro.py's own failure to reproduce still decides"
+    numeric = _entry(reproduces=None, minimal={"reproduces": True, "lines": 20})
+    numeric["section"] = section_of(numeric)
+    assert numeric["section"] == "not-ready" and status_text(numeric) == "float64 truth not computed yet"
+
+
 def test_a_reduction_its_time_limit_cut_short_is_not_ready_to_file() -> None:
     unfinished = _entry(kind="crash", reduction={"status": "timeout"}, reduced_layers=20, original_layers=23)
     unfinished["section"] = section_of(unfinished)
