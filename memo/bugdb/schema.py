@@ -16,6 +16,7 @@ import sqlite3
 from pathlib import Path
 
 from memo.bugdb.versions import SCHEMA_VERSION, VERSION_KEY, check, migrate, stored_version
+from memo.store.schema import immediate_transaction
 
 BUSY_TIMEOUT_S = 60.0
 
@@ -75,13 +76,8 @@ def connect(path: Path) -> sqlite3.Connection:
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=NORMAL")
         db.execute("PRAGMA foreign_keys=ON")
-        db.execute("BEGIN IMMEDIATE")
-        try:
+        with immediate_transaction(db):
             _create_or_migrate(db, path)
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
-        db.execute("COMMIT")
     except BaseException:
         db.close()
         raise

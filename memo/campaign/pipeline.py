@@ -85,12 +85,13 @@ class Pipeline:
         self.unlearnt: dict[int, tuple[ModelIR, ExecutionResult]] = {}  # stored, outcome not taken yet
         self.known.rebuild(store)  # what a resumed campaign's earlier executions taught
         self.library = LibraryCoverage()  # --library-coverage: every line reached so far (first reacher in the store)
-        self.library.restore(store.library.totals(), store.library.lines())
         # --library-coverage feedback: the lines of the models whose outcome generation took (in its fixed order, so
         # that what counts as new does not depend on which model finished first), and those stored, not taken yet
         self.library_taken = LibraryCoverage()
+        totals, lines = store.library.totals(), list(store.library.lines())  # read once for both
+        self.library.restore(totals, lines)
         if config.library_coverage == "feedback":
-            self.library_taken.restore(store.library.totals(), store.library.lines())
+            self.library_taken.restore(totals, lines)
         self.library_untaken: dict[int, list[Reached]] = {}
 
     # ------------------------------------------------------------------ workers
