@@ -188,3 +188,11 @@ def test_imports_inside_functions_and_relative_imports_are_arrows() -> None:
     tree = ast.parse("from . import records\n\ndef f():\n    from memo.campaign import config, Campaign\n")
     found = [target for node in ast.walk(tree) for target in imported_modules(node, "memo.store")]
     assert sorted(found) == ["memo.campaign", "memo.campaign.config", "memo.store.records"]
+
+
+def test_no_two_test_modules_share_a_name() -> None:
+    """The test folders are not packages: pytest imports each test module by its basename, and two with one name
+    (tests/unit/test_x.py, tests/integration/test_x.py) stop the README's `pytest -q` at collection."""
+    tests = Path(__file__).resolve().parents[1]
+    names = [path.name for path in tests.rglob("test_*.py")]
+    assert sorted({name for name in names if names.count(name) > 1}) == []
