@@ -17,6 +17,7 @@ MODEL_FILE = "model.keras"
 INPUTS_FILE = "inputs.npz"
 IR_FILE = "ir.json"
 EXPECTED_FILE = "expected.npz"
+NEWEST_FILE = "newest.json"  # the script rerun on the newest code (memo.triage.newest): the issue text quotes it
 
 
 def read_bug_file(folder: Path) -> JsonObject:

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator, Sequence
 
-from memo.bugdb.records import (DUPLICATE, FIXED, ID_PREFIX, NEW, RECHECK_RESULTS, STATUSES,
+from memo.bugdb.records import (DUPLICATE, FIXED, FIXED_UPSTREAM, ID_PREFIX, NEW, RECHECK_RESULTS, STATUSES,
                                 KnownBug, RecheckRecord, SeenIn, Sighting, StatusChange, public_id)
 from memo.bugdb.expected import kept_as
 from memo.bugdb.schema import connect, connect_read_only
@@ -221,10 +221,13 @@ class BugDatabase:
                    (num, status, detail, note, now))
 
     def record_recheck(self, bug_id: str, result: str, detail: str, versions: dict[str, str], seconds: float,
-                       installed: str) -> str:
+                       installed: str, *, upstream: bool = False) -> str:
         """Keep one recheck verdict and apply it: a bug that no longer reproduces becomes ``fixed installed``;
         a bug marked fixed that reproduces again is flagged as a regression (its status and version stay, so the
-        claimed fix remains visible); a fixed bug confirmed fixed again loses the flag. Returns what changed."""
+        claimed fix remains visible); a fixed bug confirmed fixed again loses the flag. Returns what changed.
+        ``upstream``: the recheck ran on the newest code (development builds, :mod:`memo.newest`): a new bug that
+        no longer reproduces there is ``fixed-upstream installed``, and one so marked that reproduces there again
+        is new again."""
         if result not in RECHECK_RESULTS:
             raise ValueError(f"unknown recheck result {result!r}")
         bug = self.get(bug_id)
@@ -232,6 +235,8 @@ class BugDatabase:
         with self._transaction() as db:
             db.execute("INSERT INTO rechecks(bug, result, detail, versions, seconds, checked) VALUES (?, ?, ?, ?, ?, ?)",
                        (bug.num, result, detail[:4000], json.dumps(versions, sort_keys=True), seconds, time.time()))
+            if upstream:
+                return self._apply_upstream(db, bug, result, installed)
             if result == "fixed" and bug.status != FIXED and bug.status != DUPLICATE:
                 self._set_status(db, bug.num, FIXED, installed, f"recheck: no longer reproduces on {installed}",
                                  regression=False)
@@ -245,3 +250,25 @@ class BugDatabase:
                                  f"recheck: regression, reproduces again on {installed}", regression=True)
                 change = f"regression: marked fixed in {bug.detail}, reproduces on {installed}"
         return change
+
+    def _apply_upstream(self, db: sqlite3.Connection, bug: KnownBug, result: str, installed: str) -> str:
+        """A recheck on the newest code applied (see :meth:`record_recheck`)."""
+        if result == "fixed" and bug.status == NEW:
+            self._set_status(db, bug.num, FIXED_UPSTREAM, installed, f"no longer reproduces on {installed}",
+                             regression=False)
+            return f"fixed upstream in {installed}"
+        if result == "reproduces" and bug.status == FIXED_UPSTREAM:
+            self._set_status(db, bug.num, NEW, "", f"reproduces again on {installed}", regression=True)
+            return f"regression: reproduces again on {installed}"
+        return ""
+
+    def mark_fixed_upstream(self, bug_id: str, build: str) -> bool:
+        """Record that the newest code no longer shows a new bug (a campaign's triage reran it there); False when the
+        bug's status is anything but new (filed, won't fix... stay as a person set them)."""
+        bug = self.get(bug_id)
+        if bug.status != NEW:
+            return False
+        with self._transaction() as db:
+            self._set_status(db, bug.num, FIXED_UPSTREAM, build or "the newest code",
+                             "campaign triage: no longer reproduces on the newest code", regression=False)
+        return True

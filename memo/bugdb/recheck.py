@@ -34,6 +34,7 @@ from memo.backends.versions import MISSING
 from memo.bug_files import NOT_AGAIN, REPRO_FILE, read_bug_file
 from memo.bugdb.expected import AS_RECORDED, RERUN_TIMEOUT_S, prepare
 from memo.json_types import JsonObject
+from memo.newest import DEV_BUILDS, installed_as
 from memo.script_exit import ALARM_SLACK_S, HANG_RERUN_MARGIN_S, expected_death, interpret
 
 Result = Literal["reproduces", "fixed", "error"]
@@ -87,8 +88,8 @@ class RecheckResult:
     def library_version(self) -> str:
         """The blamed library and its version as the interpreter has it, ``onnxruntime 1.32.0`` ("" if unknown):
         what "fixed in VERSION" names."""
-        version = self.versions.get(self.distribution)
-        return f"{self.distribution} {version}" if version and version != MISSING else ""
+        found = installed_as(self.distribution, self.versions)
+        return f"{found[0]} {found[1]}" if found and found[1] != MISSING else ""
 
     def to_json(self) -> JsonObject:
         return {"result": self.result, "detail": self.detail, "versions": dict(self.versions),
@@ -149,18 +150,21 @@ def installed_versions(python: str, distributions: tuple[str, ...]) -> dict[str,
     """``{distribution: version}`` as ``python`` sees them (``missing`` where not installed), read from package
     metadata in that interpreter, isolated from memo and the current directory (no library is imported); {} if
     the interpreter cannot say."""
-    code = ("import importlib.metadata as m, json, sys\nout = {}\nfor n in sys.argv[1:]:\n"
-            "    try:\n        out[n] = m.version(n)\n"
-            f"    except m.PackageNotFoundError:\n        out[n] = {MISSING!r}\nprint(json.dumps(out))")
+    # a release the interpreter lacks may be there as its development build (keras -> keras-nightly): then the
+    # build is named instead (memo.newest.DEV_BUILDS)
+    code = ("import importlib.metadata as m, json, sys\nbuilds = json.loads(sys.argv[1])\nout = {}\n"
+            "for n in sys.argv[2:]:\n    for d in (n, builds.get(n)):\n        try:\n"
+            "            out[d] = m.version(d)\n            break\n        except (m.PackageNotFoundError, ValueError):\n"
+            f"            pass\n    else:\n        out[n] = {MISSING!r}\nprint(json.dumps(out))")
     try:
-        done = subprocess.run([python, "-I", "-c", code, *distributions], capture_output=True, text=True, timeout=60,
-                              check=True)
+        done = subprocess.run([python, "-I", "-c", code, json.dumps(dict(DEV_BUILDS)), *distributions],
+                              capture_output=True, text=True, timeout=60, check=True)
         return dict(json.loads(done.stdout))
     except (OSError, subprocess.SubprocessError, json.JSONDecodeError):
         return {}
 
 
-def _wall_limit_s(facts: ScriptFacts, timeout_s: float) -> float:
+def wall_limit_s(facts: ScriptFacts, timeout_s: float) -> float:
     """How long the script may run: ``timeout_s``; a hang's script decides itself after its own TIMEOUT_S (plus
     its alarm's slack), so it gets that and a margin for its imports: killing it earlier decides nothing."""
     if facts.kind != "hang" or facts.hang_limit_s is None:
@@ -168,14 +172,16 @@ def _wall_limit_s(facts: ScriptFacts, timeout_s: float) -> float:
     return max(timeout_s, facts.hang_limit_s + ALARM_SLACK_S + HANG_RERUN_MARGIN_S)
 
 
-def _run(folder: Path, python: str, limit_s: float) -> tuple[int | None, str, bool]:
-    """(exit status, output tail, timed out): the script in its own session, killed with its children at the
-    limit (or when the caller is interrupted). Keras's backend is the script's own choice (``KERAS_BACKEND``
-    removed from the environment). None and the reason as output when the interpreter cannot start."""
+def run_script(folder: Path, python: str, limit_s: float, script: str = REPRO_FILE) -> tuple[int | None, str, bool]:
+    """(exit status, output tail, timed out): ``folder/script`` in a fresh process of its own session, killed with
+    its children at the limit (or when the caller is interrupted). Keras's backend is the script's own choice
+    (``KERAS_BACKEND`` removed from the environment). None and the reason as output when the interpreter cannot
+    start. The one way memo runs a bug's script: triage's check, ``memo repro``, the bug database's recheck and the
+    newest-code check all come here."""
     env = {key: value for key, value in os.environ.items() if key != "KERAS_BACKEND"}
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     try:
-        process = subprocess.Popen([python, REPRO_FILE], cwd=folder, env=env, stdout=subprocess.PIPE,
+        process = subprocess.Popen([python, script], cwd=folder, env=env, stdout=subprocess.PIPE,
                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
     except OSError as exc:
         return None, f"cannot start {python}: {exc}", False
@@ -309,8 +315,8 @@ def recheck_folder(folder: Path, *, python: str | None = None, timeout_s: float 
         return answer(ERROR, f"missing file{'s' if len(missing) > 1 else ''}: {', '.join(missing)}")
     if not found:
         return answer(ERROR, f"interpreter {interpreter} not found")
-    limit_s = _wall_limit_s(facts, timeout_s)
-    returncode, output, timed_out = _run(folder, interpreter, limit_s)
+    limit_s = wall_limit_s(facts, timeout_s)
+    returncode, output, timed_out = run_script(folder, interpreter, limit_s)
     result, detail = classify(facts, returncode, output, timed_out=timed_out, limit_s=limit_s)
     absent = [name for name, version in versions.items() if version == MISSING]
     if result == ERROR and absent:

@@ -8,9 +8,12 @@ from memo.json_types import JsonObject
 
 ID_PREFIX = "M-"
 NEW, FILED, FIXED, WONTFIX, DUPLICATE = "new", "filed", "fixed", "wontfix", "duplicate"
+# reproduces on the release memo tests, not on the development build named (memo.triage.newest): nothing to file
+FIXED_UPSTREAM = "fixed-upstream"
 # status -> what its detail holds (``memo bugs mark ID STATUS DETAIL``)
-STATUSES: dict[str, str] = {NEW: "", FILED: "URL", FIXED: "VERSION", WONTFIX: "REASON", DUPLICATE: "ID"}
-COLLAPSED_STATUSES = (FILED, WONTFIX, DUPLICATE)  # a report folds these away: nothing left to do
+STATUSES: dict[str, str] = {NEW: "", FILED: "URL", FIXED: "VERSION", WONTFIX: "REASON", DUPLICATE: "ID",
+                            FIXED_UPSTREAM: "BUILD"}
+COLLAPSED_STATUSES = (FILED, WONTFIX, DUPLICATE, FIXED_UPSTREAM)  # a report folds these away: nothing left to do
 OPEN_STATUSES = (NEW, FILED)
 RECHECK_RESULTS = ("reproduces", "fixed", "error")
 

@@ -139,7 +139,8 @@ class Campaign:
         self.reporter.start({"name": self.config.name, "seeds": list(self.loop.seed_pool), "seed": self.config.seed,
                              "backends": executor.backend_names if executor is not None else [],
                              "search": self.config.search, "directory": str(self.directory),
-                             "plan": self.slot.plan(), "iterations": self.config.budget.iterations})
+                             "plan": self.slot.plan(), "iterations": self.config.budget.iterations,
+                             "next_python": self.config.next_python})
         pipeline.resubmit_unexecuted()
 
     def _fuzz(self, pipeline: Pipeline) -> str:

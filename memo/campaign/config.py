@@ -78,6 +78,8 @@ class CampaignConfig:
     reference: str | None = None  # the backend the others are compared with (None: keras-tensorflow)
     gpu_precision: str = "strict"  # GPU backends in strict float32, or "tf32" (memo.backends.cuda)
     bugs_db: str | None = None  # the bug database triage records into and adopts known bugs from (None: none)
+    # the newest-code interpreter a reproducing bug is rerun with before it is ready ("": none; memo.newest)
+    next_python: str = ""
     # --library-coverage: "" (off), "measure" (lines of the libraries' code reached, in the store and the report) or
     # "feedback" (also: a mutant reaching new lines becomes a parent candidate; docs/coverage.md)
     library_coverage: str = ""

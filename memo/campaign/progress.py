@@ -103,6 +103,7 @@ class LiveReporter(Reporter):
                            f"search {info.get('search')}, seed {info.get('seed')}")
         if info.get("plan"):
             self.console.print(plan_line(info["plan"], info.get("iterations")), markup=False)
+        self.console.print(newest_line(info.get("next_python") or ""), markup=False)
         self.live.start()
         self.started = True
 
@@ -168,6 +169,7 @@ class PlainReporter(Reporter):
                     f"{len(info.get('backends', []))} backends, search {info.get('search')}, seed {info.get('seed')}")
         if info.get("plan"):
             self._print(f"memo: {plan_line(info['plan'], info.get('iterations'))}")
+        self._print(f"memo: {newest_line(info.get('next_python') or '')}")
 
     def progress(self, snapshot: JsonObject) -> None:
         now = time.monotonic()
@@ -235,6 +237,13 @@ def time_line(snap: JsonObject) -> str:
         return f"fuzzed {_clock(snap['elapsed_s'])}; final phase: {in_flight}{_clock(final['left_s'])} left"
     remaining = snap.get("remaining_s")
     return f"{_clock(snap['elapsed_s'])} elapsed" + (f", {_clock(remaining)} left" if remaining is not None else "")
+
+
+def newest_line(python: str) -> str:
+    """Where bugs are rerun before they are called ready (memo.triage.newest), or that they are not."""
+    if not python:
+        return "newest code: none (bugs are not rechecked on development builds; scripts/setup.sh builds .venv-next)"
+    return f"newest code: reproducing bugs are rerun with {python} before they are ready to file"
 
 
 def plan_line(plan: JsonObject, iterations: int | None = None) -> str:

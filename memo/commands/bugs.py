@@ -14,8 +14,9 @@ from memo.errors import UsageError
 # The handlers below import the rest of memo when they run: the CLI imports every command module to
 # build its parser, and `memo --help` must not pay for the campaign, triage, Keras or rich.
 
-STATUS_CHOICES = ("new", "filed", "fixed", "wontfix", "duplicate")
+STATUS_CHOICES = ("new", "filed", "fixed", "wontfix", "duplicate", "fixed-upstream")
 RECHECK_DEFAULT_STATUSES = ("new", "filed", "fixed")  # fixed too: a regression shows there
+NEXT_DEFAULT_STATUSES = ("new", "filed", "fixed-upstream")  # --next: fixed-upstream too, a regression on main
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -69,6 +70,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     recheck.add_argument("--python", metavar="INTERPRETER",
                          help="run every script with this interpreter (another environment, e.g. an older or newer "
                               "release of a library); default: the one each library needs")
+    recheck.add_argument("--next", action="store_true",
+                         help="run them on the newest code instead (.venv-next: the development builds; "
+                              "docs/recheck.md): a new bug no longer shown there becomes fixed-upstream")
+    recheck.add_argument("--next-python", metavar="PATH", help="with --next: the newest-code environment's "
+                         "interpreter (default: $MEMO_NEXT_PYTHON, else .venv-next/bin/python)")
     recheck.set_defaults(func=run_recheck)
 
     issue = sub.add_parser("issue", parents=[action_options], help="the issue text, ready to file, of one bug")
@@ -202,10 +208,14 @@ def run_recheck(args: argparse.Namespace) -> int:
         raise UsageError("--jobs must be at least 1")
     if args.python and not Path(args.python).exists():
         raise UsageError(f"--python {args.python}: no such interpreter")
+    upstream = bool(args.next or args.next_python)
+    python = _next_interpreter(args) if upstream else args.python
     recheck_all = _checker()
     outcomes = []
     with _open(args) as db, tempfile.TemporaryDirectory(prefix="memo-recheck-") as scratch:
-        bugs = _filtered(db, args, RECHECK_DEFAULT_STATUSES)
+        bugs = _filtered(db, args, NEXT_DEFAULT_STATUSES if upstream else RECHECK_DEFAULT_STATUSES)
+        if upstream:  # a library in its own environment (MXNet, retired) has no development build to run on
+            bugs = [bug for bug in bugs if not _own_environment(bug.library)]
         # the database is read and written here only: the scripts run on threads, each in its own folder
         folders = {export_bug_files(db, bug.id, Path(scratch) / bug.id): bug
                    for bug in bugs if "repro.py" in db.files(bug.id)}
@@ -225,10 +235,10 @@ def run_recheck(args: argparse.Namespace) -> int:
             with_script = {bug.id for bug in folders.values()}
             for bug in bugs:
                 if bug.id not in with_script:
-                    done(record_outcome(db, bug, None))
-            for folder, result in recheck_all(list(folders), python=args.python, timeout_s=args.timeout,
+                    done(record_outcome(db, bug, None, upstream=upstream))
+            for folder, result in recheck_all(list(folders), python=python, timeout_s=args.timeout,
                                               jobs=args.jobs):
-                done(record_outcome(db, folders[folder], result))
+                done(record_outcome(db, folders[folder], result, upstream=upstream))
     outcomes.sort(key=lambda outcome: outcome.id)
     if args.json:
         print(json.dumps([outcome.to_json() for outcome in outcomes], indent=1, sort_keys=True))
@@ -237,6 +247,23 @@ def run_recheck(args: argparse.Namespace) -> int:
         print(f"{len(outcomes)} rechecked: {counts['reproduces']} reproduce, {counts['fixed']} fixed, "
               f"{counts['error']} could not run")
     return 0
+
+
+def _next_interpreter(args: argparse.Namespace) -> str:
+    """``recheck --next``'s interpreter (:func:`memo.newest.next_python`); one line when there is none."""
+    from memo.newest import next_python
+
+    python = next_python(args.next_python)
+    if python is None:
+        raise UsageError("no newest-code environment: scripts/setup.sh builds .venv-next, or give --next-python PATH")
+    return python
+
+
+def _own_environment(library: str) -> bool:
+    from memo.backends import find_spec
+
+    spec = find_spec(library)
+    return spec is not None and bool(spec.python)
 
 
 def run_issue(args: argparse.Namespace) -> int:

@@ -82,6 +82,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--unsafe", action="store_true", help="allow seed files whose layers carry code (Lambda)")
     p.add_argument("--bugs-db", metavar="PATH", help="the bug database shared across campaigns (default: "
                    "$MEMO_BUGS_DB, else ~/.local/share/memo/bugs.sqlite; none: do not use one)")
+    p.add_argument("--next-python", metavar="PATH",
+                   help="the interpreter of the newest-code environment every reproducing bug is rerun in before it "
+                        "is called ready to file (default: $MEMO_NEXT_PYTHON, else .venv-next, which the set-up "
+                        "builds with the libraries' development builds; none: no such check; docs/recheck.md)")
     p.add_argument("--resume", metavar="CAMPAIGN", help="continue a stopped campaign (name or directory)")
     p.add_argument("--cluster", metavar="ADDRESS",
                    help="execute on a Ray cluster: auto (the one `ray start` made), HOST:PORT, ray://HOST:PORT, or "
@@ -167,6 +171,13 @@ def _bugs_db(args: argparse.Namespace) -> str | None:
     return str(path.resolve()) if path is not None else None
 
 
+def _next_python(args: argparse.Namespace) -> str:
+    """The newest-code interpreter the campaign's triage reruns bugs with ("" for none): :mod:`memo.newest`."""
+    from memo.newest import next_python
+
+    return next_python(args.next_python) or ""
+
+
 def _check_bugs_db(path: str | None) -> None:
     """Stop before the campaign starts when its bug database is in another memo's format (one line); an older one
     that a migration brings up to date is migrated now."""
@@ -221,11 +232,13 @@ def run(args: argparse.Namespace) -> int:
             # a new budget on resume counts from the campaign's start, like the original one
             config.budget = Budget(seconds=seconds, iterations=args.iterations)
             config.triage_budget_s = final_s
-        if max_disk is not None or args.bugs_db:
+        if max_disk is not None or args.bugs_db or args.next_python:
             if max_disk is not None:
                 config.max_disk_bytes = max_disk
             if args.bugs_db:
                 config.bugs_db = _bugs_db(args)
+            if args.next_python:
+                config.next_python = _next_python(args)
             with CampaignStore(directory) as store:
                 store.set_meta("config", config.to_json())
     else:
@@ -241,7 +254,8 @@ def run(args: argparse.Namespace) -> int:
             max_parent_cost=int(args.max_parent_cost),
             max_parent_recurrent=args.max_parent_recurrent, directed_share=args.directed,
             triage_budget_s=final_s, reference=args.reference,
-            gpu_precision=args.gpu_precision, bugs_db=_bugs_db(args), library_coverage=args.library_coverage,
+            gpu_precision=args.gpu_precision, bugs_db=_bugs_db(args), next_python=_next_python(args),
+            library_coverage=args.library_coverage,
             library_every=args.library_coverage_every,
             max_disk_bytes=DEFAULT_MAX_DISK if max_disk is None else max_disk)
         directory = Path(args.out) if args.out else campaign_dir(name)

@@ -22,6 +22,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--budget", type=float, default=120.0, help="seconds for --triage (default 120)")
     p.add_argument("--bugs-db", metavar="PATH", help="the bug database that says which bugs are known (default: "
                    "$MEMO_BUGS_DB, else the one the campaign was started with); triage records into it")
+    p.add_argument("--next-python", metavar="PATH",
+                   help="with --triage: rerun reproducing bugs with this newest-code interpreter before calling them "
+                        "ready (default: the campaign's; none: no such check; docs/recheck.md)")
     p.add_argument("--issue-scripts", action="store_true",
                    help="write and check each bug's minimal script for its issue text (runs each blamed library "
                         "once per bug not checked yet, a few seconds each)")
@@ -42,11 +45,13 @@ def run(args: argparse.Namespace) -> int:
     bugs_db = OFF_PATH if switched_off(args.bugs_db) else resolve(args.bugs_db, use_default=False)
     with CampaignStore(directory) as store:
         # without --triage: only the deduplication (no library runs), so the bug list is current
-        summary = triage_campaign(store, time_budget_s=args.budget if args.triage else 0.0, bugs_db=bugs_db)
+        summary = triage_campaign(store, time_budget_s=args.budget if args.triage else 0.0, bugs_db=bugs_db,
+                                  next_python=_next_python(args.next_python))
     if args.triage:
         print(f"triage: {summary.bugs} bugs, {summary.reduced} reduced, {summary.merged} merged, "
               f"{summary.scripts} scripts, {summary.reproduced} reproduced, {summary.known} known (copied from the bug "
-              f"database), {summary.seconds:.0f} s")
+              f"database), {summary.newest} rerun on the newest code ({summary.fixed_upstream} fixed upstream), "
+              f"{summary.seconds:.0f} s")
         for error in summary.errors:
             print(f"triage: {error.splitlines()[0]}")
     if args.issue_scripts:
@@ -57,3 +62,12 @@ def run(args: argparse.Namespace) -> int:
     path = write_report(directory, args.output, args.fmt, bugs_db=bugs_db)
     print(path)
     return 0
+
+
+def _next_python(given: str | None) -> str | None:
+    """``--next-python``: a checked interpreter, ``none`` passed on (no check), or None (the campaign's own)."""
+    from memo.newest import OFF, next_python
+
+    if given is None or given.strip().lower() == OFF:
+        return given
+    return next_python(given)

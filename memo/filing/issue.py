@@ -3,6 +3,7 @@ symptom, the versions, the minimal script (checked to reproduce) or memo's full 
 against actual (with the float64 truth for a numeric bug), and the words searched for duplicates."""
 from __future__ import annotations
 
+import json
 import platform
 import sys
 from pathlib import Path
@@ -12,6 +13,8 @@ from memo import __version__
 from memo.backends import find_spec, producer_of
 from memo.backends.spec import UNKNOWN_UPSTREAM
 from memo.backends.versions import distribution_versions
+from memo.bug_files import NEWEST_FILE
+from memo.newest import CANNOT_RUN, STILL_REPRODUCES
 from memo.filing.check import MinimalScript, cached_minimal, minimal_script
 from memo.filing.observed import ERROR_LINES, actual, error_excerpt, error_text, quoted, stated_message
 from memo.filing.folder import ONNX_FILE, REPRO_FILE, BugFolder
@@ -101,8 +104,26 @@ def environment(folder: BugFolder, checked: MinimalScript) -> list[str]:
         versions = distribution_versions(producer_spec.distributions)
         lines.append(f"- the model was converted by {producer}: "
                      + ", ".join(f"{name} {version}" for name, version in versions.items()))
+    lines += newest_lines(folder)
     lines.append(f"- Python {platform.python_version()}, {platform.platform()}")
     return lines
+
+
+def newest_lines(folder: BugFolder) -> list[str]:
+    """What the rerun on the newest code said (memo.triage.newest, the folder's newest.json), as an environment
+    line: a maintainer's first question after "is it real?" is "does it still happen on main?"."""
+    path = folder.file(NEWEST_FILE)
+    try:
+        newest = json.loads(path.read_text()) if path else {}
+    except (OSError, ValueError):
+        return []
+    build = newest.get("build") or "the newest code"
+    if newest.get("result") == STILL_REPRODUCES:
+        return [f"- still reproduces on the development build: {build}"]
+    if newest.get("result") == CANNOT_RUN:
+        return [f"- not checked on the development build ({build}): the script could not run there "
+                f"({newest.get('detail', '')})"]
+    return []
 
 
 def _reproduce(folder: BugFolder, checked: MinimalScript) -> list[str]:

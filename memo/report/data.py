@@ -36,6 +36,10 @@ from memo.triage import dedup, pending_bugs, pending_localizations, seconds_for
 from memo.triage.bugdir import BUGS_DIR, NOT_AGAIN, REPRO_FILE, bug_layers, read_bug_file
 from memo.triage.reassess import REDUCED_VERDICT, TRUTH_KEY
 from memo.triage.signature import FailureDetails, computing_library, failure_details
+from memo.triage.newest import recorded_next_python
+from memo.bugdb import FIXED_UPSTREAM
+from memo.newest import CANNOT_RUN, NOT_APPLICABLE, STILL_REPRODUCES
+from memo.newest import FIXED_UPSTREAM as FIXED_UPSTREAM_RESULT
 
 COVERAGE_SERIES = (("types", "Layer types"), ("pairs", "Layer pairs"), ("params", "Layer parameter values"))
 CONFIG_PREVIEW_KEYS = 4
@@ -58,8 +62,14 @@ def collect(store: CampaignStore, bugs_db: Path | None = None) -> JsonObject:
         if bug.merged_into:
             merged.setdefault(bug.merged_into, []).append(bug)
     primary = [bug for bug in rows if not bug.merged_into and not bug.unlocalized]
-    entries = [bug_entry(store, bug, versions, merged.get(bug.id, [])) for bug in primary]
+    newest = newest_environment(store)
+    entries = [bug_entry(store, bug, versions, merged.get(bug.id, []), newest_env=bool(newest))
+               for bug in primary]
     database = mark_known(store, entries, rows, bugs_db)
+    for entry in entries:  # a bug the database knows fixed upstream: its section needs what mark_known read
+        if (entry.get("known_bug") or {}).get("status") == FIXED_UPSTREAM and not entry.get("newest"):
+            entry["section"] = section_of(entry)
+            entry["status"] = status_text(entry)
     bugs = sorted((entry for entry in entries if not unconfirmed(entry)), key=_filing_order)
     return {"memo_version": __version__, "generated": time.time(), "summary": summary(store),
             "coverage": coverage(store), "bugs": bugs, "unsupported": dedup.unsupported_groups(store),
@@ -73,7 +83,24 @@ def collect(store: CampaignStore, bugs_db: Path | None = None) -> JsonObject:
                               for error in store.triage.errors()],
             "verdict_counts": store.verdict_counts(), "engines": engine_activity(store),
             "generation": generation(store), "triage_left": triage_left(store),
-            "known": known_figures(database, bugs), **library_sections(store)}
+            "known": known_figures(database, bugs), "newest": newest_figures(newest, bugs),
+            **library_sections(store)}
+
+
+def newest_environment(store: CampaignStore) -> str | None:
+    """The newest-code interpreter the campaign's triage reruns bugs with (None: none; :mod:`memo.triage.newest`)."""
+    return recorded_next_python(store.get_meta("config", {}) or {})
+
+
+def newest_figures(python: str | None, bugs: list[BugEntry]) -> JsonObject:
+    """The report's line on the newest code: the interpreter, the builds it ran, how many bugs were rerun there
+    and with what result."""
+    checked = [entry["newest"] for entry in bugs if entry.get("newest")]
+    builds = sorted({str(check.get("build")) for check in checked if check.get("build")})
+    return {"python": python, "builds": builds, "checked": len(checked),
+            "results": {result: sum(1 for check in checked if check.get("result") == result)
+                        for result in (STILL_REPRODUCES, FIXED_UPSTREAM_RESULT, CANNOT_RUN, NOT_APPLICABLE)},
+            "pending": sum(1 for entry in bugs if entry.get("newest_pending"))}
 
 
 def library_sections(store: CampaignStore) -> JsonObject:
@@ -314,8 +341,9 @@ def _model_table(ir: ModelIR | None, shapes: JsonObject, highlight: str | None) 
 
 
 def bug_entry(store: CampaignStore, bug: BugRow, versions: JsonObject,
-              merged: list[BugRow] | None = None) -> BugEntry:
-    """One bug with everything its report section needs; ``merged``: the entries folded into it."""
+              merged: list[BugRow] | None = None, newest_env: bool = False) -> BugEntry:
+    """One bug with everything its report section needs; ``merged``: the entries folded into it; ``newest_env``:
+    the campaign has a newest-code environment, so a reproducing bug is ready only once rerun there."""
     finding = store.finding(bug.first_verdict)
     details = failure_details(finding.verdict, finding.result) if finding else FailureDetails()
     folder = Path(bug.bug_dir) if bug.bug_dir else None
@@ -345,6 +373,7 @@ def bug_entry(store: CampaignStore, bug: BugRow, versions: JsonObject,
         "merged": [MergedBug(id=other.id, occurrences=other.occurrences, signature=other.parts)
                    for other in merged or []],
         "variants": dedup.variants([bug, *(merged or [])]),
+        "newest": bug.newest, "newest_pending": newest_env and bug.reproduces is True and not bug.newest,
     }
     entry["occurrences"] += sum(other.occurrences for other in merged or [])
     entry["reported_by"] = None

@@ -82,6 +82,8 @@ class BugEntry(TypedDict):
     repro_command: str
     merged: list[MergedBug]
     variants: list[Variant]
+    newest: JsonObject  # the script rerun on the newest code (memo.triage.newest): result, detail, build; {} if not
+    newest_pending: bool  # the campaign has a newest-code environment and this reproducing bug awaits its rerun
     reported_by: NotRequired[str | None]  # the backend that reported it, when filed against another library
     upstream: NotRequired[JsonObject]
     documented: NotRequired[Documented | None]

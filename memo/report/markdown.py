@@ -131,6 +131,13 @@ def report_markdown(data: JsonObject) -> str:
                  if t.get("minimal_checked") else ".") + _triage_left(data.get("triage_left")), "",
               "| id | kind | library | stage | layers | first seen | occurrences | reproduces | status | new or known |",
               "|---|---|---|---|---|---|---|---|---|---|"]
+    newest = data.get("newest") or {}
+    if newest.get("python"):
+        results = newest["results"]
+        lines[-2:-2] = [f"Newest code: {newest['checked']} reproducing bugs rerun on "
+                        f"{'; '.join(newest['builds']) or 'the newest-code environment'}: {results['reproduces']} "
+                        f"still reproduce, {results['fixed']} fixed upstream, {results['error']} could not run there"
+                        + (f", {newest['pending']} not rerun yet" if newest.get("pending") else "") + ".", ""]
     known = data.get("known") or {}
     if known.get("database"):
         lines[-2:-2] = [f"{known['new']} new, {known['seen_again']} known bugs seen again (bug database "

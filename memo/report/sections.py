@@ -12,7 +12,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
 from memo.json_types import JsonObject
+from memo.bugdb import FIXED_UPSTREAM as FIXED_UPSTREAM_STATUS
 from memo.kinds import NUMERIC_KINDS
+from memo.newest import FIXED_UPSTREAM
 from memo.truth import CONTRADICTED, ILL_CONDITIONED, NOISE, UNAVAILABLE, UNDECIDED
 
 if TYPE_CHECKING:
@@ -34,7 +36,10 @@ SECTIONS: tuple[Section, ...] = (
     Section("ready", READY, "reduced, reproducing, and (numeric findings) confirmed by the float64 truth"),
     Section("ready-retired", "ready to file (retired library)",
             "real, but the library is retired upstream (no more releases): a fix is unlikely"),
-    Section("not-ready", "not ready yet", "not reduced, not reproducing standalone, or not triaged yet"),
+    Section("not-ready", "not ready yet", "not reduced, not reproducing standalone, not rechecked on the newest code, "
+                                          "or not triaged yet"),
+    Section("fixed-upstream", "fixed upstream", "reproduces on the release memo tests, but no longer on the newest "
+                                                "code (the development build named): already fixed, nothing to file"),
     Section("truth-blames-other", "float64 blames another library",
             "the float64 truth sides with the library accused: the one the verdict trusted is wrong"),
     Section("documented", "documented differences",
@@ -70,6 +75,23 @@ def _reproduces(entry: BugEntry) -> bool:
     return checked is True or (checked is None and (entry.get("minimal") or {}).get("reproduces") is True)
 
 
+def _newest(entry: BugEntry) -> JsonObject:
+    return entry.get("newest") or {}
+
+
+def _fixed_upstream(entry: BugEntry) -> bool:
+    """The newest code no longer shows it: this campaign's rerun there said so, or (not rerun yet) the bug database
+    records it fixed upstream from an earlier campaign's."""
+    if _newest(entry):
+        return _newest(entry).get("result") == FIXED_UPSTREAM
+    return (entry.get("known_bug") or {}).get("status") == FIXED_UPSTREAM_STATUS
+
+
+def _awaiting_newest(entry: BugEntry) -> bool:
+    """The campaign has a newest-code environment, and this reproducing bug was not rerun there yet."""
+    return bool(entry.get("newest_pending")) and not _newest(entry)
+
+
 def _unfinished(entry: BugEntry) -> bool:
     return (entry.get("reduction") or {}).get("status") == TIMED_OUT
 
@@ -82,8 +104,9 @@ RULES: tuple[tuple[str, Callable[[BugEntry], bool]], ...] = (
     ("undecided", lambda e: _truth_decision(e) in (UNDECIDED, UNAVAILABLE)),
     ("truth-blames-other", lambda e: _truth_decision(e) == CONTRADICTED),
     ("not-reproducing", lambda e: e.get("reproduces") is False),
+    ("fixed-upstream", _fixed_upstream),
     ("not-ready", lambda e: not (_reproduces(e) and _reduced(e))
-     or (e.get("kind") in NUMERIC_KINDS and _truth_decision(e) is None)),
+     or (e.get("kind") in NUMERIC_KINDS and _truth_decision(e) is None) or _awaiting_newest(e)),
     ("ready-retired", lambda e: (e.get("upstream") or {}).get("status") == "retired"),
     ("ready", lambda e: True),
 )
@@ -100,7 +123,12 @@ def status_text(entry: BugEntry) -> str:
     if section == "truth-blames-other":
         blamed = (entry.get("truth") or {}).get("blamed")
         return f"float64 blames {blamed}" if blamed else TITLES[section]
+    if section == "fixed-upstream":
+        build = _newest(entry).get("build") or (entry.get("known_bug") or {}).get("detail") or "the newest code"
+        return f"fixed upstream: no longer reproduces on {build}"
     if section == "not-ready":
+        if _reproduces(entry) and _reduced(entry) and _awaiting_newest(entry):
+            return "not rechecked on the newest code yet"
         if _reproduces(entry) and _reduced(entry):
             return "float64 truth not computed yet"
         if _reproduces(entry) and _unfinished(entry):

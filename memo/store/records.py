@@ -148,6 +148,8 @@ class BugRow:
     checked: float | None = None
     final_key: str | None = None
     merged_into: str | None = None
+    # the repro script rerun on the newest code (memo.triage.newest): result, detail, build, versions, checked
+    newest: JsonObject = field(default_factory=dict)
 
     @property
     def attempted(self) -> bool:
@@ -165,6 +167,7 @@ class BugRow:
         data["parts"] = json.loads(data["parts"])
         data["reduction"] = json.loads(data["reduction"]) if data.get("reduction") else {}
         data["reproduces"] = None if data.get("reproduces") is None else bool(data["reproduces"])
+        data["newest"] = json.loads(data["newest"]) if data.get("newest") else {}
         return cls(**data)
 
 

@@ -59,7 +59,7 @@ CREATE TABLE IF NOT EXISTS bugs (
     first_verdict INTEGER NOT NULL, first_mutant INTEGER NOT NULL, first_seen REAL NOT NULL, last_seen REAL NOT NULL,
     occurrences INTEGER NOT NULL, layer TEXT, layer_class TEXT, bug_dir TEXT, original_layers INTEGER,
     reduced_layers INTEGER, reduction TEXT, repro TEXT, reproduces INTEGER, checked REAL, final_key TEXT,
-    merged_into TEXT);
+    merged_into TEXT, newest TEXT);
 CREATE TABLE IF NOT EXISTS bug_occurrences (
     verdict_id INTEGER PRIMARY KEY, bug_id TEXT NOT NULL, mutant_id INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS occurrences_by_bug ON bug_occurrences(bug_id);
@@ -70,7 +70,7 @@ CREATE TABLE IF NOT EXISTS triage_errors (
 """
 
 # columns added after the first release of their table (older campaigns get them when opened)
-_ADDED_COLUMNS = (("bugs", "final_key", "TEXT"), ("bugs", "merged_into", "TEXT"))
+_ADDED_COLUMNS = (("bugs", "final_key", "TEXT"), ("bugs", "merged_into", "TEXT"), ("bugs", "newest", "TEXT"))
 
 
 def connect(path: Path) -> sqlite3.Connection:

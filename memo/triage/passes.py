@@ -27,11 +27,13 @@ from memo.triage.materialize import materialize
 from memo.triage.probe import read_inputs
 from memo.triage.reassess import pending_truths, reassess, reassess_folder, root_cause_parts
 from memo.triage.bug_reduction import mentioned_layers, reduce_bug
+from memo.triage.newest import check_and_store, pending_newest
 from memo.triage.rerun import rerun_script
 from memo.triage.session import Session, TriageSummary
 from memo.triage.signature import NUMERIC_KINDS, failure_details, reduced_key
 from memo.backends.executor import Executor
 from memo.json_types import JsonObject
+from memo.newest import FIXED_UPSTREAM
 
 PER_BUG_S = 45.0
 HANG_TIMEOUTS = 5  # a hang's reduction may spend this many timeouts (each hanging candidate costs one)
@@ -205,12 +207,35 @@ def _triage_bug(session: Session, bug: BugRow) -> None:
     if outcome is not None and outcome.status not in RETRY_STATUSES:
         merged = store.triage.merge_bug(bug.id, reduced_key(root_cause_parts(bug.parts, folder), ir))
         session.summary.merged += merged is not None
+    store.triage.update_bug(bug.id, newest={})  # a new folder: an earlier check on the newest code is void
     if has_script and session.remaining() > SCRIPT_CHECK_S:
-        check = rerun_script(folder, data, timeout_s=session.timeout_s + 60)
-        store.triage.update_bug(bug.id, reproduces=check.reproduces, checked=time.time())
-        session.summary.reproduced += bool(check.reproduces)
+        _check_script(session, bug.id, folder, data)
     if reduction.get("status") not in RETRY_STATUSES:
         _release_artifacts(session, bug)
+
+
+def _check_script(session: Session, bug_id: str, folder: Path, data: JsonObject) -> None:
+    """Run the bug's repro.py in a fresh process; one that reproduces is rerun on the newest code right away."""
+    check = rerun_script(folder, data, timeout_s=session.timeout_s + 60)
+    session.store.triage.update_bug(bug_id, reproduces=check.reproduces, checked=time.time())
+    session.summary.reproduced += bool(check.reproduces)
+    if check.reproduces and session.next_python and session.remaining() > SCRIPT_CHECK_S:
+        bug = session.store.triage.load_bug(bug_id)
+        if bug is not None:
+            _check_newest(session, bug)
+
+
+def _check_newest(session: Session, bug: BugRow) -> None:
+    """The bug's script on the newest code (:mod:`memo.triage.newest`); a failure of the check itself is triage's."""
+    try:
+        outcome = check_and_store(session.store, bug, str(session.next_python), timeout_s=session.timeout_s + 60)
+    except Exception as exc:  # noqa: BLE001  (the bug stays as it is; the report lists why)
+        if is_disk_full(exc):
+            raise
+        session.error(bug.id, "newest-code check", exc)
+        return
+    session.summary.newest += 1
+    session.summary.fixed_upstream += outcome.get("result") == FIXED_UPSTREAM
 
 
 # ---------------------------------------------------------------------------- the pass
@@ -290,7 +315,7 @@ def _remember(session: Session, db: BugDatabase) -> None:
 
 
 def triage_campaign(store: CampaignStore, *, executor: Executor | None = None, time_budget_s: float = 120.0,
-                    bugs_db: Path | None = None) -> TriageSummary:
+                    bugs_db: Path | None = None, next_python: str | None = None) -> TriageSummary:
     """Dedup, then localize and reduce (bounded by ``time_budget_s``), write folders and scripts. Idempotent.
 
     ``executor``: a :class:`memo.backends.executor.DifferentialExecutor` to reuse; without one, triage
@@ -298,8 +323,10 @@ def triage_campaign(store: CampaignStore, *, executor: Executor | None = None, t
     Every failure of triage itself is recorded in the store (the report lists them) and in the summary.
     ``bugs_db``: the bug database (default: the one the campaign was started with, if any); a bug it knows,
     reduced, is adopted instead of reduced, and every finished bug is recorded in it at the end of the pass.
+    ``next_python``: the newest-code interpreter a reproducing bug is rerun with before it is ready to file
+    (default: the campaign's; ``none``: no such check), :mod:`memo.triage.newest`.
     """
-    session = Session(store, executor, time_budget_s)
+    session = Session(store, executor, time_budget_s, next_python)
     known_db = _open_bug_database(session, bugs_db)
     try:
         update = dedup.update_bugs(store)
@@ -311,7 +338,7 @@ def triage_campaign(store: CampaignStore, *, executor: Executor | None = None, t
         # a pass without a budget (``memo report``) writes folders from the kept artifacts; a pass whose
         # budget ran out leaves the remaining bugs to the next one instead of marking them "not reduced"
         quick = time_budget_s <= 0
-        turn, tried, tried_truth = 0, set(), set()
+        turn, tried, tried_truth, tried_newest = 0, set(), set(), set()
         while quick or session.remaining() > MIN_STEP_S:
             bugs = [bug for bug in pending_bugs(store) if bug.id not in tried and (quick or _fits(session, bug))]
             if bugs and (turn % 2 == 0 or not localizations or session.remaining() <= 0):
@@ -357,9 +384,12 @@ def triage_campaign(store: CampaignStore, *, executor: Executor | None = None, t
                 bug = unchecked[0]
                 tried.add(bug.id)  # a script whose check ran out of time in an earlier pass
                 folder = Path(str(bug.bug_dir))
-                check = rerun_script(folder, read_bug_file(folder), timeout_s=session.timeout_s + 60)
-                store.triage.update_bug(bug.id, reproduces=check.reproduces, checked=time.time())
-                session.summary.reproduced += bool(check.reproduces)
+                _check_script(session, bug.id, folder, read_bug_file(folder))
+            elif session.next_python and session.remaining() > SCRIPT_CHECK_S and (
+                    on_release := [b for b in pending_newest(store) if b.id not in tried_newest]):
+                bug = on_release[0]
+                tried_newest.add(bug.id)  # reproducing, never rerun on the newest code (adopted, or out of time)
+                _check_newest(session, bug)
             else:
                 break
             turn += 1

@@ -17,6 +17,7 @@ from pathlib import Path
 from memo.bugdb.location import is_off
 from memo.bugdb import BugDatabase, CampaignRef, KnownBug, Sighting, export_bug_files, folder_files
 from memo.json_types import JsonObject
+from memo.newest import FIXED_UPSTREAM
 from memo.model.ir import ModelIR
 from memo.store import BugRow, CampaignStore
 from memo.triage.bugdir import (BUG_FILE, IR_FILE, MODEL_FILE, NOT_AGAIN, REPRO_FILE, RETRY_STATUSES, bug_folder,
@@ -106,7 +107,7 @@ def record_campaign(db: BugDatabase, store: CampaignStore) -> int:
             key: bug.parts[key] for key in ("exception", "message") if bug.parts.get(key)}
         others = merged.get(bug.id, [])
         library_versions = versions.get(bug.library) if isinstance(versions, dict) else None
-        db.record(Sighting(
+        known_id = db.record(Sighting(
             campaign=campaign, campaign_bug=bug.id, keys=bug_keys(bug, others), kind=bug.kind, library=bug.library,
             stage=bug.stage or "", headline=headline(bug, data),
             occurrences=bug.occurrences + sum(other.occurrences for other in others),
@@ -114,6 +115,8 @@ def record_campaign(db: BugDatabase, store: CampaignStore) -> int:
             first_seen=bug.first_seen, last_seen=max([bug.last_seen] + [o.last_seen for o in others]),
             reduced=folder is not None and _status(bug) == "done",
             files=(lambda folder=folder: folder_files(folder)) if folder is not None else None))
+        if folder is not None and (bug.newest or {}).get("result") == FIXED_UPSTREAM:
+            db.mark_fixed_upstream(known_id, str(bug.newest.get("build") or ""))
         recorded += 1
     return recorded
 
@@ -141,7 +144,7 @@ def adopt_known(db: BugDatabase, store: CampaignStore, bug: BugRow) -> KnownBug 
     write_bug_file(folder, data)
     store.triage.update_bug(bug.id, bug_dir=str(folder), original_layers=original, reduced_layers=len(ir.body),
                             reduction=reduction, layer=data.get("layer"), repro=str(folder / REPRO_FILE),
-                            reproduces=None, checked=None)
+                            reproduces=None, checked=None, newest={})
     store.triage.merge_bug(bug.id, reduced_key(root_cause_parts(bug.parts, folder), ir))
     return known
 

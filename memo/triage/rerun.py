@@ -1,20 +1,19 @@
-"""Running a bug's ``repro.py`` in a fresh process, with the interpreter its library needs."""
+"""Running a bug's ``repro.py`` in a fresh process, with the interpreter its library needs, and reading whether it
+reproduced (:func:`memo.script_exit.interpret`). The process is run by the bug database's runner
+(:func:`memo.bugdb.recheck.run_script`: its own session, killed with its children at the limit), with the same
+limit for a hang's script (its own ``TIMEOUT_S``, the alarm's slack and a margin for imports)."""
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from memo.bug_files import REPRO_FILE
+from memo.bugdb.recheck import read_facts, run_script, wall_limit_s
 from memo.defaults import HANG_CONFIRM_FACTOR
 from memo.json_types import JsonObject
 # How a script's end reads lives below triage (the bug database rechecks scripts too); triage names it from here.
 from memo.script_exit import ALARM_SLACK_S, HANG_RERUN_MARGIN_S, expected_death, interpret  # noqa: F401
-
-OUTPUT_TAIL = 4000
 
 
 def hang_limit_s(timeout_s: float) -> float:
@@ -37,27 +36,13 @@ class RerunResult:
         return "reproduces" if self.reproduces else "does not reproduce"
 
 
-def _text(data: bytes | str | None) -> str:
-    return data.decode(errors="replace") if isinstance(data, bytes) else (data or "")
-
-
 def rerun_script(folder: Path, bug: JsonObject, *, timeout_s: float = 300.0) -> RerunResult:
     """Run ``folder/repro.py`` (``bug``: the folder's bug.json data) and interpret its exit status."""
-    python = bug.get("python") or sys.executable
-    if bug.get("kind") == "hang":  # let the script reach its own verdict (see ALARM_SLACK_S)
-        timeout_s = max(timeout_s, hang_limit_s(float(bug.get("timeout_s") or 60.0)) + HANG_RERUN_MARGIN_S)
-    env = {k: v for k, v in os.environ.items() if k != "KERAS_BACKEND"}  # the script sets its own
-    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    python = str(bug.get("python") or sys.executable)
     started = time.monotonic()
-    timed_out = False
-    try:
-        completed = subprocess.run([python, REPRO_FILE], cwd=folder, env=env, capture_output=True, text=True,
-                                   timeout=timeout_s, check=False)
-        returncode, output = completed.returncode, completed.stdout + completed.stderr
-    except subprocess.TimeoutExpired as exc:
-        returncode, timed_out = None, True
-        output = f"{_text(exc.stdout)}{_text(exc.stderr)}\n(timed out after {timeout_s:g} s)"
-    except OSError as exc:
-        returncode, output = None, f"cannot start {python}: {exc}"
-    return RerunResult(interpret(returncode, bug, timed_out=timed_out), returncode, output[-OUTPUT_TAIL:], time.monotonic() - started,
+    limit_s = wall_limit_s(read_facts(folder), timeout_s)
+    returncode, output, timed_out = run_script(folder, python, limit_s)
+    if timed_out:
+        output = f"{output}\n(timed out after {limit_s:g} s)"
+    return RerunResult(interpret(returncode, bug, timed_out=timed_out), returncode, output, time.monotonic() - started,
                        python)

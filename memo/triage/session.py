@@ -17,6 +17,7 @@ from memo.json_types import JsonObject
 from memo.store import CampaignStore
 from memo.triage.finding import Finding
 from memo.triage.probe import Roles, roles
+from memo.triage.newest import is_off, recorded_next_python
 from memo.triage.truth import TruthRunner
 
 WORK_DIR = "triage-work"
@@ -33,6 +34,8 @@ class TriageSummary:
     scripts: int = 0
     reproduced: int = 0
     known: int = 0  # bugs the bug database knew: reduced model copied, not reduced again
+    newest: int = 0  # reproducing bugs rerun on the newest code (memo.triage.newest)
+    fixed_upstream: int = 0  # of those, how many the newest code no longer shows
     seconds: float = 0.0
     errors: list[str] = field(default_factory=list)
 
@@ -42,7 +45,8 @@ class TriageSummary:
 
     def add(self, other: "TriageSummary") -> None:
         """Count another pass's work in this total (``bugs``: the latest count)."""
-        for name in ("new", "localized", "reduced", "merged", "scripts", "reproduced", "known"):
+        for name in ("new", "localized", "reduced", "merged", "scripts", "reproduced", "known", "newest",
+                     "fixed_upstream"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.bugs = other.bugs or self.bugs
         self.seconds += other.seconds
@@ -55,7 +59,8 @@ class TriageSummary:
 class Session:
     """One triage pass: the store, an executor created on first need, the clock."""
 
-    def __init__(self, store: CampaignStore, executor: Executor | None, time_budget_s: float) -> None:
+    def __init__(self, store: CampaignStore, executor: Executor | None, time_budget_s: float,
+                 next_python: str | None = None) -> None:
         self.store = store
         self.executor = executor
         self.own_executor = False
@@ -68,6 +73,8 @@ class Session:
         self.reference: str | None = config.get("reference")
         self.gpu_precision = str(config.get("gpu_precision") or STRICT)
         self.plugins: list[str] = list(config.get("plugins") or [])
+        # the newest-code interpreter: the caller's (``memo report --next-python``), else the campaign's
+        self.next_python: str | None = None if is_off(next_python) else next_python or recorded_next_python(config)
         self.work = store.directory.resolve() / WORK_DIR  # absolute: workers do not share our cwd
         self.summary = TriageSummary()
         self.executor_failed = False

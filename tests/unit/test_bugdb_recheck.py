@@ -1,7 +1,8 @@
 """Rechecking a bug folder: memo's real scripts (rendered for a small plugin backend whose ``run`` is the bug)
 run in a fresh process and are classified reproduces / fixed / error; "fixed" only when the script ran to its end
 and said so. A recorded ONNX Runtime bug (tests/corpus/bugs/) reproduces on memo's ONNX Runtime and is fixed in a
-later release installed in another environment (scripts/make_recheck_env.sh)."""
+later release: found on ONNX Runtime 1.31.1, fixed in 1.32.0 (memo's own since the newest releases became its
+default); the 1.31 half runs where scripts/make_recheck_env.sh made that older release's environment."""
 from __future__ import annotations
 
 import json
@@ -19,8 +20,8 @@ from memo.bug_files import NOT_AGAIN
 from memo.triage.repro import render_script
 
 CORPUS_BUG = Path(__file__).resolve().parents[1] / "corpus" / "bugs" / "crash-onnxruntime-53e3373378"
-# The environment with ONNX Runtime 1.32.0, where that bug is fixed (scripts/make_recheck_env.sh creates it).
-OTHER_ENV_PYTHON = Path(os.environ.get("MEMO_RECHECK_OTHER_PYTHON", "/tmp/venv-ort132/bin/python"))
+# The environment with ONNX Runtime 1.31.1, where that bug was found (scripts/make_recheck_env.sh creates it).
+OTHER_ENV_PYTHON = Path(os.environ.get("MEMO_RECHECK_OTHER_PYTHON", "/tmp/venv-ort131/bin/python"))
 LIMIT_S = 1.0  # a hang's per-model limit: its script waits twice as long
 
 
@@ -191,21 +192,22 @@ def _corpus_copy(tmp_path: Path) -> Path:
     return Path(shutil.copytree(CORPUS_BUG, tmp_path / CORPUS_BUG.name))
 
 
-def test_a_recorded_onnxruntime_bug_reproduces_on_memos_onnxruntime(tmp_path: Path) -> None:
-    ort = pytest.importorskip("onnxruntime")
-    if not ort.__version__.startswith("1.31."):
-        pytest.skip(f"the bug was found on onnxruntime 1.31 (installed: {ort.__version__})")
-    checked = recheck_folder(_corpus_copy(tmp_path))
+@pytest.mark.skipif(not OTHER_ENV_PYTHON.exists(), reason=f"no {OTHER_ENV_PYTHON} (scripts/make_recheck_env.sh)")
+def test_a_recorded_onnxruntime_bug_reproduces_on_the_release_it_was_found_on(tmp_path: Path) -> None:
+    checked = recheck_folder(_corpus_copy(tmp_path), python=str(OTHER_ENV_PYTHON))
     assert checked.result == REPRODUCES, checked.output
     assert checked.detail.startswith("Fail at stage load: [ONNXRuntimeError] : N : FAIL : Exception during "
                                      "initialization: PATH:N onnxruntime::PoolAttributes::PoolAttributes")
+    assert checked.library_version == "onnxruntime 1.31.1"
+
+
+def test_the_same_bug_is_fixed_on_memos_onnxruntime_1_32(tmp_path: Path) -> None:
+    ort = pytest.importorskip("onnxruntime")
+    if not ort.__version__.startswith("1.32."):
+        pytest.skip(f"the bug is fixed in onnxruntime 1.32 (installed: {ort.__version__})")
+    checked = recheck_folder(_corpus_copy(tmp_path))
+    assert checked.versions["onnxruntime"] == ort.__version__
     assert checked.library_version == f"onnxruntime {ort.__version__}"
-
-
-@pytest.mark.skipif(not OTHER_ENV_PYTHON.exists(), reason=f"no {OTHER_ENV_PYTHON} (scripts/make_recheck_env.sh)")
-def test_the_same_bug_is_fixed_in_onnxruntime_1_32(tmp_path: Path) -> None:
-    checked = recheck_folder(_corpus_copy(tmp_path), python=str(OTHER_ENV_PYTHON))
-    assert checked.versions["onnxruntime"] == "1.32.0" and checked.library_version == "onnxruntime 1.32.0"
     assert (checked.result, checked.detail) == (FIXED, "ran without an exception: does not reproduce"), checked.output
 
 

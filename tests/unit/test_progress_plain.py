@@ -59,6 +59,9 @@ def test_plain_lines_for_a_log(tmp_path: Path) -> None:
     assert lines[0] == "memo fuzz: campaign night: 2 seeds, 1 backends, search mh, seed 3"
     assert lines[1] == "memo: fuzzing 9 min, final triage up to 1 min, ends by " + time.strftime(
         "%H:%M", time.localtime(ends_at))
+    assert lines[2] == ("memo: newest code: none (bugs are not rechecked on development builds; scripts/setup.sh "
+                        "builds .venv-next)")
+    lines = lines[:2] + lines[3:]
     assert lines[2] == ("memo: new bug 1: crash in onnxruntime (execute) on mutant 12: "
                         "Got invalid dimensions for input dense_1")
     assert lines[3] == "memo: new bug 2: nan in keras-jax on mutant 41: 3 non-finite values"

@@ -1,0 +1,76 @@
+"""A reproducing bug rerun on the newest code before it is called ready to file (:mod:`memo.newest`).
+
+Its ``repro.py`` runs unchanged with the newest-code environment's interpreter (``.venv-next``: the development
+builds keras-nightly, tf-nightly-cpu and onnx-weekly, the newest releases elsewhere), by the bug database's script
+runner (:func:`memo.bugdb.recheck.recheck_folder`), which says ``reproduces``, ``fixed`` (the script ran to its
+end and the bug did not show) or ``error`` (it could not run there: the build broke something else). The verdict
+is stored with the bug (``BugRow.newest``) and decides its report section: still reproducing, it is ready to file
+and names the build it was checked on; fixed, it goes to "fixed upstream" with the build that no longer shows it;
+an error keeps it ready on the release with that caveat. A library in its own environment (MXNet, retired: no
+development build) is not checked there.
+"""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from memo.backends import find_spec
+from memo.backends.versions import MISSING
+from memo.bug_files import NEWEST_FILE
+from memo.bugdb.recheck import read_facts, recheck_folder
+from memo.json_types import JsonObject
+from memo.newest import NOT_APPLICABLE, OFF, build_text, next_python
+from memo.store import BugRow, CampaignStore
+from memo.triage.bugdir import RETRY_STATUSES
+
+CONFIG_KEY = "next_python"  # the campaign's newest-code interpreter, in its stored configuration ("" for none)
+
+
+def recorded_next_python(config: JsonObject) -> str | None:
+    """The newest-code interpreter a campaign was started with (``memo fuzz --next-python``; "" for none); a campaign
+    from before the check existed uses the one the set-up built, if any."""
+    if CONFIG_KEY not in config:
+        return next_python()
+    recorded = str(config.get(CONFIG_KEY) or "")
+    return recorded if recorded and Path(recorded).is_file() else None
+
+
+def is_off(value: str | None) -> bool:
+    """Whether ``value`` switches the newest-code check off (``--next-python none``)."""
+    return value is not None and value.strip().lower() == OFF
+
+
+def newest_check(folder: Path, library: str, python: str, *, timeout_s: float) -> JsonObject:
+    """Rerun ``folder``'s script with ``python`` and say what the newest code does with the bug of ``library``:
+    ``result`` (reproduces, fixed, error, or not applicable), a one-line ``detail``, the ``build`` it ran on
+    (``keras-nightly 3.16.0.dev2026102704, jax 0.10.2``), every needed distribution's version, when and how long."""
+    spec = find_spec(library)
+    if spec is not None and spec.python:  # its own environment (MXNet): there is no newer build to run it on
+        return {"result": NOT_APPLICABLE, "detail": f"{library} runs in its own environment ({spec.python}); "
+                "no development build of it exists", "build": "", "versions": {}, "checked": time.time()}
+    result = recheck_folder(folder, python=python, timeout_s=timeout_s)
+    needed = tuple(spec.distributions) if spec is not None and spec.distributions else \
+        read_facts(folder).distributions
+    return {"result": result.result, "detail": result.detail, "build": build_text(needed, result.versions, MISSING),
+            "versions": dict(result.versions), "python": python, "seconds": round(result.seconds, 1),
+            "checked": time.time()}
+
+
+def pending_newest(store: CampaignStore) -> list[BugRow]:
+    """Finished bugs whose script reproduces and that were not rerun on the newest code yet, most frequent first."""
+    return sorted((bug for bug in store.triage.load_bugs()
+                   if bug.merged_into is None and bug.reproduces is True and not bug.newest and bug.bug_dir
+                   and (Path(bug.bug_dir) / "repro.py").is_file()
+                   and (bug.reduction or {}).get("status") not in RETRY_STATUSES),
+                  key=lambda bug: (-bug.occurrences, bug.first_seen))
+
+
+def check_and_store(store: CampaignStore, bug: BugRow, python: str, *, timeout_s: float) -> JsonObject:
+    """:func:`newest_check` of ``bug``'s folder, stored with the bug and in its folder (``newest.json``, which the
+    issue text's environment quotes; bug.json stays as it is: a minimal script's check is keyed by it)."""
+    folder = Path(str(bug.bug_dir))
+    outcome = newest_check(folder, bug.library, python, timeout_s=timeout_s)
+    store.triage.update_bug(bug.id, newest=outcome)
+    (folder / NEWEST_FILE).write_text(json.dumps(outcome, indent=1, sort_keys=True))
+    return outcome

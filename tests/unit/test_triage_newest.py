@@ -1,0 +1,75 @@
+"""A reproducing bug rerun on the newest code (memo.triage.newest), on a real recorded bug: ONNX Runtime 1.31.1's
+Pad-into-MaxPool refusal (tests/corpus/bugs/crash-onnxruntime-53e3373378), which 1.32.0 fixed. Run with an
+interpreter that has 1.32 (memo's own), the bug is fixed upstream: stored with the bug and in its folder, listed
+in the report's "fixed upstream" section, recorded so in the bug database; run where 1.31.1 is installed, it
+still reproduces and is ready to file."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from memo.bug_files import NEWEST_FILE
+from memo.bugdb import BugDatabase
+from memo.newest import FIXED_UPSTREAM, STILL_REPRODUCES
+from memo.report.data import collect
+from memo.store import CampaignStore
+from memo.triage import triage_campaign
+from memo.triage.newest import check_and_store, pending_newest
+from memo.triage.remember import record_campaign
+from tests.unit.triage_store import make_campaign
+
+CORPUS_BUG = Path(__file__).resolve().parents[1] / "corpus" / "bugs" / "crash-onnxruntime-53e3373378"
+RELEASE_PYTHON = Path(os.environ.get("MEMO_RECHECK_OTHER_PYTHON", "/tmp/venv-ort131/bin/python"))
+
+
+def _campaign_with_reproducing_bug(tmp_path: Path, next_python: str) -> tuple[CampaignStore, str]:
+    store = make_campaign(tmp_path / "c")
+    config = store.get_meta("config")
+    store.set_meta("config", {**config, "next_python": next_python})
+    triage_campaign(store, time_budget_s=0.0, next_python="none")  # deduplication only
+    bug = next(b for b in store.triage.load_bugs() if b.library == "onnxruntime" and b.kind == "crash")
+    folder = Path(shutil.copytree(CORPUS_BUG, tmp_path / "c" / "bugs" / bug.id))
+    store.triage.update_bug(bug.id, bug_dir=str(folder), reproduces=True, original_layers=5, reduced_layers=3,
+                            reduction={"status": "done"}, repro=str(folder / "repro.py"))
+    return store, bug.id
+
+
+def test_a_bug_the_newest_code_fixed_is_listed_apart_and_recorded(tmp_path: Path) -> None:
+    ort = pytest.importorskip("onnxruntime")
+    if ort.__version__.startswith("1.31."):
+        pytest.skip("memo's own onnxruntime is the release the bug was found on")
+    store, bug_id = _campaign_with_reproducing_bug(tmp_path, sys.executable)
+    with store:
+        assert [b.id for b in pending_newest(store)] == [bug_id]
+        entry = next(e for e in collect(store)["bugs"] if e["id"] == bug_id)
+        assert (entry["section"], entry["status"]) == ("not-ready", "not rechecked on the newest code yet")
+        outcome = check_and_store(store, store.triage.load_bug(bug_id), sys.executable, timeout_s=120)
+        assert outcome["result"] == FIXED_UPSTREAM, outcome
+        assert outcome["build"].startswith(f"onnxruntime {ort.__version__}, onnx ")
+        assert json.loads((tmp_path / "c" / "bugs" / bug_id / NEWEST_FILE).read_text())["result"] == FIXED_UPSTREAM
+        assert pending_newest(store) == []
+        data = collect(store)
+        entry = next(e for e in data["bugs"] if e["id"] == bug_id)
+        assert entry["section"] == "fixed-upstream"
+        assert entry["status"] == f"fixed upstream: no longer reproduces on {outcome['build']}"
+        assert data["newest"]["results"][FIXED_UPSTREAM] == 1 and data["newest"]["python"] == sys.executable
+        with BugDatabase(tmp_path / "bugs.sqlite") as db:
+            record_campaign(db, store)
+            known = db.find([f"sig:{bug_id}"])
+            assert known is not None and known.status_text() == f"fixed-upstream {outcome['build']}"
+
+
+@pytest.mark.skipif(not RELEASE_PYTHON.exists(), reason=f"no {RELEASE_PYTHON} (scripts/make_recheck_env.sh)")
+def test_a_bug_still_shown_there_is_ready_and_says_on_which_build(tmp_path: Path) -> None:
+    store, bug_id = _campaign_with_reproducing_bug(tmp_path, str(RELEASE_PYTHON))
+    with store:
+        outcome = check_and_store(store, store.triage.load_bug(bug_id), str(RELEASE_PYTHON), timeout_s=120)
+        assert outcome["result"] == STILL_REPRODUCES and outcome["build"].startswith("onnxruntime 1.31.1"), outcome
+        entry = next(e for e in collect(store)["bugs"] if e["id"] == bug_id)
+        assert entry["newest"]["result"] == STILL_REPRODUCES and entry["section"] != "fixed-upstream"
+        assert not entry["newest_pending"]
