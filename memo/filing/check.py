@@ -11,12 +11,14 @@ import json
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from memo.filing.folder import BUG_FILE, IR_FILE, ONNX_FILE, BugFolder
 from memo.text import without_ansi
 from memo.filing.script import SCRIPT_FILE, Candidate, NoMinimalScript, candidates
+from memo.triage.passes import SCRIPT_CHECK_S
 
 GENERATOR = "memo-minimal/1"  # changes when the scripts memo writes change: older checks are then redone
 MINIMAL_DIR, CHECK_FILE = "minimal", "check.json"
@@ -40,6 +42,7 @@ class MinimalScript:
     output: str = ""
     reason: str = ""
     source: str = ""
+    cut_short: bool = field(default=False, compare=False)  # stopped by a deadline, not its own limit: not kept
 
     @property
     def lines(self) -> int:
@@ -47,6 +50,7 @@ class MinimalScript:
 
     def to_json(self) -> dict[str, object]:
         out = asdict(self)
+        out.pop("cut_short")
         out["files"] = sorted(self.files)
         out["lines"] = self.lines
         return out
@@ -86,6 +90,7 @@ def run_candidate(folder: BugFolder, candidate: Candidate, timeout_s: float = CH
                                   text=True, timeout=timeout_s)
         except subprocess.TimeoutExpired:
             result.reason = f"the script ran past {timeout_s:.0f} s"
+            result.cut_short = timeout_s < CHECK_TIMEOUT_S
             return result
         except OSError as exc:
             result.reason = f"could not start {candidate.python}: {exc}"
@@ -100,8 +105,25 @@ def run_candidate(folder: BugFolder, candidate: Candidate, timeout_s: float = CH
     return result
 
 
-def check_minimal(folder: BugFolder) -> MinimalScript:
-    """The first candidate that reproduces (the last one tried, with ``reproduces`` False, when none does)."""
+class CheckCutShort(Exception):
+    """The deadline came before a check could finish (or start a candidate): nothing is kept, a later check redoes
+    it."""
+
+
+def _timeout(deadline: float | None) -> float:
+    """A candidate's time limit before ``deadline`` (monotonic clock); :class:`CheckCutShort` when a fresh process
+    could not finish by then (:data:`memo.triage.passes.SCRIPT_CHECK_S`)."""
+    if deadline is None:
+        return CHECK_TIMEOUT_S
+    left = deadline - time.monotonic()
+    if left < SCRIPT_CHECK_S:
+        raise CheckCutShort(f"{max(0.0, left):.0f} s left, a check needs {SCRIPT_CHECK_S:.0f} s")
+    return min(CHECK_TIMEOUT_S, left)
+
+
+def check_minimal(folder: BugFolder, deadline: float | None = None) -> MinimalScript:
+    """The first candidate that reproduces (the last one tried, with ``reproduces`` False, when none does).
+    ``deadline`` (monotonic clock): no candidate runs past it; :class:`CheckCutShort` when one would have to."""
     try:
         tries = candidates(folder)
     except NoMinimalScript as exc:
@@ -110,7 +132,9 @@ def check_minimal(folder: BugFolder) -> MinimalScript:
         return MinimalScript(reason=f"no script could be written ({type(exc).__name__}: {exc})")
     result = MinimalScript()
     for candidate in tries:
-        result = run_candidate(folder, candidate)
+        result = run_candidate(folder, candidate, _timeout(deadline))
+        if result.cut_short:
+            raise CheckCutShort(result.reason)
         if result.reproduces:
             break
     return result
@@ -149,13 +173,14 @@ def keep(folder: BugFolder, result: MinimalScript) -> None:
     (root / CHECK_FILE).write_text(json.dumps({**result.to_json(), "key": folder_key(folder)}, indent=1))
 
 
-def minimal_script(folder: Path, *, refresh: bool = False) -> MinimalScript:
-    """The minimal script of the bug folder at ``folder``, checked in a fresh process (kept in the folder)."""
+def minimal_script(folder: Path, *, refresh: bool = False, deadline: float | None = None) -> MinimalScript:
+    """The minimal script of the bug folder at ``folder``, checked in a fresh process (kept in the folder).
+    ``deadline`` (monotonic clock): :class:`CheckCutShort`, and nothing kept, when the check cannot end by then."""
     bug = BugFolder.read(folder)
     cached = None if refresh else cached_minimal(bug)
     if cached is not None:
         return cached
-    result = check_minimal(bug)
+    result = check_minimal(bug, deadline)
     keep(bug, result)
     return result
 
