@@ -115,7 +115,7 @@ def run_checks(todos: list[ScriptTodo], until: float, check: Callable[[ScriptTod
     started = clock()
     for index, todo in enumerate(todos):
         if until - clock() < SCRIPT_CHECK_S:
-            done.left = [later.bug_id for later in todos[index:]]
+            done.left += [later.bug_id for later in todos[index:]]
             break
         outcome = check(todo, until)
         if outcome is None:
