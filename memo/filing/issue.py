@@ -169,7 +169,7 @@ def _expected(folder: BugFolder, checked: MinimalScript) -> list[str]:
         shapes = reference_outputs(folder)
         returns = (f" and returns output{'s' if len(shapes) > 1 else ''} of shape {', '.join(shapes)}" if shapes
                    else "")
-        return [f"The model runs: {named} runs it on the same input{returns}. Instead {folder.library} raises "
+        return [f"The model runs: {named} runs this model{returns}. Instead {folder.library} raises "
                 f"`{folder.exception or 'an error'}`." + (f" Actual: {happened}" if happened else "")]
     if folder.kind == "hang":
         return [f"The model finishes in seconds (on {named} it does); {folder.library} is still running after "

@@ -95,7 +95,7 @@ def test_a_crashs_expected_part_says_what_the_reference_returned(tmp_path: Path)
     text = render_issue(_folder(tmp_path, ENGINE_CRASH), MinimalScript(reason="not checked"))
     expected = text[text.index("### Expected behavior"):]
     assert expected.split("\n\n")[1].startswith(
-        "The model runs: Keras on TensorFlow (keras-tensorflow) runs it on the same input and returns output of shape "
+        "The model runs: Keras on TensorFlow (keras-tensorflow) runs this model and returns output of shape "
         "(2, 21, 21, 31). Instead onnxruntime raises `Fail`."), expected
 
 
