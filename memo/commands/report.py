@@ -23,8 +23,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--bugs-db", metavar="PATH", help="the bug database that says which bugs are known (default: "
                    "$MEMO_BUGS_DB, else the one the campaign was started with); triage records into it")
     p.add_argument("--issue-scripts", action="store_true",
-                   help="write and check each bug's minimal script for its issue text (runs each blamed library "
-                        "once per bug not checked yet, a few seconds each)")
+                   help="write and check the minimal scripts (and issue texts) the campaign had no time for: "
+                        "each bug's not checked yet (runs its blamed library once, a few seconds per bug)")
     p.set_defaults(func=run)
 
 

@@ -42,7 +42,8 @@ class MinimalScript:
     output: str = ""
     reason: str = ""
     source: str = ""
-    cut_short: bool = field(default=False, compare=False)  # stopped by a deadline, not its own limit: not kept
+    # decided nothing, so not kept: stopped by a deadline (not its own limit), or killed before it printed a line
+    inconclusive: bool = field(default=False, compare=False)
 
     @property
     def lines(self) -> int:
@@ -50,7 +51,7 @@ class MinimalScript:
 
     def to_json(self) -> dict[str, object]:
         out = asdict(self)
-        out.pop("cut_short")
+        out.pop("inconclusive")
         out["files"] = sorted(self.files)
         out["lines"] = self.lines
         return out
@@ -90,7 +91,7 @@ def run_candidate(folder: BugFolder, candidate: Candidate, timeout_s: float = CH
                                   text=True, timeout=timeout_s)
         except subprocess.TimeoutExpired:
             result.reason = f"the script ran past {timeout_s:.0f} s"
-            result.cut_short = timeout_s < CHECK_TIMEOUT_S
+            result.inconclusive = timeout_s < CHECK_TIMEOUT_S
             return result
         except OSError as exc:
             result.reason = f"could not start {candidate.python}: {exc}"
@@ -100,14 +101,17 @@ def run_candidate(folder: BugFolder, candidate: Candidate, timeout_s: float = CH
     result.versions = stdout_lines[0] if stdout_lines else ""
     result.output = (stdout + stderr)[-OUTPUT_TAIL:]
     result.reproduces = _reproduced(folder, done.returncode, stderr)
-    if not result.reproduces:
+    if not result.reproduces and done.returncode < 0 and not stdout.strip():
+        # killed during its imports (a SIGBUS while another process rewrote a library's files): the machine's doing
+        result.reason = f"the script was killed by signal {-done.returncode} before it printed a line"
+        result.inconclusive = True
+    elif not result.reproduces:
         result.reason = f"the script exited {done.returncode} without the bug's symptom ({', '.join(symptoms(folder))})"
     return result
 
 
 class CheckCutShort(Exception):
-    """The deadline came before a check could finish (or start a candidate): nothing is kept, a later check redoes
-    it."""
+    """The deadline left no time to start a candidate: nothing is kept, a later check does it."""
 
 
 def _timeout(deadline: float | None) -> float:
@@ -122,8 +126,9 @@ def _timeout(deadline: float | None) -> float:
 
 
 def check_minimal(folder: BugFolder, deadline: float | None = None) -> MinimalScript:
-    """The first candidate that reproduces (the last one tried, with ``reproduces`` False, when none does).
-    ``deadline`` (monotonic clock): no candidate runs past it; :class:`CheckCutShort` when one would have to."""
+    """The first candidate that reproduces (the last one tried, with ``reproduces`` False, when none does; the one
+    that decided nothing, ``inconclusive``, when one did not). ``deadline`` (monotonic clock): no candidate runs past
+    it (one it stops is inconclusive); :class:`CheckCutShort` when there is no time to start one."""
     try:
         tries = candidates(folder)
     except NoMinimalScript as exc:
@@ -133,9 +138,7 @@ def check_minimal(folder: BugFolder, deadline: float | None = None) -> MinimalSc
     result = MinimalScript()
     for candidate in tries:
         result = run_candidate(folder, candidate, _timeout(deadline))
-        if result.cut_short:
-            raise CheckCutShort(result.reason)
-        if result.reproduces:
+        if result.reproduces or result.inconclusive:
             break
     return result
 
@@ -174,14 +177,16 @@ def keep(folder: BugFolder, result: MinimalScript) -> None:
 
 
 def minimal_script(folder: Path, *, refresh: bool = False, deadline: float | None = None) -> MinimalScript:
-    """The minimal script of the bug folder at ``folder``, checked in a fresh process (kept in the folder).
-    ``deadline`` (monotonic clock): :class:`CheckCutShort`, and nothing kept, when the check cannot end by then."""
+    """The minimal script of the bug folder at ``folder``, checked in a fresh process (kept in the folder unless the
+    check was inconclusive). ``deadline`` (monotonic clock): the check ends by then (:class:`CheckCutShort` when it
+    cannot start)."""
     bug = BugFolder.read(folder)
     cached = None if refresh else cached_minimal(bug)
     if cached is not None:
         return cached
     result = check_minimal(bug, deadline)
-    keep(bug, result)
+    if not result.inconclusive:
+        keep(bug, result)
     return result
 
 
@@ -189,4 +194,5 @@ def check_campaign(bugs_dir: Path, *, refresh: bool = False) -> tuple[int, int]:
     """Write and check the minimal script of every bug folder under ``bugs_dir``; ``(checked, reproducing)``."""
     results = [minimal_script(path, refresh=refresh) for path in sorted(bugs_dir.iterdir())
                if (path / BUG_FILE).is_file()] if bugs_dir.is_dir() else []
-    return len(results), sum(1 for result in results if result.reproduces)
+    decided = [result for result in results if not result.inconclusive]  # the others are not kept: checked later
+    return len(decided), sum(1 for result in decided if result.reproduces)

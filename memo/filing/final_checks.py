@@ -100,11 +100,12 @@ def scripts_to_check(store: CampaignStore) -> list[ScriptTodo]:
 
 def check_one(todo: ScriptTodo, deadline: float) -> bool | None:
     """Write and check ``todo``'s minimal script, ending by ``deadline`` (monotonic clock): whether it reproduces;
-    None when the deadline left no time to finish (nothing kept)."""
+    None when the check decided nothing (no time to finish it, a process killed before it ran: nothing kept)."""
     try:
-        return minimal_script(todo.folder, deadline=deadline).reproduces
+        result = minimal_script(todo.folder, deadline=deadline)
     except CheckCutShort:
         return None
+    return None if result.inconclusive else result.reproduces
 
 
 def run_checks(todos: list[ScriptTodo], until: float, check: Callable[[ScriptTodo, float], bool | None] = check_one,

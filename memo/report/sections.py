@@ -108,7 +108,7 @@ def status_text(entry: BugEntry) -> str:
         blamed = (entry.get("truth") or {}).get("blamed")
         return f"float64 blames {blamed}" if blamed else TITLES[section]
     if section == "not-ready":
-        if _reproduces(entry) and _reduced(entry):
+        if _reduced(entry):  # repro.py not failing (else "does not reproduce"): the minimal script, or the truth
             return _minimal_status(entry) or "float64 truth not computed yet"
         if _reproduces(entry) and _unfinished(entry):
             return f"reduction unfinished ({entry.get('reduced_layers')} of {entry.get('original_layers')} layers left)"

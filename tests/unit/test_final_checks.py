@@ -129,3 +129,22 @@ def test_the_report_shows_the_checked_minimal_script_and_names_the_unchecked_bug
     markdown = write_report(directory, tmp_path / "r.md", "markdown").read_text()
     assert f"Not ready for want of a checked minimal script (no time left): {unchecked}" in markdown
     assert f"memo's full repro.py (attached as well): `{directory / 'bugs' / checked}/repro.py`" in markdown
+
+
+def test_a_script_killed_before_it_printed_a_line_decided_nothing_and_is_not_kept(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # c1 (a 3-minute campaign): a check's Python died by SIGBUS in its imports while another process rewrote the
+    # shared environment's files; kept as "does not reproduce", the bug would have stayed out of "ready" for good
+    import memo.filing.check as check
+    from memo.filing.final_checks import check_one
+    from memo.filing.script import Candidate
+
+    shutil.copytree(CORPUS / KERAS_CRASH, tmp_path / KERAS_CRASH)
+    killed = Candidate("import os, signal\nos.kill(os.getpid(), signal.SIGBUS)\n", {}, "", "seeded")
+    monkeypatch.setattr(check, "candidates", lambda folder: [killed])
+    result = check.minimal_script(tmp_path / KERAS_CRASH)
+    assert result.inconclusive and not result.reproduces and "signal 7" in result.reason
+    assert not (tmp_path / KERAS_CRASH / check.MINIMAL_DIR).exists(), "nothing kept: a later check decides"
+    todo = ScriptTodo(KERAS_CRASH, tmp_path / KERAS_CRASH, 1, 0.0)
+    assert check_one(todo, deadline=1e12) is None
+    assert check_one(todo, deadline=0.0) is None, "no time to start one"

@@ -144,6 +144,12 @@ def test_only_a_checked_minimal_script_that_reproduces_makes_an_entry_ready_to_f
     none = _entry(kind="hang", minimal={"reproduces": False, "lines": 0, "reason": "a hang needs a clock"})
     none["section"] = section_of(none)
     assert none["section"] == "not-ready" and status_text(none) == "no minimal script: a hang needs a clock"
+    unknown = _entry(kind="crash", reproduces=None, minimal={"reproduces": False, "lines": 9, "reason": "exited 0"})
+    unknown["section"] = section_of(unknown)
+    assert status_text(unknown) == "minimal script does not reproduce (exited 0)", "repro.py not checked either"
+    nothing = _entry(kind="crash", reproduces=None, minimal=None)
+    nothing["section"] = section_of(nothing)
+    assert status_text(nothing) == UNCHECKED
     retired = _entry(kind="crash", upstream={"status": "retired"}, minimal=None)
     assert section_of(retired) == "not-ready", "a retired library's bug needs its minimal script too"
     assert section_of(_entry(kind="crash")) == "ready"
