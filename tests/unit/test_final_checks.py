@@ -148,3 +148,23 @@ def test_a_script_killed_before_it_printed_a_line_decided_nothing_and_is_not_kep
     todo = ScriptTodo(KERAS_CRASH, tmp_path / KERAS_CRASH, 1, 0.0)
     assert check_one(todo, deadline=1e12) is None
     assert check_one(todo, deadline=0.0) is None, "no time to start one"
+
+
+def test_the_background_triage_checks_a_script_when_idle_within_its_budget(tmp_path: Path) -> None:
+    import time
+
+    from memo.triage.background import TriageService
+
+    directory, _, _ = _campaign(tmp_path)
+    deadlines: list[float] = []
+    ends_by = time.monotonic() + 30.0
+    service = TriageService(directory, None, ends_by=ends_by, idle=lambda deadline: deadlines.append(deadline) or True)
+    assert service._idle_work() and deadlines[0] <= ends_by, "no idle work past the fuzzing time"
+    assert not TriageService(directory, None)._idle_work(), "nothing to do without idle work"
+
+    def failing(deadline: float) -> bool:
+        raise RuntimeError("no script")
+
+    assert not TriageService(directory, None, idle=failing)._idle_work()
+    with CampaignStore(directory) as store:
+        assert any(error.step == "background idle work" for error in store.triage.errors())
