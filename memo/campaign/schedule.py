@@ -125,7 +125,11 @@ class TriageSchedule:
                     tick()
                 if not summary.worked and summary.seconds < min(FINAL_SLICE_S, left) - 1:
                     break  # nothing left that this pass could do
-            self.final_checks = run_checks(scripts_to_check(self.store), until)
+            self.final_checks = done = run_checks(scripts_to_check(self.store), until)
+            if done.checked or done.left:
+                self.reporter.finding({"mutant_id": "-", "kind": "triage", "backend": "memo", "stage": "final",
+                                       "message": f"minimal scripts: {done.checked} checked, {done.reproducing} "
+                                                  f"reproduce, {len(done.left)} left, {done.seconds:.0f} s"})
             if tick is not None:
                 tick()
         except Exception as exc:  # triage is best effort; the findings are stored already

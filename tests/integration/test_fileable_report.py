@@ -55,3 +55,4 @@ def test_the_campaigns_report_carries_a_checked_minimal_script_for_a_ready_bug(t
     assert '<pre class="minimal">' in html and "keras.layers.LayerNormalization(axis=2)" in html
     assert "memo&#39;s repro.py (attached as well" in html or "memo's repro.py (attached as well" in html
     assert not data["triage_left"]["scripts"]
+    assert not [error for error in data["triage_errors"] if error["step"] == "final pass"], data["triage_errors"]
