@@ -267,10 +267,16 @@ def _duration(seconds: float) -> str:
 
 
 def left_line(name: str, left: JsonObject) -> str:
-    """``triage left: 3 bugs, 12 localizations (`python -m memo report NAME --triage --budget 150` does it)``."""
+    """``triage left: 3 bugs, 12 localizations (`python -m memo report NAME --triage --budget 150` does it)``, and
+    the minimal scripts the final pass had no time to check (``memo report NAME --issue-scripts`` does it)."""
     parts = [f"{left[key]} {key if left[key] != 1 else key[:-1]}" for key in ("bugs", "localizations") if left.get(key)]
-    return (f"triage left: {', '.join(parts)} (`python -m memo report {name} --triage --budget {left['budget_s']}` "
-            "does it)")
+    lines = [f"triage left: {', '.join(parts)} (`python -m memo report {name} --triage --budget {left['budget_s']}` "
+             "does it)"] if parts else []
+    scripts = left.get("scripts") or 0
+    if scripts:
+        lines.append(f"{scripts} minimal script{'s' if scripts != 1 else ''} to check "
+                     f"(`python -m memo report {name} --issue-scripts` does it)")
+    return "; ".join(lines)
 
 
 def _clock(seconds: float | None) -> str:

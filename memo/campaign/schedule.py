@@ -12,6 +12,7 @@ from memo.campaign.config import CampaignConfig
 from memo.campaign.progress import Reporter
 from memo.campaign.stop import StopFlag
 from memo.diskspace import is_disk_full
+from memo.filing.final_checks import ChecksDone, check_one, reserve_s, run_checks, scripts_to_check
 from memo.json_types import JsonObject
 from memo.store import CampaignStore
 from memo.triage import (MIN_STEP_S, TriageService, TriageSummary, pending_bugs, pending_localizations, seconds_for,
@@ -55,6 +56,7 @@ class TriageSchedule:
         self.waiting: int | None = None  # bugs waiting for triage, as last counted
         self.counted = Every(WAITING_EVERY_S)
         self.final_totals = TriageSummary()  # what the final pass did
+        self.final_checks = ChecksDone()  # the minimal scripts the final pass checked
 
     def keep_up(self, findings: int, executor: Executor | None, ends_by: float | None = None) -> None:
         """Start the background triage on the first findings, and wake it on each new one. ``ends_by``
@@ -63,10 +65,17 @@ class TriageSchedule:
             return
         if self.service is None:
             self.service = TriageService(self.directory, executor, on_disk_full=self.stop_flag.disk_full,
-                                         ends_by=ends_by).start()
+                                         ends_by=ends_by, idle=self.check_when_idle).start()
         else:
             self.service.poke()
         self.triaged_findings = findings
+
+    def check_when_idle(self, deadline: float) -> bool:
+        """The background triage found nothing to do: check one minimal script (the most frequent bug that would be
+        ready to file) by ``deadline``; whether one was checked. Called from the triage thread."""
+        with CampaignStore(self.directory) as store:
+            todos = scripts_to_check(store)
+        return bool(todos) and check_one(todos[0], deadline) is not None
 
     def stop(self, timeout_s: float | None) -> bool:
         """Stop the background triage (``None``: let it finish its unit of work, however long); whether it is
@@ -90,27 +99,39 @@ class TriageSchedule:
         summary: ``memo report NAME --triage --budget S`` does it."""
         update_bugs(self.store)
         bugs, localizations = len(pending_bugs(self.store)), len(pending_localizations(self.store))
-        if not bugs and not localizations:
+        scripts = len(scripts_to_check(self.store))
+        if not bugs and not localizations and not scripts:
             return None
-        return {"bugs": bugs, "localizations": localizations,
+        return {"bugs": bugs, "localizations": localizations, "scripts": scripts,
                 "budget_s": round(seconds_for(bugs, localizations))}
 
     def final_pass(self, executor: Executor | None, until: float, tick: Callable[[], None] | None = None) -> None:
         """The final triage pass, on the campaign's warm workers, until ``until`` (monotonic clock; it ends sooner
         when nothing is left), in slices of at most :data:`FINAL_SLICE_S` with a ``tick`` after each (the
-        campaign's progress line); its failure loses nothing stored."""
+        campaign's progress line), then the minimal-script checks of every bug that would be ready to file (they
+        keep a share of the pass while bugs wait for reduction: :func:`memo.filing.final_checks.reserve_s`); its
+        failure loses nothing stored."""
         if executor is None or until - time.monotonic() <= MIN_STEP_S:
             return  # too little time to start a step: the summary leaves the bugs to ``memo report --triage``
+        pass_s = until - time.monotonic()
         try:
             self.reporter.finding({"mutant_id": "-", "kind": "triage", "backend": "memo", "stage": "final",
-                                   "message": f"final triage pass, up to {until - time.monotonic():.0f} s"})
-            while (left := until - time.monotonic()) > MIN_STEP_S:
+                                   "message": f"final triage pass, up to {pass_s:.0f} s"})
+            while (left := until - time.monotonic() - reserve_s(len(scripts_to_check(self.store)), pass_s)) \
+                    > MIN_STEP_S:
                 summary = triage_campaign(self.store, executor=executor, time_budget_s=min(FINAL_SLICE_S, left))
                 self.final_totals.add(summary)
                 if tick is not None:
                     tick()
                 if not summary.worked and summary.seconds < min(FINAL_SLICE_S, left) - 1:
                     break  # nothing left that this pass could do
+            self.final_checks = done = run_checks(scripts_to_check(self.store), until)
+            if done.checked or done.left:
+                self.reporter.finding({"mutant_id": "-", "kind": "triage", "backend": "memo", "stage": "final",
+                                       "message": f"minimal scripts: {done.checked} checked, {done.reproducing} "
+                                                  f"reproduce, {len(done.left)} left, {done.seconds:.0f} s"})
+            if tick is not None:
+                tick()
         except Exception as exc:  # triage is best effort; the findings are stored already
             if is_disk_full(exc):
                 self.stop_flag.disk_full()

@@ -26,8 +26,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="with --triage: rerun reproducing bugs with this newest-code interpreter before calling them "
                         "ready (default: the campaign's; none: no such check; docs/recheck.md)")
     p.add_argument("--issue-scripts", action="store_true",
-                   help="write and check each bug's minimal script for its issue text (runs each blamed library "
-                        "once per bug not checked yet, a few seconds each)")
+                   help="write and check the minimal scripts (and issue texts) the campaign had no time for: "
+                        "each bug's not checked yet (runs its blamed library once, a few seconds per bug)")
     p.set_defaults(func=run)
 
 

@@ -11,12 +11,14 @@ import json
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from memo.filing.folder import BUG_FILE, IR_FILE, ONNX_FILE, BugFolder
 from memo.text import without_ansi
 from memo.filing.script import SCRIPT_FILE, Candidate, NoMinimalScript, candidates
+from memo.triage.passes import SCRIPT_CHECK_S
 
 GENERATOR = "memo-minimal/1"  # changes when the scripts memo writes change: older checks are then redone
 MINIMAL_DIR, CHECK_FILE = "minimal", "check.json"
@@ -40,6 +42,8 @@ class MinimalScript:
     output: str = ""
     reason: str = ""
     source: str = ""
+    # decided nothing, so not kept: stopped by a deadline (not its own limit), or killed before it printed a line
+    inconclusive: bool = field(default=False, compare=False)
 
     @property
     def lines(self) -> int:
@@ -47,6 +51,7 @@ class MinimalScript:
 
     def to_json(self) -> dict[str, object]:
         out = asdict(self)
+        out.pop("inconclusive")
         out["files"] = sorted(self.files)
         out["lines"] = self.lines
         return out
@@ -86,6 +91,7 @@ def run_candidate(folder: BugFolder, candidate: Candidate, timeout_s: float = CH
                                   text=True, timeout=timeout_s)
         except subprocess.TimeoutExpired:
             result.reason = f"the script ran past {timeout_s:.0f} s"
+            result.inconclusive = timeout_s < CHECK_TIMEOUT_S
             return result
         except OSError as exc:
             result.reason = f"could not start {candidate.python}: {exc}"
@@ -95,13 +101,34 @@ def run_candidate(folder: BugFolder, candidate: Candidate, timeout_s: float = CH
     result.versions = stdout_lines[0] if stdout_lines else ""
     result.output = (stdout + stderr)[-OUTPUT_TAIL:]
     result.reproduces = _reproduced(folder, done.returncode, stderr)
-    if not result.reproduces:
+    if not result.reproduces and done.returncode < 0 and not stdout.strip():
+        # killed during its imports (a SIGBUS while another process rewrote a library's files): the machine's doing
+        result.reason = f"the script was killed by signal {-done.returncode} before it printed a line"
+        result.inconclusive = True
+    elif not result.reproduces:
         result.reason = f"the script exited {done.returncode} without the bug's symptom ({', '.join(symptoms(folder))})"
     return result
 
 
-def check_minimal(folder: BugFolder) -> MinimalScript:
-    """The first candidate that reproduces (the last one tried, with ``reproduces`` False, when none does)."""
+class CheckCutShort(Exception):
+    """The deadline left no time to start a candidate: nothing is kept, a later check does it."""
+
+
+def _timeout(deadline: float | None) -> float:
+    """A candidate's time limit before ``deadline`` (monotonic clock); :class:`CheckCutShort` when a fresh process
+    could not finish by then (:data:`memo.triage.passes.SCRIPT_CHECK_S`)."""
+    if deadline is None:
+        return CHECK_TIMEOUT_S
+    left = deadline - time.monotonic()
+    if left < SCRIPT_CHECK_S:
+        raise CheckCutShort(f"{max(0.0, left):.0f} s left, a check needs {SCRIPT_CHECK_S:.0f} s")
+    return min(CHECK_TIMEOUT_S, left)
+
+
+def check_minimal(folder: BugFolder, deadline: float | None = None) -> MinimalScript:
+    """The first candidate that reproduces (the last one tried, with ``reproduces`` False, when none does; the one
+    that decided nothing, ``inconclusive``, when one did not). ``deadline`` (monotonic clock): no candidate runs past
+    it (one it stops is inconclusive); :class:`CheckCutShort` when there is no time to start one."""
     try:
         tries = candidates(folder)
     except NoMinimalScript as exc:
@@ -110,8 +137,8 @@ def check_minimal(folder: BugFolder) -> MinimalScript:
         return MinimalScript(reason=f"no script could be written ({type(exc).__name__}: {exc})")
     result = MinimalScript()
     for candidate in tries:
-        result = run_candidate(folder, candidate)
-        if result.reproduces:
+        result = run_candidate(folder, candidate, _timeout(deadline))
+        if result.reproduces or result.inconclusive:
             break
     return result
 
@@ -149,14 +176,17 @@ def keep(folder: BugFolder, result: MinimalScript) -> None:
     (root / CHECK_FILE).write_text(json.dumps({**result.to_json(), "key": folder_key(folder)}, indent=1))
 
 
-def minimal_script(folder: Path, *, refresh: bool = False) -> MinimalScript:
-    """The minimal script of the bug folder at ``folder``, checked in a fresh process (kept in the folder)."""
+def minimal_script(folder: Path, *, refresh: bool = False, deadline: float | None = None) -> MinimalScript:
+    """The minimal script of the bug folder at ``folder``, checked in a fresh process (kept in the folder unless the
+    check was inconclusive). ``deadline`` (monotonic clock): the check ends by then (:class:`CheckCutShort` when it
+    cannot start)."""
     bug = BugFolder.read(folder)
     cached = None if refresh else cached_minimal(bug)
     if cached is not None:
         return cached
-    result = check_minimal(bug)
-    keep(bug, result)
+    result = check_minimal(bug, deadline)
+    if not result.inconclusive:
+        keep(bug, result)
     return result
 
 
@@ -164,4 +194,5 @@ def check_campaign(bugs_dir: Path, *, refresh: bool = False) -> tuple[int, int]:
     """Write and check the minimal script of every bug folder under ``bugs_dir``; ``(checked, reproducing)``."""
     results = [minimal_script(path, refresh=refresh) for path in sorted(bugs_dir.iterdir())
                if (path / BUG_FILE).is_file()] if bugs_dir.is_dir() else []
-    return len(results), sum(1 for result in results if result.reproduces)
+    decided = [result for result in results if not result.inconclusive]  # the others are not kept: checked later
+    return len(decided), sum(1 for result in decided if result.reproduces)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import platform
+import re
 import sys
 from pathlib import Path
 from urllib.parse import quote_plus
@@ -19,7 +20,8 @@ from memo.filing.check import MinimalScript, cached_minimal, minimal_script
 from memo.filing.observed import ERROR_LINES, actual, error_excerpt, error_text, quoted, stated_message
 from memo.filing.folder import ONNX_FILE, REPRO_FILE, BugFolder
 from memo.filing.idioms import ONNX, idiom_for
-from memo.filing.script import KERAS_ATTACHED, ONNX_ATTACHED
+from memo.filing.script import KERAS_ATTACHED, NUMERIC_PRINTS, ONNX_ATTACHED
+from memo.model.ir import Layer
 from memo.filing.trackers import DESCRIBE, DUPLICATES, ENVIRONMENT, EXPECTED, LOG, REPRODUCE, GENERIC, form_for
 
 FENCE = "```"
@@ -47,32 +49,52 @@ def _operators(folder: BugFolder) -> list[str]:
     return [op for op in ops if op not in LAYOUT_OPERATORS] or ops
 
 
+def layer_name(layer: Layer) -> str:
+    """How a title names a layer: its class, a wrapper's with the class it wraps (``Bidirectional(LSTM)``)."""
+    inner = layer.config.get("layer")
+    wrapped = inner.get("class_name") if isinstance(inner, dict) else None
+    return f"{layer.class_name}({wrapped})" if wrapped else layer.class_name
+
+
+def _classes_of(name: str) -> tuple[str, ...]:
+    """The classes a title's layer name stands for: ``SpectralNormalization(Dense)`` -> both."""
+    outer, _, inner = name.partition("(")
+    return (outer, inner.rstrip(")")) if inner else (outer,)
+
+
 def culprit(folder: BugFolder, checked: MinimalScript | None = None) -> str:
-    """The layer or operator a title names, from the reduced model: the class the checked script's error names
-    (Keras's "X.call()"), else the class localization blamed when the reduced model still has it, else the reduced
-    model's ONNX operators (an engine's bug) or layer classes."""
+    """The layer or operator a title names, from the reduced model (a wrapper with the layer it wraps): the class
+    the checked script's error names (Keras's "X.call()"), else the class localization blamed when the reduced model
+    still has it, else the reduced model's ONNX operators (an engine's bug) or layer classes."""
     ir = folder.ir()
-    classes = list(dict.fromkeys(layer.class_name for layer in ir.body)) if ir else []
+    classes = list(dict.fromkeys(layer_name(layer) for layer in ir.body)) if ir else []
     idiom = idiom_for(folder.library)
     names = _operators(folder) if idiom is not None and idiom.builds == ONNX else classes
     said = error_text(folder, checked) if checked is not None else ""
     said = said or str(folder.info.get("error_message") or "")
     localized = str(folder.info.get("layer_class") or "")
-    named = [name for name in names if f"{name}.call()" in said]  # the class Keras names
+    named = [name for name in names if any(f"{part}.call()" in said for part in _classes_of(name))]  # Keras names it
+    located = [name for name in classes if localized in _classes_of(name)]
     if named:
         names = named
-    elif localized and (localized in names or localized in classes or not names):
-        names = [localized]
+    elif localized and (located or localized in names or not names):
+        names = located or [localized]
     return ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
+
+
+# What a cause cut from a long message may open with that is no word of it: the end of a checked condition
+# (MXNet's "(-1 vs. -1) : Index type must be set").
+_LEADING_CODE = re.compile(r"^[^A-Za-z]*[)\]]\s*:?\s*")
 
 
 def stated_cause(folder: BugFolder, checked: MinimalScript | None = None) -> str:
     """A crash's cause as the checked script's run states it (the campaign's message where none reproduces): the
-    last sentence of the message's last stated line."""
+    message's stated line as a full clause (:func:`memo.triage.describe.full_clause`), and of a long one its first
+    sentence in words."""
     text = stated_message(folder, checked or MinimalScript())
     if len(text) <= TITLE_CHARS // 2:
         return text
-    sentences = [part.strip() for part in text.split(". ") if part.strip()]
+    sentences = [_LEADING_CODE.sub("", part.strip()) for part in text.split(". ") if part.strip()]
     stated = [sentence for sentence in sentences if len(sentence.split()) >= 3
               and not any(mark in sentence for mark in ("::", "/", "[", "]"))]
     return (stated or sentences or [text])[0]
@@ -140,21 +162,48 @@ def _reproduce(folder: BugFolder, checked: MinimalScript) -> list[str]:
             f"and inputs it reads (`python {REPRO_FILE}` exits 0 when the bug reproduces)."]
 
 
+# How an issue names the reference libraries a maintainer knows by another name.
+LIBRARY_NAMES = {"keras-tensorflow": "Keras on TensorFlow", "keras-jax": "Keras on JAX", "keras-torch": "Keras on "
+                 "PyTorch", "keras-openvino": "Keras on OpenVINO"}
+
+
+def reference_outputs(folder: BugFolder) -> list[str]:
+    """The shapes of the reference library's outputs on the reduced model (bug.json's ``io``), as ``(2, 21, 31)``."""
+    reference = folder.reference
+    outputs = (folder.info.get("io") or {}).get("outputs") or []
+    shapes = [row.get(f"{reference} shape") for row in outputs if isinstance(row, dict)]
+    return ["(" + ", ".join("None" if d is None else str(d) for d in shape) + ")"
+            for shape in shapes if isinstance(shape, list)]
+
+
+def printed_figures(checked: MinimalScript) -> list[str]:
+    """The figures a numeric script prints before it asserts (its ``NUMERIC_PRINTS`` lines), as it printed them."""
+    heads = tuple(line.split('"')[1] for line in NUMERIC_PRINTS.values())
+    return [line.strip() for line in checked.output.splitlines() if line.strip().startswith(heads)]
+
+
 def _expected(folder: BugFolder, checked: MinimalScript) -> list[str]:
     reference = folder.reference or "the reference library"
+    named = f"{LIBRARY_NAMES[reference]} ({reference})" if reference in LIBRARY_NAMES else reference
     happened = actual(folder, checked)
     if folder.kind == "crash":
-        return [f"The model runs (on {reference} it does); instead {folder.library} raises "
+        shapes = reference_outputs(folder)
+        returns = (f" and returns output{'s' if len(shapes) > 1 else ''} of shape {', '.join(shapes)}" if shapes
+                   else "")
+        return [f"The model runs: {named} runs this model{returns}. Instead {folder.library} raises "
                 f"`{folder.exception or 'an error'}`." + (f" Actual: {happened}" if happened else "")]
     if folder.kind == "hang":
-        return [f"The model finishes in seconds (on {reference} it does); {folder.library} is still running after "
+        return [f"The model finishes in seconds (on {named} it does); {folder.library} is still running after "
                 f"{folder.info.get('timeout_s', '?')} s."]
-    lines = [f"Outputs as {reference} computes them (attached as `expected.npz`), within rtol 1e-3 and atol 1e-3 x "
+    lines = [f"Outputs as {named} computes them (attached as `expected.npz`), within rtol 1e-3 and atol 1e-3 x "
              f"max(1, mean |expected|). Actual: {happened}"]
+    figures = printed_figures(checked) if checked.reproduces else []
+    if figures:
+        lines += ["", "The script prints:", "", _fenced("\n".join(quoted(line) for line in figures))]
     truth = folder.info.get("truth") or {}
     if truth.get("errors"):
-        lines += ["", f"The float64 truth ({truth.get('method', '')}) says {truth.get('decision', '?')}: "
-                      f"{truth.get('reason', '')}", "",
+        lines += ["", f"memo's float64 recomputation of the reduced model ({truth.get('method', '')}; not printed by "
+                      f"the script) says {truth.get('decision', '?')}: {truth.get('reason', '')}", "",
                   "| library | error against float64 (in tolerances; at most 1 is within tolerance) |", "|---|---|"]
         lines += [f"| {name} | {value if isinstance(value, str) else format(value, '.3g')} |"
                   for name, value in truth["errors"].items()]

@@ -26,11 +26,12 @@ from memo.backends.spec import UPSTREAM_STATUSES
 from memo.json_types import JsonObject
 from memo.oracle.verdict import VerdictSummary
 from memo.filing import kept_issue_text
+from memo.filing.check import MINIMAL_DIR
 from memo.report.entry import BugEntry, Documented, FilingView, MergedBug, ModelRow
 from memo.report.known import known_figures, mark_known
 from memo.report.library import library_data
 from memo.report.markdown import issue_markdown
-from memo.report.sections import READY, SECTION_RANK, section_counts, section_of, status_text
+from memo.report.sections import READY, SECTION_RANK, UNCHECKED, section_counts, section_of, status_text
 from memo.store import BugRow, CampaignStore
 from memo.triage import dedup, pending_bugs, pending_localizations, seconds_for
 from memo.triage.bugdir import BUGS_DIR, NOT_AGAIN, REPRO_FILE, bug_layers, read_bug_file
@@ -82,7 +83,7 @@ def collect(store: CampaignStore, bugs_db: Path | None = None) -> JsonObject:
             "triage_errors": [{"bug": error.bug_id, "step": error.step, "message": error.message}
                               for error in store.triage.errors()],
             "verdict_counts": store.verdict_counts(), "engines": engine_activity(store),
-            "generation": generation(store), "triage_left": triage_left(store),
+            "generation": generation(store), "triage_left": triage_left(store, bugs),
             "known": known_figures(database, bugs), "newest": newest_figures(newest, bugs),
             **library_sections(store)}
 
@@ -113,15 +114,20 @@ def library_sections(store: CampaignStore) -> JsonObject:
 MIN_CONTINUE_BUDGET_S = 120.0
 
 
-def triage_left(store: CampaignStore) -> JsonObject:
+def triage_left(store: CampaignStore, entries: list[BugEntry] | None = None) -> JsonObject:
     """What triage has not done yet (bugs to reduce, numeric findings to localize) and the command that
-    finishes it, with the campaign as the user can name it from where they ran memo."""
+    finishes it, with the campaign as the user can name it from where they ran memo; ``scripts``: the entries
+    (of ``entries``) reduced and reproducing whose minimal script the campaign had no time to check, and
+    ``scripts_command``, which checks them."""
     bugs, localizations = len(pending_bugs(store)), len(pending_localizations(store))
     name = store.get_meta("campaign_name") or store.directory.name
     named = campaign_dir(name).resolve() == store.directory.resolve()
     budget = 60 * -(-max(MIN_CONTINUE_BUDGET_S, seconds_for(bugs, localizations)) // 60)  # whole minutes, up
+    where = name if named else store.directory
     return {"bugs": bugs, "localizations": localizations,
-            "command": f"python -m memo report {name if named else store.directory} --triage --budget {budget:.0f}"}
+            "command": f"python -m memo report {where} --triage --budget {budget:.0f}",
+            "scripts": [entry["id"] for entry in entries or [] if entry.get("status") == UNCHECKED],
+            "scripts_command": f"python -m memo report {where} --issue-scripts"}
 
 
 def awaiting_localization(store: CampaignStore, rows: list[BugRow]) -> list[JsonObject]:
@@ -400,13 +406,16 @@ def bug_entry(store: CampaignStore, bug: BugRow, versions: JsonObject,
 
 
 def filing_view(folder: Path | None) -> FilingView:
-    """The bug's issue text and minimal script as its folder keeps them (memo.filing; none checked: empty)."""
+    """The bug's issue text and minimal script as its folder keeps them (memo.filing; none checked: empty): the
+    script's text and the files it reads (in the folder's ``minimal/``) with its check."""
     kept = kept_issue_text(folder) if folder is not None and (folder / "bug.json").is_file() else None
     if kept is None:
         return {"issue_text": "", "minimal": None}
     text, script = kept
     return {"issue_text": text, "minimal": {"reproduces": script.reproduces, "lines": script.lines,
-                                            "reason": script.reason}}
+                                            "reason": script.reason, "script": script.text,
+                                            "files": sorted(script.files), "source": script.source,
+                                            "folder": str(folder / MINIMAL_DIR)}}
 
 
 def _load_ir(folder: Path | None, fallback_json: str | None) -> ModelIR | None:

@@ -151,7 +151,10 @@ def report_markdown(data: JsonObject) -> str:
         lines += ["", "Merged into another entry (same reduced model and symptom), so not listed on their own: "
                   + ", ".join(f"{other} into {into}" for other, into in folded) + "."]
     for bug in data["bugs"]:
-        lines += ["", f"## Bug {bug['id']}", "", bug.get("issue_text") or bug["issue_markdown"]]
+        lines += ["", f"## Bug {bug['id']}", "", f"Status: {bug['status']}.", "",
+                  bug.get("issue_text") or bug["issue_markdown"]]
+        if bug.get("issue_text") and bug.get("bug_dir") and bug.get("repro_script"):
+            lines += ["", f"memo's full repro.py (attached as well): `{bug['bug_dir']}/repro.py`"]
     lines += _apart(data)
     lines += ["", "## Unsupported features (not bugs)", "", "| library | feature | occurrences |", "|---|---|---|"]
     lines += [f"| {u['library']} | {u['feature']} | {u['count']} |" for u in data["unsupported"]]
@@ -187,7 +190,12 @@ def _known(bug: BugEntry) -> str:
 
 
 def _triage_left(left: JsonObject | None) -> str:
-    if not left or not (left["bugs"] or left["localizations"]):
+    if not left:
         return ""
-    return (f" Triage has not finished: {left['bugs']} bugs to reduce and check, {left['localizations']} numeric "
-            f"findings to localize; `{left['command']}` continues.")
+    text = (f" Triage has not finished: {left['bugs']} bugs to reduce and check, {left['localizations']} numeric "
+            f"findings to localize; `{left['command']}` continues.") if left["bugs"] or left["localizations"] else ""
+    unchecked = left.get("scripts") or []
+    if unchecked:
+        text += (f" Not ready for want of a checked minimal script (no time left): {', '.join(unchecked)}; "
+                 f"`{left['scripts_command']}` checks them.")
+    return text

@@ -31,13 +31,15 @@ class Section:
 
 
 TIMED_OUT = "timeout"  # the reduction status of a reduction its time limit cut short
+UNCHECKED = "minimal script not checked (no time left)"  # memo report NAME --issue-scripts checks it
 
 SECTIONS: tuple[Section, ...] = (
-    Section("ready", READY, "reduced, reproducing, and (numeric findings) confirmed by the float64 truth"),
+    Section("ready", READY, "reduced, its checked minimal script reproduces, and (numeric findings) confirmed by the "
+                            "float64 truth"),
     Section("ready-retired", "ready to file (retired library)",
             "real, but the library is retired upstream (no more releases): a fix is unlikely"),
-    Section("not-ready", "not ready yet", "not reduced, not reproducing standalone, not rechecked on the newest code, "
-                                          "or not triaged yet"),
+    Section("not-ready", "not ready yet", "not reduced, no checked minimal script reproducing it, not rechecked on "
+                                          "the newest code, or not triaged yet"),
     Section("fixed-upstream", "fixed upstream", "reproduces on the release memo tests, but no longer on the newest "
                                                 "code (the development build named): already fixed, nothing to file"),
     Section("truth-blames-other", "float64 blames another library",
@@ -92,6 +94,11 @@ def _awaiting_newest(entry: BugEntry) -> bool:
     return bool(entry.get("newest_pending")) and not _newest(entry)
 
 
+def _minimal_reproduces(entry: BugEntry) -> bool:
+    """Its minimal script (the one a maintainer is given) was checked in a fresh process and reproduces."""
+    return (entry.get("minimal") or {}).get("reproduces") is True
+
+
 def _unfinished(entry: BugEntry) -> bool:
     return (entry.get("reduction") or {}).get("status") == TIMED_OUT
 
@@ -105,7 +112,7 @@ RULES: tuple[tuple[str, Callable[[BugEntry], bool]], ...] = (
     ("truth-blames-other", lambda e: _truth_decision(e) == CONTRADICTED),
     ("not-reproducing", lambda e: e.get("reproduces") is False),
     ("fixed-upstream", _fixed_upstream),
-    ("not-ready", lambda e: not (_reproduces(e) and _reduced(e))
+    ("not-ready", lambda e: not (_reproduces(e) and _reduced(e) and _minimal_reproduces(e))
      or (e.get("kind") in NUMERIC_KINDS and _truth_decision(e) is None) or _awaiting_newest(e)),
     ("ready-retired", lambda e: (e.get("upstream") or {}).get("status") == "retired"),
     ("ready", lambda e: True),
@@ -127,16 +134,27 @@ def status_text(entry: BugEntry) -> str:
         build = _newest(entry).get("build") or (entry.get("known_bug") or {}).get("detail") or "the newest code"
         return f"fixed upstream: no longer reproduces on {build}"
     if section == "not-ready":
-        if _reproduces(entry) and _reduced(entry) and _awaiting_newest(entry):
-            return "not rechecked on the newest code yet"
-        if _reproduces(entry) and _reduced(entry):
-            return "float64 truth not computed yet"
+        if _reduced(entry):  # repro.py not failing (else "does not reproduce"): the minimal script, or the truth
+            if _reproduces(entry) and _minimal_reproduces(entry) and _awaiting_newest(entry):
+                return "not rechecked on the newest code yet"
+            return _minimal_status(entry) or "float64 truth not computed yet"
         if _reproduces(entry) and _unfinished(entry):
             return f"reduction unfinished ({entry.get('reduced_layers')} of {entry.get('original_layers')} layers left)"
         if _reproduces(entry):
             return "reproduces (not reduced)"
         return (entry.get("reduction") or {}).get("status") or "not triaged yet"
     return TITLES[section]
+
+
+def _minimal_status(entry: BugEntry) -> str | None:
+    """Why a reduced, reproducing entry is not ready for want of its minimal script; None when it reproduces."""
+    minimal = entry.get("minimal")
+    if not minimal:
+        return UNCHECKED
+    if minimal.get("reproduces") is not True:
+        why = minimal.get("reason") or "no reason recorded"
+        return f"minimal script does not reproduce ({why})" if minimal.get("lines") else f"no minimal script: {why}"
+    return None
 
 
 def section_counts(entries: list[BugEntry]) -> list[JsonObject]:

@@ -26,14 +26,18 @@ class TriageService:
     """Runs triage passes in a daemon thread until :meth:`stop`; :attr:`totals` sums what they did."""
 
     def __init__(self, campaign_dir: Path, executor: Executor, *, pass_budget_s: float = PASS_BUDGET_S,
-                 on_disk_full: Callable[[], None] | None = None, ends_by: float | None = None) -> None:
+                 on_disk_full: Callable[[], None] | None = None, ends_by: float | None = None,
+                 idle: Callable[[float], bool] | None = None) -> None:
         """``on_disk_full``: called (from the thread) when a pass fails for want of disk space. ``ends_by``
-        (monotonic clock): no pass is budgeted past it (a timed campaign's slot ends then)."""
+        (monotonic clock): no pass is budgeted past it (a timed campaign's slot ends then). ``idle``: work for a
+        pass that found nothing to do (the campaign's minimal-script checks), given the deadline it must end by;
+        whether it did some."""
         self.campaign_dir = Path(campaign_dir)
         self.executor = executor
         self.on_disk_full = on_disk_full
         self.pass_budget_s = pass_budget_s
         self.ends_by = ends_by
+        self.idle = idle
         self.totals = TriageSummary()
         self._stop = threading.Event()
         self._wake = threading.Event()
@@ -68,9 +72,23 @@ class TriageService:
                 self._wake.clear()
                 continue
             summary = self._one_pass()
-            if not summary.worked:
+            if not summary.worked and not self._idle_work():
                 self._wake.wait(IDLE_WAIT_S)
                 self._wake.clear()
+
+    def _idle_work(self) -> bool:
+        """The ``idle`` work within the next pass's budget; whether it did some (its failure is recorded)."""
+        if self.idle is None or self._stop.is_set():
+            return False
+        try:
+            return self.idle(time.monotonic() + self._budget())
+        except Exception as exc:  # noqa: BLE001  (the campaign goes on; the error is kept for the report)
+            try:
+                with CampaignStore(self.campaign_dir) as store:
+                    store.triage.record_error(None, "background idle work", f"{type(exc).__name__}: {exc}")
+            except Exception:  # noqa: BLE001
+                pass
+            return False
 
     def _one_pass(self) -> TriageSummary:
         try:

@@ -29,7 +29,46 @@ def symptom(bug: dict[str, Any]) -> str:
     lines = [line.strip().lstrip(") ") for line in text.splitlines()
              if line.strip() and not _is_argument(line.strip())]
     stated = [line for line in lines if not _is_data(line) and not line.endswith(":")] or lines
-    return f"{bug['library']} ({bug.get('stage') or '?'}): {exception}: {stated[-1] if stated else ''}".strip()
+    cause = full_clause(stated[-1], text) if stated else ""
+    return f"{bug['library']} ({bug.get('stage') or '?'}): {exception}: {cause}".strip()
+
+
+# Words that open the second half of a sentence: a line starting with one continues a sentence a line break (in the
+# middle of a quoted graph or tensor) split, and alone reads "because it is not constant".
+_CONTINUATIONS = frozenset({"because", "since", "and", "or", "but", "which", "so", "when", "while", "unless", "due",
+                            "whereas", "hence", "thus", "though", "although", "then", "where"})
+# A quoted or parenthesised span holding code (a graph node, a tensor, a path): not words a clause needs.
+_CODE_MARKS = ("%", "=", "::", "/", "[", "]")
+_QUOTED = re.compile(r"\s*'[^']*'|\s*\"[^\"]*\"")
+_PARENTHESISED = re.compile(r"\s*\([^()]*\)")
+
+
+def _without_code(text: str) -> str:
+    """``text`` without the quoted and parenthesised spans that hold code (innermost parentheses first)."""
+    def drop(match: re.Match[str]) -> str:
+        return "" if any(mark in match.group(0) for mark in _CODE_MARKS) else match.group(0)
+
+    text = _QUOTED.sub(drop, text)
+    while (shorter := _PARENTHESISED.sub(drop, text)) != text:
+        text = shorter
+    return " ".join(text.split())
+
+
+def full_clause(line: str, message: str) -> str:
+    """``line`` itself, or, where it continues a sentence (it opens with "because", "and", ...), the sentence of
+    ``message`` it ends, without the code the sentence quotes ("Failed to export a node because it is not
+    constant."); the message's first sentence where ``line`` is not found in it."""
+    words = line.split()
+    if not words or words[0].lower() not in _CONTINUATIONS:
+        return line
+    flat, fragment = " ".join(message.split()), " ".join(words)
+    at = flat.find(fragment)
+    if at < 0:
+        first = flat.split(". ", 1)[0]
+        return _without_code(first) or line
+    start = flat.rfind(". ", 0, at)
+    sentence = _without_code(flat[start + 2 if start >= 0 else 0:at + len(fragment)])
+    return sentence if len(sentence.split()) > len(words) else line
 
 
 _TORCH_TENSOR = re.compile(r"^Tensor:$", re.MULTILINE)  # torch.jit, after its complaint: the tensor's rows

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from memo.report.sections import section_of, status_text
+from memo.report.sections import UNCHECKED, section_of, status_text
 from memo.truth import (CONFIRMED, CONTRADICTED, ILL_CONDITIONED, NOISE, UNDECIDED, Truth, assess, condition,
                         decide, perturb, scaled_error)
 
@@ -93,7 +93,8 @@ def test_truth_round_trips_through_json_with_infinite_errors() -> None:
 
 def _entry(**values: object) -> dict[str, object]:
     entry: dict[str, object] = {"kind": "inconsistency", "reproduces": True, "reduced_layers": 1,
-                                "original_layers": 6, "occurrences": 1, "first_seen": 0.0}
+                                "original_layers": 6, "occurrences": 1, "first_seen": 0.0,
+                                "minimal": {"reproduces": True, "lines": 20}}
     entry.update(values)
     return entry
 
@@ -124,12 +125,34 @@ def test_a_reduced_crash_whose_minimal_script_reproduces_is_ready_though_repro_p
     # checked by `memo report --issue-scripts`, stood in "not ready"
     unchecked = _entry(kind="crash", reproduces=None, minimal={"reproduces": True, "lines": 20})
     assert section_of(unchecked) == "ready"
-    assert section_of(_entry(kind="crash", reproduces=None)) == "not-ready", "nothing checked: not ready"
+    assert section_of(_entry(kind="crash", reproduces=None, minimal=None)) == "not-ready", "nothing checked"
     failed = _entry(kind="crash", reproduces=False, minimal={"reproduces": True, "lines": 20})
     assert section_of(failed) == "not-reproducing", "repro.py's own failure to reproduce still decides"
     numeric = _entry(reproduces=None, minimal={"reproduces": True, "lines": 20})
     numeric["section"] = section_of(numeric)
     assert numeric["section"] == "not-ready" and status_text(numeric) == "float64 truth not computed yet"
+
+
+def test_only_a_checked_minimal_script_that_reproduces_makes_an_entry_ready_to_file() -> None:
+    # issue 38, "fileable by default": memo's repro.py reproducing is not enough, the maintainer gets the minimal script
+    unchecked = _entry(kind="crash", minimal=None)
+    unchecked["section"] = section_of(unchecked)
+    assert unchecked["section"] == "not-ready" and status_text(unchecked) == UNCHECKED
+    failing = _entry(kind="crash", minimal={"reproduces": False, "lines": 14, "reason": "the script exited 0"})
+    failing["section"] = section_of(failing)
+    assert status_text(failing) == "minimal script does not reproduce (the script exited 0)"
+    none = _entry(kind="hang", minimal={"reproduces": False, "lines": 0, "reason": "a hang needs a clock"})
+    none["section"] = section_of(none)
+    assert none["section"] == "not-ready" and status_text(none) == "no minimal script: a hang needs a clock"
+    unknown = _entry(kind="crash", reproduces=None, minimal={"reproduces": False, "lines": 9, "reason": "exited 0"})
+    unknown["section"] = section_of(unknown)
+    assert status_text(unknown) == "minimal script does not reproduce (exited 0)", "repro.py not checked either"
+    nothing = _entry(kind="crash", reproduces=None, minimal=None)
+    nothing["section"] = section_of(nothing)
+    assert status_text(nothing) == UNCHECKED
+    retired = _entry(kind="crash", upstream={"status": "retired"}, minimal=None)
+    assert section_of(retired) == "not-ready", "a retired library's bug needs its minimal script too"
+    assert section_of(_entry(kind="crash")) == "ready"
 
 
 def test_a_reduction_its_time_limit_cut_short_is_not_ready_to_file() -> None:
