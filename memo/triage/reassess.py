@@ -4,7 +4,8 @@ The campaign's verdict was made on the original mutant; the report, the headline
 speak of the model a maintainer receives. So the reduced model runs once more as the campaign ran it (the
 plain model, not the localization probe) on the backends the bug involves; the oracle's verdict on that run
 gives the headline, output names, element counts and max difference, and every backend's outputs are
-compared with the float64 truth (:mod:`memo.triage.truth`). Both go into ``bug.json``.
+compared with the float64 truth (:mod:`memo.triage.truth`); on a converted ONNX file, ONNX's reference evaluator
+gives a third opinion (:mod:`memo.triage.onnx_reference`). All go into ``bug.json``.
 """
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from memo.oracle.verdict import VerdictSummary
 from memo.store import BugRow, CampaignStore
 from memo.triage.bugdir import INPUTS_FILE, IR_FILE, NOT_AGAIN, read_bug_file, write_bug_file
 from memo.triage.finding import Finding, load_finding
+from memo.triage.onnx_reference import ONNX_REFERENCE_KEY, ask_reference, blamed_library, settle
 from memo.triage.probe import read_inputs, run_model
 from memo.triage.session import Session
 from memo.triage.truth import TRUTH_ARRAYS, artifact_inputs, judge_by_truth
@@ -51,10 +53,14 @@ def reassess(session: Session, bug: BugRow, finding: Finding, ir: ModelIR, folde
             added[REDUCED_VERDICT] = VerdictSummary.of(mine).to_json()
         outputs = load_outputs(run.result)
         if reference in outputs:
-            truth = judge_by_truth(session.truth_runner(), run.artifact.keras_path, artifact_inputs(run.artifact),
+            inputs_by_name = artifact_inputs(run.artifact)
+            opinion = ask_reference(bug.library, run.artifact, inputs_by_name, outputs, reference, directory)
+            if opinion is not None:
+                added[ONNX_REFERENCE_KEY] = opinion.to_json()
+            truth = judge_by_truth(session.truth_runner(), run.artifact.keras_path, inputs_by_name,
                                    outputs, mine or finding.verdict, reference, directory / "truth",
                                    save=folder / TRUTH_ARRAYS)
-            added[TRUTH_KEY] = truth.to_json()
+            added[TRUTH_KEY] = settle(truth, opinion).to_json()
         if TRUTH_KEY in added:
             campaign = Path(session.store.directory).resolve()
             added["truth_command"] = f"python -m memo truth {bug.id} --campaign {campaign}"
@@ -98,6 +104,8 @@ def root_cause_parts(parts: JsonObject, folder: Path) -> JsonObject:
     truth = data.get(TRUTH_KEY) or {}
     if truth.get("decision") == CONTRADICTED and truth.get("blamed"):
         parts = {**parts, "library": truth["blamed"]}
+    elif blamed_library(data):  # ONNX's reference evaluator on the same file: the converter's or the engine's bug
+        parts = {**parts, "library": blamed_library(data)}
     if truth.get("decision"):
         parts = {**parts, TRUTH_DECISION: truth["decision"]}
     located = data.get("localization") or {}
