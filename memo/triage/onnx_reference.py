@@ -31,6 +31,8 @@ from memo.oracle.criterion import agree, mismatch, nan_problem
 from memo.truth import CONFIRMED, ILL_CONDITIONED, Truth
 
 ONNX_REFERENCE_KEY = "onnx_reference"
+ONNX_REFERENCE_ARRAYS = "onnx_reference.npz"  # the evaluator's outputs, in the bug folder
+EVALUATED = "onnx-reference"  # their name there and in a precision corpus case
 EVALUATOR = "onnx.reference.ReferenceEvaluator"
 ENGINE, CONVERTER, BOTH, AGREES, UNAVAILABLE = "engine", "converter", "file and engine", "agrees", "unavailable"
 ONNX_KINDS = frozenset(kind for kind, name in ARTIFACT_FILES.items() if name.endswith(".onnx"))
@@ -138,9 +140,11 @@ def accused_engines(backend: str, outputs: dict[str, list[np.ndarray]], file: st
 
 
 def ask_reference(backend: str, artifact: Artifact, inputs: dict[str, np.ndarray],
-                  outputs: dict[str, list[np.ndarray]], reference: str, scratch: Path) -> Opinion | None:
+                  outputs: dict[str, list[np.ndarray]], reference: str, scratch: Path,
+                  save: Path | None = None) -> Opinion | None:
     """The third opinion on a numeric finding of ``backend`` on the run of ``artifact`` (None: the backend reads
-    and writes no ONNX file, or nothing to compare)."""
+    and writes no ONNX file, or nothing to compare); ``save``: where to keep the evaluator's outputs
+    (``onnx-reference__I``: the precision corpus judges them again without any library)."""
     file = onnx_file_of(backend)
     if file is None or reference not in outputs:
         return None
@@ -150,6 +154,8 @@ def ask_reference(backend: str, artifact: Artifact, inputs: dict[str, np.ndarray
         return None
     converter = backend if backend in CONVERTERS else producer_of(file)
     evaluated = reference_outputs(path, inputs, scratch)
+    if save is not None and not isinstance(evaluated, str):
+        np.savez_compressed(save, **{f"{EVALUATED}__{i}": np.asarray(array) for i, array in enumerate(evaluated)})
     return judge_opinion(engines, evaluated, outputs[reference], reference, file, converter)
 
 

@@ -22,7 +22,8 @@ from memo.oracle.verdict import VerdictSummary
 from memo.store import BugRow, CampaignStore
 from memo.triage.bugdir import INPUTS_FILE, IR_FILE, NOT_AGAIN, read_bug_file, write_bug_file
 from memo.triage.finding import Finding, load_finding
-from memo.triage.onnx_reference import ONNX_REFERENCE_KEY, ask_reference, blamed_library, settle
+from memo.triage.onnx_reference import (ONNX_REFERENCE_ARRAYS, ONNX_REFERENCE_KEY, ask_reference,
+                                        blamed_library, settle)
 from memo.triage.probe import read_inputs, run_model
 from memo.triage.session import Session
 from memo.triage.truth import TRUTH_ARRAYS, artifact_inputs, judge_by_truth
@@ -54,7 +55,8 @@ def reassess(session: Session, bug: BugRow, finding: Finding, ir: ModelIR, folde
         outputs = load_outputs(run.result)
         if reference in outputs:
             inputs_by_name = artifact_inputs(run.artifact)
-            opinion = ask_reference(bug.library, run.artifact, inputs_by_name, outputs, reference, directory)
+            opinion = ask_reference(bug.library, run.artifact, inputs_by_name, outputs, reference, directory,
+                                    save=folder / ONNX_REFERENCE_ARRAYS)
             if opinion is not None:
                 added[ONNX_REFERENCE_KEY] = opinion.to_json()
             truth = judge_by_truth(session.truth_runner(), run.artifact.keras_path, inputs_by_name,
