@@ -12,15 +12,17 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from memo.backends import CONVERTERS, find_spec
 from memo.backends.spec import ModelInputs
 from memo.json_types import JsonObject
 from memo.model.ir import ModelIR
 from memo.mutation.nan import has_injection
 from memo.oracle import Verdict, judge, load_outputs
-from memo.kinds import NUMERIC_KINDS
+from memo.kinds import NUMERIC_KINDS, VerdictKind
 from memo.oracle.verdict import VerdictSummary
 from memo.store import BugRow, CampaignStore
-from memo.triage.bugdir import INPUTS_FILE, IR_FILE, NOT_AGAIN, read_bug_file, write_bug_file
+from memo.triage.bugdir import INPUTS_FILE, IR_FILE, NOT_AGAIN, converted_file, read_bug_file, write_bug_file
+from memo.triage.failing_node import NODE_PART, OPERATOR_PART, failing_operator
 from memo.triage.finding import Finding, load_finding
 from memo.triage.onnx_reference import (ONNX_REFERENCE_ARRAYS, ONNX_REFERENCE_KEY, ask_reference,
                                         blamed_library, settle)
@@ -31,6 +33,7 @@ from memo.truth import CONTRADICTED
 from memo.triage.signature import TRUTH_DECISION
 
 REDUCED_VERDICT = "reduced_verdict"
+CRASH = VerdictKind.CRASH.value
 TRUTH_KEY = "truth"
 
 
@@ -110,6 +113,11 @@ def root_cause_parts(parts: JsonObject, folder: Path) -> JsonObject:
         parts = {**parts, "library": blamed_library(data)}
     if truth.get("decision"):
         parts = {**parts, TRUTH_DECISION: truth["decision"]}
+    if parts.get("kind") == CRASH and _reads_a_converted_file(str(parts.get("library", ""))):
+        # a converter's or an engine's crash: the node of the converted file its message names
+        named = failing_operator(str(data.get("error_message") or ""), folder / converted_file("onnx"))
+        if named is not None:
+            parts = {**parts, OPERATOR_PART: named[0], NODE_PART: named[1]}
     located = data.get("localization") or {}
     if parts.get("kind") in NUMERIC_KINDS and located.get("layer_class"):
         # the first misbehaving layer of the REDUCED model; when it is right alone, the first of the layers that
@@ -122,3 +130,9 @@ def root_cause_parts(parts: JsonObject, folder: Path) -> JsonObject:
             layer_class = found.class_name if found is not None else layer_class
         parts = {**parts, "layer": layer_class}
     return parts
+
+
+def _reads_a_converted_file(library: str) -> bool:
+    """A converter, or an engine reading a converted file (not a Keras backend)."""
+    spec = find_spec(library)
+    return library in CONVERTERS or (spec is not None and spec.consumes != "keras")
