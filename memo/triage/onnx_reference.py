@@ -8,7 +8,8 @@ inputs. Against the reference library's outputs (Keras on TensorFlow) and the en
   numbers, the NaN was not propagated, whatever the float64 truth says about NaN inside the model;
 * the evaluated file differs from Keras as the engine does: the **converter**'s bug (tf2onnx writing a fixed-size
   Resize as float scales whose floor gives another size: the engines following the specification are right);
-* both differ from each other and from Keras: the file and the engine are both off (no single blame);
+* both differ from each other and from Keras: the file and the engine are both off (no single blame); several
+  engines differing alike on a file the evaluator computes right (a converter's finding): no single blame either;
 * all agree, or the evaluator cannot run the file (an operator it lacks, too large, too slow): no opinion.
 
 The opinion is kept in ``bug.json`` (:data:`ONNX_REFERENCE_KEY`), decides the library an entry is filed against
@@ -35,6 +36,7 @@ ONNX_REFERENCE_ARRAYS = "onnx_reference.npz"  # the evaluator's outputs, in the 
 EVALUATED = "onnx-reference"  # their name there and in a precision corpus case
 EVALUATOR = "onnx.reference.ReferenceEvaluator"
 ENGINE, CONVERTER, BOTH, AGREES, UNAVAILABLE = "engine", "converter", "file and engine", "agrees", "unavailable"
+ENGINES = "engines"  # a converter's finding whose engines all differ from the evaluator on a valid file
 ONNX_KINDS = frozenset(kind for kind, name in ARTIFACT_FILES.items() if name.endswith(".onnx"))
 
 
@@ -108,7 +110,11 @@ def judge_opinion(engines: dict[str, list[np.ndarray]], evaluated: list[np.ndarr
     file_right = agree(evaluated, reference, thresholds)
     wrong = [name for name, outs in engines.items() if not agree(outs, evaluated, thresholds)]
     on_file = f"{converter or 'the converter'}'s file"
-    if file_right and wrong:
+    if file_right and len(wrong) > 1:  # several engines wrong alike on a valid file: no one tracker to file at
+        opinion.decision = ENGINES
+        opinion.reason = (f"{EVALUATOR} on {on_file} agrees with {reference_name}; {', '.join(wrong)} all differ "
+                          f"from it on that file")
+    elif file_right and wrong:
         opinion.decision, opinion.blamed = ENGINE, wrong[0]
         opinion.nan_not_propagated = _dropped_nan(engines[wrong[0]], evaluated, reference)
         opinion.reason = (f"{EVALUATOR} on {on_file} agrees with {reference_name}; {', '.join(wrong)} differs from it "

@@ -12,8 +12,8 @@ from onnx import TensorProto, helper, numpy_helper
 
 from memo.backends.onnx_reference import reference_outputs
 from memo.truth import CONFIRMED, ILL_CONDITIONED, Truth, assess_runs
-from memo.triage.onnx_reference import (AGREES, BOTH, CONVERTER, ENGINE, UNAVAILABLE, Opinion, blamed_library,
-                                        judge_opinion, onnx_file_of, settle)
+from memo.triage.onnx_reference import (AGREES, BOTH, CONVERTER, ENGINE, ENGINES, UNAVAILABLE, Opinion,
+                                        blamed_library, judge_opinion, onnx_file_of, settle)
 
 REF = "keras-tensorflow"
 X = np.array([[np.nan, 2.0, -1.0, 0.5]], np.float32)
@@ -86,6 +86,8 @@ def test_other_opinions_blame_no_library() -> None:
     right, off = [np.ones(4, np.float32)], [np.full(4, 3.0, np.float32)]
     both = judge_opinion({"mxnet": [np.full(4, 9.0, np.float32)]}, off, right, REF, "onnx-opset11", "tf2onnx-opset11")
     assert both.decision == BOTH and both.blamed is None
+    several = judge_opinion({"onnx2torch": off, "onnx2pytorch": off}, right, right, REF, "onnx", "tf2onnx")
+    assert several.decision == ENGINES and several.blamed is None
     agrees = judge_opinion({"mxnet": right}, right, right, REF, "onnx", "tf2onnx")
     assert agrees.decision == AGREES and blamed_library({"onnx_reference": agrees.to_json()}) is None
     assert Opinion.from_json({**both.to_json(), "later": 1}) == both
