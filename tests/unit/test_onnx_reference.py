@@ -24,7 +24,8 @@ def _clip_file(path: Path) -> Path:
         [helper.make_node("Clip", ["x", "lo", "hi"], ["y"])], "g",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [None, 4])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None, 4])],
-        [numpy_helper.from_array(np.array(0, np.float32), "lo"), numpy_helper.from_array(np.array(1, np.float32), "hi")])
+        [numpy_helper.from_array(np.array(0, np.float32), "lo"),
+         numpy_helper.from_array(np.array(1, np.float32), "hi")])
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
     return path
 
