@@ -75,24 +75,16 @@ def stated_cause(folder: BugFolder, checked: MinimalScript | None = None) -> str
     return (stated or sentences or [text])[0]
 
 
-def filed_library(folder: BugFolder) -> str:
-    """The library whose tracker gets the issue: the converter, where ONNX's reference evaluator found that the
-    converted file itself computes another result (``onnx_reference`` in bug.json), else the bug's library."""
-    opinion = folder.info.get("onnx_reference") or {}
-    return str(opinion.get("blamed") or folder.library) if opinion.get("decision") == "converter" else folder.library
-
-
 def title(folder: BugFolder, checked: MinimalScript | None = None) -> str:
     """``[library] Culprit: symptom`` in one line, from the reduced model and the checked script's run."""
     if folder.kind in KIND_WORDS:
         what = KIND_WORDS[folder.kind]
         if folder.kind in ("nan", "inconsistency") and folder.reference:
-            engine_bug = (folder.info.get("onnx_reference") or {}).get("decision") == "engine"
-            what += f" (against {'the ONNX reference evaluator' if engine_bug else folder.reference})"
+            what += f" (against {'the ONNX reference evaluator' if folder.against_evaluator else folder.reference})"
     else:
         cause = stated_cause(folder, checked)
         what = f"{folder.exception}: {cause}" if folder.exception else cause
-    text = f"[{filed_library(folder)}] {culprit(folder, checked)}: {what}"
+    text = f"[{folder.filed_on}] {culprit(folder, checked)}: {what}"
     return text if len(text) <= TITLE_CHARS else text[:TITLE_CHARS - 3].rstrip() + "..."
 
 
@@ -137,11 +129,10 @@ def _expected(folder: BugFolder, checked: MinimalScript) -> list[str]:
         return [f"The model finishes in seconds (on {reference} it does); {folder.library} is still running after "
                 f"{folder.info.get('timeout_s', '?')} s."]
     opinion = folder.info.get("onnx_reference") or {}
-    if opinion.get("decision") == "engine" and opinion.get("blamed") == folder.library:
-        # the engine against the specification on the same file: no Keras in it
+    if folder.against_evaluator:  # the engine against the specification on the same file: no Keras in it
         return [f"Outputs as ONNX's reference implementation (`onnx.reference.ReferenceEvaluator`) computes them on "
-                f"the same file (attached as `expected.npz`, equal to them within the tolerance), within rtol 1e-3 and "
-                f"atol 1e-3 x max(1, mean |expected|). Actual: {happened}", "",
+                f"the same file (attached as `expected.npz`), within rtol 1e-3 and atol 1e-3 x max(1, mean "
+                f"|expected|). Actual: {happened}", "",
                 f"{folder.library} against the reference evaluator: "
                 f"{(opinion.get('figures') or {}).get(folder.library, '')}"]
     lines = [f"Outputs as {reference} computes them (attached as `expected.npz`), within rtol 1e-3 and atol 1e-3 x "
@@ -203,7 +194,7 @@ def kept_issue_text(folder: Path) -> tuple[str, MinimalScript] | None:
 def render_issue(bug: BugFolder, checked: MinimalScript) -> str:
     """The issue text of ``bug`` with its checked minimal script: in its tracker's form, or, for a library whose
     spec says its bugs are not filed (retired upstream), a record in the generic form saying so."""
-    spec = find_spec(filed_library(bug))
+    spec = find_spec(bug.filed_on)
     upstream = spec.upstream if spec is not None else UNKNOWN_UPSTREAM
     tracker = "" if upstream.record_only else upstream.tracker
     form = form_for(tracker) if tracker else GENERIC

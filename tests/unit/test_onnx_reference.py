@@ -3,6 +3,7 @@ and special values by the operator's contract (memo/truth.py's NaN not propagate
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -133,7 +134,7 @@ def test_nan_kept_by_float64_and_the_witness_is_not_ill_conditioned_for_who_drop
 
 def test_a_bug_the_evaluator_blames_on_the_converter_is_keyed_and_filed_by_the_converter(tmp_path: Path) -> None:
     from memo.filing.folder import BugFolder
-    from memo.filing.issue import filed_library, title
+    from memo.filing.issue import title
     from memo.triage.reassess import root_cause_parts
 
     opinion = Opinion(decision=CONVERTER, blamed="tf2onnx", reason="the file computes another result")
@@ -143,9 +144,31 @@ def test_a_bug_the_evaluator_blames_on_the_converter_is_keyed_and_filed_by_the_c
     parts = root_cause_parts({"kind": "inconsistency", "library": "onnx2torch", "layer": "Resizing"}, tmp_path)
     assert parts["library"] == "tf2onnx"
     folder = BugFolder.read(tmp_path)
-    assert filed_library(folder) == "tf2onnx" and title(folder).startswith("[tf2onnx]")
+    assert folder.filed_on == "tf2onnx" and title(folder).startswith("[tf2onnx]")
     engine = Opinion(decision=ENGINE, blamed="openvino", reason="r", figures={"openvino": "1 non-finite"})
     info.update(library="openvino", kind="nan", onnx_reference=engine.to_json())
     (tmp_path / "bug.json").write_text(json.dumps(info))
     folder = BugFolder.read(tmp_path)
-    assert filed_library(folder) == "openvino" and "against the ONNX reference evaluator" in title(folder)
+    assert folder.filed_on == "openvino" and not folder.against_evaluator  # its outputs were not kept
+    np.savez(tmp_path / "onnx_reference.npz", **{"onnx-reference__0": X})
+    assert folder.against_evaluator and "against the ONNX reference evaluator" in title(folder)
+
+
+ENGINE_BUG = Path(__file__).resolve().parents[1] / "corpus" / "bugs" / "inconsistency-openvino-c1a9a4f0b2"
+
+
+def test_an_engines_issue_shows_it_against_the_evaluator_on_the_same_file_without_keras(tmp_path: Path) -> None:
+    # captured with memo run (AutoContrast on a 1x1 image through tf2onnx, OpenVINO 2026.4): see labels.json
+    from memo.filing import issue_text, minimal_script
+
+    folder = tmp_path / ENGINE_BUG.name
+    shutil.copytree(ENGINE_BUG, folder)
+    script = minimal_script(folder)
+    assert script.reproduces, script.output
+    assert "onnx.reference" in script.text and "keras" not in script.text.lower()
+    with np.load(folder / "minimal" / "expected.npz") as attached, np.load(folder / "onnx_reference.npz") as kept:
+        assert np.array_equal(attached["out_0"], kept["onnx-reference__0"])
+    text = issue_text(folder)
+    assert text.startswith("# [openvino] ") and "(against the ONNX reference evaluator)" in text.splitlines()[0]
+    expected = next(part for part in text.split("### ") if part.startswith("Expected"))
+    assert "onnx.reference.ReferenceEvaluator" in expected and "keras-tensorflow" not in expected
