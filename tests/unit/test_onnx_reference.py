@@ -172,3 +172,30 @@ def test_an_engines_issue_shows_it_against_the_evaluator_on_the_same_file_withou
     assert text.startswith("# [openvino] ") and "(against the ONNX reference evaluator)" in text.splitlines()[0]
     expected = next(part for part in text.split("### ") if part.startswith("Expected"))
     assert "onnx.reference.ReferenceEvaluator" in expected and "keras-tensorflow" not in expected
+
+
+def test_the_report_files_an_entry_the_evaluator_blames_on_the_converter_against_it(tmp_path: Path) -> None:
+    from memo.report import write_report
+    from memo.triage.dedup import update_bugs
+    from tests.unit.triage_store import add_finding, make_campaign, model
+
+    directory = tmp_path / "campaigns" / "unit"
+    with make_campaign(directory) as store:
+        add_finding(store, 6, model("Dense"), {"artifact_dir": "gone", "reference": REF, "backends": {}},
+                    [("inconsistency", "onnx2torch", "execute", "5/8 elements outside atol")])
+        update_bugs(store)
+        bug = next(b for b in store.triage.load_bugs() if b.library == "onnx2torch")
+        folder = tmp_path / "bug"
+        folder.mkdir()
+        opinion = Opinion(decision=CONVERTER, blamed="tf2onnx", file="onnx", converter="tf2onnx",
+                          reason="the file computes another result")
+        (folder / "bug.json").write_text(json.dumps({"id": bug.id, "kind": "inconsistency", "library": "onnx2torch",
+                                                     "onnx_reference": opinion.to_json(),
+                                                     "truth": Truth(decision=CONFIRMED).to_json()}))
+        store.triage.update_bug(bug.id, bug_dir=str(folder), parts={**bug.parts, "layer": "Resizing"})
+    data = json.loads(write_report(directory, tmp_path / "r.json", "json").read_text())
+    entry = next(e for e in data["bugs"] if e["id"] == bug.id)
+    assert entry["library"] == "tf2onnx" and entry["reported_by"] == "onnx2torch"
+    assert entry["onnx_reference"]["decision"] == CONVERTER
+    html = write_report(directory, tmp_path / "r.html").read_text()
+    assert "ONNX reference</h4>" in html and "blames tf2onnx" in html
