@@ -24,8 +24,8 @@ from memo.store import BugRow, CampaignStore
 from memo.triage.bugdir import INPUTS_FILE, IR_FILE, NOT_AGAIN, converted_file, read_bug_file, write_bug_file
 from memo.triage.failing_node import NODE_PART, OPERATOR_PART, failing_operator
 from memo.triage.finding import Finding, load_finding
-from memo.triage.onnx_reference import (ONNX_REFERENCE_ARRAYS, ONNX_REFERENCE_KEY, ask_reference,
-                                        blamed_library, settle)
+from memo.triage.onnx_reference import (ONNX_REFERENCE_ARRAYS, ONNX_REFERENCE_KEY, Opinion, ask_reference,
+                                        blamed_library, onnx_file_of, settle)
 from memo.triage.probe import read_inputs, run_model
 from memo.triage.session import Session
 from memo.triage.truth import TRUTH_ARRAYS, artifact_inputs, judge_by_truth
@@ -60,6 +60,8 @@ def reassess(session: Session, bug: BugRow, finding: Finding, ir: ModelIR, folde
             inputs_by_name = artifact_inputs(run.artifact)
             opinion = ask_reference(bug.library, run.artifact, inputs_by_name, outputs, reference, directory,
                                     save=folder / ONNX_REFERENCE_ARRAYS)
+            if opinion is None and onnx_file_of(bug.library):  # asked once: not again by every pass
+                opinion = Opinion(reason="no opinion: the run left no converted file or no outputs to compare")
             if opinion is not None:
                 added[ONNX_REFERENCE_KEY] = opinion.to_json()
             truth = judge_by_truth(session.truth_runner(), run.artifact.keras_path, inputs_by_name,
@@ -83,11 +85,16 @@ def _matching(verdicts: list[Verdict], bug: BugRow) -> Verdict | None:
 
 def pending_truths(store: CampaignStore) -> list[BugRow]:
     """Numeric bugs with a finished folder and no float64 truth yet (triaged before memo computed it, or by a
-    pass that ran out of time between the reduction and the truth)."""
+    pass that ran out of time between the reduction and the truth), or, on a converted ONNX file, no opinion of
+    ONNX's reference evaluator yet (triaged before memo asked it)."""
     return [bug for bug in store.triage.load_bugs()
             if bug.kind in NUMERIC_KINDS and bug.merged_into is None and bug.bug_dir and Path(bug.bug_dir).exists()
             and (bug.reduction or {}).get("status") not in (None, NOT_AGAIN)
-            and TRUTH_KEY not in read_bug_file(Path(bug.bug_dir))]
+            and _unjudged(bug.library, read_bug_file(Path(bug.bug_dir)))]
+
+
+def _unjudged(library: str, data: JsonObject) -> bool:
+    return TRUTH_KEY not in data or (onnx_file_of(library) is not None and ONNX_REFERENCE_KEY not in data)
 
 
 def reassess_folder(session: Session, bug: BugRow) -> JsonObject:

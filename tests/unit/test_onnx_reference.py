@@ -199,3 +199,25 @@ def test_the_report_files_an_entry_the_evaluator_blames_on_the_converter_against
     assert entry["onnx_reference"]["decision"] == CONVERTER
     html = write_report(directory, tmp_path / "r.html").read_text()
     assert "ONNX reference</h4>" in html and "blames tf2onnx" in html
+
+
+def test_a_bug_on_a_converted_file_triaged_before_the_evaluator_is_judged_again(tmp_path: Path) -> None:
+    from memo.triage.dedup import update_bugs
+    from memo.triage.reassess import pending_truths
+    from tests.unit.triage_store import add_finding, make_campaign, model
+
+    with make_campaign(tmp_path / "campaigns" / "unit") as store:
+        add_finding(store, 6, model("Dense"), {"artifact_dir": "gone", "reference": REF, "backends": {}},
+                    [("inconsistency", "openvino", "execute", "5/8 elements outside atol")])
+        update_bugs(store)
+        for bug in store.triage.load_bugs():
+            if bug.kind in ("nan", "inconsistency"):
+                folder = tmp_path / bug.id
+                folder.mkdir()
+                (folder / "bug.json").write_text(json.dumps({"truth": Truth(decision=CONFIRMED).to_json()}))
+                store.triage.update_bug(bug.id, bug_dir=str(folder), reduction={"status": "reduced"})
+        assert [bug.library for bug in pending_truths(store)] == ["openvino"]  # keras-jax's needs no evaluator
+        bug = pending_truths(store)[0]
+        (Path(str(bug.bug_dir)) / "bug.json").write_text(json.dumps({"truth": Truth(decision=CONFIRMED).to_json(),
+                                                                     "onnx_reference": Opinion().to_json()}))
+        assert pending_truths(store) == []
