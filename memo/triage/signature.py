@@ -300,10 +300,23 @@ def message_pattern(message: str, reduced: ModelIR) -> str:
     # the 1-D/2-D/3-D twin a library picks for a layer of that rank (onnx2pytorch builds Conv2d for ConvLSTM1D
     # and Conv3d for ConvLSTM2D, and fails alike in both): one code path
     text = _RANK_SUFFIX.sub(r"\1Nd", text)
-    for layer in reduced.layers:
-        text = re.sub(rf"(?<![\w/]){re.escape(layer.name)}(?![\w/])", "NAME", text)
-        text = re.sub(rf"\b{re.escape(layer.class_name)}(?=\.\w+\(\)|\s+layer\b| name=)", "LAYER", text)
+    for name, class_name in _named(reduced):
+        if name:
+            text = re.sub(rf"(?<![\w/]){re.escape(name)}(?![\w/])", "NAME", text)
+        text = re.sub(rf"\b{re.escape(class_name)}(?=\.\w+\(\)|\s+layer\b| name=)", "LAYER", text)
     return text.strip()[:PATTERN_LIMIT]
+
+
+def _named(reduced: ModelIR) -> list[tuple[str, str]]:
+    """(name, class) of every layer and of the layer each wrapper wraps: a wrapper's failure is named by the wrapper
+    (Keras's "Arguments received by LSTM.call()" inside a Bidirectional names the class it wraps, not the cause)."""
+    named = []
+    for layer in reduced.layers:
+        named.append((layer.name, layer.class_name))
+        inner = layer.config.get("layer")
+        if isinstance(inner, dict) and inner.get("class_name"):
+            named.append((str((inner.get("config") or {}).get("name") or ""), str(inner["class_name"])))
+    return named
 
 
 def reduced_keys(parts: dict[str, Any], reduced: ModelIR) -> tuple[str, ...]:

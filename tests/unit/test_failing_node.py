@@ -14,7 +14,7 @@ from onnx import TensorProto, helper, numpy_helper
 from memo.triage.failing_node import FailingNode, failing_node, failing_operator, operator_text
 from memo.triage.reassess import root_cause_parts
 from memo.triage.signature import computing_library
-from tests.unit.test_root_cause import crash_parts, numeric_parts, one_bug, reduced
+from tests.unit.test_root_cause import SITE, crash_parts, numeric_parts, one_bug, reduced
 
 ORT_CONV = ("[ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Conv node. "
             "Name:'{node}' Status Message: Input channels C is not equal to kernel channels * group. C: 2 kernel "
@@ -94,3 +94,24 @@ def test_a_crash_and_a_numeric_bug_of_keras_export_are_keras_on_torchs_when_it_s
     # ONNX Runtime differing on Keras's export while it agrees on tf2onnx's: the oracle blames the export
     assert one_bug((numeric_parts("keras-torch", "keras-tensorflow", pool), pool),
                    (numeric_parts("keras-export", "keras-tensorflow", pool), pool))
+
+
+def test_a_wrapper_names_the_root_cause_not_the_class_it_wraps() -> None:
+    # Keras names the wrapped layer in its wrapper around the error ("Arguments received by LSTM.call()"), and the
+    # wrapped layer's own name: neither splits one failure of the wrapper
+    from tests.unit.test_root_cause import keras_wrapped
+
+    error = "'OpenVINOKerasTensor' object has no attribute 'reverse'"
+    findings = []
+    for inner, name in (("LSTM", "lstm"), ("GRU", "gru")):
+        ir = reduced("Bidirectional", {"layer": {"class_name": inner, "config": {"name": name, "units": 4}}},
+                     [None, 5, 3])
+        message = keras_wrapped(inner, f"{error} in layer '{name}'")
+        traceback = ("Traceback (most recent call last):\n"
+                     f'  File "{SITE}/keras/src/layers/rnn/bidirectional.py", line 220, in call\n'
+                     f'  File "{SITE}/keras/src/layers/rnn/{name}.py", line 580, in call\n'
+                     f'  File "{SITE}/keras/src/backend/openvino/numpy.py", line 1310, in flip\n'
+                     f"AttributeError: {error}\n")
+        findings.append((crash_parts("keras-openvino", "execute", "AttributeError", message, traceback), ir))
+    assert findings[0][0]["frames"] != findings[1][0]["frames"]  # each through its own module
+    assert one_bug(*findings)
