@@ -57,6 +57,7 @@ class Truth:
     accused: list[str] = field(default_factory=list)
     witnesses: list[str] = field(default_factory=list)
     blamed: str | None = None  # the library float64 blames (None: none)
+    special_values: bool = False  # ill-conditioned only because special values arise (the operator's contract decides)
 
     def to_json(self) -> dict[str, object]:
         data = asdict(self)
@@ -159,6 +160,34 @@ def ill_conditioned(truth: Sequence[np.ndarray], reference: Sequence[np.ndarray]
     return None
 
 
+def unpropagated_nan(outputs: dict[str, Sequence[np.ndarray]], truth: Sequence[np.ndarray], accused: Sequence[str],
+                     witnesses: Sequence[str]) -> str | None:
+    """Where the float64 truth and a witness keep NaN and every accused backend returns finite numbers instead (an
+    engine's Clip mapping NaN to its minimum, where the operator's contract propagates it): why the accused is
+    wrong, None when that is not so. A NaN the mathematics makes is no precision question: who drops it is wrong."""
+    counts: list[int] = []
+    for name in accused:
+        arrays = outputs.get(name)
+        if arrays is None or len(arrays) != len(truth):
+            return None
+        dropped = 0
+        for index, (y, t) in enumerate(zip(arrays, truth)):
+            y64, t64 = _float(y), _float(t)
+            if y64.shape != t64.shape:
+                return None
+            lost = np.isnan(t64) & np.isfinite(y64)
+            kept = [w for w in witnesses if w in outputs and len(outputs[w]) == len(truth)
+                    and np.shape(outputs[w][index]) == t64.shape and np.all(np.isnan(_float(outputs[w][index]))[lost])]
+            if lost.any() and not kept:
+                return None
+            dropped += int(np.count_nonzero(lost))
+        counts.append(dropped)
+    if not counts or min(counts) == 0:
+        return None
+    return (f"NaN not propagated: float64 and the witness keep NaN at {min(counts)} positions where the accused "
+            f"returns finite numbers")
+
+
 def truth_engines(accused_kernels: Sequence[frozenset[str]]) -> list[str]:
     """The float64 engines that share no kernels with any accused backend (each accused backend given as the
     distributions it runs); every engine when none is independent of all of them."""
@@ -228,8 +257,14 @@ def assess_runs(outputs: dict[str, Sequence[np.ndarray]], runs: dict[str, Run], 
     moved = max(condition(run[0], run[1], thresholds) for run in runs.values())
     result = Truth(errors=errors, condition=moved, accused=list(accused), witnesses=list(witnesses))
     first = next(iter(runs.values()))[0]
+    dropped = unpropagated_nan(outputs, first, accused, witnesses)
+    if dropped is not None:
+        result.decision, result.reason, result.blamed = CONFIRMED, dropped, "accused"
+        return result
     why = ill_conditioned(first, outputs.get(reference) or next(iter(outputs.values()), []), moved, thresholds)
+    result.special_values = why is not None and not all(np.all(np.isfinite(_float(t))) for t in first)
     if why is None and special_inside:
+        result.special_values = True
         why = ("the float64 computation makes NaN or Inf inside the model (and removes it again): how special values "
                "propagate is left open, so the special-value rule applies, not a precision verdict")
     if why is not None:

@@ -129,6 +129,7 @@ SPEC = ConverterSpec(name="keras-export", consumes="keras", produces="keras-onnx
                      setup=_setup, distributions=DISTRIBUTIONS, env=dict(_KERAS_TORCH.env), group="keras-export",
                      unsupported_patterns=UNSUPPORTED, repro=ReproRecipe(), timeout_s=120.0,
                      documented_differences=DOCUMENTED, upstream=UPSTREAM, messages=MESSAGES,
+                     computes_with="keras-torch",
                      library_code=(MeasuredCode("keras-export", ("keras/src/export",)),
                                    MeasuredCode("torch.onnx", ("torch/onnx",))))
 

@@ -54,7 +54,9 @@ UNSUPPORTED = (
 )
 
 # It names the op it has no kernel for, with its opset, before the node: "implementation for Conv(11) node with name".
-MESSAGES = MessageRules(declined_features=(r"\bimplementation for ([A-Za-z]\w*)\(\d+\) node",))
+# A kernel's failure names its node: "Non-zero status code returned while running Reshape node. Name:'model/x/Reshape'".
+MESSAGES = MessageRules(declined_features=(r"\bimplementation for ([A-Za-z]\w*)\(\d+\) node",),
+                        failing_nodes=(r"while running (?P<op>[A-Za-z]\w*) node\. Name:'(?P<node>[^']*)'",))
 
 UPSTREAM = Upstream("active", "https://github.com/microsoft/onnxruntime/issues",
                     "Microsoft releases ONNX Runtime regularly (1.31.1 installed)")

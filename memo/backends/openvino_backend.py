@@ -17,7 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from memo.backends.spec import BackendSpec, ModelInputs, ReproRecipe, UnsupportedPhrase, Upstream
+from memo.backends.spec import BackendSpec, MessageRules, ModelInputs, ReproRecipe, UnsupportedPhrase, Upstream
 from memo.backends.versions import distribution_versions
 
 DISTRIBUTIONS = ("openvino",)
@@ -79,6 +79,11 @@ UNSUPPORTED = (
 UPSTREAM = Upstream("active", "https://github.com/openvinotoolkit/openvino/issues",
                     "Intel releases OpenVINO several times a year (2026.4.1 installed)")
 
+# Its ONNX frontend lists the operations it failed to convert, each with its message ("-- Conv-17 with a message:
+# While validating ONNX node '<Node(Conv): y>': ..."): the first is the cause, those after it may follow from it.
+MESSAGES = MessageRules(failing_nodes=(r"-- (?P<op>[A-Za-z]\w*)-\d+ with a message:",
+                                       r"While validating ONNX node '<Node\((?P<op>[A-Za-z]\w*)\): (?P<node>[^>]*)>'"))
+
 SPEC = BackendSpec(name="openvino", consumes="onnx", convert=_convert, load=_load, run=_run, setup=_setup,
                    distributions=DISTRIBUTIONS, unsupported_patterns=UNSUPPORTED, repro=ReproRecipe(),
-                   upstream=UPSTREAM)
+                   upstream=UPSTREAM, messages=MESSAGES)

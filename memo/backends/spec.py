@@ -132,6 +132,10 @@ class MessageRules:
     failing_classes: tuple[str, ...] = ()
     declined_features: tuple[str, ...] = ()
     frame_modules: tuple[str, ...] = ()
+    # How a crash names the node of the converted file it failed in (groups ``op``, and ``node`` where it says):
+    # the root cause of an engine's crash is that operator, not the Keras layer around it (memo.triage.failing_node).
+    # Unlike ``declined_nodes``, never read by the known outcomes.
+    failing_nodes: tuple[str, ...] = ()
 
 
 UPSTREAM_STATUSES: tuple[str, ...] = ("active", "maintenance", "retired")
@@ -292,6 +296,9 @@ class ConverterSpec:
     # a failure identical to that converter's on the same model is its finding, not a second one (as BackendSpec's)
     builds_on: str | None = None
     library_code: tuple[MeasuredCode, ...] = ()  # as BackendSpec's: the converter's own code
+    # As BackendSpec's: the backend whose code decides what this converter's file computes and where it fails, when
+    # another's (Keras's export traces Keras on torch): its finding through that code is that backend's.
+    computes_with: str | None = None
 
     @property
     def worker_group(self) -> str:

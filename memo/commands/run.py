@@ -108,8 +108,10 @@ def _library_figures(result: ExecutionResult) -> dict[str, LibraryFigures]:
 
 def _truths(artifact: Artifact, verdicts: list[Verdict], outputs: dict[str, list[np.ndarray]], reference: str,
             scratch: Path) -> dict[int, Truth]:
-    """The float64 truth of every numeric verdict (by its index), computed in one float64 worker."""
+    """The float64 truth of every numeric verdict (by its index), computed in one float64 worker; on a converted
+    ONNX file, settled by ONNX's reference evaluator where special values alone left it open."""
     from memo.kinds import NUMERIC_KINDS
+    from memo.triage.onnx_reference import ask_reference, settle
     from memo.triage.truth import TruthRunner, artifact_inputs, judge_by_truth
 
     numeric = [i for i, verdict in enumerate(verdicts) if verdict.kind in NUMERIC_KINDS]
@@ -118,8 +120,10 @@ def _truths(artifact: Artifact, verdicts: list[Verdict], outputs: dict[str, list
     inputs = artifact_inputs(artifact)
     runner = TruthRunner(scratch / "truth-logs")
     try:
-        return {i: judge_by_truth(runner, artifact.keras_path, inputs, outputs, verdicts[i], reference,
-                                  scratch / f"truth-{i}") for i in numeric}
+        return {i: settle(judge_by_truth(runner, artifact.keras_path, inputs, outputs, verdicts[i], reference,
+                                         scratch / f"truth-{i}"),
+                          ask_reference(str(verdicts[i].backend), artifact, inputs, outputs, reference,
+                                        scratch / f"onnx-reference-{i}")) for i in numeric}
     finally:
         runner.close()
 

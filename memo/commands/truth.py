@@ -68,4 +68,7 @@ def run(args: argparse.Namespace) -> int:
         for name, error in truth["errors"].items():
             side = "accused" if name in truth["accused"] else "witness" if name in truth["witnesses"] else ""
             print(f"  {name:28} {error if isinstance(error, str) else format(error, '.3g'):>10}  {side}")
+        opinion = added.get("onnx_reference")
+        if opinion:
+            print(f"  ONNX reference on the same file: {opinion['decision']}: {opinion['reason']}")
     return 0 if truth is not None else 2

@@ -10,6 +10,7 @@ from pathlib import Path
 from memo.errors import UsageError
 from memo.json_types import JsonObject
 from memo.model.ir import ModelIR
+from memo.triage.onnx_reference import CONVERTER, ENGINE, ONNX_REFERENCE_ARRAYS, ONNX_REFERENCE_KEY
 
 BUG_FILE, IR_FILE, KERAS_FILE, ONNX_FILE = "bug.json", "ir.json", "model.keras", "model.onnx"
 INPUTS_FILE, EXPECTED_FILE, REPRO_FILE = "inputs.npz", "expected.npz", "repro.py"
@@ -61,6 +62,21 @@ class BugFolder:
     @property
     def numeric(self) -> bool:
         return self.kind in NUMERIC_KINDS
+
+    @property
+    def against_evaluator(self) -> bool:
+        """Whether this engine's bug is shown against ONNX's reference evaluator on the same file (which blamed the
+        engine, and whose outputs the folder keeps), not against the reference library."""
+        opinion = self.info.get(ONNX_REFERENCE_KEY) or {}
+        return (opinion.get("decision") == ENGINE and opinion.get("blamed") == self.library
+                and self.file(ONNX_REFERENCE_ARRAYS) is not None)
+
+    @property
+    def filed_on(self) -> str:
+        """The library whose tracker gets the issue: the converter, where ONNX's reference evaluator found that the
+        converted file itself computes another result, else the bug's library."""
+        opinion = self.info.get(ONNX_REFERENCE_KEY) or {}
+        return str(opinion.get("blamed") or self.library) if opinion.get("decision") == CONVERTER else self.library
 
     def file(self, name: str) -> Path | None:
         """The folder's file ``name``, None when it is missing."""

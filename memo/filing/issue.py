@@ -105,11 +105,11 @@ def title(folder: BugFolder, checked: MinimalScript | None = None) -> str:
     if folder.kind in KIND_WORDS:
         what = KIND_WORDS[folder.kind]
         if folder.kind in ("nan", "inconsistency") and folder.reference:
-            what += f" (against {folder.reference})"
+            what += f" (against {'the ONNX reference evaluator' if folder.against_evaluator else folder.reference})"
     else:
         cause = stated_cause(folder, checked)
         what = f"{folder.exception}: {cause}" if folder.exception else cause
-    text = f"[{folder.library}] {culprit(folder, checked)}: {what}"
+    text = f"[{folder.filed_on}] {culprit(folder, checked)}: {what}"
     return text if len(text) <= TITLE_CHARS else text[:TITLE_CHARS - 3].rstrip() + "..."
 
 
@@ -195,11 +195,19 @@ def _expected(folder: BugFolder, checked: MinimalScript) -> list[str]:
     if folder.kind == "hang":
         return [f"The model finishes in seconds (on {named} it does); {folder.library} is still running after "
                 f"{folder.info.get('timeout_s', '?')} s."]
-    lines = [f"Outputs as {named} computes them (attached as `expected.npz`), within rtol 1e-3 and atol 1e-3 x "
-             f"max(1, mean |expected|). Actual: {happened}"]
+    opinion = folder.info.get("onnx_reference") or {}
     figures = printed_figures(checked) if checked.reproduces else []
-    if figures:
-        lines += ["", "The script prints:", "", _fenced("\n".join(quoted(line) for line in figures))]
+    printed = ["", "The script prints:", "", _fenced("\n".join(quoted(line) for line in figures))] if figures else []
+    if folder.against_evaluator:  # the engine against the specification on the same file: no Keras in it
+        return [f"Outputs as ONNX's reference implementation (`onnx.reference.ReferenceEvaluator`) computes them on "
+                f"the same file (attached as `expected.npz`), within rtol 1e-3 and atol 1e-3 x max(1, mean "
+                f"|expected|). Actual: {happened}", "",
+                f"{folder.library} against the reference evaluator: "
+                f"{(opinion.get('figures') or {}).get(folder.library, '')}", *printed]
+    lines = [f"Outputs as {named} computes them (attached as `expected.npz`), within rtol 1e-3 and atol 1e-3 x "
+             f"max(1, mean |expected|). Actual: {happened}", *printed]
+    if opinion.get("reason"):
+        lines += ["", f"ONNX's reference implementation on the same file: {opinion['reason']}."]
     truth = folder.info.get("truth") or {}
     if truth.get("errors"):
         lines += ["", f"memo's float64 recomputation of the reduced model ({truth.get('method', '')}; not printed by "
@@ -255,7 +263,7 @@ def kept_issue_text(folder: Path) -> tuple[str, MinimalScript] | None:
 def render_issue(bug: BugFolder, checked: MinimalScript) -> str:
     """The issue text of ``bug`` with its checked minimal script: in its tracker's form, or, for a library whose
     spec says its bugs are not filed (retired upstream), a record in the generic form saying so."""
-    spec = find_spec(bug.library)
+    spec = find_spec(bug.filed_on)
     upstream = spec.upstream if spec is not None else UNKNOWN_UPSTREAM
     tracker = "" if upstream.record_only else upstream.tracker
     form = form_for(tracker) if tracker else GENERIC

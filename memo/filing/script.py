@@ -21,6 +21,7 @@ from memo.filing.idioms import KERAS, Idiom, idiom_for
 from memo.filing.keras_code import keras_model_code
 from memo.filing.onnx_code import WEIGHTS_FILE, GraphNotWritable, onnx_file_inputs, onnx_graph_code
 from memo.filing.pycode import literal
+from memo.triage.onnx_reference import EVALUATED, ONNX_REFERENCE_ARRAYS
 
 SCRIPT_FILE = "bug_repro.py"
 # Worker settings that only pin memo's own throughput (one thread per worker): not part of a bug.
@@ -100,7 +101,8 @@ def _input_lines(arrays: list[np.ndarray], names: list[str], idiom: Idiom, sourc
 def _check_lines(folder: BugFolder, idiom: Idiom) -> list[str]:
     if not folder.numeric:
         return ['print("no error: the bug does not reproduce")']
-    reference = folder.reference or "the reference"
+    reference = ("ONNX's reference implementation (onnx.reference)" if folder.against_evaluator
+                 else folder.reference or "the reference")
     return [f"expected = np.load({EXPECTED_FILE!r})  # what {reference} computes",
             "for i, got in enumerate(actual):",
             '    want = expected[f"out_{i}"]',
@@ -111,7 +113,12 @@ def _check_lines(folder: BugFolder, idiom: Idiom) -> list[str]:
 def _expected_outputs(folder: BugFolder, outputs: int) -> dict[str, np.ndarray]:
     """The reference's outputs for the model's ``outputs``, as ``out_0``, ``out_1``...: ``expected.npz`` holds them
     so, or holds every layer's output (the localization's probe, in the layers' order)."""
-    expected = _read_npz(folder.file(EXPECTED_FILE))
+    if folder.against_evaluator:  # the evaluator's outputs on the same file, as memo.triage.onnx_reference kept them
+        evaluated = _read_npz(folder.file(ONNX_REFERENCE_ARRAYS))
+        expected = {f"out_{i}": evaluated[f"{EVALUATED}__{i}"] for i in range(len(evaluated))
+                    if f"{EVALUATED}__{i}" in evaluated}
+    else:
+        expected = _read_npz(folder.file(EXPECTED_FILE))
     ordered = [expected[f"out_{i}"] for i in range(len(expected)) if f"out_{i}" in expected]
     ir = folder.ir()
     if len(ordered) != outputs and ir is not None and len(ordered) == len(ir.body) and len(ir.outputs) == outputs:

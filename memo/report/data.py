@@ -16,7 +16,7 @@ from memo.backends.result import stored_result
 from memo.coverage import CoverageTracker, denominators
 from memo.devices import device_of
 from memo.diskspace import tree_bytes
-from memo.kinds import BUG_KINDS, KNOWN_FAILURE_PREFIX, KNOWN_PREFIX
+from memo.kinds import BUG_KINDS, KNOWN_FAILURE_PREFIX, KNOWN_PREFIX, NUMERIC_KINDS
 from memo.layers import CATALOGUE
 from memo.model.ir import ModelIR
 from memo.oracle import KERAS_FRONT_END
@@ -35,6 +35,7 @@ from memo.report.sections import READY, SECTION_RANK, UNCHECKED, section_counts,
 from memo.store import BugRow, CampaignStore
 from memo.triage import dedup, pending_bugs, pending_localizations, seconds_for
 from memo.triage.bugdir import BUGS_DIR, NOT_AGAIN, REPRO_FILE, bug_layers, read_bug_file
+from memo.triage.onnx_reference import ONNX_REFERENCE_KEY, blamed_library
 from memo.triage.reassess import REDUCED_VERDICT, TRUTH_KEY
 from memo.triage.signature import FailureDetails, computing_library, failure_details
 from memo.triage.newest import recorded_next_python
@@ -368,6 +369,7 @@ def bug_entry(store: CampaignStore, bug: BugRow, versions: JsonObject,
         "message": reduced.message or (finding.verdict.message if finding else ""),
         "metrics": reduced.metrics or (finding.verdict.metrics() if finding else {}),
         "truth": info.get(TRUTH_KEY) or {}, "truth_command": info.get("truth_command", ""),
+        "onnx_reference": info.get(ONNX_REFERENCE_KEY) or {},
         "exception": details.exception, "error_message": details.message, "traceback": details.traceback,
         "stderr": details.stderr, "reduction": bug.reduction, "original_layers": bug.original_layers,
         "reduced_layers": bug.reduced_layers, "bug_dir": str(folder) if folder else None,
@@ -390,8 +392,13 @@ def bug_entry(store: CampaignStore, bug: BugRow, versions: JsonObject,
     if not delegated and computing != bug.library and any(v["library"] == computing for v in entry["variants"]):
         # one defect seen through both: filed against the library whose kernels compute it
         entry["reported_by"], entry["library"] = bug.library, computing
+    opinion = blamed_library(info) if bug.kind in NUMERIC_KINDS else None
+    if opinion and opinion != entry["library"]:  # ONNX's reference evaluator on the same file blames another
+        entry["reported_by"], entry["library"] = bug.library, opinion
     entry["upstream"] = asdict(upstream_of(entry["library"]))
-    documented = documented_difference(bug.library, bug.kind, ir, entry["layer"], entry["message"])
+    # an engine following the specification on a file the converter got wrong: the engine's documented differences
+    # do not apply (onnx2torch's nearest-resize warning on tf2onnx's wrong Resize scales)
+    documented = documented_difference(opinion or bug.library, bug.kind, ir, entry["layer"], entry["message"])
     entry["documented"] = (Documented(behaviour=documented.behaviour, source=documented.source,
                                       quote=documented.quote) if documented else None)
     refusal = declared_refusal(bug.library, details.exception, details.message or "")

@@ -65,6 +65,7 @@ class BugEntry(TypedDict):
     metrics: JsonObject
     truth: JsonObject
     truth_command: str
+    onnx_reference: JsonObject  # ONNX's reference evaluator on the converted file (memo.triage.onnx_reference)
     exception: str
     error_message: str
     traceback: str

@@ -44,6 +44,10 @@ def issue_markdown(bug: BugEntry, versions: Any) -> str:
             f"{v['library']} on {', '.join(v['layer_classes']) or '-'} ({v['findings']} findings)" for v in variants),
             ""]
     lines += _truth_lines(bug.get("truth") or {})
+    opinion = bug.get("onnx_reference") or {}
+    if opinion.get("reason"):
+        lines += [f"**ONNX reference** (`onnx.reference.ReferenceEvaluator` on the same file): "
+                  f"{opinion.get('decision')}: {opinion['reason']}", ""]
     if bug.get("model"):
         lines += ["**Minimal model** (Keras 3 functional):", "",
                   "| layer | class | inputs | settings |", "|---|---|---|---|"]

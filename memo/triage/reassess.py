@@ -4,23 +4,28 @@ The campaign's verdict was made on the original mutant; the report, the headline
 speak of the model a maintainer receives. So the reduced model runs once more as the campaign ran it (the
 plain model, not the localization probe) on the backends the bug involves; the oracle's verdict on that run
 gives the headline, output names, element counts and max difference, and every backend's outputs are
-compared with the float64 truth (:mod:`memo.triage.truth`). Both go into ``bug.json``.
+compared with the float64 truth (:mod:`memo.triage.truth`); on a converted ONNX file, ONNX's reference evaluator
+gives a third opinion (:mod:`memo.triage.onnx_reference`). All go into ``bug.json``.
 """
 from __future__ import annotations
 
 import shutil
 from pathlib import Path
 
+from memo.backends import CONVERTERS, find_spec
 from memo.backends.spec import ModelInputs
 from memo.json_types import JsonObject
 from memo.model.ir import ModelIR
 from memo.mutation.nan import has_injection
 from memo.oracle import Verdict, judge, load_outputs
-from memo.kinds import NUMERIC_KINDS
+from memo.kinds import NUMERIC_KINDS, VerdictKind
 from memo.oracle.verdict import VerdictSummary
 from memo.store import BugRow, CampaignStore
-from memo.triage.bugdir import INPUTS_FILE, IR_FILE, NOT_AGAIN, read_bug_file, write_bug_file
+from memo.triage.bugdir import INPUTS_FILE, IR_FILE, NOT_AGAIN, converted_file, read_bug_file, write_bug_file
+from memo.triage.failing_node import NODE_PART, OPERATOR_PART, failing_operator
 from memo.triage.finding import Finding, load_finding
+from memo.triage.onnx_reference import (ONNX_REFERENCE_ARRAYS, ONNX_REFERENCE_KEY, Opinion, ask_reference,
+                                        blamed_library, onnx_file_of, settle)
 from memo.triage.probe import read_inputs, run_model
 from memo.triage.session import Session
 from memo.triage.truth import TRUTH_ARRAYS, artifact_inputs, judge_by_truth
@@ -28,6 +33,7 @@ from memo.truth import CONTRADICTED
 from memo.triage.signature import TRUTH_DECISION
 
 REDUCED_VERDICT = "reduced_verdict"
+CRASH = VerdictKind.CRASH.value
 TRUTH_KEY = "truth"
 
 
@@ -51,10 +57,17 @@ def reassess(session: Session, bug: BugRow, finding: Finding, ir: ModelIR, folde
             added[REDUCED_VERDICT] = VerdictSummary.of(mine).to_json()
         outputs = load_outputs(run.result)
         if reference in outputs:
-            truth = judge_by_truth(session.truth_runner(), run.artifact.keras_path, artifact_inputs(run.artifact),
+            inputs_by_name = artifact_inputs(run.artifact)
+            opinion = ask_reference(bug.library, run.artifact, inputs_by_name, outputs, reference, directory,
+                                    save=folder / ONNX_REFERENCE_ARRAYS)
+            if opinion is None and onnx_file_of(bug.library):  # asked once: not again by every pass
+                opinion = Opinion(reason="no opinion: the run left no converted file or no outputs to compare")
+            if opinion is not None:
+                added[ONNX_REFERENCE_KEY] = opinion.to_json()
+            truth = judge_by_truth(session.truth_runner(), run.artifact.keras_path, inputs_by_name,
                                    outputs, mine or finding.verdict, reference, directory / "truth",
                                    save=folder / TRUTH_ARRAYS)
-            added[TRUTH_KEY] = truth.to_json()
+            added[TRUTH_KEY] = settle(truth, opinion).to_json()
         if TRUTH_KEY in added:
             campaign = Path(session.store.directory).resolve()
             added["truth_command"] = f"python -m memo truth {bug.id} --campaign {campaign}"
@@ -72,11 +85,16 @@ def _matching(verdicts: list[Verdict], bug: BugRow) -> Verdict | None:
 
 def pending_truths(store: CampaignStore) -> list[BugRow]:
     """Numeric bugs with a finished folder and no float64 truth yet (triaged before memo computed it, or by a
-    pass that ran out of time between the reduction and the truth)."""
+    pass that ran out of time between the reduction and the truth), or, on a converted ONNX file, no opinion of
+    ONNX's reference evaluator yet (triaged before memo asked it)."""
     return [bug for bug in store.triage.load_bugs()
             if bug.kind in NUMERIC_KINDS and bug.merged_into is None and bug.bug_dir and Path(bug.bug_dir).exists()
             and (bug.reduction or {}).get("status") not in (None, NOT_AGAIN)
-            and TRUTH_KEY not in read_bug_file(Path(bug.bug_dir))]
+            and _unjudged(bug.library, read_bug_file(Path(bug.bug_dir)))]
+
+
+def _unjudged(library: str, data: JsonObject) -> bool:
+    return TRUTH_KEY not in data or (onnx_file_of(library) is not None and ONNX_REFERENCE_KEY not in data)
 
 
 def reassess_folder(session: Session, bug: BugRow) -> JsonObject:
@@ -98,8 +116,15 @@ def root_cause_parts(parts: JsonObject, folder: Path) -> JsonObject:
     truth = data.get(TRUTH_KEY) or {}
     if truth.get("decision") == CONTRADICTED and truth.get("blamed"):
         parts = {**parts, "library": truth["blamed"]}
+    elif blamed_library(data):  # ONNX's reference evaluator on the same file: the converter's or the engine's bug
+        parts = {**parts, "library": blamed_library(data)}
     if truth.get("decision"):
         parts = {**parts, TRUTH_DECISION: truth["decision"]}
+    if parts.get("kind") == CRASH and _reads_a_converted_file(str(parts.get("library", ""))):
+        # a converter's or an engine's crash: the node of the converted file its message names
+        named = failing_operator(str(data.get("error_message") or ""), folder / converted_file("onnx"))
+        if named is not None:
+            parts = {**parts, OPERATOR_PART: named[0], NODE_PART: named[1]}
     located = data.get("localization") or {}
     if parts.get("kind") in NUMERIC_KINDS and located.get("layer_class"):
         # the first misbehaving layer of the REDUCED model; when it is right alone, the first of the layers that
@@ -112,3 +137,9 @@ def root_cause_parts(parts: JsonObject, folder: Path) -> JsonObject:
             layer_class = found.class_name if found is not None else layer_class
         parts = {**parts, "layer": layer_class}
     return parts
+
+
+def _reads_a_converted_file(library: str) -> bool:
+    """A converter, or an engine reading a converted file (not a Keras backend)."""
+    spec = find_spec(library)
+    return library in CONVERTERS or (spec is not None and spec.consumes != "keras")

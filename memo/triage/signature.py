@@ -300,10 +300,23 @@ def message_pattern(message: str, reduced: ModelIR) -> str:
     # the 1-D/2-D/3-D twin a library picks for a layer of that rank (onnx2pytorch builds Conv2d for ConvLSTM1D
     # and Conv3d for ConvLSTM2D, and fails alike in both): one code path
     text = _RANK_SUFFIX.sub(r"\1Nd", text)
-    for layer in reduced.layers:
-        text = re.sub(rf"(?<![\w/]){re.escape(layer.name)}(?![\w/])", "NAME", text)
-        text = re.sub(rf"\b{re.escape(layer.class_name)}(?=\.\w+\(\)|\s+layer\b| name=)", "LAYER", text)
+    for name, class_name in _named(reduced):
+        if name:
+            text = re.sub(rf"(?<![\w/]){re.escape(name)}(?![\w/])", "NAME", text)
+        text = re.sub(rf"\b{re.escape(class_name)}(?=\.\w+\(\)|\s+layer\b| name=)", "LAYER", text)
     return text.strip()[:PATTERN_LIMIT]
+
+
+def _named(reduced: ModelIR) -> list[tuple[str, str]]:
+    """(name, class) of every layer and of the layer each wrapper wraps: a wrapper's failure is named by the wrapper
+    (Keras's "Arguments received by LSTM.call()" inside a Bidirectional names the class it wraps, not the cause)."""
+    named = []
+    for layer in reduced.layers:
+        named.append((layer.name, layer.class_name))
+        inner = layer.config.get("layer")
+        if isinstance(inner, dict) and inner.get("class_name"):
+            named.append((str((inner.get("config") or {}).get("name") or ""), str(inner["class_name"])))
+    return named
 
 
 def reduced_keys(parts: dict[str, Any], reduced: ModelIR) -> tuple[str, ...]:
@@ -315,7 +328,10 @@ def reduced_keys(parts: dict[str, Any], reduced: ModelIR) -> tuple[str, ...]:
     (:func:`message_pattern`) in layers of one code path (:func:`code_path`; the frames are left out, since
     they pass through each class's own module); a crash the library did not describe (a signal) only in a
     shared operator; for a numeric finding, the same shared operator (:func:`shared_operator`), since nothing
-    else tells its code path. ``library`` is :func:`library_of` in both."""
+    else tells its code path. ``library`` is :func:`library_of` in both. A converter's or an engine's crash whose
+    message names the node of the converted file it failed in (``operator`` in ``parts``:
+    :mod:`memo.triage.failing_node`) also gets a key by that operator, whichever layer wrote it; a backend whose
+    code another runs (:func:`computing_library`) one as that library's."""
     library = library_of(str(parts.get("library", "")))
     found = culprits(reduced)
     exact = {name: parts[name] for name in _ROOT_CAUSE_PARTS if name in parts}
@@ -344,6 +360,14 @@ def reduced_keys(parts: dict[str, Any], reduced: ModelIR) -> tuple[str, ...]:
                 paths = sorted({code_path(layer, wrapped=wrapped) for layer in found})
                 keys.append(digest({**common, "exception": parts["exception"], "code_path": paths,
                                     "message": pattern}))
+                computing = computing_library(str(parts.get("library", "")))
+                if computing != library:  # Keras's export failing as Keras on torch does: one entry, the latter's
+                    keys.append(digest({**common, "library": computing, "exception": parts["exception"],
+                                        "code_path": paths, "message": pattern}))
+        if described and parts.get("operator"):  # the failing node of a converted file, whichever layer wrote it
+            node = str(parts.get("node") or "")
+            keys.append(digest({**common, "exception": parts["exception"], "operator": parts["operator"],
+                                "message": pattern.replace(node, "NODE") if node else pattern}))
     return tuple(dict.fromkeys(keys))
 
 

@@ -174,7 +174,8 @@ def judge_by_truth(runner: TruthRunner, keras_path: Path, inputs: dict[str, np.n
         return Truth(decision=UNAVAILABLE, reason="; ".join(failures) or "no float64 engine", accused=accused,
                      witnesses=witnesses)
     # Keras's ops follow numpy's special-value semantics on every backend (np.clip(NaN) is NaN): a Keras backend
-    # differing there is wrong; an ONNX engine may be right (the ONNX spec leaves NaN in Clip, Max, Min open)
+    # differing there is wrong; for an ONNX engine float64 alone cannot tell, the operator's contract does: ONNX's
+    # reference evaluator on the same file (memo.triage.onnx_reference.settle)
     open_semantics = special_inside and not any(consumes_of(name) == "keras" for name in accused)
     result = assess_runs(outputs, results, accused, witnesses, reference, special_inside=open_semantics)
     result.method = engine_method(list(results))

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from memo.triage.onnx_reference import EVALUATED, judge_opinion, settle
 from memo.triage.truth import load_arrays
 from memo.truth import assess_runs
 
@@ -25,5 +26,17 @@ def test_the_corpus_has_every_label_it_needs() -> None:
 def test_a_labelled_finding_gets_the_decision_its_label_expects(case: str) -> None:
     label = LABELS[case]
     outputs, runs = load_arrays(CORPUS / f"{case}.npz")
-    verdict = assess_runs(outputs, runs, label["accused"], label["witnesses"], label["reference"])
+    evaluated = outputs.pop(EVALUATED, None)  # ONNX's reference evaluator on the converted file, where it ran
+    verdict = assess_runs(outputs, runs, label["accused"], label["witnesses"], label["reference"],
+                          special_inside=bool(label.get("special_inside")))
+    if evaluated is not None:
+        where = label["onnx_reference"]
+        opinion = judge_opinion({name: outputs[name] for name in label["accused"]}, evaluated,
+                                outputs[label["reference"]], label["reference"], where["file"], where["converter"])
+        verdict = settle(verdict, opinion)
     assert verdict.decision in label["expected"], (label["reason"], verdict.to_json())
+
+
+def test_the_corpus_holds_a_case_only_the_operators_contract_decides() -> None:
+    contract = [name for name, case in LABELS.items() if case.get("onnx_reference") and case.get("special_inside")]
+    assert contract and all(LABELS[name]["decision_when_captured"] == "ill-conditioned" for name in contract)

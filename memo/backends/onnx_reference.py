@@ -1,0 +1,74 @@
+"""ONNX's reference implementation as a third opinion on a converted file.
+
+``onnx.reference.ReferenceEvaluator`` (pure numpy, shipped with the onnx package) computes what the ONNX
+specification says a file computes. Run on the very file an engine read, with the same inputs, it tells the
+converter's defect (the file itself computes another result than the Keras model) from the engine's (the engine
+differs from the specification on a valid file): :mod:`memo.triage.onnx_reference` judges by it.
+
+It runs in a child process of its own (``python -m memo.backends.onnx_reference MODEL INPUTS OUT``), started
+per request: the evaluator can be slow on a large graph, so it is bounded by a node count and a time limit, and
+the orchestrator never imports onnx for it. Stdlib and numpy here; onnx inside the child only.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+MAX_NODES = 300  # a reduced model's file has a few dozen nodes; past this the evaluator is not worth its time
+TIMEOUT_S = 60.0
+FAILED = 3  # the child's exit status when the evaluator raised (its stderr says why)
+TOO_LARGE = 4
+
+
+def _evaluate(model_path: str, inputs_path: str, out_path: str, max_nodes: int) -> int:
+    """In the child: the file's outputs by the reference evaluator, written as ``out_0``, ``out_1``..."""
+    import onnx
+    from onnx.reference import ReferenceEvaluator
+
+    model = onnx.load(model_path)
+    if len(model.graph.node) > max_nodes:
+        print(f"{len(model.graph.node)} nodes, over the limit of {max_nodes}", file=sys.stderr)
+        return TOO_LARGE
+    with np.load(inputs_path, allow_pickle=False) as data:
+        inputs = {name: data[name] for name in data.files}
+    initialized = {tensor.name for tensor in model.graph.initializer}
+    args = [arg.name for arg in model.graph.input if arg.name not in initialized]
+    # as the engines feed it: by name when the graph's inputs are named after the model's, else by position
+    feed = ({name: inputs[name] for name in args} if all(name in inputs for name in args)
+            else dict(zip(args, inputs.values())))
+    try:
+        outputs = ReferenceEvaluator(model).run(None, feed)
+    except Exception as exc:  # noqa: BLE001 - an operator the evaluator lacks is no opinion, reported as text
+        print(f"{type(exc).__name__}: {' '.join(str(exc).split())[:400]}", file=sys.stderr)
+        return FAILED
+    np.savez(out_path, **{f"out_{i}": np.asarray(array) for i, array in enumerate(outputs)})
+    return 0
+
+
+def reference_outputs(model_path: Path, inputs: dict[str, np.ndarray], scratch: Path,
+                      timeout_s: float = TIMEOUT_S, max_nodes: int = MAX_NODES) -> list[np.ndarray] | str:
+    """The outputs ONNX's reference evaluator computes for the file at ``model_path`` on ``inputs`` (in the
+    model's input order), or why there are none (too large, too slow, an operator it does not implement)."""
+    scratch.mkdir(parents=True, exist_ok=True)
+    inputs_path, out = scratch / "onnx-reference.inputs.npz", scratch / "onnx-reference.out.npz"
+    np.savez(inputs_path, **inputs)
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+    try:
+        done = subprocess.run([sys.executable, "-m", "memo.backends.onnx_reference", str(model_path),
+                               str(inputs_path), str(out), str(max_nodes)],
+                              capture_output=True, text=True, timeout=timeout_s, env=env, check=False)
+    except subprocess.TimeoutExpired:
+        return f"the ONNX reference evaluator did not finish in {timeout_s:g} s"
+    if done.returncode != 0 or not out.exists():
+        lines = [line for line in done.stderr.strip().splitlines() if line.strip()]
+        return f"the ONNX reference evaluator cannot run this file: {lines[-1] if lines else f'exit {done.returncode}'}"
+    with np.load(out, allow_pickle=False) as data:
+        return [data[f"out_{i}"] for i in range(len(data.files))]
+
+
+if __name__ == "__main__":
+    sys.exit(_evaluate(sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]) if len(sys.argv) > 4 else MAX_NODES))

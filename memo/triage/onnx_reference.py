@@ -1,0 +1,183 @@
+"""The ONNX reference as a third opinion on a numeric finding on a converted file.
+
+ONNX's reference evaluator (:mod:`memo.backends.onnx_reference`) runs the very file the engine read, on the same
+inputs. Against the reference library's outputs (Keras on TensorFlow) and the engine's:
+
+* the file evaluated by the reference agrees with Keras, the engine does not: the **engine**'s bug (it differs
+  from the specification on a valid file); where the evaluator and Keras keep NaN and the engine returns finite
+  numbers, the NaN was not propagated, whatever the float64 truth says about NaN inside the model;
+* the evaluated file differs from Keras as the engine does: the **converter**'s bug (tf2onnx writing a fixed-size
+  Resize as float scales whose floor gives another size: the engines following the specification are right);
+* both differ from each other and from Keras: the file and the engine are both off (no single blame); several
+  engines differing alike on a file the evaluator computes right (a converter's finding): no single blame either;
+* all agree, or the evaluator cannot run the file (an operator it lacks, too large, too slow): no opinion.
+
+The opinion is kept in ``bug.json`` (:data:`ONNX_REFERENCE_KEY`), decides the library an entry is filed against
+(:func:`blamed_library`) and settles a float64 truth that only special values left open (:func:`settle`).
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from memo.artifact import Artifact
+from memo.artifact_files import ARTIFACT_FILES
+from memo.backends import CONVERTERS, find_spec, producer_of
+from memo.backends.onnx_reference import reference_outputs
+from memo.json_types import JsonObject
+from memo.oracle import Thresholds
+from memo.oracle.criterion import agree, mismatch, nan_problem
+from memo.truth import CONFIRMED, ILL_CONDITIONED, Truth
+
+ONNX_REFERENCE_KEY = "onnx_reference"
+ONNX_REFERENCE_ARRAYS = "onnx_reference.npz"  # the evaluator's outputs, in the bug folder
+EVALUATED = "onnx-reference"  # their name there and in a precision corpus case
+EVALUATOR = "onnx.reference.ReferenceEvaluator"
+ENGINE, CONVERTER, BOTH, AGREES, UNAVAILABLE = "engine", "converter", "file and engine", "agrees", "unavailable"
+ENGINES = "engines"  # a converter's finding whose engines all differ from the evaluator on a valid file
+ONNX_KINDS = frozenset(kind for kind, name in ARTIFACT_FILES.items() if name.endswith(".onnx"))
+
+
+@dataclass
+class Opinion:
+    """What ONNX's reference evaluator says of a finding on a converted file, as ``bug.json`` keeps it."""
+
+    decision: str = UNAVAILABLE
+    reason: str = ""
+    file: str = ""  # the artifact kind evaluated ("onnx", "keras-onnx", ...)
+    converter: str | None = None  # who wrote that file
+    blamed: str | None = None  # the library the opinion blames (None: none)
+    figures: dict[str, str] = field(default_factory=dict)  # engine -> how it differs from the evaluator
+    nan_not_propagated: int = 0  # positions where the evaluator and the reference keep NaN, the engine does not
+
+    def to_json(self) -> JsonObject:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: JsonObject) -> "Opinion":
+        return cls(**{key: value for key, value in data.items() if key in cls.__dataclass_fields__})
+
+
+def onnx_file_of(backend: str) -> str | None:
+    """The ONNX file kind ``backend`` reads (an engine) or writes (a converter); None for any other backend."""
+    spec = find_spec(backend)
+    if spec is None:
+        return None
+    kind = getattr(spec, "produces", None) if backend in CONVERTERS else spec.consumes
+    return kind if kind in ONNX_KINDS else None
+
+
+def _figures(outputs: list[np.ndarray], evaluated: list[np.ndarray], thresholds: Thresholds) -> str:
+    if len(outputs) != len(evaluated):
+        return f"{len(outputs)} outputs, the evaluator's {len(evaluated)}"
+    parts = []
+    for index, (y, o) in enumerate(zip(outputs, evaluated)):
+        if np.shape(y) != np.shape(o):
+            parts.append(f"output {index}: shape {tuple(np.shape(y))}, the evaluator's {tuple(np.shape(o))}")
+            continue
+        special = nan_problem(np.asarray(y), np.asarray(o))
+        bad, largest, _ = mismatch(np.asarray(y), np.asarray(o), thresholds)
+        if special or bad:
+            said = [special] if special else []
+            said += [f"{bad}/{np.size(o)} elements outside the tolerance, max |diff| {largest:.3g}"] if bad else []
+            parts.append(f"output {index}: " + "; ".join(said))
+    return "; ".join(parts) or "agrees"
+
+
+def _dropped_nan(outputs: list[np.ndarray], evaluated: list[np.ndarray], reference: list[np.ndarray]) -> int:
+    """Positions where the evaluator and the reference library keep NaN and the engine gives a finite number."""
+    count = 0
+    for y, o, r in zip(outputs, evaluated, reference):
+        if np.shape(y) == np.shape(o) == np.shape(r):
+            count += int(np.count_nonzero(np.isnan(np.asarray(o, dtype=np.float64))
+                                          & np.isnan(np.asarray(r, dtype=np.float64))
+                                          & np.isfinite(np.asarray(y, dtype=np.float64))))
+    return count
+
+
+def judge_opinion(engines: dict[str, list[np.ndarray]], evaluated: list[np.ndarray] | str,
+                  reference: list[np.ndarray], reference_name: str, file: str, converter: str | None,
+                  thresholds: Thresholds = Thresholds()) -> Opinion:
+    """The opinion on the accused ``engines``' outputs (engine -> outputs, on the file of kind ``file``), given the
+    evaluator's outputs on that file (or why there are none) and the reference library's."""
+    opinion = Opinion(file=file, converter=converter)
+    if isinstance(evaluated, str):
+        opinion.reason = f"no opinion: {evaluated}"
+        return opinion
+    opinion.figures = {name: _figures(outs, evaluated, thresholds) for name, outs in engines.items()}
+    file_right = agree(evaluated, reference, thresholds)
+    wrong = [name for name, outs in engines.items() if not agree(outs, evaluated, thresholds)]
+    on_file = f"{converter or 'the converter'}'s file"
+    if file_right and len(wrong) > 1:  # several engines wrong alike on a valid file: no one tracker to file at
+        opinion.decision = ENGINES
+        opinion.reason = (f"{EVALUATOR} on {on_file} agrees with {reference_name}; {', '.join(wrong)} all differ "
+                          f"from it on that file")
+    elif file_right and wrong:
+        opinion.decision, opinion.blamed = ENGINE, wrong[0]
+        opinion.nan_not_propagated = _dropped_nan(engines[wrong[0]], evaluated, reference)
+        opinion.reason = (f"{EVALUATOR} on {on_file} agrees with {reference_name}; {', '.join(wrong)} differs from it "
+                          f"on that file: the engine's bug")
+        if opinion.nan_not_propagated:
+            opinion.reason += (f" (NaN not propagated: {opinion.nan_not_propagated} positions where the evaluator "
+                               f"keeps NaN hold finite numbers)")
+    elif not file_right and not wrong:
+        opinion.decision, opinion.blamed = CONVERTER, converter
+        opinion.reason = (f"{EVALUATOR} on {on_file} differs from {reference_name} as {', '.join(engines)} does: "
+                          f"the file computes another result, the converter's bug")
+    elif not file_right:
+        opinion.decision = BOTH
+        opinion.reason = (f"{EVALUATOR} on {on_file} differs from {reference_name}, and {', '.join(wrong)} differs "
+                          f"from both: the file and the engine are both off")
+    else:
+        opinion.decision = AGREES
+        opinion.reason = f"{EVALUATOR} on {on_file} agrees with {reference_name} and with {', '.join(engines)}"
+    return opinion
+
+
+def accused_engines(backend: str, outputs: dict[str, list[np.ndarray]], file: str) -> list[str]:
+    """The engines whose outputs on the file of kind ``file`` a finding of ``backend`` accuses: itself (an engine),
+    or every engine that read a converter's file."""
+    if backend not in CONVERTERS:
+        return [backend] if backend in outputs else []
+    readers = [name for name in outputs if (spec := find_spec(name)) is not None and spec.consumes == file]
+    return readers
+
+
+def ask_reference(backend: str, artifact: Artifact, inputs: dict[str, np.ndarray],
+                  outputs: dict[str, list[np.ndarray]], reference: str, scratch: Path,
+                  save: Path | None = None) -> Opinion | None:
+    """The third opinion on a numeric finding of ``backend`` on the run of ``artifact`` (None: the backend reads
+    and writes no ONNX file, or nothing to compare); ``save``: where to keep the evaluator's outputs
+    (``onnx-reference__I``: the precision corpus judges them again without any library)."""
+    file = onnx_file_of(backend)
+    if file is None or reference not in outputs:
+        return None
+    engines = {name: outputs[name] for name in accused_engines(backend, outputs, file)}
+    path = artifact.path_for(file)
+    if not engines or not path.exists():
+        return None
+    converter = backend if backend in CONVERTERS else producer_of(file)
+    evaluated = reference_outputs(path, inputs, scratch)
+    if save is not None and not isinstance(evaluated, str):
+        np.savez_compressed(save, **{f"{EVALUATED}__{i}": np.asarray(array) for i, array in enumerate(evaluated)})
+    return judge_opinion(engines, evaluated, outputs[reference], reference, file, converter)
+
+
+def blamed_library(data: JsonObject) -> str | None:
+    """The library a bug's ONNX reference opinion (its ``bug.json`` as ``data``) files it against (None: none)."""
+    opinion = data.get(ONNX_REFERENCE_KEY) or {}
+    return opinion.get("blamed") if opinion.get("decision") in (ENGINE, CONVERTER) else None
+
+
+def settle(truth: Truth, opinion: Opinion | None) -> Truth:
+    """The float64 truth once the operator's contract is heard: a finding float64 left as ill-conditioned only
+    because special values arise (NaN made inside the model) is the engine's bug when the evaluator, which follows
+    the specification, agrees with the reference library on the same file and the engine does not."""
+    if opinion is None or opinion.decision != ENGINE or truth.decision != ILL_CONDITIONED or not truth.special_values:
+        return truth
+    truth.decision, truth.blamed = CONFIRMED, opinion.blamed
+    what = "NaN not propagated" if opinion.nan_not_propagated else "special values against the operator's contract"
+    truth.reason = f"{what}: {opinion.reason} (float64 alone: {truth.reason})"
+    return truth
