@@ -20,7 +20,7 @@ from memo.backends.versions import MISSING
 from memo.bug_files import NEWEST_FILE
 from memo.bugdb.recheck import read_facts, recheck_folder
 from memo.json_types import JsonObject
-from memo.newest import NOT_APPLICABLE, OFF, build_text, next_python
+from memo.newest import NOT_APPLICABLE, OFF, build_text
 from memo.store import BugRow, CampaignStore
 from memo.triage.bugdir import RETRY_STATUSES
 
@@ -28,10 +28,8 @@ CONFIG_KEY = "next_python"  # the campaign's newest-code interpreter, in its sto
 
 
 def recorded_next_python(config: JsonObject) -> str | None:
-    """The newest-code interpreter a campaign was started with (``memo fuzz --next-python``; "" for none); a campaign
-    from before the check existed uses the one the set-up built, if any."""
-    if CONFIG_KEY not in config:
-        return next_python()
+    """The newest-code interpreter a campaign was started with (``memo fuzz --next-python``; "" for none, as for a
+    campaign from before the check existed: ``memo report --triage --next-python PATH`` gives it one)."""
     recorded = str(config.get(CONFIG_KEY) or "")
     return recorded if recorded and Path(recorded).is_file() else None
 

@@ -32,7 +32,7 @@ def test_an_explicit_interpreter_wins_and_none_switches_the_check_off(monkeypatc
 def test_a_campaign_records_its_interpreter_and_an_older_one_uses_the_default(monkeypatch: pytest.MonkeyPatch,
                                                                               tmp_path: Path) -> None:
     monkeypatch.setenv(NEXT_PYTHON_ENV, sys.executable)
-    assert recorded_next_python({}) == str(Path(sys.executable).absolute())  # started before the check existed
+    assert recorded_next_python({}) is None  # started before the check existed: only memo report --next-python
     assert recorded_next_python({"next_python": ""}) is None  # started with none
     assert recorded_next_python({"next_python": sys.executable}) == sys.executable
     assert recorded_next_python({"next_python": str(tmp_path / "gone")}) is None  # removed since
@@ -50,7 +50,8 @@ def test_a_release_is_found_as_its_development_build() -> None:
 
 def _entry(**values: object) -> dict[str, object]:
     entry: dict[str, object] = {"kind": "crash", "reproduces": True, "reduced_layers": 2, "original_layers": 9,
-                                "reduction": {"status": "done"}, "truth": {}, "newest": {}, "newest_pending": False}
+                                "reduction": {"status": "done"}, "truth": {}, "newest": {}, "newest_pending": False,
+                                "minimal": {"reproduces": True, "lines": 12, "reason": ""}}
     entry.update(values)
     entry["section"] = section_of(entry)
     entry["status"] = status_text(entry)
