@@ -48,6 +48,14 @@ next_stamp="$(stamp_of requirements-next.txt)"
 if [[ "${MEMO_NO_NEXT:-}" == 1 ]]; then
   echo "setup: .venv-next skipped (MEMO_NO_NEXT=1): bugs are not rechecked on the newest code"
 elif [[ ! -f .venv-next/.memo-stamp || "$(cut -d' ' -f1 .venv-next/.memo-stamp)" != "$next_stamp" ]]; then
+  # the same torch pin as .venv: link its 5 GB (torch, torchvision, triton, CUDA libraries) instead of unpacking them
+  [[ -x .venv-next/bin/python ]] || "$PYTHON" -m venv .venv-next
+  if grep -q "^torch==$(.venv/bin/python -c 'import importlib.metadata as m; print(m.version("torch"))')\$" \
+      requirements-next.txt; then
+    linked="$(.venv/bin/python scripts/link_dists.py .venv/lib/python3.11/site-packages \
+      .venv-next/lib/python3.11/site-packages torch torchvision triton nvidia_ cuda_)"
+    echo "setup: .venv-next shares .venv's torch build ($linked distributions linked)"
+  fi
   make_env .venv-next "$next_stamp" -r requirements-next.txt
   builds_win
   echo "$next_stamp $(date -u +%F)" > .venv-next/.memo-stamp
