@@ -15,10 +15,12 @@ the weights as loaded (TensorFlow and torch reset them; JAX's stateless calls ne
 * ``sgd`` and ``adam``: the optimizer's own update (``optimizer.apply`` on TensorFlow and torch, whose torch
   optimizers run ``torch._foreach`` kernels; a jitted ``stateless_apply`` on JAX) of a fixed gradient.
 
-The loss is a fixed random projection of the outputs, ``sum_k mean(W_k * Y_k)`` with ``W_k`` standard normal drawn
-from a fixed seed: its cotangent ``W_k / size`` is the same on every backend whatever the forward pass computed, so
-the gradients test the backward pass alone, and it is not degenerate where a sum is (the sum of a softmax, or of a
-normalization's outputs, has a gradient of 0). The optimizers step on a fixed seeded gradient, not on the backend's
+The loss is a fixed random projection of the outputs, ``sum_k sum(W_k * Y_k) / batch`` with ``W_k`` standard normal
+drawn from a fixed seed: its cotangent ``W_k / batch`` is the same on every backend whatever the forward pass
+computed, so the gradients test the backward pass alone; it is not degenerate where a sum of the outputs is (the
+sum of a softmax, or of a normalization's outputs, has a gradient of 0, and a mean squared error's cotangent carries
+the forward pass's differences into the gradients); and each output element's cotangent is of order 1, so the
+gradients are not shrunk below the criterion's absolute floor by the output's size, as a mean would shrink them. The optimizers step on a fixed seeded gradient, not on the backend's
 own: an update difference is then the optimizer's alone, and Adam's first step (``lr * g / (|g| + eps)``) does not
 turn float noise in a near-zero gradient into a sign. Adam takes two steps (the first is ``lr * sign(g)`` up to
 eps: the moments only matter from the second). Each update is returned as ``(after - before) / lr`` in float64.
@@ -103,7 +105,7 @@ def _loss(outputs: Any) -> Any:
         if not _is_float(y.dtype):
             continue
         weights = ops.convert_to_tensor(projection(tuple(y.shape), index), dtype=y.dtype)
-        term = ops.sum(ops.multiply(y, weights)) / max(1, int(np.prod(y.shape)))
+        term = ops.sum(ops.multiply(y, weights)) / (int(y.shape[0]) if len(y.shape) and y.shape[0] else 1)
         total = term if total is None else total + term
     if total is None:
         raise RandomInTraining("left out of the training check: the model has no floating output to differentiate")
@@ -113,7 +115,7 @@ def _loss(outputs: Any) -> Any:
 def _numpy(value: Any) -> np.ndarray:
     from keras import ops
 
-    return np.asarray(ops.convert_to_numpy(value))
+    return np.array(ops.convert_to_numpy(value), copy=True)  # never a view of a variable reset afterwards
 
 
 def _as_list(outputs: Any) -> list[Any]:

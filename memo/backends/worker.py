@@ -151,8 +151,8 @@ class Worker:
                 "outputs": str(out) if ok and out.exists() else None}
 
     def _train(self, spec: AnySpec, request: JsonObject) -> JsonObject:
-        """The training check (:mod:`memo.backends.training`): load, prepare, then each training stage until one
-        fails; the arrays of the stages that finished go to ``out`` (one ``.npz``)."""
+        """The training check (:mod:`memo.backends.training`): load, prepare, then every training stage; the arrays
+        of the stages that finished go to ``out`` (one ``.npz``)."""
         request_id = request["id"]
         records: list[JsonObject] = []
         inputs, out = _read_inputs(Path(request["inputs"]), request["input_names"]), Path(request["out"])
@@ -165,11 +165,9 @@ class Worker:
             ok, prepared = self.stage(request_id, "prepare", spec, records, lambda: train(handle, inputs))
             stages, names = prepared if ok else ([], {})
             arrays.update(names)
-            for name, action in stages:
+            for name, action in stages:  # each from the weights as loaded: a stage that raised stops no other
                 ok, values = self.stage(request_id, name, spec, records, action)
-                if not ok:
-                    break
-                arrays.update(values)
+                arrays.update(values if ok else {})
         if arrays:
             out.parent.mkdir(parents=True, exist_ok=True)
             np.savez(out, **arrays)
