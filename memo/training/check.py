@@ -2,6 +2,7 @@
 workers, judged against the reference, numeric verdicts judged by float64 (``memo run --train``)."""
 from __future__ import annotations
 
+import hashlib
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -12,9 +13,10 @@ import numpy as np
 from memo.artifact import Artifact
 from memo.backends import REFERENCE, find_spec, load_spec
 from memo.backends.executor import DifferentialExecutor
-from memo.backends.result import BackendResult
+from memo.backends.result import BackendResult, ExecutionResult
 from memo.backends.supervisor import WorkerCommand, WorkerProcess
-from memo.kinds import VerdictKind
+from memo.kinds import TRAINING_KINDS, VerdictKind
+from memo.oracle import Verdict
 from memo.oracle.criterion import Thresholds
 from memo.training.judge import Arrays, Judgement, judge_training, read_arrays
 from memo.training.truth import ENGINE, assess_verdict
@@ -120,3 +122,31 @@ class TruthTrainer:
     def close(self) -> None:
         self.worker.stop()
 
+
+
+def train_chosen(name: str, share: float) -> bool:
+    """Whether the model in artifact folder ``name`` is in the check's ``share`` (by a hash of the name: the same
+    models whichever pipeline, order or resume runs them)."""
+    digest = int.from_bytes(hashlib.sha256(name.encode()).digest()[:4], "big")
+    return share > 0 and digest < share * 2**32
+
+
+def train_if_chosen(executor: object, artifact: Artifact, result: ExecutionResult, share: float) -> TrainingCheck | None:
+    """The check of a model a campaign executed, when it is in ``share`` and the reference ran it; None otherwise,
+    and on an executor without a training check (a cluster's). No float64 truth: that is triage's."""
+    reference = result.backends.get(result.reference)
+    if not train_chosen(artifact.directory.name, share) or reference is None or reference.status != "ok" \
+            or not isinstance(executor, DifferentialExecutor):
+        return None
+    return run_training_check(executor, artifact, artifact.directory / "training", truth=False)
+
+
+def stored_verdicts(check: TrainingCheck | None) -> list[Verdict]:
+    """The check's findings (:data:`memo.kinds.TRAINING_KINDS`) as the store keeps verdicts: the training verdict's
+    own fields (array, weight, figures) under ``training`` in the metrics."""
+    if check is None:
+        return []
+    return [Verdict(verdict.kind, verdict.backend, verdict.stage, verdict.message,
+                    extra={"training": {key: value for key, value in verdict.to_json().items()
+                                        if key not in ("kind", "backend", "stage", "message")}})
+            for verdict in check.judgement.verdicts if verdict.kind in TRAINING_KINDS]
