@@ -42,6 +42,10 @@ STEP_SEED = 4321
 SGD_LEARNING_RATE = 0.1
 ADAM_LEARNING_RATE = 0.1  # large enough that (after - before) / lr is not float32 cancellation of the weights
 ADAM_STEPS = 2
+# The check's time limit per model, in per-model limits of inference: it runs the model four times (forward, forward
+# and backward, two optimizers) and Keras on JAX compiles four XLA programs where inference compiles one (6 to 7 times
+# inference's CPU there: docs/benchmarks.md, "Training check"), so a model inference runs in time is not a hang here.
+TIME_FACTOR = 4.0
 
 # Layer classes random in training, and the settings that turn their randomness off (set to 0 in the worker).
 NEUTRALIZED: dict[str, tuple[str, ...]] = {

@@ -57,7 +57,8 @@ def run_training_check(executor: DifferentialExecutor, artifact: Artifact, scrat
                        thresholds: Thresholds = Thresholds()) -> TrainingCheck:
     """The check of ``artifact`` on ``backends`` (default: every trainer the executor runs); ``truth``: judge each
     numeric verdict by float64 (a worker of its own, started only when there is one)."""
-    names = trainers(backends if backends is not None else executor.backend_names)
+    names = [name for name in trainers(backends if backends is not None else executor.backend_names)
+             if name in executor.backend_names]
     if not names:
         return TrainingCheck(reference="", judgement=Judgement(left_out="no backend with a training check selected"))
     started = time.perf_counter()
