@@ -158,7 +158,8 @@ class Worker:
         inputs, out = _read_inputs(Path(request["inputs"]), request["input_names"]), Path(request["out"])
         train = getattr(spec, "train", None)
         if train is None:
-            raise ValueError(f"{spec.name} has no training check")
+            records.append({"stage": "prepare", "status": "skipped", "message": f"{spec.name} has no training check"})
+            return {"event": "done", "id": request_id, "stages": records, "outputs": None}
         ok, handle = self.stage(request_id, "load", spec, records, lambda: spec.load(Path(request["model"])))
         arrays: dict[str, np.ndarray] = {}
         if ok:

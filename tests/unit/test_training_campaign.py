@@ -65,3 +65,26 @@ def test_findings_are_stored_as_verdicts_and_reported(tmp_path: Path) -> None:
     lines = _apart({"training": [{"kind": "training-nan", "library": "keras-torch", "stage": "adam", "count": 1,
                                   "example": "x"}]})
     assert "| training-nan | keras-torch | adam | 1 |" in lines
+
+
+def test_memo_run_prints_and_serializes_a_check(capsys: pytest.CaptureFixture[str]) -> None:
+    from memo.commands.run import print_training
+    from memo.truth import Truth
+
+    verdict = TrainingVerdict("training-inconsistency", "keras-jax", "gradients", "gradients: dense/kernel: 60/60",
+                              "grad_0", "dense/kernel", truth=Truth(decision="confirmed", reason="accused 277",
+                                                                   errors={"keras-jax": 277.0}))
+    check = TrainingCheck(reference="keras-tensorflow", results={
+        "keras-jax": BackendResult(name="keras-jax", consumes="keras", stages=[StageResult("load", "ok"),
+                                                                              StageResult("gradients", "ok")])},
+        judgement=Judgement(verdicts=[verdict], notes=["drop: Dropout.rate 0.5 -> 0"]))
+    print_training(check)
+    out = capsys.readouterr().out
+    assert "training-inconsistency keras-jax at gradients" in out and "float64 truth: confirmed" in out
+    assert "made deterministic: drop: Dropout.rate 0.5 -> 0" in out
+    data = check.to_json()
+    assert data["verdicts"][0]["truth"]["decision"] == "confirmed"  # type: ignore[index]
+    assert data["stages"]["keras-jax"][1]["stage"] == "gradients"  # type: ignore[index]
+    import json
+
+    json.dumps(data)
