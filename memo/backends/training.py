@@ -42,6 +42,7 @@ STEP_SEED = 4321
 SGD_LEARNING_RATE = 0.1
 ADAM_LEARNING_RATE = 0.1  # large enough that (after - before) / lr is not float32 cancellation of the weights
 ADAM_STEPS = 2
+PERTURBATION_ULPS = 4  # the float64 truth's weight perturbation, as memo.truth's of the inputs
 # The check's time limit per model, in per-model limits of inference: it runs the model four times (forward, forward
 # and backward, two optimizers) and Keras on JAX compiles four XLA programs where inference compiles one (6 to 7 times
 # inference's CPU there: docs/benchmarks.md, "Training check"), so a model inference runs in time is not a hang here.
@@ -126,13 +127,35 @@ def _as_list(outputs: Any) -> list[Any]:
     return list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
 
 
-def training_stages(model: Any, inputs: ModelInputs, wide: bool = False) -> tuple[list[Stage], dict[str, np.ndarray]]:
+def perturb_weights(model: Any, index: int) -> None:
+    """Move every floating weight by :data:`PERTURBATION_ULPS` float32 ulps (random signs seeded by ``index``), relative
+    to the larger of the element and the weight's mean magnitude (1 for a weight of zeros), as
+    :func:`memo.truth.perturb` moves the inputs: the float64 truth's conditioning check, so that a result decided by a
+    tie the inputs do not move (a pre-activation exactly 0 from zero weights: a ReLU at 0) is ill-conditioned too."""
+    rng = np.random.default_rng(2000 + index)
+    step = PERTURBATION_ULPS * float(np.finfo(np.float32).eps)
+    for variable in model.weights:
+        values = _numpy(variable.value)
+        if not np.issubdtype(values.dtype, np.floating) or values.size == 0:
+            continue
+        wide = values.astype(np.float64)
+        finite = np.abs(wide[np.isfinite(wide)])
+        typical = float(finite.mean()) if finite.size and finite.any() else 1.0  # all zeros: moved at scale 1
+        signs = rng.choice(np.array([-1.0, 1.0]), size=values.shape)
+        variable.assign((wide + step * signs * np.maximum(np.abs(wide), typical)).astype(values.dtype))
+
+
+def training_stages(model: Any, inputs: ModelInputs, options: dict[str, Any] | None = None,
+                    wide: bool = False) -> tuple[list[Stage], dict[str, np.ndarray]]:
     """``prepare``: neutralize ``model`` and return its stages and the check's names (``names``: trainable weights'
     paths; ``state_names``: non-trainable weights'; ``notes``: what was set to 0). ``wide``: inputs widened to
-    float64 (the float64 truth, whose model is widened already)."""
+    float64 (the float64 truth, whose model is widened already). ``options`` (the request's): ``perturb``, an index:
+    the weights moved by :func:`perturb_weights` first."""
     import keras
 
     notes = neutralize(model)
+    if (options or {}).get("perturb") is not None:
+        perturb_weights(model, int((options or {})["perturb"]))
     arrays = [np.asarray(inputs[name]) for name in inputs]
     if wide:
         arrays = [a.astype(np.float64) if np.issubdtype(a.dtype, np.floating) else a for a in arrays]
@@ -143,9 +166,10 @@ def training_stages(model: Any, inputs: ModelInputs, wide: bool = False) -> tupl
     return build(model, arrays), names
 
 
-def training_stages_wide(model: Any, inputs: ModelInputs) -> tuple[list[Stage], dict[str, np.ndarray]]:
+def training_stages_wide(model: Any, inputs: ModelInputs,
+                         options: dict[str, Any] | None = None) -> tuple[list[Stage], dict[str, np.ndarray]]:
     """:func:`training_stages` of the float64 truth: floating inputs widened."""
-    return training_stages(model, inputs, wide=True)
+    return training_stages(model, inputs, options, wide=True)
 
 
 def _floating(arrays: list[np.ndarray]) -> list[int]:

@@ -92,14 +92,16 @@ class TruthTrainer:
         self.worker = WorkerProcess(WorkerCommand(group=ENGINE, args=["--spec", ENGINE], env=dict(spec.env)),
                                     scratch / "logs", startup_timeout_s=180.0)
 
-    def arrays(self, artifact: Artifact, inputs: dict[str, np.ndarray], tag: str) -> Arrays | str:
-        """The float64 arrays of every stage on ``inputs``, or why there are none."""
+    def arrays(self, artifact: Artifact, inputs: dict[str, np.ndarray], tag: str,
+               perturb: int | None = None) -> Arrays | str:
+        """The float64 arrays of every stage on ``inputs`` (``perturb``: with the weights moved, seeded by it), or why
+        there are none."""
         self.scratch.mkdir(parents=True, exist_ok=True)
         inputs_path, out = self.scratch / f"{tag}.inputs.npz", self.scratch / f"{tag}.train.npz"
         np.savez(inputs_path, **inputs)
         reply = self.worker.request({"op": "train", "backend": ENGINE, "model": str(artifact.keras_path.resolve()),
                                      "inputs": str(inputs_path.resolve()), "input_names": list(inputs),
-                                     "out": str(out.resolve())}, self.timeout_s)
+                                     "out": str(out.resolve()), "options": {"perturb": perturb}}, self.timeout_s)
         failed = next((stage for stage in reply.stages if stage.status != "ok"), None)
         if failed is not None or not reply.outputs:
             return f"{ENGINE} failed at {failed.stage} ({failed.status}): {' '.join(failed.message.split())[:300]}" \
@@ -107,14 +109,16 @@ class TruthTrainer:
         return read_arrays(reply.outputs)
 
     def runs(self, artifact: Artifact) -> tuple[Arrays | str, list[Arrays]]:
-        """(the float64 arrays on the artifact's inputs or why there are none, those on the perturbed inputs)."""
+        """(the float64 arrays on the artifact's inputs or why there are none, those with the inputs and the weights
+        perturbed)."""
         names = [layer.name for layer in artifact.read_ir().input_layers]
         with np.load(artifact.inputs_path, allow_pickle=False) as data:
             inputs = {name: data[name] for name in names}
         wide = self.arrays(artifact, inputs, "truth")
         if isinstance(wide, str):
             return wide, []
-        moved = [self.arrays(artifact, perturb(inputs, index), f"perturbed{index}") for index in range(PERTURBATIONS)]
+        moved = [self.arrays(artifact, perturb(inputs, index), f"perturbed{index}", index)
+                 for index in range(PERTURBATIONS)]
         failed = next((run for run in moved if isinstance(run, str)), None)
         if failed is not None:
             return failed, []

@@ -93,3 +93,35 @@ def test_a_random_augmentation_layer_leaves_the_model_out(executor: Any,
     check = run_training_check(executor, artifact, tmp_path / "train", TRAINERS)
     assert "random in training mode" in (check.judgement.left_out or ""), check.judgement
     assert check.judgement.verdicts == []
+
+
+def test_a_gradient_decided_by_a_relu_at_zero_is_ill_conditioned(executor: Any, tmp_path: Path) -> None:
+    """A hidden layer whose weights are all 0 puts every pre-activation exactly at ReLU's kink: the float64 truth's
+    perturbation (inputs and weights, a few ulps) moves the gradient past the tolerance, so a verdict there is kept
+    apart as ill-conditioned, whatever the libraries say."""
+    from memo.artifact import prepare_artifact
+    from memo.training.check import TruthTrainer, run_training_check
+    from memo.training.judge import TrainingVerdict
+    from memo.training.truth import assess_verdict
+    from memo.truth import ILL_CONDITIONED
+
+    ir = ModelIR(layers=[
+        Layer(name="x", class_name="InputLayer", config={"batch_shape": [None, 3], "dtype": "float32"}),
+        Layer(name="hidden", class_name="Dense", config={"units": 4, "activation": "relu"}, inputs=["x"]),
+        Layer(name="out", class_name="Dense", config={"units": 2}, inputs=["hidden"])], outputs=["out"], name="kink")
+    rng = np.random.default_rng(0)
+    weights = {"hidden": [np.zeros((3, 4), np.float32), np.zeros(4, np.float32)],
+               "out": [rng.standard_normal((4, 2)).astype(np.float32), np.zeros(2, np.float32)]}
+    artifact = prepare_artifact(ir, tmp_path / "artifact", seed=0, weights=weights)
+    check = run_training_check(executor, artifact, tmp_path / "train", TRAINERS, truth=False)
+    from memo.training.judge import read_arrays
+
+    arrays = {name: read_arrays(result.outputs_path) for name, result in check.results.items()}
+    runner = TruthTrainer(tmp_path / "truth")
+    try:
+        wide, moved = runner.runs(artifact)
+    finally:
+        runner.close()
+    truth = assess_verdict(TrainingVerdict("training-inconsistency", "keras-jax", "gradients", ""), arrays, wide,
+                           moved, check.reference)
+    assert truth.decision == ILL_CONDITIONED, truth.reason
