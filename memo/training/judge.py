@@ -6,7 +6,8 @@ moving statistics) and ``gradients`` (weights' and inputs') form one chain, each
 optimizer stages ``sgd`` and ``adam`` step a fixed gradient (:mod:`memo.backends.training`), so each is judged on its
 own. Per backend and chain the first stage that differs gives one verdict:
 
-* ``training-crash``: the backend failed (error, crash, hang) a stage the reference finished;
+* ``training-crash``: the backend failed (error, crash, hang) a stage the reference finished; or the reference
+  failed one that another backend finished (the verdict is then the reference's);
 * ``training-nan``: NaN/Inf at positions where the reference's array has none (:func:`criterion.nan_problem`);
 * ``training-inconsistency``: another shape, or finite elements outside the oracle's scale-aware tolerance
   (:func:`criterion.mismatch`, each array with its own scale).
@@ -163,7 +164,9 @@ def judge_training(stages: Mapping[str, Sequence[StageResult]], arrays: Mapping[
         first = next((s for s in ref_stages if s.status != StageStatus.OK.value), ref_prepare)
         judgement.left_out = (f"the reference ({reference}) did not prepare the model: "
                               + (f"{first.stage} {first.status}: {_failure_text(first)}" if first else "no result"))
+        judgement.verdicts += _reference_failures(stages, reference, ((PREPARE,),))
         return judgement
+    judgement.verdicts += _reference_failures(stages, reference, CHAINS)
     for backend, own in stages.items():
         if backend == reference:
             continue
@@ -174,6 +177,28 @@ def judge_training(stages: Mapping[str, Sequence[StageResult]], arrays: Mapping[
                 if verdict.stage == PREPARE:  # one verdict for a backend that did not get past preparing
                     break
     return judgement
+
+
+def _reference_failures(stages: Mapping[str, Sequence[StageResult]], reference: str,
+                        chains: Sequence[Sequence[str]]) -> list[TrainingVerdict]:
+    """``training-crash`` verdicts against the reference: per chain, the first stage it failed (error, crash, hang)
+    where another backend finished it (a refusal or a skip is no finding)."""
+    found = []
+    for chain in chains:
+        for stage in chain:
+            worker_stage = COMPUTED_BY.get(stage, stage)
+            failed = _status(stages.get(reference, ()), worker_stage)
+            if failed is None or failed.status in (StageStatus.OK.value, StageStatus.UNSUPPORTED.value,
+                                                   StageStatus.SKIPPED.value):
+                continue
+            ran = [name for name, own in stages.items() if name != reference and
+                   (done := _status(own, worker_stage)) is not None and done.status == StageStatus.OK.value]
+            if ran:
+                found.append(TrainingVerdict(VerdictKind.TRAINING_CRASH.value, reference, stage,
+                                             f"{failed.stage} {failed.status}: {_failure_text(failed)} "
+                                             f"(finished by {', '.join(ran)})"))
+            break
+    return found
 
 
 def _judge_chain(backend: str, chain: Sequence[str], own: Sequence[StageResult], own_arrays: Arrays,

@@ -105,7 +105,7 @@ def test_a_stage_the_reference_failed_is_not_judged() -> None:
     base = arrays()
     wrong = {**base, "grad_0": base["grad_0"] + 1}
     judgement = judge_training({REF: ok_stages(gradients="error"), JAX: ok_stages()}, {REF: base, JAX: wrong}, REF)
-    assert judgement.verdicts == []
+    assert [(v.backend, v.stage) for v in judgement.verdicts] == [(REF, "gradients")]  # none against JAX's arrays
 
 
 def test_a_model_the_reference_leaves_out_is_not_judged() -> None:
@@ -175,3 +175,15 @@ def test_layers_random_in_training_are_made_deterministic_or_leave_the_model_out
     model = type("Model", (), {"_flatten_layers": lambda self, **_: [flip]})()
     with pytest.raises(RandomInTraining, match=r"flip \(RandomFlip\) random in training"):
         neutralize(model)
+
+
+def test_the_reference_failing_where_another_backend_finished_is_its_training_crash() -> None:
+    base = arrays()
+    judgement = judge_training({REF: ok_stages(gradients="crash"), JAX: ok_stages(), TORCH: ok_stages(gradients="error")},
+                               {REF: base, JAX: base, TORCH: base}, REF)
+    assert [(v.kind, v.backend, v.stage) for v in judgement.verdicts] == [("training-crash", REF, "gradients")]
+    assert "(finished by keras-jax)" in judgement.verdicts[0].message
+    judgement = judge_training({REF: ok_stages(prepare="error"), JAX: ok_stages()}, {REF: {}, JAX: base}, REF)
+    assert judgement.left_out and [(v.backend, v.stage) for v in judgement.verdicts] == [(REF, "prepare")]
+    declined = judge_training({REF: ok_stages(prepare="unsupported"), JAX: ok_stages()}, {REF: {}, JAX: base}, REF)
+    assert declined.verdicts == []
