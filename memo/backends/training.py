@@ -20,8 +20,9 @@ drawn from a fixed seed: its cotangent ``W_k / batch`` is the same on every back
 computed, so the gradients test the backward pass alone; it is not degenerate where a sum of the outputs is (the
 sum of a softmax, or of a normalization's outputs, has a gradient of 0, and a mean squared error's cotangent carries
 the forward pass's differences into the gradients); and each output element's cotangent is of order 1, so the
-gradients are not shrunk below the criterion's absolute floor by the output's size, as a mean would shrink them. The optimizers step on a fixed seeded gradient, not on the backend's
-own: an update difference is then the optimizer's alone, and Adam's first step (``lr * g / (|g| + eps)``) does not
+gradients are not shrunk below the criterion's absolute floor by the output's size, as a mean would shrink them.
+
+The optimizers step on a fixed seeded gradient, not on the backend's own: an update difference is then the optimizer's alone, and Adam's first step (``lr * g / (|g| + eps)``) does not
 turn float noise in a near-zero gradient into a sign. Adam takes two steps (the first is ``lr * sign(g)`` up to
 eps: the moments only matter from the second). Each update is returned as ``(after - before) / lr`` in float64.
 

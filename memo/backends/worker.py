@@ -163,7 +163,8 @@ class Worker:
         ok, handle = self.stage(request_id, "load", spec, records, lambda: spec.load(Path(request["model"])))
         arrays: dict[str, np.ndarray] = {}
         if ok:
-            ok, prepared = self.stage(request_id, "prepare", spec, records, lambda: train(handle, inputs, request.get("options") or {}))
+            options = request.get("options") or {}
+            ok, prepared = self.stage(request_id, "prepare", spec, records, lambda: train(handle, inputs, options))
             stages, names = prepared if ok else ([], {})
             arrays.update(names)
             for name, action in stages:  # each from the weights as loaded: a stage that raised stops no other

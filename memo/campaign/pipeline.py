@@ -37,7 +37,7 @@ from memo.model.ir import ModelIR
 from memo.mutation.nan import has_injection
 from memo.oracle import Verdict, judge
 from memo.store import CampaignStore
-from memo.training.check import TrainingCheck, stored_verdicts, train_if_chosen
+from memo.training.check import CHECK_FAILED, TrainingCheck, stored_verdicts, train_if_chosen
 from memo.triage.signature import BUG_KINDS, signature
 
 
@@ -309,7 +309,9 @@ class Pipeline:
             self._teach(execution.ir, result)
         self.outcomes[execution.mutant_id] = self._outcome_of(execution.mutant_id, result, verdicts, bugs)
         if training is not None:
-            self.counters["trained"] = self.counters.get("trained", 0) + 1
+            failed = (training.judgement.left_out or "").startswith(CHECK_FAILED)
+            counter = "internal_errors" if failed else "trained"
+            self.counters[counter] = self.counters.get(counter, 0) + 1
         for verdict in [*findings, *trained]:
             label = f"{verdict.kind}:{verdict.backend}"
             self.findings[label] = self.findings.get(label, 0) + 1

@@ -23,6 +23,7 @@ from memo.training.truth import ENGINE, assess_verdict
 from memo.truth import PERTURBATIONS, perturb
 
 TRUTH_TIMEOUT_S = 120.0
+CHECK_FAILED = "the training check itself failed"  # how a check memo could not complete is left out
 NUMERIC = frozenset({VerdictKind.TRAINING_NAN.value, VerdictKind.TRAINING_INCONSISTENCY.value})
 
 
@@ -136,14 +137,19 @@ def train_chosen(name: str, share: float) -> bool:
     return share > 0 and digest < share * 2**32
 
 
-def train_if_chosen(executor: object, artifact: Artifact, result: ExecutionResult, share: float) -> TrainingCheck | None:
+def train_if_chosen(executor: object, artifact: Artifact, result: ExecutionResult,
+                    share: float) -> TrainingCheck | None:
     """The check of a model a campaign executed, when it is in ``share`` and the reference ran it; None otherwise,
     and on an executor without a training check (a cluster's). No float64 truth: that is triage's."""
     reference = result.backends.get(result.reference)
     if not train_chosen(artifact.directory.name, share) or reference is None or reference.status != "ok" \
             or not isinstance(executor, DifferentialExecutor):
         return None
-    return run_training_check(executor, artifact, artifact.directory / "training", truth=False)
+    try:
+        return run_training_check(executor, artifact, artifact.directory / "training", truth=False)
+    except Exception as exc:  # noqa: BLE001  (a defect of the check must not cost the model its inference result)
+        return TrainingCheck(reference=result.reference, judgement=Judgement(
+            left_out=f"{CHECK_FAILED}: {type(exc).__name__}: {exc}"[:500]))
 
 
 def stored_verdicts(check: TrainingCheck | None) -> list[Verdict]:

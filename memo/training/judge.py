@@ -202,7 +202,8 @@ def _reference_failures(stages: Mapping[str, Sequence[StageResult]], reference: 
 
 
 def _judge_chain(backend: str, chain: Sequence[str], own: Sequence[StageResult], own_arrays: Arrays,
-                 ref_stages: Sequence[StageResult], ref_arrays: Arrays, thresholds: Thresholds) -> TrainingVerdict | None:
+                 ref_stages: Sequence[StageResult], ref_arrays: Arrays,
+                 thresholds: Thresholds) -> TrainingVerdict | None:
     """The first stage of ``chain`` at which ``backend`` differs from the reference (None: none)."""
     early = next((s for s in own if s.stage in ("start", "load", PREPARE) and s.status != StageStatus.OK.value), None)
     if early is not None or _status(own, PREPARE) is None:  # a backend that could not prepare the model: one verdict

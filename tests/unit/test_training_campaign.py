@@ -37,10 +37,28 @@ def test_no_check_where_the_reference_did_not_run_or_the_executor_cannot_train(t
     assert train_if_chosen(object(), artifact, ran, 1.0) is None  # a cluster's executor has no training check
 
 
+def test_a_check_that_fails_in_memo_is_left_out_not_raised(tmp_path: Path) -> None:
+    from memo.artifact import Artifact
+    from memo.backends.executor import DifferentialExecutor
+    from memo.training.check import CHECK_FAILED
+
+    class Broken(DifferentialExecutor):
+        def __init__(self) -> None:  # no workers: its check fails inside memo
+            pass
+
+    artifact = Artifact(tmp_path, tmp_path / "model.keras", tmp_path / "inputs.npz", tmp_path / "model.ir.json")
+    ran = ExecutionResult(artifact_dir=str(tmp_path), reference="keras-tensorflow")
+    ran.backends["keras-tensorflow"] = BackendResult(name="keras-tensorflow", consumes="keras",
+                                                     stages=[StageResult("execute", "ok")])
+    check = train_if_chosen(Broken(), artifact, ran, 1.0)
+    assert check is not None and (check.judgement.left_out or "").startswith(CHECK_FAILED)
+
+
 def test_the_share_is_a_fraction() -> None:
     with pytest.raises(UsageError, match="--train-share"):
         CampaignConfig(name="c", seed=0, budget=Budget(seconds=1.0), train_share=1.5)
-    assert CampaignConfig.from_json(CampaignConfig(name="c", seed=0, budget=Budget(seconds=1.0)).to_json()).train_share == 0.0
+    stored = CampaignConfig(name="c", seed=0, budget=Budget(seconds=1.0)).to_json()
+    assert CampaignConfig.from_json(stored).train_share == 0.0
 
 
 def test_findings_are_stored_as_verdicts_and_reported(tmp_path: Path) -> None:

@@ -179,8 +179,8 @@ def test_layers_random_in_training_are_made_deterministic_or_leave_the_model_out
 
 def test_the_reference_failing_where_another_backend_finished_is_its_training_crash() -> None:
     base = arrays()
-    judgement = judge_training({REF: ok_stages(gradients="crash"), JAX: ok_stages(), TORCH: ok_stages(gradients="error")},
-                               {REF: base, JAX: base, TORCH: base}, REF)
+    judgement = judge_training({REF: ok_stages(gradients="crash"), JAX: ok_stages(),
+                                TORCH: ok_stages(gradients="error")}, {REF: base, JAX: base, TORCH: base}, REF)
     assert [(v.kind, v.backend, v.stage) for v in judgement.verdicts] == [("training-crash", REF, "gradients")]
     assert "(finished by keras-jax)" in judgement.verdicts[0].message
     judgement = judge_training({REF: ok_stages(prepare="error"), JAX: ok_stages()}, {REF: {}, JAX: base}, REF)
