@@ -21,6 +21,10 @@ class VerdictKind(str, Enum):
     INCONSISTENCY = "inconsistency"  # finite outputs differ beyond tolerance
     SPECIAL = "special"  # NaN/Inf or numeric differences on a model that injects NaN/Inf on purpose
     INVALID = "invalid"  # memo itself failed (no result at all, a broken artifact): not a library's bug
+    # The training check (memo.training, docs/training.md): each pinned to the stage that first differs
+    TRAINING_CRASH = "training-crash"  # a backend fails a training stage (gradients, an optimizer step) the reference ran
+    TRAINING_NAN = "training-nan"  # NaN/Inf in a training stage's arrays where the reference has none
+    TRAINING_INCONSISTENCY = "training-inconsistency"  # a training stage's finite arrays differ beyond tolerance
 
     def __str__(self) -> str:
         return self.value
@@ -53,6 +57,9 @@ MESSAGE_KINDS: frozenset[str] = frozenset({"crash", "hang", "shape"})
 NUMERIC_KINDS: frozenset[str] = frozenset({"nan", "inconsistency"})
 # Kinds that are bugs of a library under test (what the report counts).
 BUG_KINDS: frozenset[str] = MESSAGE_KINDS | NUMERIC_KINDS
+# Kinds of the training check (memo.training): findings against a library, judged, not yet triaged (no reduction nor
+# repro script: triage reads BUG_KINDS).
+TRAINING_KINDS: frozenset[str] = frozenset({"training-crash", "training-nan", "training-inconsistency"})
 # Kinds that are recorded but are not findings against a library.
 NON_FINDINGS: frozenset[str] = frozenset({"invalid", "unsupported", "special"})
 
@@ -62,4 +69,4 @@ KNOWN_PREFIX = "known unsupported"
 KNOWN_FAILURE_PREFIX = "known failure"
 
 __all__ = ["BUG_KINDS", "FAILURES", "KNOWN_FAILURE_PREFIX", "KNOWN_PREFIX", "MESSAGE_KINDS", "NON_FINDINGS",
-           "NUMERIC_KINDS", "STATUSES", "StageStatus", "VERDICT_KINDS", "VerdictKind"]
+           "NUMERIC_KINDS", "STATUSES", "StageStatus", "TRAINING_KINDS", "VERDICT_KINDS", "VerdictKind"]

@@ -32,6 +32,7 @@ from memo.backends.keras_common import UNSAFE_VARIABLE
 from memo.backends.plugins import PluginInfo, read_plugin
 from memo.backends.result import BackendResult, ExecutionResult, StageResult
 from memo.backends.supervisor import WorkerCommand, WorkerProcess
+from memo.backends.training import TIME_FACTOR
 from memo.backends.versions import versions_in
 from memo.defaults import DEFAULT_TIMEOUT_S, FIRST_MODEL_GRACE
 from memo.errors import UsageError
@@ -343,6 +344,35 @@ class DifferentialExecutor:
         result.backends = {name: result.backends[name] for name in order if name in result.backends}
         result.seconds = time.perf_counter() - started
         return result
+
+    def train(self, artifact: Artifact, backends: Collection[str], out_dir: Path) -> dict[str, BackendResult]:
+        """The training check (op ``train``, :mod:`memo.backends.training`) of ``artifact`` on ``backends``, side by
+        side on their warm workers; each result's ``outputs_path`` is its ``.npz`` in ``out_dir`` (None: nothing
+        finished), each under :data:`~memo.backends.training.TIME_FACTOR` times the per-model limit. Never raises for
+        what a library does."""
+        input_names = [layer.name for layer in artifact.read_ir().input_layers]
+        results: dict[str, BackendResult] = {}
+
+        def one(member: Member) -> None:
+            out = out_dir / f"{member.name}.train.npz"
+            out.unlink(missing_ok=True)
+            with self._lease(member.group) as worker:
+                started = time.perf_counter()
+                reply = worker.request({"op": "train", "backend": member.name, "model": str(artifact.keras_path),
+                                        "inputs": str(artifact.inputs_path), "input_names": input_names,
+                                        "out": str(out)}, TIME_FACTOR * max(member.timeout_s or 0.0, self.timeout_s))
+            results[member.name] = BackendResult(name=member.name, consumes=member.consumes, role=member.role,
+                                                 versions=worker.versions.get(member.name) or dict(member.versions),
+                                                 stages=reply.stages, outputs_path=reply.outputs,
+                                                 seconds=time.perf_counter() - started)
+
+        out_dir.mkdir(parents=True, exist_ok=True)
+        members = [self.members[name] for name in backends]
+        for member in [m for m in members if m.unavailable]:
+            results[member.name] = self._skipped(member, "start", f"unavailable: {member.unavailable}")
+        for future in [self._pool.submit(one, m) for m in members if not m.unavailable]:
+            future.result()
+        return {m.name: results[m.name] for m in members}
 
     def _consumers(self, kind: str | None, selected: Collection[str]) -> list[Member]:
         return [m for m in self.members.values() if m.role == "backend" and m.consumes == kind and m.name in selected]

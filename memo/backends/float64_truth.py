@@ -20,6 +20,7 @@ import numpy as np
 from memo.backends.keras_common import _load as _load_float32
 from memo.backends.keras_common import _zero_initializers
 from memo.backends.spec import BackendSpec, ModelInputs
+from memo.backends.training import training_stages_wide
 from memo.backends.versions import distribution_versions
 
 TRUTH = "float64-torch"
@@ -100,7 +101,8 @@ def _setup_for(keras_backend: str, libraries: tuple[str, ...]) -> Any:
 
 
 SPEC = BackendSpec(name=TRUTH, consumes="keras", load=_load, run=_run, setup=_setup_for("torch", ("torch",)),
-                   distributions=("keras", "torch"), env={"KERAS_BACKEND": "torch", "KERAS_TORCH_DEVICE": "cpu"})
+                   distributions=("keras", "torch"), env={"KERAS_BACKEND": "torch", "KERAS_TORCH_DEVICE": "cpu"},
+                   train=training_stages_wide)
 # JAX computes in float32 unless x64 is enabled before its first array; eager calls (no jit): a reduced model is
 # small, and one XLA program per primitive costs less than tracing the whole model for three runs.
 SPEC_JAX = BackendSpec(name=TRUTH_JAX, consumes="keras", load=_load, run=_run_watching_special_values, setup=_setup_for("jax", ("jax", "jaxlib")),

@@ -21,6 +21,7 @@ from memo.backends.openvino_backend import CPU_CONFIG as OPENVINO_CPU_CONFIG
 from memo.backends.spec import (BackendSpec, DifferenceExample, DocumentedDifference, MessageMask, MessageRules,
                                 ModelInputs, ReproRecipe, UnsupportedPhrase, Upstream)
 from memo.backends.torch_common import TORCH_MESSAGES
+from memo.backends.training import training_stages
 from memo.backends.versions import distribution_versions
 from memo.library_coverage.measured import keras_code
 from memo.model.keras_runtime import cache_attr_skipsets
@@ -250,6 +251,10 @@ def _check_device(keras_backend: str, device: str) -> None:
             raise RuntimeError(f"torch {torch.__version__} sees no CUDA device")
 
 
+# Keras backends with a trainer of their own (Keras on OpenVINO runs inference only): the training check's.
+TRAINS = frozenset({"tensorflow", "jax", "torch"})
+
+
 def keras_spec(keras_backend: str, libraries: tuple[str, ...], device: str = DEVICE_CPU) -> BackendSpec:
     """The spec of Keras running on ``keras_backend`` (tensorflow, jax or torch), on ``device`` (cpu or cuda)."""
     distributions = ("keras", *libraries)
@@ -275,4 +280,5 @@ def keras_spec(keras_backend: str, libraries: tuple[str, ...], device: str = DEV
                        delegates=DELEGATES.get(keras_backend, ()), computes_with=COMPUTES_WITH.get(keras_backend),
                        messages=keras_messages(keras_backend), device=device,
                        cpu_twin=None if device == DEVICE_CPU else f"keras-{keras_backend}",
-                       library_code=(keras_code(keras_backend),))
+                       library_code=(keras_code(keras_backend),),
+                       train=training_stages if keras_backend in TRAINS else None)

@@ -252,6 +252,9 @@ class BackendSpec:
     # The Python code of the library under test that ``--library-coverage`` measures (memo.library_coverage): its
     # package folders, relative to the package root, and the library name each measured set is counted under.
     library_code: tuple[MeasuredCode, ...] = ()
+    # The training check (memo.backends.training): ``train(handle, inputs, options)`` prepares the loaded model and
+    # returns its stages (name, callable returning arrays) and the check's names; None: the library does not train.
+    train: Callable[[Any, ModelInputs, dict[str, Any]], tuple[list[Any], dict[str, Any]]] | None = None
 
     def __post_init__(self) -> None:
         if self.consumes not in ARTIFACT_KINDS:

@@ -6,7 +6,7 @@ library prints goes to stderr, which the supervisor writes to a file):
   -> {"event": "ready", "versions": {spec: {distribution: version}}}           once, after the imports
   -> {"event": "failed", "stage": "start", ...}                                 the library would not import
   <- {"id": 1, "op": "run", "backend": NAME, "model": PATH, "inputs": NPZ, "input_names": [...],
-      "out": NPZ}                                               (op "export" for a converter; "exit" to stop)
+      "out": NPZ}                  (op "export" for a converter; "train": the training check; "exit" to stop)
   -> {"event": "stage", "id": 1, "stage": "load"}                               before each stage starts
   -> {"event": "done", "id": 1, "stages": [StageResult...], "outputs": PATH | null,
       "library": {library: {"total": M, "files": {file: [line...]}}}}  (with --library-coverage only)
@@ -121,6 +121,8 @@ class Worker:
         self.emit({**done, **({"library": library} if library else {})})
 
     def _handle(self, spec: AnySpec, request: JsonObject) -> JsonObject:
+        if request.get("op") == "train":
+            return self._train(spec, request)
         request_id = request["id"]
         records: list[JsonObject] = []
         model_path = Path(request["model"])
@@ -147,6 +149,31 @@ class Worker:
                     _write_outputs(out, outputs)
         return {"event": "done", "id": request_id, "stages": records,
                 "outputs": str(out) if ok and out.exists() else None}
+
+    def _train(self, spec: AnySpec, request: JsonObject) -> JsonObject:
+        """The training check (:mod:`memo.backends.training`): load, prepare, then every training stage; the arrays
+        of the stages that finished go to ``out`` (one ``.npz``)."""
+        request_id = request["id"]
+        records: list[JsonObject] = []
+        inputs, out = _read_inputs(Path(request["inputs"]), request["input_names"]), Path(request["out"])
+        train = getattr(spec, "train", None)
+        if train is None:
+            records.append({"stage": "prepare", "status": "skipped", "message": f"{spec.name} has no training check"})
+            return {"event": "done", "id": request_id, "stages": records, "outputs": None}
+        ok, handle = self.stage(request_id, "load", spec, records, lambda: spec.load(Path(request["model"])))
+        arrays: dict[str, np.ndarray] = {}
+        if ok:
+            options = request.get("options") or {}
+            ok, prepared = self.stage(request_id, "prepare", spec, records, lambda: train(handle, inputs, options))
+            stages, names = prepared if ok else ([], {})
+            arrays.update(names)
+            for name, action in stages:  # each from the weights as loaded: a stage that raised stops no other
+                ok, values = self.stage(request_id, name, spec, records, action)
+                arrays.update(values if ok else {})
+        if arrays:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            np.savez(out, **arrays)
+        return {"event": "done", "id": request_id, "stages": records, "outputs": str(out) if arrays else None}
 
     def _cached_load(self, spec: ConverterSpec, path: Path) -> Any:
         key = (spec.load, str(path), path.stat().st_mtime_ns)

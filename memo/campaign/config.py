@@ -86,8 +86,13 @@ class CampaignConfig:
     # ... traced on every seed and on one executed mutant in this many (1: all); the extra mutants library feedback
     # executes are always traced (memo.campaign.feedback.library_traced)
     library_every: int = LIBRARY_TRACE_EVERY
+    # --train-share: the training check (memo.training, docs/training.md) on this share of the executed models the
+    # reference ran (0: none), chosen by artifact name; its findings are stored as verdicts, never fed to generation
+    train_share: float = 0.0
 
     def __post_init__(self) -> None:
+        if not 0.0 <= self.train_share <= 1.0:
+            raise UsageError(f"--train-share must be a share between 0 and 1 (got {self.train_share:g})")
         if self.library_every < 1:
             raise UsageError(f"--library-coverage-every must be 1 or more (got {self.library_every})")
         if self.library_coverage not in LIBRARY_COVERAGE_MODES:

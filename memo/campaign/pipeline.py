@@ -31,23 +31,25 @@ from memo.campaign.progress import Reporter
 from memo.campaign.stop import StopFlag
 from memo.diskspace import is_disk_full, mentions_disk_full
 from memo.json_types import JsonObject
-from memo.kinds import NON_FINDINGS
+from memo.kinds import NON_FINDINGS, TRAINING_KINDS
 from memo.library_coverage.merge import LibraryCoverage, Reached, count_lines
 from memo.model.ir import ModelIR
 from memo.mutation.nan import has_injection
 from memo.oracle import Verdict, judge
 from memo.store import CampaignStore
+from memo.training.check import CHECK_FAILED, TrainingCheck, stored_verdicts, train_if_chosen
 from memo.triage.signature import BUG_KINDS, signature
 
 
 @dataclass
 class Execution:
-    """A submitted mutant: where its artifact goes, and its (result, seconds) once a pipeline ran it."""
+    """A submitted mutant: where its artifact goes, and its (result, seconds, training check or None) once a
+    pipeline ran it."""
 
     mutant_id: int
     ident: str
     artifact_dir: Path
-    future: Future[tuple[ExecutionResult, float]]
+    future: Future[tuple[ExecutionResult, float, TrainingCheck | None]]
     special_values: bool = False  # the model injects NaN/Inf on purpose (the NaN operator)
     ir: ModelIR | None = None  # what :class:`KnownOutcomes` learns from with its result
 
@@ -144,14 +146,17 @@ class Pipeline:
         seed = self.config.seed
         worker_sets = self.worker_sets
         known = self.known
+        train_share = self.config.train_share
 
-        def work() -> tuple[ExecutionResult, float]:
+        def work() -> tuple[ExecutionResult, float, TrainingCheck | None]:
             executor = worker_sets.get()
             began = time.perf_counter()
             try:
                 artifact = prepare_artifact(ir, directory, seed=seed)
-                return (executor.run(artifact, skip=known.skips(ir, directory.name), library=library),
-                        time.perf_counter() - began)
+                result = executor.run(artifact, skip=known.skips(ir, directory.name), library=library)
+                seconds = time.perf_counter() - began
+                training = train_if_chosen(executor, artifact, result, train_share) if train_share else None
+                return result, seconds, training
             finally:
                 worker_sets.put(executor)
 
@@ -228,7 +233,8 @@ class Pipeline:
         result = stored_result(row.result) if row is not None else None
         if result is None:
             return NOT_RUN
-        verdicts = [stored.verdict for stored in self.store.verdicts(mutant_id=mutant_id)]
+        verdicts = [stored.verdict for stored in self.store.verdicts(mutant_id=mutant_id)
+                    if stored.verdict.kind not in TRAINING_KINDS]  # the training check never feeds generation
         return self._outcome_of(mutant_id, result, verdicts, finding_signatures(verdicts, result))
 
     def _outcome_of(self, mutant_id: int, result: ExecutionResult, verdicts: list[Verdict],
@@ -254,7 +260,7 @@ class Pipeline:
     # ------------------------------------------------------------------ judge, record
     def _store_execution(self, execution: Execution) -> None:
         try:
-            result, seconds = execution.future.result()
+            result, seconds, training = execution.future.result()
         except ExecutionAbandoned as exc:  # not run (a stop, a cluster without nodes): --resume runs it
             if exc.stop_campaign:
                 self.stop.request(str(exc))
@@ -286,6 +292,9 @@ class Pipeline:
                                      str(execution.artifact_dir) if keep else None)
             for verdict in verdicts:
                 self.store.add_verdict(execution.mutant_id, verdict)
+            trained = stored_verdicts(training)  # stored only: never part of the outcome generation learns
+            for verdict in trained:
+                self.store.add_verdict(execution.mutant_id, verdict)
             reached = result.library_reached()
             if reached and self.config.library_coverage == "feedback":
                 self.library_untaken[execution.mutant_id] = reached
@@ -299,7 +308,11 @@ class Pipeline:
         elif execution.ir is not None:  # no feedback: no outcome is ever taken, so it is learnt now
             self._teach(execution.ir, result)
         self.outcomes[execution.mutant_id] = self._outcome_of(execution.mutant_id, result, verdicts, bugs)
-        for verdict in findings:
+        if training is not None:
+            failed = (training.judgement.left_out or "").startswith(CHECK_FAILED)
+            counter = "internal_errors" if failed else "trained"
+            self.counters[counter] = self.counters.get(counter, 0) + 1
+        for verdict in [*findings, *trained]:
             label = f"{verdict.kind}:{verdict.backend}"
             self.findings[label] = self.findings.get(label, 0) + 1
             self.reporter.finding({"mutant_id": execution.mutant_id, "kind": verdict.kind, "backend": verdict.backend,

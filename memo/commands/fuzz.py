@@ -78,6 +78,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--library-coverage-every", type=int, default=LIBRARY_TRACE_EVERY, metavar="N",
                    help=f"with --library-coverage: trace every seed and one executed mutant in N (default "
                         f"{LIBRARY_TRACE_EVERY}: tracing every model costs about +58 %% CPU per model; 1: all)")
+    p.add_argument("--train-share", type=float, default=0.0, metavar="F",
+                   help="run the training check (loss, gradients, SGD and Adam steps, BatchNormalization's statistics "
+                        "on the Keras backends: docs/training.md) on this share of the executed models the reference "
+                        "ran (default 0: none); its findings are stored and reported, not yet triaged")
     p.add_argument("--no-reduce", action="store_true", help="mutate the original seeds, not the reduced ones")
     p.add_argument("--unsafe", action="store_true", help="allow seed files whose layers carry code (Lambda)")
     p.add_argument("--bugs-db", metavar="PATH", help="the bug database shared across campaigns (default: "
@@ -255,8 +259,8 @@ def run(args: argparse.Namespace) -> int:
             max_parent_recurrent=args.max_parent_recurrent, directed_share=args.directed,
             triage_budget_s=final_s, reference=args.reference,
             gpu_precision=args.gpu_precision, bugs_db=_bugs_db(args), next_python=_next_python(args),
-            library_coverage=args.library_coverage,
-            library_every=args.library_coverage_every,
+            library_coverage=args.library_coverage, library_every=args.library_coverage_every,
+            train_share=args.train_share,
             max_disk_bytes=DEFAULT_MAX_DISK if max_disk is None else max_disk)
         directory = Path(args.out) if args.out else campaign_dir(name)
         if (directory / "campaign.sqlite").exists():

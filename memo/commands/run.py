@@ -18,6 +18,7 @@ if TYPE_CHECKING:  # the command imports its machinery when it runs
     from memo.backends.result import ExecutionResult
     from memo.library_coverage.merge import LibraryFigures
     from memo.oracle import Comparison, Verdict
+    from memo.training.check import TrainingCheck
     from memo.truth import Truth
 
 # The handlers below import the rest of memo when they run: the CLI imports every command module to
@@ -42,6 +43,9 @@ def register(subparsers: Any) -> None:
                         help="allow layers that carry Python code (Lambda): runs code from the model file")
     parser.add_argument("--library-coverage", action="store_true",
                         help="measure the lines of each library's Python code the model reaches (docs/coverage.md)")
+    parser.add_argument("--train", action="store_true",
+                        help="also run the training check on the Keras backends: loss, gradients, an SGD and an Adam "
+                             "step, BatchNormalization's statistics, each against the reference (docs/training.md)")
     parser.set_defaults(func=handle)
 
 
@@ -80,10 +84,12 @@ def handle(args: argparse.Namespace) -> int:
         comparisons = compare(outputs, result.reference, thresholds) if result.reference in outputs else {}
         verdicts = judge(result, thresholds)
         truths = _truths(artifact, verdicts, outputs, result.reference, Path(scratch))
+        training = _training(executor, artifact, Path(scratch)) if args.train else None
     library = _library_figures(result) if args.library_coverage else None
     if args.json:
         print(json.dumps({"model": str(args.model), "artifact": artifact.to_json() if args.out else None,
                           **({"library_coverage": library} if library is not None else {}),
+                          **({"training": training.to_json()} if training is not None else {}),
                           "thresholds": thresholds.to_json(), "result": result.without_library_lines().to_json(),
                           "comparisons": {name: c.to_json() for name, c in comparisons.items()},
                           "verdicts": [{**v.to_json(), **({"truth": truths[i].to_json()} if i in truths else {})}
@@ -94,7 +100,49 @@ def handle(args: argparse.Namespace) -> int:
             from memo.report.library import library_table
 
             print(library_table(library))
+        if training is not None:
+            print_training(training)
     return 0
+
+
+def _training(executor: Any, artifact: Artifact, scratch: Path) -> TrainingCheck:
+    """The training check of the model on the executor's Keras backends that train (memo.training)."""
+    from memo.training.check import run_training_check
+
+    return run_training_check(executor, artifact, scratch / "training")
+
+
+def print_training(check: TrainingCheck) -> None:
+    """The training check's stages per backend and its verdicts, for a terminal."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from memo.training.judge import PREPARE
+    from memo.backends.training import TRAINING_STAGES
+
+    console = Console(width=max(Console().width, 110))
+    table = Table(title=f"training check  (reference: {check.reference}, {check.seconds:.2f} s)")
+    columns = ("load", PREPARE, *TRAINING_STAGES)
+    for column in ("library", *columns, "seconds"):
+        table.add_column(column)
+    for name, result in check.results.items():
+        status = {stage.stage: stage.status for stage in result.stages}
+        table.add_row(name, *[status.get(column, "-") for column in columns], f"{result.seconds:.2f}")
+    console.print(table)
+    judgement = check.judgement
+    for note in judgement.notes:
+        console.print(f"  made deterministic: {note}", highlight=False, markup=False)
+    if judgement.left_out:
+        console.print(f"training: not checked: {judgement.left_out}", highlight=False, markup=False)
+    elif not judgement.verdicts:
+        console.print("training: every backend agrees with the reference at every stage", highlight=False)
+    for verdict in judgement.verdicts:
+        console.print(f"training verdict: [bold]{verdict.kind}[/bold] {verdict.backend} at {verdict.stage}: "
+                      f"{verdict.message}", highlight=False, markup=True)
+        if verdict.truth is not None:
+            errors = ", ".join(f"{name} {value:.3g}" for name, value in verdict.truth.errors.items())
+            console.print(f"  float64 truth: {verdict.truth.decision}: {verdict.truth.reason}"
+                          + (f" (errors in tolerances: {errors})" if errors else ""), highlight=False, markup=False)
 
 
 def _library_figures(result: ExecutionResult) -> dict[str, LibraryFigures]:

@@ -79,7 +79,7 @@ def collect(store: CampaignStore, bugs_db: Path | None = None) -> JsonObject:
             "unconfirmed": [{"id": e["id"], "kind": e["kind"], "library": e["library"], "stage": e["stage"],
                              "occurrences": e["occurrences"], "message": e["message"]}
                             for e in entries if unconfirmed(e)],
-            "special": store.special_groups(), "triage": triage_status(bugs, rows),
+            "special": store.special_groups(), "training": store.training_groups(), "triage": triage_status(bugs, rows),
             "sections": section_counts(bugs),
             "triage_errors": [{"bug": error.bug_id, "step": error.step, "message": error.message}
                               for error in store.triage.errors()],

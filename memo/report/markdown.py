@@ -182,6 +182,10 @@ def _apart(data: JsonObject) -> list[str]:
         lines += ["", "## Special-value semantics (NaN/Inf injected on purpose; not bugs)", "",
                   "| library | findings |", "|---|---|"]
         lines += [f"| {g['library']} | {g['count']} |" for g in data["special"]]
+    if data.get("training"):
+        lines += ["", "## Training check (judged, not yet triaged)", "",
+                  "| kind | library | stage | findings |", "|---|---|---|---|"]
+        lines += [f"| {g['kind']} | {g['library']} | {g['stage']} | {g['count']} |" for g in data["training"]]
     return lines
 
 

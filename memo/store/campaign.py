@@ -17,9 +17,10 @@ from typing import Any, Collection, Iterable, Iterator
 from memo.diskspace import tree_bytes
 from memo.errors import UsageError
 from memo.json_types import JsonObject
+from memo.kinds import TRAINING_KINDS
 from memo.oracle.verdict import Verdict
 from memo.store.records import (CoveragePoint, ExecutionRow, FindingRow, MutantRecord, PendingMutant, SpecialGroup,
-                                StoredVerdict)
+                                StoredVerdict, TrainingGroup)
 from memo.store.schema import DB_NAME, SCHEMA_VERSION, connect, dict_rows, immediate_transaction
 from memo.store.library import LibraryTables
 from memo.store.triage import TriageTables
@@ -224,6 +225,15 @@ class CampaignStore:
         return [SpecialGroup(library=library, count=count, example=example) for library, count, example in
                 self._db.execute("SELECT backend, COUNT(*) AS count, MIN(message) FROM verdicts"
                                  " WHERE kind = 'special' GROUP BY backend ORDER BY count DESC")]
+
+    def training_groups(self) -> list[TrainingGroup]:
+        """Findings of the training check (``memo fuzz --train-share``), per kind, library and stage, most frequent
+        first."""
+        return [TrainingGroup(kind=kind, library=library, stage=stage, count=count, example=example)
+                for kind, library, stage, count, example in self._db.execute(
+                    "SELECT kind, backend, stage, COUNT(*) AS count, MIN(message) FROM verdicts WHERE kind IN"
+                    f" ({_placeholders(len(TRAINING_KINDS))}) GROUP BY kind, backend, stage ORDER BY count DESC",
+                    tuple(sorted(TRAINING_KINDS)))]
 
     def finding(self, verdict_id: int) -> FindingRow | None:
         """One verdict with its execution result, mutant IR and artifact folder."""

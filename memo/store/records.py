@@ -49,6 +49,16 @@ class StoredVerdict:
         return cls(id, mutant_id, created, Verdict.from_stored(kind, backend, stage, message, metrics))
 
 
+class TrainingGroup(TypedDict):
+    """Findings of the training check of one kind, library and stage (memo.training)."""
+
+    kind: str
+    library: str
+    stage: str
+    count: int
+    example: str
+
+
 class SpecialGroup(TypedDict):
     """Findings of one library on models whose NaN/Inf is there on purpose (kind ``special``)."""
 

@@ -26,6 +26,7 @@ LAYERS: tuple[frozenset[str], ...] = tuple(frozenset(layer) for layer in (
     {"devices", "device_flags"},  # what a backend's device changes in a verdict; the flags that choose it
     {"oracle"},  # verdicts from one execution
     {"truth"},  # the float64 truth's maths
+    {"training"},  # the training check: judging, its float64 truth, running it on one artifact
     {"store"},  # the campaign database
     {"bugdb"},  # the bug database across campaigns
     {"coverage_realizable", "search"},  # generation: inert coverage items; seed selection

@@ -1,0 +1,113 @@
+"""Benchmark: the training check's CPU seconds per model per Keras backend, beside the same backends' inference run.
+
+    .venv/bin/python benchmarks/bench_training.py [--seeds lenet5,alexnet_cifar10,lstm_sine_wave,mobilenet_v2]
+                                                  [--mutants 2] [--seed 0]
+
+The models are bundled seeds, reduced as a campaign reduces them, and ``--mutants`` mutants of each (operators taken
+in turn, a fixed random state per mutant). Each model is run on Keras on TensorFlow, JAX and torch through one warm
+DifferentialExecutor: first inference (``run``), then the training check (``memo.training.check``: the ``train``
+request, judging, and the float64 truth when a verdict is numeric). The first model pays the workers' cold start and
+is left out. Prints, per backend, the median and p90 CPU seconds (user + system of its worker process) of inference
+and of the training check, the ratio, and every model's verdicts.
+"""
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import tempfile
+import time
+import zlib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from bench_differential import group_cpu, percentile  # noqa: E402  (the same per-worker CPU reading)
+
+from memo.artifact import prepare_artifact  # noqa: E402
+from memo.backends.executor import DifferentialExecutor  # noqa: E402
+from memo.model.ir import ModelIR  # noqa: E402
+from memo.mutation import MutationFailed, mutate, operator_names  # noqa: E402
+from memo.seeds import discover_seeds, reduced_seed  # noqa: E402
+from memo.training.check import run_training_check  # noqa: E402
+
+TRAINERS = ["keras-tensorflow", "keras-jax", "keras-torch"]
+
+
+def models(seed_names: list[str], mutants: int, base_seed: int) -> list[tuple[str, ModelIR]]:
+    """Each named seed, reduced, then ``mutants`` of its mutants (the operators in turn; a failed mutation skipped)."""
+    seeds = {seed.name: seed for seed in discover_seeds(ROOT / "seeds")}
+    operators = operator_names()
+    found: list[tuple[str, ModelIR]] = []
+    for name in seed_names:
+        ir = reduced_seed(seeds[name])
+        found.append((name, ir))
+        made, attempt = 0, 0
+        while made < mutants and attempt < 10 * mutants:
+            operator = operators[(attempt + zlib.crc32(name.encode())) % len(operators)]
+            rng = random.Random(zlib.crc32(f"{base_seed}/{name}/{attempt}".encode()))
+            attempt += 1
+            try:
+                found.append((f"{name}-{operator}-{attempt}", mutate(ir, operator, rng, None, parent=name).ir))
+                made += 1
+            except MutationFailed:
+                continue
+    return found
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", default="lenet5,alexnet_cifar10,lstm_sine_wave,mobilenet_v2")
+    parser.add_argument("--mutants", type=int, default=2, help="mutants per seed (default 2)")
+    parser.add_argument("--seed", type=int, default=0, help="mutation, weights and inputs seed (default 0)")
+    args = parser.parse_args()
+    chosen = models(args.seeds.split(","), args.mutants, args.seed)
+    inference: dict[str, list[float]] = {name: [] for name in TRAINERS}
+    training: dict[str, list[float]] = {name: [] for name in TRAINERS}
+    truth_seconds: list[float] = []
+    with DifferentialExecutor(TRAINERS, timeout_s=120) as executor, tempfile.TemporaryDirectory() as scratch:
+        for index, (name, ir) in enumerate(chosen):
+            artifact = prepare_artifact(ir, Path(scratch) / f"m{index}", seed=args.seed)
+            pids = executor.worker_pids()
+            before = group_cpu(pids)
+            executor.run(artifact, TRAINERS)
+            middle_pids = executor.worker_pids()
+            middle = group_cpu(middle_pids)
+            began = time.perf_counter()
+            check = run_training_check(executor, artifact, Path(scratch) / f"t{index}", TRAINERS)
+            wall = time.perf_counter() - began
+            after_pids = executor.worker_pids()
+            after = group_cpu(after_pids)
+            stable = pids == middle_pids == after_pids and index > 0
+            verdicts = "; ".join(f"{v.kind} {v.backend} at {v.stage}"
+                                 + (f" (float64: {v.truth.decision})" if v.truth else "")
+                                 for v in check.judgement.verdicts) or (
+                f"left out: {check.judgement.left_out[:80]}" if check.judgement.left_out else "agree")
+            print(f"model {index:2d} {name:34s} {len(ir.layers):3d} layers  inference CPU "
+                  f"{sum(middle[g] - before.get(g, 0.0) for g in middle):6.2f} s  training CPU "
+                  f"{sum(after[g] - middle.get(g, 0.0) for g in after):6.2f} s (wall {wall:5.2f} s)"
+                  f"{'' if stable else '  [cold start or restart: left out]'}  {verdicts}", flush=True)
+            if not stable:
+                continue
+            for group in TRAINERS:
+                inference[group].append(middle[group] - before[group])
+                training[group].append(after[group] - middle[group])
+            if check.truth_seconds:
+                truth_seconds.append(check.truth_seconds)
+    print(f"\nCPU seconds per model over {len(training[TRAINERS[0]])} warm models (median / p90):")
+    print(f"{'backend':18s} {'inference':>16s} {'training check':>16s} {'ratio of medians':>17s}")
+    for group in TRAINERS:
+        inf, train = inference[group], training[group]
+        ratio = percentile(train, 50) / percentile(inf, 50) if inf and percentile(inf, 50) > 0 else float("nan")
+        print(f"{group:18s} {percentile(inf, 50):7.2f} / {percentile(inf, 90):6.2f} "
+              f"{percentile(train, 50):7.2f} / {percentile(train, 90):6.2f} {ratio:17.1f}")
+    if truth_seconds:
+        print(f"float64 truth (wall, {len(truth_seconds)} models with a numeric verdict): "
+              f"median {percentile(truth_seconds, 50):.2f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,326 @@
+"""The training check, worker side: one model's training step computed by Keras's own machinery on one backend.
+
+A Keras worker answers ``{"op": "train", ...}`` beside ``run`` (:mod:`memo.backends.worker`): it loads the
+artifact's ``.keras`` file as for inference, then runs these stages, each announced before it starts, each from
+the weights as loaded (TensorFlow and torch reset them; JAX's stateless calls never change them):
+
+* ``prepare``: layers random in training made deterministic (:data:`NEUTRALIZED`: their rate or noise set to 0);
+  a model with a layer random in training that no setting turns off (a random augmentation layer) is left out
+  (``unsupported``, :class:`RandomInTraining`).
+* ``forward``: the outputs in training mode, the loss, and the non-trainable weights after that call
+  (BatchNormalization's moving statistics).
+* ``gradients``: the gradient of the loss with respect to every trainable weight and every floating input
+  (``tf.GradientTape``; ``jax.value_and_grad`` of ``stateless_call``, jitted as Keras's JAX trainer does; torch
+  autograd's ``backward``).
+* ``sgd`` and ``adam``: the optimizer's own update (``optimizer.apply`` on TensorFlow and torch, whose torch
+  optimizers run ``torch._foreach`` kernels; a jitted ``stateless_apply`` on JAX) of a fixed gradient.
+
+The loss is a fixed random projection of the outputs, ``sum_k sum(W_k * Y_k) / batch`` with ``W_k`` standard normal
+drawn from a fixed seed: its cotangent ``W_k / batch`` is the same on every backend whatever the forward pass
+computed, so the gradients test the backward pass alone; it is not degenerate where a sum of the outputs is (the
+sum of a softmax, or of a normalization's outputs, has a gradient of 0, and a mean squared error's cotangent carries
+the forward pass's differences into the gradients); and each output element's cotangent is of order 1, so the
+gradients are not shrunk below the criterion's absolute floor by the output's size, as a mean would shrink them.
+
+The optimizers step on a fixed seeded gradient, not on the backend's own: an update difference is then the optimizer's alone, and Adam's first step (``lr * g / (|g| + eps)``) does not
+turn float noise in a near-zero gradient into a sign. Adam takes two steps (the first is ``lr * sign(g)`` up to
+eps: the moments only matter from the second). Each update is returned as ``(after - before) / lr`` in float64.
+
+Stdlib and numpy at module level; the libraries are imported inside the functions (worker only).
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from memo.backends.spec import ModelInputs
+
+PREPARE_STAGE = "prepare"
+TRAINING_STAGES: tuple[str, ...] = ("forward", "gradients", "sgd", "adam")
+LOSS_SEED = 1234
+STEP_SEED = 4321
+SGD_LEARNING_RATE = 0.1
+ADAM_LEARNING_RATE = 0.1  # large enough that (after - before) / lr is not float32 cancellation of the weights
+ADAM_STEPS = 2
+PERTURBATION_ULPS = 4  # the float64 truth's weight perturbation, as memo.truth's of the inputs
+# The check's time limit per model, in per-model limits of inference: it runs the model four times (forward, forward
+# and backward, two optimizers) and Keras on JAX compiles four XLA programs where inference compiles one (6 to 7 times
+# inference's CPU there: docs/benchmarks.md, "Training check"), so a model inference runs in time is not a hang here.
+TIME_FACTOR = 4.0
+
+# Layer classes random in training, and the settings that turn their randomness off (set to 0 in the worker).
+NEUTRALIZED: dict[str, tuple[str, ...]] = {
+    **{name: ("rate",) for name in ("Dropout", "SpatialDropout1D", "SpatialDropout2D", "SpatialDropout3D",
+                                    "GaussianDropout", "AlphaDropout")},
+    "GaussianNoise": ("stddev",),
+    "Attention": ("dropout",), "AdditiveAttention": ("dropout",),  # MultiHeadAttention's is a Dropout sublayer
+    **{name: ("dropout", "recurrent_dropout") for name in ("SimpleRNNCell", "LSTMCell", "GRUCell", "ConvLSTMCell")},
+}
+
+Stage = tuple[str, Callable[[], dict[str, np.ndarray]]]
+
+
+class RandomInTraining(NotImplementedError):
+    """The model has a layer random in training mode that no setting makes deterministic (a random augmentation
+    layer): the check leaves the model out (status ``unsupported`` at stage ``prepare``)."""
+
+
+def neutralize(model: Any) -> list[str]:
+    """Set every setting of :data:`NEUTRALIZED` to 0 in ``model``'s layers (nested ones included); what was
+    changed, as notes. Raises :class:`RandomInTraining` for a layer that draws random numbers and has none."""
+    notes: list[str] = []
+    random_left: list[str] = []
+    for layer in model._flatten_layers(include_self=False, recursive=True):  # an RNN's cell is one of them
+        settings = NEUTRALIZED.get(type(layer).__name__)
+        for attribute in settings or ():
+            value = getattr(layer, attribute, 0)
+            if value:
+                setattr(layer, attribute, 0.0)
+                notes.append(f"{layer.name}: {type(layer).__name__}.{attribute} {value:g} -> 0")
+        if settings is None and getattr(layer, "_seed_generators", None):
+            random_left.append(f"{layer.name} ({type(layer).__name__})")
+    if random_left:
+        raise RandomInTraining(f"left out of the training check: {', '.join(random_left)} random in training mode, "
+                               f"with no setting that makes it deterministic")
+    return notes
+
+
+def projection(shape: tuple[int, ...], index: int) -> np.ndarray:
+    """The loss's fixed weights for output ``index`` (float64; each backend casts them to the output's dtype)."""
+    return np.random.default_rng(LOSS_SEED + index).standard_normal(shape)
+
+
+def fixed_gradients(shapes: list[tuple[int, ...]], step: int) -> list[np.ndarray]:
+    """The gradient the optimizer stages apply at ``step`` (float64, one array per trainable weight)."""
+    rng = np.random.default_rng(STEP_SEED + step)
+    return [rng.standard_normal(shape) for shape in shapes]
+
+
+def _is_float(dtype: Any) -> bool:
+    from keras import backend
+
+    return backend.standardize_dtype(dtype).startswith(("float", "bfloat"))
+
+
+def _loss(outputs: Any) -> Any:
+    from keras import ops
+
+    total = None
+    for index, y in enumerate(outputs):
+        if not _is_float(y.dtype):
+            continue
+        weights = ops.convert_to_tensor(projection(tuple(y.shape), index), dtype=y.dtype)
+        term = ops.sum(ops.multiply(y, weights)) / (int(y.shape[0]) if len(y.shape) and y.shape[0] else 1)
+        total = term if total is None else total + term
+    if total is None:
+        raise RandomInTraining("left out of the training check: the model has no floating output to differentiate")
+    return total
+
+
+def _numpy(value: Any) -> np.ndarray:
+    from keras import ops
+
+    return np.array(ops.convert_to_numpy(value), copy=True)  # never a view of a variable reset afterwards
+
+
+def _as_list(outputs: Any) -> list[Any]:
+    return list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
+
+
+def perturb_weights(model: Any, index: int) -> None:
+    """Move every floating weight by :data:`PERTURBATION_ULPS` float32 ulps (random signs seeded by ``index``), relative
+    to the larger of the element and the weight's mean magnitude (1 for a weight of zeros), as
+    :func:`memo.truth.perturb` moves the inputs: the float64 truth's conditioning check, so that a result decided by a
+    tie the inputs do not move (a pre-activation exactly 0 from zero weights: a ReLU at 0) is ill-conditioned too."""
+    rng = np.random.default_rng(2000 + index)
+    step = PERTURBATION_ULPS * float(np.finfo(np.float32).eps)
+    for variable in model.weights:
+        values = _numpy(variable.value)
+        if not np.issubdtype(values.dtype, np.floating) or values.size == 0:
+            continue
+        wide = values.astype(np.float64)
+        finite = np.abs(wide[np.isfinite(wide)])
+        typical = float(finite.mean()) if finite.size and finite.any() else 1.0  # all zeros: moved at scale 1
+        signs = rng.choice(np.array([-1.0, 1.0]), size=values.shape)
+        variable.assign((wide + step * signs * np.maximum(np.abs(wide), typical)).astype(values.dtype))
+
+
+def training_stages(model: Any, inputs: ModelInputs, options: dict[str, Any] | None = None,
+                    wide: bool = False) -> tuple[list[Stage], dict[str, np.ndarray]]:
+    """``prepare``: neutralize ``model`` and return its stages and the check's names (``names``: trainable weights'
+    paths; ``state_names``: non-trainable weights'; ``notes``: what was set to 0). ``wide``: inputs widened to
+    float64 (the float64 truth, whose model is widened already). ``options`` (the request's): ``perturb``, an index:
+    the weights moved by :func:`perturb_weights` first."""
+    import keras
+
+    notes = neutralize(model)
+    if (options or {}).get("perturb") is not None:
+        perturb_weights(model, int((options or {})["perturb"]))
+    arrays = [np.asarray(inputs[name]) for name in inputs]
+    if wide:
+        arrays = [a.astype(np.float64) if np.issubdtype(a.dtype, np.floating) else a for a in arrays]
+    names = {"names": np.array([v.path for v in model.trainable_weights], dtype=str),
+             "state_names": np.array([v.path for v in model.non_trainable_weights], dtype=str),
+             "notes": np.array(notes, dtype=str)}
+    build = {"tensorflow": _tensorflow_stages, "jax": _jax_stages, "torch": _torch_stages}[keras.backend.backend()]
+    return build(model, arrays), names
+
+
+def training_stages_wide(model: Any, inputs: ModelInputs,
+                         options: dict[str, Any] | None = None) -> tuple[list[Stage], dict[str, np.ndarray]]:
+    """:func:`training_stages` of the float64 truth: floating inputs widened."""
+    return training_stages(model, inputs, options, wide=True)
+
+
+def _floating(arrays: list[np.ndarray]) -> list[int]:
+    return [i for i, a in enumerate(arrays) if np.issubdtype(a.dtype, np.floating)]
+
+
+def _forward_record(outputs: list[Any], loss: Any, state: list[Any]) -> dict[str, np.ndarray]:
+    record = {f"out_{i}": _numpy(y) for i, y in enumerate(outputs)}
+    record["loss"] = _numpy(loss).reshape(())
+    record.update({f"state_{i}": _numpy(s) for i, s in enumerate(state)})
+    return record
+
+
+def _gradient_record(weight_grads: list[Any], input_grads: list[Any], model: Any,
+                     arrays: list[np.ndarray]) -> dict[str, np.ndarray]:
+    """Gradients as arrays; a gradient the library returns as None (the loss does not depend on it) is zeros."""
+    record = {f"grad_{i}": np.zeros(tuple(v.shape), dtype=v.dtype) if g is None else _numpy(g)
+              for i, (v, g) in enumerate(zip(model.trainable_weights, weight_grads))}
+    for position, g in zip(_floating(arrays), input_grads):
+        record[f"input_grad_{position}"] = np.zeros_like(arrays[position]) if g is None else _numpy(g)
+    return record
+
+
+def _update_record(prefix: str, before: list[np.ndarray], after: list[Any], rate: float) -> dict[str, np.ndarray]:
+    return {f"{prefix}_{i}": (_numpy(a).astype(np.float64) - b.astype(np.float64)) / rate
+            for i, (b, a) in enumerate(zip(before, after))}
+
+
+def _optimizers() -> list[tuple[str, Any, int, float]]:
+    import keras
+
+    return [("sgd", keras.optimizers.SGD(learning_rate=SGD_LEARNING_RATE), 1, SGD_LEARNING_RATE),
+            ("adam", keras.optimizers.Adam(learning_rate=ADAM_LEARNING_RATE), ADAM_STEPS, ADAM_LEARNING_RATE)]
+
+
+def _eager_stages(model: Any, arrays: list[np.ndarray], gradients: Callable[[], dict[str, np.ndarray]]) -> list[Stage]:
+    """The stages of a backend that trains eagerly on the model's variables (TensorFlow, torch): each starts from
+    the weights as loaded."""
+    import keras
+
+    initial = model.get_weights()
+    trainable = [_numpy(v.value) for v in model.trainable_weights]
+
+    def forward() -> dict[str, np.ndarray]:
+        model.set_weights(initial)
+        outputs = _as_list(model([keras.ops.convert_to_tensor(a) for a in arrays], training=True))
+        record = _forward_record(outputs, _loss(outputs), [v.value for v in model.non_trainable_weights])
+        model.set_weights(initial)
+        return record
+
+    def gradient_stage() -> dict[str, np.ndarray]:
+        model.set_weights(initial)
+        try:
+            return gradients()
+        finally:
+            model.set_weights(initial)
+
+    def step(prefix: str, optimizer: Any, steps: int, rate: float) -> Callable[[], dict[str, np.ndarray]]:
+        def run() -> dict[str, np.ndarray]:
+            model.set_weights(initial)
+            variables = model.trainable_variables
+            for index in range(steps):
+                grads = fixed_gradients([tuple(v.shape) for v in variables], index)
+                optimizer.apply([keras.ops.convert_to_tensor(g, dtype=v.dtype) for g, v in zip(grads, variables)],
+                                variables)
+            record = _update_record(prefix, trainable, [v.value for v in variables], rate)
+            model.set_weights(initial)
+            return record
+        return run
+
+    return [("forward", forward), ("gradients", gradient_stage),
+            *[(prefix, step(prefix, optimizer, steps, rate)) for prefix, optimizer, steps, rate in _optimizers()]]
+
+
+def _tensorflow_stages(model: Any, arrays: list[np.ndarray]) -> list[Stage]:
+    def gradients() -> dict[str, np.ndarray]:
+        import tensorflow as tf
+
+        tensors = [tf.convert_to_tensor(a) for a in arrays]
+        watched = [tensors[i] for i in _floating(arrays)]
+        with tf.GradientTape() as tape:
+            for tensor in watched:
+                tape.watch(tensor)
+            loss = _loss(_as_list(model(tensors, training=True)))
+        weights = list(model.trainable_weights)
+        grads = tape.gradient(loss, weights + watched)
+        return _gradient_record(grads[:len(weights)], grads[len(weights):], model, arrays)
+
+    return _eager_stages(model, arrays, gradients)
+
+
+def _torch_stages(model: Any, arrays: list[np.ndarray]) -> list[Stage]:
+    def gradients() -> dict[str, np.ndarray]:
+        import keras
+
+        tensors = [keras.ops.convert_to_tensor(a) for a in arrays]
+        watched = [tensors[i] for i in _floating(arrays)]
+        for tensor in watched:
+            tensor.requires_grad_(True)
+        for variable in model.trainable_weights:
+            variable.value.grad = None
+        _loss(_as_list(model(tensors, training=True))).backward()
+        grads = [v.value.grad for v in model.trainable_weights]
+        return _gradient_record(grads, [t.grad for t in watched], model, arrays)
+
+    return _eager_stages(model, arrays, gradients)
+
+
+def _jax_stages(model: Any, arrays: list[np.ndarray]) -> list[Stage]:
+    """Keras on JAX as its trainer runs: ``stateless_call`` under ``jax.value_and_grad``, ``stateless_apply``,
+    each jitted; the model's variables are never assigned."""
+    import jax
+
+    trainable = [v.value for v in model.trainable_variables]
+    non_trainable = [v.value for v in model.non_trainable_variables]
+    weight_ids = {id(v) for v in model.non_trainable_weights}
+    state_positions = [i for i, v in enumerate(model.non_trainable_variables) if id(v) in weight_ids]
+    floating = _floating(arrays)
+    others = [a for i, a in enumerate(arrays) if i not in floating]
+
+    def loss_of(weights: Any, float_inputs: Any) -> Any:
+        xs, rest = list(float_inputs), list(others)
+        ordered = [xs.pop(0) if i in floating else rest.pop(0) for i in range(len(arrays))]
+        outputs, new_state = model.stateless_call(weights, non_trainable, ordered, training=True)
+        outputs = _as_list(outputs)
+        return _loss(outputs), (outputs, new_state)
+
+    float_inputs = [arrays[i] for i in floating]
+
+    def forward() -> dict[str, np.ndarray]:
+        loss, (outputs, new_state) = jax.jit(loss_of)(trainable, float_inputs)
+        return _forward_record(outputs, loss, [new_state[i] for i in state_positions])
+
+    def gradients() -> dict[str, np.ndarray]:
+        grad_fn = jax.jit(jax.value_and_grad(loss_of, argnums=(0, 1), has_aux=True))
+        _, (weight_grads, input_grads) = grad_fn(trainable, float_inputs)
+        return _gradient_record(list(weight_grads), list(input_grads), model, arrays)
+
+    def step(prefix: str, optimizer: Any, steps: int, rate: float) -> Callable[[], dict[str, np.ndarray]]:
+        def run() -> dict[str, np.ndarray]:
+            optimizer.build(model.trainable_variables)
+            state = [v.value for v in optimizer.variables]
+            weights = list(trainable)
+            apply = jax.jit(optimizer.stateless_apply)
+            for index in range(steps):
+                grads = fixed_gradients([tuple(w.shape) for w in weights], index)
+                grads = [jax.numpy.asarray(g, dtype=w.dtype) for g, w in zip(grads, weights)]
+                weights, state = apply(state, grads, weights)
+            return _update_record(prefix, [np.asarray(w) for w in trainable], list(weights), rate)
+        return run
+
+    return [("forward", forward), ("gradients", gradients),
+            *[(prefix, step(prefix, optimizer, steps, rate)) for prefix, optimizer, steps, rate in _optimizers()]]

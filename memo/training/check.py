@@ -1,0 +1,163 @@
+"""Running the training check on one artifact: every Keras backend that trains, side by side on the executor's warm
+workers, judged against the reference, numeric verdicts judged by float64 (``memo run --train``)."""
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from memo.artifact import Artifact
+from memo.backends import REFERENCE, find_spec, load_spec
+from memo.backends.executor import DifferentialExecutor
+from memo.backends.result import BackendResult, ExecutionResult
+from memo.backends.supervisor import WorkerCommand, WorkerProcess
+from memo.kinds import TRAINING_KINDS, VerdictKind
+from memo.oracle import Verdict
+from memo.oracle.criterion import Thresholds
+from memo.training.judge import Arrays, Judgement, judge_training, read_arrays
+from memo.training.truth import ENGINE, assess_verdict
+from memo.truth import PERTURBATIONS, perturb
+
+TRUTH_TIMEOUT_S = 120.0
+CHECK_FAILED = "the training check itself failed"  # how a check memo could not complete is left out
+NUMERIC = frozenset({VerdictKind.TRAINING_NAN.value, VerdictKind.TRAINING_INCONSISTENCY.value})
+
+
+@dataclass
+class TrainingCheck:
+    """The training check of one model: each backend's stages (with seconds) and the judgement."""
+
+    reference: str
+    results: dict[str, BackendResult] = field(default_factory=dict)
+    judgement: Judgement = field(default_factory=Judgement)
+    seconds: float = 0.0
+    truth_seconds: float = 0.0
+
+    def to_json(self) -> dict[str, object]:
+        return {"reference": self.reference, "seconds": self.seconds, "truth_seconds": self.truth_seconds,
+                "stages": {name: [stage.to_json() for stage in result.stages] for name, result in self.results.items()},
+                **self.judgement.to_json()}
+
+
+def trainers(backends: Sequence[str]) -> list[str]:
+    """The backends among ``backends`` whose spec has a training check (Keras on TensorFlow, JAX and torch)."""
+    return [name for name in backends if (spec := find_spec(name)) is not None and getattr(spec, "train", None)]
+
+
+def training_reference(backends: Sequence[str], reference: str) -> str:
+    """The check's reference: the executor's when it trains, else memo's (TensorFlow), else the first trainer."""
+    return reference if reference in backends else REFERENCE if REFERENCE in backends else backends[0]
+
+
+def run_training_check(executor: DifferentialExecutor, artifact: Artifact, scratch: Path,
+                       backends: Sequence[str] | None = None, truth: bool = True,
+                       thresholds: Thresholds = Thresholds()) -> TrainingCheck:
+    """The check of ``artifact`` on ``backends`` (default: every trainer the executor runs); ``truth``: judge each
+    numeric verdict by float64 (a worker of its own, started only when there is one)."""
+    names = [name for name in trainers(backends if backends is not None else executor.backend_names)
+             if name in executor.backend_names]
+    if not names:
+        return TrainingCheck(reference="", judgement=Judgement(left_out="no backend with a training check selected"))
+    started = time.perf_counter()
+    check = TrainingCheck(reference=training_reference(names, executor.reference))
+    check.results = executor.train(artifact, names, scratch)
+    arrays = {name: read_arrays(result.outputs_path) for name, result in check.results.items()}
+    check.judgement = judge_training({name: result.stages for name, result in check.results.items()}, arrays,
+                                     check.reference, thresholds)
+    check.seconds = time.perf_counter() - started
+    numeric = [verdict for verdict in check.judgement.verdicts if verdict.kind in NUMERIC]
+    if truth and numeric:
+        started = time.perf_counter()
+        runner = TruthTrainer(scratch / "truth")
+        try:
+            wide, moved = runner.runs(artifact)
+        finally:
+            runner.close()
+        for verdict in numeric:
+            verdict.truth = assess_verdict(verdict, arrays, wide, moved, check.reference, thresholds)
+        check.truth_seconds = time.perf_counter() - started
+    return check
+
+
+class TruthTrainer:
+    """The float64 engine's worker (:mod:`memo.backends.float64_truth`) answering ``train`` requests."""
+
+    def __init__(self, scratch: Path, timeout_s: float = TRUTH_TIMEOUT_S) -> None:
+        self.scratch = scratch
+        self.timeout_s = timeout_s
+        spec = load_spec(ENGINE)
+        self.worker = WorkerProcess(WorkerCommand(group=ENGINE, args=["--spec", ENGINE], env=dict(spec.env)),
+                                    scratch / "logs", startup_timeout_s=180.0)
+
+    def arrays(self, artifact: Artifact, inputs: dict[str, np.ndarray], tag: str,
+               perturb: int | None = None) -> Arrays | str:
+        """The float64 arrays of every stage on ``inputs`` (``perturb``: with the weights moved, seeded by it), or why
+        there are none."""
+        self.scratch.mkdir(parents=True, exist_ok=True)
+        inputs_path, out = self.scratch / f"{tag}.inputs.npz", self.scratch / f"{tag}.train.npz"
+        np.savez(inputs_path, **inputs)
+        reply = self.worker.request({"op": "train", "backend": ENGINE, "model": str(artifact.keras_path.resolve()),
+                                     "inputs": str(inputs_path.resolve()), "input_names": list(inputs),
+                                     "out": str(out.resolve()), "options": {"perturb": perturb}}, self.timeout_s)
+        failed = next((stage for stage in reply.stages if stage.status != "ok"), None)
+        if failed is not None or not reply.outputs:
+            return f"{ENGINE} failed at {failed.stage} ({failed.status}): {' '.join(failed.message.split())[:300]}" \
+                if failed is not None else f"{ENGINE} wrote nothing"
+        return read_arrays(reply.outputs)
+
+    def runs(self, artifact: Artifact) -> tuple[Arrays | str, list[Arrays]]:
+        """(the float64 arrays on the artifact's inputs or why there are none, those with the inputs and the weights
+        perturbed)."""
+        names = [layer.name for layer in artifact.read_ir().input_layers]
+        with np.load(artifact.inputs_path, allow_pickle=False) as data:
+            inputs = {name: data[name] for name in names}
+        wide = self.arrays(artifact, inputs, "truth")
+        if isinstance(wide, str):
+            return wide, []
+        moved = [self.arrays(artifact, perturb(inputs, index), f"perturbed{index}", index)
+                 for index in range(PERTURBATIONS)]
+        failed = next((run for run in moved if isinstance(run, str)), None)
+        if failed is not None:
+            return failed, []
+        return wide, [run for run in moved if not isinstance(run, str)]
+
+    def close(self) -> None:
+        self.worker.stop()
+
+
+
+def train_chosen(name: str, share: float) -> bool:
+    """Whether the model in artifact folder ``name`` is in the check's ``share`` (by a hash of the name: the same
+    models whichever pipeline, order or resume runs them)."""
+    digest = int.from_bytes(hashlib.sha256(name.encode()).digest()[:4], "big")
+    return share > 0 and digest < share * 2**32
+
+
+def train_if_chosen(executor: object, artifact: Artifact, result: ExecutionResult,
+                    share: float) -> TrainingCheck | None:
+    """The check of a model a campaign executed, when it is in ``share`` and the reference ran it; None otherwise,
+    and on an executor without a training check (a cluster's). No float64 truth: that is triage's."""
+    reference = result.backends.get(result.reference)
+    if not train_chosen(artifact.directory.name, share) or reference is None or reference.status != "ok" \
+            or not isinstance(executor, DifferentialExecutor):
+        return None
+    try:
+        return run_training_check(executor, artifact, artifact.directory / "training", truth=False)
+    except Exception as exc:  # noqa: BLE001  (a defect of the check must not cost the model its inference result)
+        return TrainingCheck(reference=result.reference, judgement=Judgement(
+            left_out=f"{CHECK_FAILED}: {type(exc).__name__}: {exc}"[:500]))
+
+
+def stored_verdicts(check: TrainingCheck | None) -> list[Verdict]:
+    """The check's findings (:data:`memo.kinds.TRAINING_KINDS`) as the store keeps verdicts: the training verdict's
+    own fields (array, weight, figures) under ``training`` in the metrics."""
+    if check is None:
+        return []
+    return [Verdict(verdict.kind, verdict.backend, verdict.stage, verdict.message,
+                    extra={"training": {key: value for key, value in verdict.to_json().items()
+                                        if key not in ("kind", "backend", "stage", "message")}})
+            for verdict in check.judgement.verdicts if verdict.kind in TRAINING_KINDS]

@@ -1,0 +1,234 @@
+"""Verdicts of the training check: each backend's arrays against the reference's, stage by stage (pure numpy).
+
+Judged stages (:data:`JUDGED_STAGES`) and the worker stage computing each (:data:`COMPUTED_BY`): ``forward`` (the
+outputs in training mode), ``loss``, ``state`` (the non-trainable weights after that forward call: BatchNormalization's
+moving statistics) and ``gradients`` (weights' and inputs') form one chain, each depending on the one before; the
+optimizer stages ``sgd`` and ``adam`` step a fixed gradient (:mod:`memo.backends.training`), so each is judged on its
+own. Per backend and chain the first stage that differs gives one verdict:
+
+* ``training-crash``: the backend failed (error, crash, hang) a stage the reference finished; or the reference
+  failed one that another backend finished (the verdict is then the reference's);
+* ``training-nan``: NaN/Inf at positions where the reference's array has none (:func:`criterion.nan_problem`);
+* ``training-inconsistency``: another shape, or finite elements outside the oracle's scale-aware tolerance
+  (:func:`criterion.mismatch`, each array with its own scale).
+
+``unsupported`` (the backend declines, or the model is left out of the check) is recorded, not a finding. A stage the
+reference did not finish, or whose arrays hold NaN/Inf in the reference, is not judged numerically.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Mapping, Sequence
+
+import numpy as np
+
+from memo.kinds import StageStatus, VerdictKind
+from memo.oracle.criterion import Thresholds, mismatch, nan_problem, output_scale
+
+if TYPE_CHECKING:
+    from memo.backends.result import StageResult
+    from memo.truth import Truth
+
+JUDGED_STAGES: tuple[str, ...] = ("forward", "loss", "state", "gradients", "sgd", "adam")
+CHAINS: tuple[tuple[str, ...], ...] = (("forward", "loss", "state", "gradients"), ("sgd",), ("adam",))
+COMPUTED_BY: dict[str, str] = {"forward": "forward", "loss": "forward", "state": "forward", "gradients": "gradients",
+                               "sgd": "sgd", "adam": "adam"}
+# Array keys of each judged stage in a worker's .npz (memo.backends.training)
+_PREFIXES: dict[str, tuple[str, ...]] = {"forward": ("out",), "loss": ("loss",), "state": ("state",),
+                                         "gradients": ("grad", "input_grad"), "sgd": ("sgd",), "adam": ("adam",)}
+_KEY = re.compile(r"^(out|loss|state|grad|input_grad|sgd|adam)(?:_(\d+))?$")
+PREPARE = "prepare"
+
+Arrays = Mapping[str, np.ndarray]  # one backend's .npz: key -> array
+
+
+@dataclass
+class TrainingVerdict:
+    """One finding of the training check: ``kind`` (:data:`memo.kinds.TRAINING_KINDS`, or ``unsupported``), the
+    backend, the judged ``stage`` it is pinned to, a message; for a numeric one the first array that differs (its key,
+    e.g. ``grad_3``, and the weight or input it belongs to) with its figures; ``truth``: the float64 verdict."""
+
+    kind: str
+    backend: str
+    stage: str
+    message: str
+    array: str | None = None
+    name: str | None = None
+    figures: dict[str, float] = field(default_factory=dict)
+    truth: Truth | None = None
+
+    def to_json(self) -> dict[str, object]:
+        data = asdict(self)
+        data["truth"] = self.truth.to_json() if self.truth is not None else None
+        return {key: value for key, value in data.items() if value not in (None, {})}
+
+
+@dataclass
+class Judgement:
+    """The check's outcome on one model: its verdicts, or why it was not judged (``left_out``), and the settings
+    the workers set to 0 (``notes``)."""
+
+    verdicts: list[TrainingVerdict] = field(default_factory=list)
+    left_out: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, object]:
+        return {"left_out": self.left_out, "notes": self.notes, "verdicts": [v.to_json() for v in self.verdicts]}
+
+
+def read_arrays(path: str | Path | None) -> dict[str, np.ndarray]:
+    """A worker's training ``.npz`` (empty for None)."""
+    if path is None:
+        return {}
+    with np.load(path, allow_pickle=False) as data:
+        return {key: data[key] for key in data.files}
+
+
+def stage_keys(arrays: Arrays, stage: str) -> list[str]:
+    """The keys of ``stage``'s arrays in ``arrays``, in order (weights before inputs, by index)."""
+    prefixes = _PREFIXES[stage]
+    found = [(prefixes.index(m[1]), int(m[2] or 0), key) for key in arrays
+             if (m := _KEY.match(key)) is not None and m[1] in prefixes]
+    return [key for *_, key in sorted(found)]
+
+
+def stage_arrays(arrays: Arrays, stage: str) -> list[np.ndarray]:
+    """``stage``'s arrays, in :func:`stage_keys` order."""
+    return [np.asarray(arrays[key]) for key in stage_keys(arrays, stage)]
+
+
+def array_name(arrays: Arrays, key: str) -> str:
+    """What an array key stands for: a weight's path (``grad_3``: ``conv/kernel``), ``input 0``, ``output 1``."""
+    match = _KEY.match(key)
+    if match is None:
+        return key
+    prefix, index = match[1], int(match[2] or 0)
+    names = {"grad": "names", "sgd": "names", "adam": "names", "state": "state_names"}.get(prefix)
+    if names and names in arrays and index < len(arrays[names]):
+        return str(arrays[names][index])
+    return {"input_grad": f"input {index}", "out": f"output {index}", "loss": "loss"}.get(prefix, key)
+
+
+def _status(stages: Sequence[StageResult], worker_stage: str) -> StageResult | None:
+    return next((stage for stage in stages if stage.stage == worker_stage), None)
+
+
+def _failure_text(stage: StageResult) -> str:
+    detail = f"{stage.exc_type}: {stage.message}" if stage.exc_type else stage.message
+    return " ".join(detail.split())[:300]
+
+
+def compare_stage(backend: str, stage: str, arrays: Arrays, reference: Arrays,
+                  thresholds: Thresholds = Thresholds()) -> TrainingVerdict | None:
+    """The numeric verdict on one judged stage of ``backend`` against the reference (None: they agree)."""
+    ref_keys, keys = stage_keys(reference, stage), stage_keys(arrays, stage)
+    if ref_keys != keys:
+        missing = sorted(set(ref_keys) ^ set(keys))
+        return TrainingVerdict(VerdictKind.TRAINING_INCONSISTENCY.value, backend, stage,
+                               f"{stage}: {len(keys)} arrays, the reference has {len(ref_keys)} ({', '.join(missing)})")
+    for key in keys:
+        y, o = np.asarray(arrays[key]), np.asarray(reference[key])
+        name = array_name(reference, key)
+        if y.shape != o.shape:
+            return TrainingVerdict(VerdictKind.TRAINING_INCONSISTENCY.value, backend, stage,
+                                   f"{stage}: {name} has shape {y.shape}, the reference {o.shape}", key, name)
+        problem = nan_problem(y, o)
+        if problem is not None:
+            return TrainingVerdict(VerdictKind.TRAINING_NAN.value, backend, stage, f"{stage}: {name}: {problem}",
+                                   key, name)
+        bad, largest, tolerance = mismatch(y, o, thresholds)
+        if bad:
+            return TrainingVerdict(
+                VerdictKind.TRAINING_INCONSISTENCY.value, backend, stage,
+                f"{stage}: {name}: {bad}/{y.size} elements outside atol={thresholds.atol:g}*scale "
+                f"rtol={thresholds.rtol:g} (scale {output_scale(o):.3g}, max |diff| {largest:.3g})", key, name,
+                {"mismatched": bad, "elements": int(y.size), "max_abs_diff": largest, "tolerance": tolerance})
+    return None
+
+
+def _reference_special(reference: Arrays, stage: str) -> bool:
+    return any(np.issubdtype(a.dtype, np.floating) and not np.all(np.isfinite(a))
+               for a in stage_arrays(reference, stage))
+
+
+def judge_training(stages: Mapping[str, Sequence[StageResult]], arrays: Mapping[str, Arrays], reference: str,
+                   thresholds: Thresholds = Thresholds()) -> Judgement:
+    """The verdicts of one model's training check: ``stages`` and ``arrays`` per backend (the reference's included),
+    as the workers returned them."""
+    ref_stages, ref_arrays = stages.get(reference, ()), arrays.get(reference, {})
+    judgement = Judgement(notes=[str(note) for note in ref_arrays.get("notes", ())])
+    ref_prepare = _status(ref_stages, PREPARE)
+    if ref_prepare is None or ref_prepare.status != StageStatus.OK.value:
+        first = next((s for s in ref_stages if s.status != StageStatus.OK.value), ref_prepare)
+        judgement.left_out = (f"the reference ({reference}) did not prepare the model: "
+                              + (f"{first.stage} {first.status}: {_failure_text(first)}" if first else "no result"))
+        judgement.verdicts += _reference_failures(stages, reference, ((PREPARE,),))
+        return judgement
+    judgement.verdicts += _reference_failures(stages, reference, CHAINS)
+    for backend, own in stages.items():
+        if backend == reference:
+            continue
+        for chain in CHAINS:
+            verdict = _judge_chain(backend, chain, own, arrays.get(backend, {}), ref_stages, ref_arrays, thresholds)
+            if verdict is not None:
+                judgement.verdicts.append(verdict)
+                if verdict.stage == PREPARE:  # one verdict for a backend that did not get past preparing
+                    break
+    return judgement
+
+
+def _reference_failures(stages: Mapping[str, Sequence[StageResult]], reference: str,
+                        chains: Sequence[Sequence[str]]) -> list[TrainingVerdict]:
+    """``training-crash`` verdicts against the reference: per chain, the first stage it failed (error, crash, hang)
+    where another backend finished it (a refusal or a skip is no finding)."""
+    found = []
+    for chain in chains:
+        for stage in chain:
+            worker_stage = COMPUTED_BY.get(stage, stage)
+            failed = _status(stages.get(reference, ()), worker_stage)
+            if failed is None or failed.status in (StageStatus.OK.value, StageStatus.UNSUPPORTED.value,
+                                                   StageStatus.SKIPPED.value):
+                continue
+            ran = [name for name, own in stages.items() if name != reference and
+                   (done := _status(own, worker_stage)) is not None and done.status == StageStatus.OK.value]
+            if ran:
+                found.append(TrainingVerdict(VerdictKind.TRAINING_CRASH.value, reference, stage,
+                                             f"{failed.stage} {failed.status}: {_failure_text(failed)} "
+                                             f"(finished by {', '.join(ran)})"))
+            break
+    return found
+
+
+def _judge_chain(backend: str, chain: Sequence[str], own: Sequence[StageResult], own_arrays: Arrays,
+                 ref_stages: Sequence[StageResult], ref_arrays: Arrays,
+                 thresholds: Thresholds) -> TrainingVerdict | None:
+    """The first stage of ``chain`` at which ``backend`` differs from the reference (None: none)."""
+    early = next((s for s in own if s.stage in ("start", "load", PREPARE) and s.status != StageStatus.OK.value), None)
+    if early is not None or _status(own, PREPARE) is None:  # a backend that could not prepare the model: one verdict
+        return _failure_verdict(backend, PREPARE, early)
+    for stage in chain:
+        worker_stage = COMPUTED_BY[stage]
+        ref_status, status = _status(ref_stages, worker_stage), _status(own, worker_stage)
+        if ref_status is None or ref_status.status != StageStatus.OK.value:
+            return None  # the reference has nothing to compare with from here on
+        if status is None or status.status != StageStatus.OK.value:
+            return _failure_verdict(backend, stage, status)
+        if _reference_special(ref_arrays, stage):
+            return None
+        verdict = compare_stage(backend, stage, own_arrays, ref_arrays, thresholds)
+        if verdict is not None:
+            return verdict
+    return None
+
+
+def _failure_verdict(backend: str, stage: str, status: StageResult | None) -> TrainingVerdict | None:
+    """A failed stage's verdict: ``training-crash``, ``unsupported`` for a refusal, none for a backend skipped."""
+    if status is None:
+        return TrainingVerdict(VerdictKind.TRAINING_CRASH.value, backend, stage, f"{stage}: no result")
+    if status.status == StageStatus.SKIPPED.value:
+        return None
+    kind = VerdictKind.UNSUPPORTED.value if status.status == StageStatus.UNSUPPORTED.value else \
+        VerdictKind.TRAINING_CRASH.value
+    return TrainingVerdict(kind, backend, stage, f"{status.stage} {status.status}: {_failure_text(status)}")

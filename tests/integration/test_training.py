@@ -1,0 +1,127 @@
+"""The training check in the real warm workers (docs/training.md): a plain Conv/Dense model with BatchNormalization
+and Dropout trains alike on TensorFlow, JAX and torch, and agrees with float64; a random augmentation layer leaves
+the model out."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import pytest
+
+from memo.model.ir import Layer, ModelIR
+from memo.oracle import Thresholds, outputs_agree
+from tests.conftest import one_layer_ir
+
+TRAINERS = ["keras-tensorflow", "keras-jax", "keras-torch"]
+
+
+def conv_dense() -> ModelIR:
+    return ModelIR(layers=[
+        Layer(name="x", class_name="InputLayer", config={"batch_shape": [None, 6, 6, 2], "dtype": "float32"}),
+        Layer(name="conv", class_name="Conv2D", config={"filters": 3, "kernel_size": 3, "activation": "tanh"},
+              inputs=["x"]),
+        Layer(name="bn", class_name="BatchNormalization", config={}, inputs=["conv"]),
+        Layer(name="drop", class_name="Dropout", config={"rate": 0.5}, inputs=["bn"]),
+        Layer(name="flat", class_name="Flatten", config={}, inputs=["drop"]),
+        Layer(name="dense", class_name="Dense", config={"units": 4, "activation": "softmax"}, inputs=["flat"])],
+        outputs=["dense"], name="train_conv_dense")
+
+
+@pytest.fixture(scope="module")
+def checked(executor: Any, tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Any, dict[str, Any]]:
+    from memo.artifact import prepare_artifact
+    from memo.training.check import run_training_check
+    from memo.training.judge import read_arrays
+
+    root = tmp_path_factory.mktemp("training")
+    artifact = prepare_artifact(conv_dense(), root / "artifact", seed=3)
+    check = run_training_check(executor, artifact, root / "train", TRAINERS)
+    return artifact, check, {name: read_arrays(r.outputs_path) for name, r in check.results.items()}
+
+
+def test_gradients_and_steps_agree_across_tensorflow_jax_and_torch(checked: tuple[Any, Any, dict[str, Any]]) -> None:
+    _, check, arrays = checked
+    for name, result in check.results.items():
+        assert [(s.stage, s.status) for s in result.stages] == [
+            (stage, "ok") for stage in ("load", "prepare", "forward", "gradients", "sgd", "adam")], name
+    assert check.judgement.left_out is None and check.judgement.verdicts == []
+    assert check.judgement.notes == ["drop: Dropout.rate 0.5 -> 0"]
+    reference = arrays["keras-tensorflow"]
+    grads = sorted(key for key in reference if "grad_" in key)
+    assert len(grads) == 7  # conv kernel and bias, BN gamma and beta, dense kernel and bias; the input
+    for name in ("keras-jax", "keras-torch"):
+        for key in grads + ["adam_0", "sgd_4", "state_0", "state_1", "loss"]:
+            assert outputs_agree(arrays[name][key], reference[key], Thresholds()), (name, key)
+    assert all(np.abs(reference[key]).max() > 1e-3 for key in grads)  # real gradients, not zeros
+
+
+def test_batch_normalization_statistics_move_in_training(checked: tuple[Any, Any, dict[str, Any]]) -> None:
+    artifact, _, arrays = checked
+    with np.load(artifact.inputs_path) as data:
+        assert set(data.files) == {"x"}
+    state = arrays["keras-torch"]
+    assert list(state["state_names"]) == ["bn/moving_mean", "bn/moving_variance"]
+    assert not np.allclose(state["state_0"], arrays["keras-jax"]["state_0"] * 0)  # updated, not the zero default
+
+
+def test_float64_truth_of_the_training_step(checked: tuple[Any, Any, dict[str, Any]], tmp_path: Path) -> None:
+    from memo.training.check import TruthTrainer
+    from memo.training.judge import TrainingVerdict
+    from memo.training.truth import assess_verdict
+    from memo.truth import NOISE
+
+    artifact, check, arrays = checked
+    runner = TruthTrainer(tmp_path)
+    try:
+        wide, moved = runner.runs(artifact)
+    finally:
+        runner.close()
+    assert not isinstance(wide, str), wide
+    assert wide["grad_0"].dtype == np.float64 and len(moved) == 2
+    for stage in ("forward", "gradients", "state", "adam"):
+        truth = assess_verdict(TrainingVerdict("training-inconsistency", "keras-jax", stage, ""), arrays, wide, moved,
+                               check.reference)
+        assert truth.decision == NOISE, (stage, truth.reason)
+
+
+def test_a_random_augmentation_layer_leaves_the_model_out(executor: Any,
+                                                         make_artifact: Callable[..., Any], tmp_path: Path) -> None:
+    from memo.training.check import run_training_check
+
+    artifact = make_artifact(one_layer_ir("RandomFlip", {"mode": "horizontal"}, (4, 4, 3)), "flip")
+    check = run_training_check(executor, artifact, tmp_path / "train", TRAINERS)
+    assert "random in training mode" in (check.judgement.left_out or ""), check.judgement
+    assert check.judgement.verdicts == []
+
+
+def test_a_gradient_decided_by_a_relu_at_zero_is_ill_conditioned(executor: Any, tmp_path: Path) -> None:
+    """A hidden layer whose weights are all 0 puts every pre-activation exactly at ReLU's kink: the float64 truth's
+    perturbation (inputs and weights, a few ulps) moves the gradient past the tolerance, so a verdict there is kept
+    apart as ill-conditioned, whatever the libraries say."""
+    from memo.artifact import prepare_artifact
+    from memo.training.check import TruthTrainer, run_training_check
+    from memo.training.judge import TrainingVerdict
+    from memo.training.truth import assess_verdict
+    from memo.truth import ILL_CONDITIONED
+
+    ir = ModelIR(layers=[
+        Layer(name="x", class_name="InputLayer", config={"batch_shape": [None, 3], "dtype": "float32"}),
+        Layer(name="hidden", class_name="Dense", config={"units": 4, "activation": "relu"}, inputs=["x"]),
+        Layer(name="out", class_name="Dense", config={"units": 2}, inputs=["hidden"])], outputs=["out"], name="kink")
+    rng = np.random.default_rng(0)
+    weights = {"hidden": [np.zeros((3, 4), np.float32), np.zeros(4, np.float32)],
+               "out": [rng.standard_normal((4, 2)).astype(np.float32), np.zeros(2, np.float32)]}
+    artifact = prepare_artifact(ir, tmp_path / "artifact", seed=0, weights=weights)
+    check = run_training_check(executor, artifact, tmp_path / "train", TRAINERS, truth=False)
+    from memo.training.judge import read_arrays
+
+    arrays = {name: read_arrays(result.outputs_path) for name, result in check.results.items()}
+    runner = TruthTrainer(tmp_path / "truth")
+    try:
+        wide, moved = runner.runs(artifact)
+    finally:
+        runner.close()
+    truth = assess_verdict(TrainingVerdict("training-inconsistency", "keras-jax", "gradients", ""), arrays, wide,
+                           moved, check.reference)
+    assert truth.decision == ILL_CONDITIONED, truth.reason

@@ -1,0 +1,108 @@
+"""The training check in a campaign (``memo fuzz --train-share``): which models it runs on, how its findings are
+stored and read back for the report; no library runs."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from memo.backends.result import BackendResult, ExecutionResult, StageResult
+from memo.campaign.config import Budget, CampaignConfig
+from memo.errors import UsageError
+from memo.report.markdown import _apart
+from memo.store import CampaignStore, MutantRecord
+from memo.training.check import TrainingCheck, stored_verdicts, train_chosen, train_if_chosen
+from memo.training.judge import Judgement, TrainingVerdict
+
+
+def test_the_share_is_chosen_by_name_and_close_to_the_fraction() -> None:
+    names = [str(i) for i in range(2000)]
+    chosen = [name for name in names if train_chosen(name, 0.25)]
+    assert 400 < len(chosen) < 600
+    assert chosen == [name for name in names if train_chosen(name, 0.25)]  # the same models every time
+    assert not any(train_chosen(name, 0.0) for name in names) and all(train_chosen(name, 1.0) for name in names)
+
+
+def test_no_check_where_the_reference_did_not_run_or_the_executor_cannot_train(tmp_path: Path) -> None:
+    from memo.artifact import Artifact
+
+    artifact = Artifact(tmp_path, tmp_path / "model.keras", tmp_path / "inputs.npz", tmp_path / "model.ir.json")
+    failed = ExecutionResult(artifact_dir=str(tmp_path), reference="keras-tensorflow")
+    failed.backends["keras-tensorflow"] = BackendResult(name="keras-tensorflow", consumes="keras",
+                                                        stages=[StageResult("execute", "error")])
+    assert train_if_chosen(object(), artifact, failed, 1.0) is None
+    ran = ExecutionResult(artifact_dir=str(tmp_path), reference="keras-tensorflow")
+    ran.backends["keras-tensorflow"] = BackendResult(name="keras-tensorflow", consumes="keras",
+                                                     stages=[StageResult("execute", "ok")])
+    assert train_if_chosen(object(), artifact, ran, 1.0) is None  # a cluster's executor has no training check
+
+
+def test_a_check_that_fails_in_memo_is_left_out_not_raised(tmp_path: Path) -> None:
+    from memo.artifact import Artifact
+    from memo.backends.executor import DifferentialExecutor
+    from memo.training.check import CHECK_FAILED
+
+    class Broken(DifferentialExecutor):
+        def __init__(self) -> None:  # no workers: its check fails inside memo
+            pass
+
+    artifact = Artifact(tmp_path, tmp_path / "model.keras", tmp_path / "inputs.npz", tmp_path / "model.ir.json")
+    ran = ExecutionResult(artifact_dir=str(tmp_path), reference="keras-tensorflow")
+    ran.backends["keras-tensorflow"] = BackendResult(name="keras-tensorflow", consumes="keras",
+                                                     stages=[StageResult("execute", "ok")])
+    check = train_if_chosen(Broken(), artifact, ran, 1.0)
+    assert check is not None and (check.judgement.left_out or "").startswith(CHECK_FAILED)
+
+
+def test_the_share_is_a_fraction() -> None:
+    with pytest.raises(UsageError, match="--train-share"):
+        CampaignConfig(name="c", seed=0, budget=Budget(seconds=1.0), train_share=1.5)
+    stored = CampaignConfig(name="c", seed=0, budget=Budget(seconds=1.0)).to_json()
+    assert CampaignConfig.from_json(stored).train_share == 0.0
+
+
+def test_findings_are_stored_as_verdicts_and_reported(tmp_path: Path) -> None:
+    check = TrainingCheck(reference="keras-tensorflow", judgement=Judgement(verdicts=[
+        TrainingVerdict("training-inconsistency", "keras-jax", "gradients", "gradients: conv/kernel: 3/27 elements",
+                        "grad_0", "conv/kernel", {"mismatched": 3}),
+        TrainingVerdict("unsupported", "keras-torch", "prepare", "prepare unsupported: ...")]))
+    [verdict] = stored_verdicts(check)
+    assert (verdict.kind, verdict.backend, verdict.stage) == ("training-inconsistency", "keras-jax", "gradients")
+    assert verdict.extra["training"] == {"array": "grad_0", "name": "conv/kernel", "figures": {"mismatched": 3}}
+    assert stored_verdicts(None) == []
+    with CampaignStore(tmp_path / "c", create=True) as store:
+        with store.transaction():
+            mutant = store.add_mutant(MutantRecord(iteration=0, slot="s", operator="NLA", parent="p", seed="s",
+                                                   lineage={}, ir_json="{}", valid=True, diverse=True, delta={},
+                                                   gen_seconds=0.0))
+            store.add_verdict(mutant, verdict)
+            store.add_verdict(mutant, verdict)
+        assert store.training_groups() == [{"kind": "training-inconsistency", "library": "keras-jax",
+                                            "stage": "gradients", "count": 2, "example": verdict.message}]
+        assert store.verdicts(("training-inconsistency",))[0].verdict.extra["training"]["name"] == "conv/kernel"
+    lines = _apart({"training": [{"kind": "training-nan", "library": "keras-torch", "stage": "adam", "count": 1,
+                                  "example": "x"}]})
+    assert "| training-nan | keras-torch | adam | 1 |" in lines
+
+
+def test_memo_run_prints_and_serializes_a_check(capsys: pytest.CaptureFixture[str]) -> None:
+    from memo.commands.run import print_training
+    from memo.truth import Truth
+
+    verdict = TrainingVerdict("training-inconsistency", "keras-jax", "gradients", "gradients: dense/kernel: 60/60",
+                              "grad_0", "dense/kernel", truth=Truth(decision="confirmed", reason="accused 277",
+                                                                   errors={"keras-jax": 277.0}))
+    check = TrainingCheck(reference="keras-tensorflow", results={
+        "keras-jax": BackendResult(name="keras-jax", consumes="keras", stages=[StageResult("load", "ok"),
+                                                                              StageResult("gradients", "ok")])},
+        judgement=Judgement(verdicts=[verdict], notes=["drop: Dropout.rate 0.5 -> 0"]))
+    print_training(check)
+    out = capsys.readouterr().out
+    assert "training-inconsistency keras-jax at gradients" in out and "float64 truth: confirmed" in out
+    assert "made deterministic: drop: Dropout.rate 0.5 -> 0" in out
+    data = check.to_json()
+    assert data["verdicts"][0]["truth"]["decision"] == "confirmed"  # type: ignore[index]
+    assert data["stages"]["keras-jax"][1]["stage"] == "gradients"  # type: ignore[index]
+    import json
+
+    json.dumps(data)
