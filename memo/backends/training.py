@@ -97,7 +97,7 @@ def fixed_gradients(shapes: list[tuple[int, ...]], step: int) -> list[np.ndarray
     return [rng.standard_normal(shape) for shape in shapes]
 
 
-def _is_float(dtype: Any) -> bool:
+def _is_float_dtype(dtype: Any) -> bool:
     from keras import backend
 
     return backend.standardize_dtype(dtype).startswith(("float", "bfloat"))
@@ -108,7 +108,7 @@ def _loss(outputs: Any) -> Any:
 
     total = None
     for index, y in enumerate(outputs):
-        if not _is_float(y.dtype):
+        if not _is_float_dtype(y.dtype):
             continue
         weights = ops.convert_to_tensor(projection(tuple(y.shape), index), dtype=y.dtype)
         term = ops.sum(ops.multiply(y, weights)) / (int(y.shape[0]) if len(y.shape) and y.shape[0] else 1)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Callable
 
 from memo.json_types import JsonObject
 from memo.bugdb import FIXED_UPSTREAM as FIXED_UPSTREAM_STATUS
-from memo.kinds import NUMERIC_KINDS
+from memo.kinds import NUMERIC_KINDS, TRAINING_KINDS, VerdictKind
 from memo.newest import FIXED_UPSTREAM
 from memo.truth import CONTRADICTED, ILL_CONDITIONED, NOISE, UNAVAILABLE, UNDECIDED
 
@@ -21,6 +21,8 @@ if TYPE_CHECKING:
     from memo.report.entry import BugEntry
 
 READY = "ready to file"
+# Kinds judged by the float64 truth: the oracle's numeric kinds and the training check's.
+TRUTH_KINDS = NUMERIC_KINDS | (TRAINING_KINDS - {VerdictKind.TRAINING_CRASH.value})
 
 
 @dataclass(frozen=True)
@@ -60,7 +62,7 @@ TITLES = {section.key: section.title for section in SECTIONS}
 
 def _truth_decision(entry: BugEntry) -> str | None:
     truth = entry.get("truth") or {}
-    return truth.get("decision") if entry.get("kind") in NUMERIC_KINDS else None
+    return truth.get("decision") if entry.get("kind") in TRUTH_KINDS else None
 
 
 def _reduced(entry: BugEntry) -> bool:
@@ -95,7 +97,11 @@ def _awaiting_newest(entry: BugEntry) -> bool:
 
 
 def _minimal_reproduces(entry: BugEntry) -> bool:
-    """Its minimal script (the one a maintainer is given) was checked in a fresh process and reproduces."""
+    """Its minimal script (the one a maintainer is given) was checked in a fresh process and reproduces. A training
+    bug has no minimal script in the library's idiom yet (docs/training.md): its checked repro.py (Keras's own
+    training machinery on the reduced model, against the reference's arrays) stands for it."""
+    if entry.get("kind") in TRAINING_KINDS and not entry.get("minimal"):
+        return entry.get("reproduces") is True
     return (entry.get("minimal") or {}).get("reproduces") is True
 
 
@@ -113,7 +119,7 @@ RULES: tuple[tuple[str, Callable[[BugEntry], bool]], ...] = (
     ("not-reproducing", lambda e: e.get("reproduces") is False),
     ("fixed-upstream", _fixed_upstream),
     ("not-ready", lambda e: not (_reproduces(e) and _reduced(e) and _minimal_reproduces(e))
-     or (e.get("kind") in NUMERIC_KINDS and _truth_decision(e) is None) or _awaiting_newest(e)),
+     or (e.get("kind") in TRUTH_KINDS and _truth_decision(e) is None) or _awaiting_newest(e)),
     ("ready-retired", lambda e: (e.get("upstream") or {}).get("status") == "retired"),
     ("ready", lambda e: True),
 )

@@ -232,3 +232,19 @@ def _failure_verdict(backend: str, stage: str, status: StageResult | None) -> Tr
     kind = VerdictKind.UNSUPPORTED.value if status.status == StageStatus.UNSUPPORTED.value else \
         VerdictKind.TRAINING_CRASH.value
     return TrainingVerdict(kind, backend, stage, f"{status.stage} {status.status}: {_failure_text(status)}")
+
+
+def differing_names(arrays: Arrays, reference: Arrays, stage: str,
+                    thresholds: Thresholds = Thresholds()) -> list[str]:
+    """What every array of ``stage`` that differs from the reference's stands for (:func:`array_name`: weight paths,
+    ``input N``), not only the first: the per-weight comparison triage localizes a gradient difference with."""
+    wrong = []
+    for key in stage_keys(reference, stage):
+        if key in arrays and compare_stage("", stage, {key: arrays[key], **_names(arrays)},
+                                           {key: reference[key], **_names(reference)}, thresholds) is not None:
+            wrong.append(array_name(reference, key))
+    return wrong
+
+
+def _names(arrays: Arrays) -> dict[str, np.ndarray]:
+    return {key: arrays[key] for key in ("names", "state_names") if key in arrays}

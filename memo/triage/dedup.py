@@ -11,11 +11,14 @@ from pathlib import Path
 from typing import Sequence, TypedDict
 
 from memo.json_types import JsonObject
+from memo.kinds import TRAINING_KINDS
 from memo.model.ir import ModelIR
+from memo.oracle import Verdict
 from memo.store import BugRow, CampaignStore
 from memo.triage.bugdir import IR_FILE
 from memo.triage.signature import (BUG_KINDS, NUMERIC_KINDS, UNSUPPORTED_KIND, UNLOCALIZED, culprit_classes, digest,
                                    signature_parts)
+from memo.triage.training_signature import folded, training_parts
 
 
 @dataclass
@@ -41,10 +44,13 @@ def _ir(text: str | None) -> ModelIR | None:
 
 
 def occurrences(store: CampaignStore) -> list[Occurrence]:
-    """Every bug finding with its signature parts (localization applied where it ran)."""
+    """Every bug finding with its signature parts (localization applied where it ran), the training check's
+    included (:func:`training_occurrences`)."""
     located = store.triage.localizations()
     out = []
+    inference: dict[int, list[Verdict]] = {}
     for row in store.findings(BUG_KINDS):
+        inference.setdefault(row.mutant_id, []).append(row.verdict)
         verdict = row.verdict
         numeric = verdict.kind in NUMERIC_KINDS
         localization = located.get(row.id) if numeric else None
@@ -53,6 +59,19 @@ def occurrences(store: CampaignStore) -> list[Occurrence]:
                                 divergent_layer=layer)
         out.append(Occurrence(row.id, row.mutant_id, row.created, verdict.kind, verdict.backend, verdict.stage,
                               parts))
+    return out + training_occurrences(store, inference)
+
+
+def training_occurrences(store: CampaignStore, inference: dict[int, list[Verdict]]) -> list[Occurrence]:
+    """The training check's findings (:mod:`memo.triage.training_signature`), without those that repeat an
+    inference verdict of their model (``inference``: per mutant) on the same backend."""
+    out = []
+    for row in store.findings(TRAINING_KINDS):
+        verdict = row.verdict
+        if folded(verdict, inference.get(row.mutant_id, ())):
+            continue
+        out.append(Occurrence(row.id, row.mutant_id, row.created, verdict.kind, verdict.backend, verdict.stage,
+                              training_parts(verdict, _ir(row.ir_json))))
     return out
 
 

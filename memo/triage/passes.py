@@ -33,6 +33,9 @@ from memo.triage.session import Session, TriageSummary
 from memo.triage.signature import NUMERIC_KINDS, failure_details, reduced_key
 from memo.backends.executor import Executor
 from memo.json_types import JsonObject
+from memo.kinds import TRAINING_KINDS
+from memo.triage.training_bug import triage_training_bug
+from memo.triage.training_signature import training_key
 from memo.newest import FIXED_UPSTREAM
 
 PER_BUG_S = 45.0
@@ -139,6 +142,11 @@ def _release_artifacts(session: Session, bug: BugRow) -> None:
 
 def _triage_bug(session: Session, bug: BugRow) -> None:
     store = session.store
+    if bug.kind in TRAINING_KINDS:  # trained, not run: memo.triage.training_bug
+        if session.remaining() > MIN_STEP_S:
+            triage_training_bug(session, bug)
+            _merge_training(store, store.triage.load_bug(bug.id))
+        return
     finding = load_finding(store, bug.first_verdict)
     if finding is None or finding.ir is None:
         store.triage.update_bug(bug.id, reduction={"status": "model not stored"})
@@ -264,11 +272,27 @@ def rekey_reduced(store: CampaignStore) -> int:
         path = Path(bug.bug_dir) / IR_FILE if bug.bug_dir else None
         if path is None or not path.exists() or (bug.reduction or {}).get("status") == NOT_AGAIN:
             continue
+        if bug.kind in TRAINING_KINDS:
+            changed += _merge_training(store, bug)
+            continue
         key = reduced_key(root_cause_parts(bug.parts, path.parent), ModelIR.loads(path.read_text()))
         if key != bug.final_key:
             store.triage.merge_bug(bug.id, key)
             changed += 1
     return changed
+
+
+def _merge_training(store: CampaignStore, bug: BugRow | None) -> bool:
+    """Merge a training bug with folder by :func:`training_key`; whether its key changed."""
+    path = Path(bug.bug_dir) / IR_FILE if bug is not None and bug.bug_dir else None
+    if bug is None or path is None or not path.exists():
+        return False
+    decision = str((read_bug_file(path.parent).get("truth") or {}).get("decision") or "")
+    key = training_key(bug.parts, ModelIR.loads(path.read_text()), decision)
+    if key == bug.final_key:
+        return False
+    store.triage.merge_bug(bug.id, key)
+    return True
 
 
 def _drop_stale(store: CampaignStore, stale: list[str]) -> None:

@@ -1,0 +1,204 @@
+"""Triage of one training bug (docs/training.md, "Triage"): check, reduce, localize, float64 truth, folder, script.
+
+1. the finding's model is trained again on the reference and the accused backend (the executor's ``train``, on the
+   campaign's warm workers) and judged: the bug must show again (:class:`TrainingChecker`: same kind, backend, stage
+   and owner class of the first differing array, or the same exception for a crash);
+2. reduced by :func:`memo.triage.bug_reduction.reduce_bug` with that predicate, starting from the layer owning the
+   first differing weight;
+3. localized on the reduced model: the layer whose own weight or input gradient is the first wrong one in backward
+   order (:func:`memo.triage.training_signature.first_in_backward_order`, from the per-weight comparison);
+4. judged by the float64 truth (:mod:`memo.training.truth`; bug.json's ``truth``, as inference bugs keep theirs);
+5. its folder written like an inference bug's (``model.keras``, ``inputs.npz``, ``ir.json``, ``expected.npz``: the
+   reference's arrays of the blamed stage, ``bug.json``, ``repro.py``: :mod:`memo.triage.training_repro`), the
+   script run in a fresh process.
+"""
+from __future__ import annotations
+
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from memo.artifact import Artifact, prepare_artifact
+from memo.backends.executor import DifferentialExecutor, ExecutionAbandoned
+from memo.errors import InvalidModelError
+from memo.json_types import JsonObject
+from memo.kinds import VerdictKind
+from memo.model.ir import ModelIR
+from memo.oracle import Verdict
+from memo.store import BugRow
+from memo.training.check import NUMERIC, TrainingCheck, TruthTrainer, stored_verdicts, training_reference
+from memo.training.judge import Arrays, differing_names, judge_training, read_arrays, stage_keys
+from memo.training.truth import assess_verdict
+from memo.triage.bug_reduction import reduce_bug
+from memo.triage.bugdir import INPUTS_FILE, IR_FILE, MODEL_FILE, EXPECTED_FILE, bug_folder, write_bug_file
+from memo.triage.finding import load_finding
+from memo.triage.probe import _keep_inputs, read_inputs
+from memo.triage.rerun import rerun_script
+from memo.triage.repro import script_python
+from memo.triage.session import Session
+from memo.triage.training_repro import render_training_script
+from memo.triage.training_signature import crash_exception, first_in_backward_order, training_parts, weight_owner
+
+PER_BUG_S = 60.0  # a training run is four of inference's: its reduction gets more time
+
+
+@dataclass
+class TrainingRun:
+    """One training check of a candidate on the bug's backends: the verdict matching the bug (None: not shown)."""
+
+    artifact: Artifact | None = None
+    arrays: dict[str, Arrays] = field(default_factory=dict)
+    verdict: Verdict | None = None
+    error: str | None = None
+
+
+class TrainingChecker:
+    """Trains candidates on the reference and the accused backend; true when the bug's signature comes back."""
+
+    def __init__(self, session: Session, bug: BugRow, reference: str, inputs: dict[str, np.ndarray] | None) -> None:
+        self.session, self.bug = session, bug
+        self.backends = [reference, bug.library]
+        self.reference = reference
+        self.inputs = inputs
+        self.count = 0
+
+    def run(self, ir: ModelIR, directory: Path) -> TrainingRun:
+        executor = self.session.executor
+        if not isinstance(executor, DifferentialExecutor):
+            return TrainingRun(error="the executor has no training check")
+        directory = directory.resolve()
+        try:
+            artifact = prepare_artifact(ir, directory, seed=self.session.seed)
+        except InvalidModelError as exc:
+            return TrainingRun(error=str(exc))
+        if self.inputs:
+            _keep_inputs(artifact, self.inputs)
+        results = executor.train(artifact, self.backends, directory / "training")
+        arrays = {name: read_arrays(result.outputs_path) for name, result in results.items()}
+        judgement = judge_training({name: result.stages for name, result in results.items()}, arrays, self.reference)
+        verdicts = stored_verdicts(TrainingCheck(reference=self.reference, judgement=judgement))
+        wanted = {key: value for key, value in self.bug.parts.items() if key != "message"}
+        same = next((v for v in verdicts if {key: value for key, value in training_parts(v, ir).items()
+                                             if key != "message"} == wanted), None)
+        return TrainingRun(artifact, arrays, same)
+
+    def __call__(self, ir: ModelIR) -> bool:
+        self.count += 1
+        directory = self.session.work / f"{self.bug.id}-t{self.count}"
+        try:
+            return self.run(ir, directory).verdict is not None
+        except ExecutionAbandoned:
+            raise
+        except Exception as exc:  # noqa: BLE001  (a defect while checking one candidate rejects it)
+            self.session.error(self.bug.id, f"checking training candidate {self.count}", exc)
+            return False
+        finally:
+            shutil.rmtree(directory, ignore_errors=True)
+
+
+def localization(ir: ModelIR, run: TrainingRun, reference: str, library: str, stage: str) -> JsonObject:
+    """The bug's layer: for a gradient difference the first wrong one in backward order; otherwise the owner of the
+    first differing array (the verdict's)."""
+    record = (run.verdict.extra.get("training") if run.verdict is not None else None) or {}
+    wrong = differing_names(run.arrays.get(library, {}), run.arrays.get(reference, {}), stage) \
+        if stage in ("gradients", "sgd", "adam") and run.arrays.get(reference) else []
+    layer = first_in_backward_order(ir, wrong) if wrong else weight_owner(ir, str(record.get("name") or ""))
+    return {"layer": layer.name if layer is not None else None,
+            "layer_class": layer.class_name if layer is not None else None,
+            "reason": "the first differing gradient in backward order" if wrong else "the first differing array",
+            "differing": wrong[:20]}
+
+
+def _truth(session: Session, run: TrainingRun, reference: str) -> JsonObject:
+    """The float64 truth of the run's numeric verdict (bug.json's ``truth``), {} for a crash."""
+    verdict = run.verdict
+    if verdict is None or verdict.kind not in NUMERIC or run.artifact is None:
+        return {}
+    from memo.training.judge import TrainingVerdict
+
+    record = verdict.extra.get("training") or {}
+    own = TrainingVerdict(verdict.kind, verdict.backend, str(verdict.stage), verdict.message,
+                          record.get("array"), record.get("name"))
+    runner = TruthTrainer(session.work / "training-truth")
+    try:
+        wide, moved = runner.runs(run.artifact)
+    finally:
+        runner.close()
+    return assess_verdict(own, run.arrays, wide, moved, reference).to_json()
+
+
+def write_folder(folder: Path, ir: ModelIR, run: TrainingRun, data: JsonObject) -> JsonObject:
+    """The bug's folder from the final run's artifact; returns the bug.json data."""
+    assert run.artifact is not None
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(run.artifact.keras_path, folder / MODEL_FILE)
+    shutil.copyfile(run.artifact.inputs_path, folder / INPUTS_FILE)
+    (folder / IR_FILE).write_text(ir.dumps())
+    reference = run.arrays.get(str(data["reference"]), {})
+    stage = str(data["stage"])
+    keys = stage_keys(reference, stage) if stage in ("forward", "loss", "state", "gradients", "sgd", "adam") else []
+    np.savez(folder / EXPECTED_FILE, **{key: reference[key] for key in keys},
+             **{key: reference[key] for key in ("names", "state_names") if key in reference})
+    (folder / "repro.py").write_text(render_training_script(data, [layer.name for layer in ir.input_layers]))
+    data["repro_command"] = f"python {folder / 'repro.py'}"
+    data["python"] = script_python(str(data["library"]))
+    write_bug_file(folder, data)
+    return data
+
+
+def triage_training_bug(session: Session, bug: BugRow) -> None:
+    """Check, reduce, localize, judge by float64, write the folder and check its script (see the module docstring)."""
+    store = session.store
+    finding = load_finding(store, bug.first_verdict)
+    executor = session.get_executor()
+    if finding is None or finding.ir is None or not isinstance(executor, DifferentialExecutor):
+        store.triage.update_bug(bug.id, reduction={"status": "not reduced (no model or no training executor)"})
+        return
+    source = session.artifact_of(finding, execute=False)
+    inputs = read_inputs(source / INPUTS_FILE) if source is not None and (source / INPUTS_FILE).exists() else None
+    reference = training_reference([name for name in executor.backend_names], executor.reference)
+    checker = TrainingChecker(session, bug, reference, inputs)
+    start = checker.run(finding.ir, session.work / f"{bug.id}-tstart")
+    if start.verdict is None:
+        store.triage.update_bug(bug.id, reduction={"status": "not shown again", "reason": start.error or ""},
+                                original_layers=len(finding.ir.body), reduced_layers=len(finding.ir.body))
+        shutil.rmtree(session.work / f"{bug.id}-tstart", ignore_errors=True)
+        return
+    record = start.verdict.extra.get("training") or {}
+    owner = weight_owner(finding.ir, str(record.get("name") or ""))
+    outcome = reduce_bug(finding.ir, checker, budget_s=min(PER_BUG_S, max(0.0, session.remaining())),
+                         localized=owner.name if owner is not None and not owner.is_input else None,
+                         numeric=bug.kind != VerdictKind.TRAINING_CRASH.value)
+    final = checker.run(outcome.ir, session.work / f"{bug.id}-tfinal")
+    ir, run = (outcome.ir, final) if final.verdict is not None else (finding.ir, start)
+    if final.verdict is None:
+        outcome.status = "final check failed; original model kept"
+    folder = bug_folder(store.directory.resolve(), bug.id)
+    shutil.rmtree(folder, ignore_errors=True)
+    assert run.verdict is not None
+    located = localization(ir, run, reference, bug.library, str(bug.stage))
+    exception = crash_exception(run.verdict.message)[0] if bug.kind == VerdictKind.TRAINING_CRASH.value else ""
+    reduction = {**outcome.to_json(), "original_layers": len(finding.ir.body), "reduced_layers": len(ir.body)}
+    data: dict[str, Any] = {
+        "id": bug.id, "kind": bug.kind, "library": bug.library, "stage": bug.stage or "", "signature": bug.parts,
+        "message": run.verdict.message, "exception": exception, "error_message": run.verdict.message,
+        "layer_class": bug.layer_class, "layer": located["layer"], "localization": located,
+        "reference": reference, "faulty": bug.library, "training": run.verdict.extra.get("training") or {},
+        "reduction": reduction, "timeout_s": session.timeout_s}
+    if session.remaining() > 0:
+        data["truth"] = _truth(session, run, reference)
+    write_folder(folder, ir, run, data)
+    for name in ("tstart", "tfinal"):
+        shutil.rmtree(session.work / f"{bug.id}-{name}", ignore_errors=True)
+    store.triage.update_bug(bug.id, bug_dir=str(folder), original_layers=len(finding.ir.body),
+                            reduced_layers=len(ir.body), reduction=reduction, layer=located["layer"],
+                            repro=str(folder / "repro.py"))
+    check = rerun_script(folder, data, timeout_s=4 * session.timeout_s + 60)
+    store.triage.update_bug(bug.id, reproduces=check.reproduces, checked=time.time())
+    session.summary.scripts += 1
+    session.summary.reproduced += bool(check.reproduces)
+    session.summary.reduced += len(ir.body) < len(finding.ir.body)

@@ -1,0 +1,108 @@
+"""The standalone ``repro.py`` of a training bug (docs/training.md, "Triage"), built from the code the workers run.
+
+The script loads ``model.keras`` and ``inputs.npz`` as a Keras worker does (:func:`memo.backends.keras_common._load`),
+prepares the training step with the worker's own :func:`memo.backends.training.training_stages` (the same loss, the
+same fixed optimizer gradients), runs the blamed stage on the blamed backend (``KERAS_BACKEND``), and compares its
+arrays with the reference's, saved in ``expected.npz``, by the training check's own
+:func:`memo.training.judge.compare_stage`: exit 0 when the same verdict comes back (kind, stage, array), 1 when not
+(:mod:`memo.script_exit`). A ``training-crash`` reproduces when the stage raises the same exception type. All of
+memo's code is inlined verbatim (:mod:`memo.triage.inline`): the script needs Keras, its backend and numpy only.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from memo import __version__
+from memo.backends import load_spec
+from memo.json_types import JsonObject
+from memo.kinds import VerdictKind
+from memo.oracle.criterion import Thresholds
+from memo.triage.inline import Bundle
+
+# memo code the script inlines: (module, name)
+_CODE: tuple[tuple[str, str], ...] = (
+    ("memo.backends.worker", "_read_inputs"),
+    ("memo.backends.keras_common", "_load"),
+    ("memo.backends.training", "training_stages"),
+    ("memo.training.judge", "COMPUTED_BY"),
+    ("memo.training.judge", "compare_stage"),
+    ("memo.oracle.criterion", "Thresholds"),
+)
+# Imports the frame makes itself.
+_FRAME_IMPORTS = frozenset({"import os", "import sys", "import traceback", "from pathlib import Path",
+                            "import numpy as np"})
+
+_MAIN = '''
+HERE = Path(__file__).resolve().parent
+BACKEND, KIND, STAGE, ARRAY = {backend!r}, {kind!r}, {stage!r}, {array!r}
+EXCEPTION = {exception!r}
+INPUT_NAMES = {input_names!r}
+THRESHOLDS = Thresholds({thresholds})
+
+
+def main() -> int:
+    model = _load(HERE / "model.keras")
+    inputs = _read_inputs(HERE / "inputs.npz", INPUT_NAMES)
+    record = {{}}
+    try:
+        stages, names = training_stages(model, inputs, {{}})
+        record.update(names)
+        wanted = COMPUTED_BY.get(STAGE, STAGE)
+        for name, action in stages:
+            if name == wanted:
+                record.update(action())
+    except Exception as exc:  # noqa: BLE001
+        traceback.print_exc()
+        if KIND == "training-crash":
+            same = type(exc).__name__ == EXCEPTION or not EXCEPTION
+            print(f"{{BACKEND}} failed at {{STAGE}}: {{type(exc).__name__}}: {{exc}}")
+            return 0 if same else 1
+        print(f"{{BACKEND}} failed ({{type(exc).__name__}}), the bug is a {{KIND}}: not reproduced")
+        return 1
+    if KIND == "training-crash":
+        print(f"{{BACKEND}} finished {{STAGE}}: not reproduced")
+        return 1
+    with np.load(HERE / "expected.npz", allow_pickle=False) as data:
+        expected = {{key: data[key] for key in data.files}}
+    verdict = compare_stage(BACKEND, STAGE, record, expected, THRESHOLDS)
+    if verdict is None:
+        print(f"{{BACKEND}} agrees with the expected {{STAGE}} arrays: not reproduced")
+        return 1
+    print(f"{{verdict.kind}} {{BACKEND}} at {{STAGE}}: {{verdict.message}}")
+    return 0 if verdict.kind == KIND and (not ARRAY or verdict.array == ARRAY) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+'''
+
+
+def render_training_script(bug: JsonObject, input_names: list[str], thresholds: Thresholds = Thresholds()) -> str:
+    """The script's text for ``bug`` (its bug.json data: ``id``, ``kind``, ``library``, ``stage``, ``training``:
+    the array and weight the verdict names, ``exception`` for a crash)."""
+    library, kind = str(bug["library"]), str(bug["kind"])
+    spec = load_spec(library)
+    bundle = Bundle()
+    for module, name in _CODE:
+        bundle.add(module, name)
+    code = bundle.take()
+    training = bug.get("training") or {}
+    environment = "\n".join(f"os.environ[{key!r}] = {value!r}" for key, value in spec.env.items())
+    imports = "\n".join(line for line in bundle.import_lines() if line not in _FRAME_IMPORTS)
+    backend = spec.env.get("KERAS_BACKEND", "")
+    header = (f'"""memo {__version__}: training bug {bug["id"]}\n\n'
+              f'{kind} on {library} at training stage {bug.get("stage")}'
+              f'{": " + str(training.get("name")) if training.get("name") else ""}.\n'
+              f'Runs the stage as memo\'s Keras worker does and compares it with the reference\'s arrays '
+              f'(expected.npz, {bug.get("reference") or "the reference"}).\n\n'
+              f'    KERAS_BACKEND={backend} python repro.py    # needs {", ".join(spec.distributions)}, numpy\n\n'
+              f'Exit status: 0 reproduces, 1 does not.\n"""\n')
+    frame = ("from __future__ import annotations\n\nimport os\n\n" + environment + "\n\nimport sys\nimport traceback\n"
+             "from pathlib import Path\n\nimport numpy as np\n" + imports + "\n\n\n"
+             "# ---- memo's own code, inlined verbatim (memo.backends.worker, memo.backends.keras_common, "
+             "memo.backends.training, memo.training.judge, memo.oracle.criterion)\n" + code + "\n")
+    main = _MAIN.format(backend=library, kind=kind, stage=str(bug.get("stage") or ""),
+                        array=str(training.get("array") or "") if kind != VerdictKind.TRAINING_CRASH.value else "",
+                        exception=str(bug.get("exception") or ""), input_names=list(input_names),
+                        thresholds=", ".join(f"{k}={v!r}" for k, v in dataclasses.asdict(thresholds).items()))
+    return header + frame + main

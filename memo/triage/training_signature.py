@@ -1,0 +1,122 @@
+"""Signatures of the training check's findings (:data:`memo.kinds.TRAINING_KINDS`), their folding into inference
+bugs, and their localization in backward order: pure, no execution (docs/training.md, "Triage").
+
+A training verdict's bug is its kind, library, judged stage (``forward``, ``loss``, ``state``, ``gradients``,
+``sgd``, ``adam``) and the class of the layer owning the first array that differs (the verdict names the weight by
+its Keras path, ``dense/kernel``, mapped to the layer through the mutant's IR; a wrapper's inner layer is the
+wrapper's); a ``training-crash`` is its exception and masked message instead. A ``forward`` or ``loss`` verdict on a
+model whose inference run shows a verdict against the same backend is that inference bug again: it is folded
+(:func:`folded`), not listed twice.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any, Iterable, Sequence
+
+from memo.json_types import JsonObject
+from memo.kinds import BUG_KINDS, TRAINING_KINDS, VerdictKind
+from memo.model.ir import Layer, ModelIR
+from memo.oracle import Verdict
+from memo.triage.masks import normalize_message
+from memo.triage.signature import culprit_classes, digest
+
+UNLOCALIZED = "?"
+INPUT_OWNER = "input"  # the owner class named for an input's gradient
+# Judged stages whose difference is the forward pass's (an inference difference shows there first).
+FORWARD_STAGES = frozenset({"forward", "loss"})
+# A training-crash's message: "gradients error: ValueError: ..." (memo.training.judge._failure_verdict)
+_CRASH = re.compile(r"^\S+ (?:error|crash|hang|unsupported): (?:([\w.]+): )?(.*)$", re.S)
+_INPUT = re.compile(r"^input (\d+)$")
+
+
+def training_record(verdict: Verdict) -> JsonObject:
+    """The training verdict's own fields as the store keeps them (array, weight name, figures)."""
+    record = verdict.extra.get("training")
+    return record if isinstance(record, dict) else {}
+
+
+def weight_owner(ir: ModelIR | None, name: str | None) -> Layer | None:
+    """The IR layer owning the weight named by Keras path ``name`` (``dense/kernel``; a wrapped layer's weight, by
+    the wrapper), or the input layer of ``input N``; None when the IR does not say."""
+    if ir is None or not name:
+        return None
+    found = _INPUT.match(name)
+    if found:
+        inputs = ir.input_layers
+        index = int(found[1])
+        return inputs[index] if index < len(inputs) else None
+    components = name.split("/")[:-1]
+    layers = ir.by_name()
+    for component in components:  # the outermost layer of the model that the path names
+        if component in layers:
+            return layers[component]
+    for component in components:
+        for layer in ir.body:
+            inner = layer.config.get("layer")
+            if isinstance(inner, dict) and (inner.get("config") or {}).get("name") == component:
+                return layer
+    return None
+
+
+def owner_class(ir: ModelIR | None, name: str | None) -> str:
+    """The class of :func:`weight_owner` (``input`` for an input's gradient, ``?`` when unknown)."""
+    layer = weight_owner(ir, name)
+    if layer is None:
+        return UNLOCALIZED
+    return INPUT_OWNER if layer.is_input else layer.class_name
+
+
+def crash_exception(message: str) -> tuple[str, str]:
+    """(exception type, message) of a ``training-crash`` verdict's message."""
+    found = _CRASH.match(" ".join(message.split()))
+    if found is None:
+        return "", message
+    return found[1] or "", found[2]
+
+
+def training_parts(verdict: Verdict, ir: ModelIR | None) -> dict[str, Any]:
+    """The signature parts of a training verdict (see the module docstring), as a JSON-able dict."""
+    kind, stage = str(verdict.kind), str(verdict.stage or "")
+    parts: dict[str, Any] = {"kind": kind, "library": str(verdict.backend or ""), "stage": stage}
+    if kind == VerdictKind.TRAINING_CRASH.value:
+        exception, message = crash_exception(str(verdict.message or ""))
+        parts["exception"] = exception
+        parts["message"] = normalize_message(message)
+        return parts
+    record = training_record(verdict)
+    parts["layer"] = owner_class(ir, str(record.get("name") or "")) if record.get("name") else \
+        ("output" if stage in FORWARD_STAGES else UNLOCALIZED)
+    return parts
+
+
+def folded(verdict: Verdict, inference: Iterable[Verdict]) -> bool:
+    """Whether a training verdict repeats an inference verdict of its model: a ``forward``/``loss`` difference (or
+    crash) on a backend whose inference run already shows a bug verdict is that bug again."""
+    if verdict.kind not in TRAINING_KINDS or verdict.stage not in FORWARD_STAGES:
+        return False
+    return any(other.kind in BUG_KINDS and other.backend == verdict.backend for other in inference)
+
+
+def backward_order(ir: ModelIR) -> list[str]:
+    """Layer names from the outputs towards the inputs (reverse topological order)."""
+    try:
+        ordered = ir.copy().toposort()
+    except Exception:  # a malformed graph: the IR's own order
+        ordered = ir
+    return [layer.name for layer in reversed(list(ordered))]
+
+
+def first_in_backward_order(ir: ModelIR, wrong: Sequence[str]) -> Layer | None:
+    """Localization of a gradient difference: of the weights and inputs whose gradients differ (``wrong``: Keras
+    weight paths and ``input N``), the layer owning one that comes first from the outputs towards the inputs. A
+    backward pass computes a layer's gradients from those after it, so that layer is the first whose own
+    gradient computation goes wrong."""
+    owners = {layer.name: layer for name in wrong if (layer := weight_owner(ir, name)) is not None}
+    return next((owners[name] for name in backward_order(ir) if name in owners), None)
+
+
+def training_key(parts: JsonObject, reduced: ModelIR, decision: str = "") -> str:
+    """A reduced training bug's root-cause key (``bugs.final_key``): its signature (without the masked message) with
+    the reduced model's culprit classes and the float64 decision; two training bugs with one key are one entry."""
+    kept = {key: value for key, value in parts.items() if key != "message"}
+    return digest({**kept, "culprit": culprit_classes(reduced), "decision": decision})

@@ -1,0 +1,94 @@
+"""Triage of a training finding on the real workers (docs/training.md, "Triage"): Keras on JAX differentiates through
+SpectralNormalization's power iteration where TensorFlow does not (its kernel gradient differs). From the stored
+training verdict to a bug: deduplicated by kind, library, stage and the class owning the weight, reduced to the
+wrapper alone, localized, judged by float64, and a repro.py that reproduces in a fresh process."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memo.model.ir import Layer, ModelIR
+from memo.store import CampaignStore, MutantRecord
+
+BACKENDS = ["keras-tensorflow", "keras-jax"]
+SEED = 3
+
+
+def spectral_model() -> ModelIR:
+    """A Dense wrapped in SpectralNormalization between two plain layers that reduction can remove."""
+    inner = {"class_name": "Dense", "module": "keras.layers", "config": {"units": 5, "name": "inner"}}
+    return ModelIR([Layer("x", "InputLayer", {"batch_shape": [None, 6], "dtype": "float32"}),
+                    Layer("first", "Dense", {"units": 6, "activation": "tanh"}, ["x"]),
+                    Layer("spectral", "SpectralNormalization", {"layer": inner, "power_iterations": 1}, ["first"]),
+                    Layer("last", "Activation", {"activation": "tanh"}, ["spectral"])], ["last"], "spectral_train")
+
+
+@pytest.fixture(scope="module")
+def triaged(tmp_path_factory: pytest.TempPathFactory) -> tuple[CampaignStore, Any]:
+    from memo.artifact import prepare_artifact
+    from memo.backends.executor import DifferentialExecutor
+    from memo.oracle import judge
+    from memo.training.check import run_training_check, stored_verdicts
+    from memo.triage import triage_campaign
+
+    root = tmp_path_factory.mktemp("training-triage")
+    store = CampaignStore(root / "campaign", create=True)
+    store.set_meta("campaign_name", "training-triage")
+    store.set_meta("config", {"seed": SEED, "backends": BACKENDS, "timeout_s": 60.0, "search": "mh"})
+    store.set_meta("started", 0.0)
+    ir = spectral_model()
+    with DifferentialExecutor(backends=BACKENDS, timeout_s=60.0) as executor:
+        mutant_id = store.add_mutant(MutantRecord(0, ir.name, "NLA", "seed", ir.name, {}, ir.dumps(), True,
+                                                  diverse=True))
+        artifact = prepare_artifact(ir, (root / "artifacts" / str(mutant_id)).resolve(), seed=SEED)
+        result = executor.run(artifact)
+        store.add_execution(mutant_id, result.to_json(), result.seconds, str(artifact.directory))
+        inference = judge(result)
+        for verdict in inference:
+            store.add_verdict(mutant_id, verdict)
+        check = run_training_check(executor, artifact, artifact.directory / "training", truth=False)
+        for verdict in stored_verdicts(check):
+            store.add_verdict(mutant_id, verdict)
+        summary = triage_campaign(store, executor=executor, time_budget_s=300.0)
+    return store, summary
+
+
+def test_spectral_normalization_gradient_on_jax_becomes_a_reduced_reproducing_bug(
+        triaged: tuple[CampaignStore, Any]) -> None:
+    store, summary = triaged
+    bugs = [bug for bug in store.triage.load_bugs() if bug.kind.startswith("training-")]
+    assert summary.errors == []
+    assert len(bugs) == 1, [(bug.kind, bug.library, bug.parts) for bug in bugs]
+    bug = bugs[0]
+    assert bug.parts == {"kind": "training-inconsistency", "library": "keras-jax", "stage": "gradients",
+                         "layer": "SpectralNormalization"}
+    assert bug.reduced_layers == 1 and bug.original_layers == 3, bug.reduction
+    assert bug.layer == "spectral"  # the first wrong gradient in backward order
+    folder = Path(str(bug.bug_dir))
+    for name in ("model.keras", "inputs.npz", "ir.json", "expected.npz", "bug.json", "repro.py"):
+        assert (folder / name).exists(), name
+    assert bug.reproduces is True
+    from memo.bug_files import read_bug_file
+
+    data = read_bug_file(folder)
+    assert data["truth"]["decision"] == "confirmed" and data["truth"]["blamed"] == "accused", data["truth"]
+    # the script reproduces in a fresh process, without memo on the path
+    done = subprocess.run([sys.executable, "repro.py"], cwd=folder, capture_output=True, text=True, timeout=300,
+                          env={"PATH": "/usr/bin:/bin", "HOME": str(folder)})
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "training-inconsistency keras-jax at gradients" in done.stdout
+
+
+def test_training_bug_is_an_entry_of_the_report(triaged: tuple[CampaignStore, Any]) -> None:
+    from memo.report import data as report_data
+
+    store, _ = triaged
+    report = report_data.collect(store)
+    entries = [entry for entry in report["bugs"] if entry["kind"] == "training-inconsistency"]
+    assert len(entries) == 1 and entries[0]["stage"] == "gradients"
+    assert entries[0]["section"] == "ready", entries[0]["status"]
+    assert report["training"]  # the "Training check" summary stays
