@@ -1,0 +1,108 @@
+"""Triage of training findings, pure logic (memo.triage.training_signature): signatures, folding into inference bugs,
+localization in backward order, the root-cause key; and the report's rule for a training bug."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from memo.model.ir import Layer, ModelIR
+from memo.oracle import Verdict
+from memo.report.sections import section_of
+from memo.training.judge import differing_names
+from memo.triage.training_signature import (crash_exception, first_in_backward_order, folded, owner_class,
+                                            training_key, training_parts, weight_owner)
+
+
+def model() -> ModelIR:
+    inner = {"class_name": "Dense", "config": {"units": 5, "name": "inner"}}
+    return ModelIR([Layer("x", "InputLayer", {"batch_shape": [None, 6], "dtype": "float32"}),
+                    Layer("conv", "Dense", {"units": 6}, ["x"]),
+                    Layer("spectral", "SpectralNormalization", {"layer": inner}, ["conv"]),
+                    Layer("out", "Dense", {"units": 2}, ["spectral"])], ["out"], "m")
+
+
+def training(kind: str, stage: str, name: str | None = None, backend: str = "keras-jax",
+             message: str = "gradients: differ") -> Verdict:
+    record = {"array": "grad_2", "name": name} if name else {}
+    return Verdict(kind, backend, stage, message, extra={"training": record} if record else {})
+
+
+def test_weight_paths_map_to_the_owning_layer_a_wrapped_layers_to_its_wrapper() -> None:
+    ir = model()
+    assert weight_owner(ir, "conv/kernel").name == "conv"
+    assert weight_owner(ir, "inner/kernel").name == "spectral"  # the wrapped Dense's own name
+    assert weight_owner(ir, "spectral/inner/kernel").name == "spectral"
+    assert weight_owner(ir, "input 0").name == "x"
+    assert owner_class(ir, "input 0") == "input"
+    assert owner_class(ir, "elsewhere/kernel") == "?" and owner_class(None, "conv/kernel") == "?"
+
+
+def test_a_numeric_training_signature_is_kind_library_stage_and_owner_class() -> None:
+    ir = model()
+    parts = training_parts(training("training-inconsistency", "gradients", "inner/kernel"), ir)
+    assert parts == {"kind": "training-inconsistency", "library": "keras-jax", "stage": "gradients",
+                     "layer": "SpectralNormalization"}
+    # another weight of another Dense layer is another bug; the same class at another stage too
+    other = training_parts(training("training-inconsistency", "gradients", "out/kernel"), ir)
+    adam = training_parts(training("training-inconsistency", "adam", "inner/kernel"), ir)
+    assert len({str(sorted(p.items())) for p in (parts, other, adam)}) == 3
+
+
+def test_a_training_crash_is_its_exception_and_masked_message() -> None:
+    message = "gradients error: ValueError: Cannot take the gradient of tensor 0x7f3a12 with shape (3, 4)"
+    assert crash_exception(message)[0] == "ValueError"
+    one = training_parts(training("training-crash", "gradients", message=message), model())
+    two = training_parts(training("training-crash", "gradients", message=message.replace("0x7f3a12", "0x55d1")),
+                         model())
+    assert one["exception"] == "ValueError" and "layer" not in one
+    assert one == two
+    assert crash_exception("forward crash: worker process killed by signal 11")[0] == ""
+
+
+def test_a_forward_difference_on_a_backend_whose_inference_differs_is_folded() -> None:
+    inference = [Verdict("nan", "keras-jax", "execute", "NaN in output 0")]
+    assert folded(training("training-nan", "forward"), inference)
+    assert folded(training("training-inconsistency", "loss"), inference)
+    assert not folded(training("training-inconsistency", "gradients", "conv/kernel"), inference)  # backward: its own
+    assert not folded(training("training-nan", "forward", backend="keras-torch"), inference)  # another backend
+    assert not folded(training("training-nan", "forward"), [Verdict("unsupported", "keras-jax", "load", "no")])
+    assert not folded(training("training-nan", "forward"), [])
+
+
+def test_localization_takes_the_first_wrong_gradient_from_the_outputs_towards_the_inputs() -> None:
+    ir = model()
+    # a backward pass computes conv's gradients from spectral's: spectral is the first that goes wrong
+    assert first_in_backward_order(ir, ["conv/kernel", "inner/kernel", "input 0"]).name == "spectral"
+    assert first_in_backward_order(ir, ["input 0", "conv/bias"]).name == "conv"
+    assert first_in_backward_order(ir, ["input 0"]).name == "x"
+    assert first_in_backward_order(ir, ["nowhere/kernel"]) is None
+
+
+def test_differing_names_are_every_gradient_outside_the_tolerance() -> None:
+    names = np.array(["conv/kernel", "inner/kernel"])
+    reference = {"names": names, "grad_0": np.ones((6, 6)), "grad_1": np.ones((6, 5)), "input_grad_0": np.ones(3)}
+    own = {"names": names, "grad_0": np.ones((6, 6)) * 2, "grad_1": np.ones((6, 5)), "input_grad_0": np.zeros(3)}
+    assert differing_names(own, reference, "gradients") == ["conv/kernel", "input 0"]
+
+
+def test_the_root_cause_key_ignores_the_message_but_not_the_decision() -> None:
+    ir = model()
+    parts = {"kind": "training-crash", "library": "keras-jax", "stage": "gradients", "exception": "ValueError"}
+    assert training_key({**parts, "message": "a"}, ir) == training_key({**parts, "message": "b"}, ir)
+    assert training_key(parts, ir, "confirmed") != training_key(parts, ir, "noise")
+
+
+def entry(**values: Any) -> Any:
+    base = {"kind": "training-inconsistency", "reduced_layers": 1, "original_layers": 3, "reduction": {},
+            "reproduces": True, "truth": {"decision": "confirmed"}, "minimal": None, "newest": {}}
+    return {**base, **values}
+
+
+def test_a_training_bug_is_ready_on_its_checked_repro_and_a_confirming_truth() -> None:
+    assert section_of(entry()) == "ready"
+    assert section_of(entry(truth={})) == "not-ready"  # numeric: the float64 truth must have judged it
+    assert section_of(entry(truth={"decision": "noise"})) == "noise"
+    assert section_of(entry(truth={"decision": "ill-conditioned"})) == "ill-conditioned"
+    assert section_of(entry(reproduces=False)) == "not-reproducing"
+    assert section_of(entry(kind="training-crash", truth={})) == "ready"  # a crash needs no truth
