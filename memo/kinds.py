@@ -57,8 +57,8 @@ MESSAGE_KINDS: frozenset[str] = frozenset({"crash", "hang", "shape"})
 NUMERIC_KINDS: frozenset[str] = frozenset({"nan", "inconsistency"})
 # Kinds that are bugs of a library under test (what the report counts).
 BUG_KINDS: frozenset[str] = MESSAGE_KINDS | NUMERIC_KINDS
-# Kinds of the training check (memo.training): findings against a library, judged, not yet triaged (no reduction nor
-# repro script: triage reads BUG_KINDS).
+# Kinds of the training check (memo.training): findings against a library, triaged apart from BUG_KINDS (their
+# signatures, reduction and scripts train the model: memo.triage.training_signature, memo.triage.training_bug).
 TRAINING_KINDS: frozenset[str] = frozenset({"training-crash", "training-nan", "training-inconsistency"})
 # Kinds that are recorded but are not findings against a library.
 NON_FINDINGS: frozenset[str] = frozenset({"invalid", "unsupported", "special"})

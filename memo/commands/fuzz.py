@@ -81,7 +81,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--train-share", type=float, default=0.0, metavar="F",
                    help="run the training check (loss, gradients, SGD and Adam steps, BatchNormalization's statistics "
                         "on the Keras backends: docs/training.md) on this share of the executed models the reference "
-                        "ran (default 0: none); its findings are stored and reported, not yet triaged")
+                        "ran (default 0: none); its findings are stored, triaged and reported")
     p.add_argument("--no-reduce", action="store_true", help="mutate the original seeds, not the reduced ones")
     p.add_argument("--unsafe", action="store_true", help="allow seed files whose layers carry code (Lambda)")
     p.add_argument("--bugs-db", metavar="PATH", help="the bug database shared across campaigns (default: "

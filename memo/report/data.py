@@ -16,7 +16,7 @@ from memo.backends.result import stored_result
 from memo.coverage import CoverageTracker, denominators
 from memo.devices import device_of
 from memo.diskspace import tree_bytes
-from memo.kinds import BUG_KINDS, KNOWN_FAILURE_PREFIX, KNOWN_PREFIX, NUMERIC_KINDS
+from memo.kinds import BUG_KINDS, KNOWN_FAILURE_PREFIX, KNOWN_PREFIX, NUMERIC_KINDS, TRAINING_KINDS
 from memo.layers import CATALOGUE
 from memo.model.ir import ModelIR
 from memo.oracle import KERAS_FRONT_END
@@ -385,6 +385,7 @@ def bug_entry(store: CampaignStore, bug: BugRow, versions: JsonObject,
     }
     entry["occurrences"] += sum(other.occurrences for other in merged or [])
     entry["reported_by"] = None
+    entry["weight"] = training_weight(entry["metrics"], info) if bug.kind in TRAINING_KINDS else None
     delegated = delegated_library(bug.library, details.message or "") if bug.kind == "crash" else None
     if delegated:  # reported by one backend, failing inside the library under it
         entry["reported_by"], entry["library"] = bug.library, delegated
@@ -410,6 +411,12 @@ def bug_entry(store: CampaignStore, bug: BugRow, versions: JsonObject,
     entry["status"] = status_text(entry)
     entry["issue_markdown"] = issue_markdown(entry, versions)
     return entry
+
+
+def training_weight(metrics: JsonObject, info: JsonObject) -> str | None:
+    """A training bug's weight (or ``input N``) whose array first differs: its folder's run, else the finding's."""
+    record = info.get("training") or metrics.get("training") or {}
+    return str(record["name"]) if isinstance(record, dict) and record.get("name") else None
 
 
 def filing_view(folder: Path | None) -> FilingView:

@@ -85,6 +85,7 @@ class BugEntry(TypedDict):
     variants: list[Variant]
     newest: JsonObject  # the script rerun on the newest code (memo.triage.newest): result, detail, build; {} if not
     newest_pending: bool  # the campaign has a newest-code environment and this reproducing bug awaits its rerun
+    weight: NotRequired[str | None]  # a training bug's weight (or input) whose array first differs: conv/kernel
     reported_by: NotRequired[str | None]  # the backend that reported it, when filed against another library
     upstream: NotRequired[JsonObject]
     documented: NotRequired[Documented | None]

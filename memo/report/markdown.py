@@ -147,7 +147,8 @@ def report_markdown(data: JsonObject) -> str:
         lines[-2:-2] = [f"{known['new']} new, {known['seen_again']} known bugs seen again (bug database "
                         f"`{known['database']}`).", ""]
     for bug in data["bugs"]:
-        lines.append(f"| {bug['id']} | {bug['kind']} | {bug['library']} | {bug['stage']} | "
+        stage = f"{bug['stage']} ({bug['weight']})" if bug.get("weight") else bug["stage"]
+        lines.append(f"| {bug['id']} | {bug['kind']} | {bug['library']} | {stage} | "
                      f"{', '.join(bug['layers'])} | {_when(bug['first_seen'])} | {bug['occurrences']} | "
                      f"{_reproduces(bug['reproduces'])} | {bug['status']} | {_known(bug)} |")
     folded = [(other["id"], bug["id"]) for bug in data["bugs"] for other in bug.get("merged") or []]
@@ -183,7 +184,7 @@ def _apart(data: JsonObject) -> list[str]:
                   "| library | findings |", "|---|---|"]
         lines += [f"| {g['library']} | {g['count']} |" for g in data["special"]]
     if data.get("training"):
-        lines += ["", "## Training check (judged, not yet triaged)", "",
+        lines += ["", "## Training check (all findings; triaged as the bugs above, forward differences of an inference bug folded)", "",
                   "| kind | library | stage | findings |", "|---|---|---|---|"]
         lines += [f"| {g['kind']} | {g['library']} | {g['stage']} | {g['count']} |" for g in data["training"]]
     return lines

@@ -109,8 +109,9 @@ def localization(ir: ModelIR, run: TrainingRun, reference: str, library: str, st
     layer = first_in_backward_order(ir, wrong) if wrong else weight_owner(ir, str(record.get("name") or ""))
     return {"layer": layer.name if layer is not None else None,
             "layer_class": layer.class_name if layer is not None else None,
-            "reason": "the first differing gradient in backward order" if wrong else "the first differing array",
-            "differing": wrong[:20]}
+            "reason": "the layer owning the first differing gradient in backward order" if wrong \
+                else "the layer owning the first differing array",
+            "differing": wrong[:20], "alone": None, "together": []}
 
 
 def _truth(session: Session, run: TrainingRun, reference: str) -> JsonObject:

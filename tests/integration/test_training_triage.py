@@ -84,11 +84,21 @@ def test_spectral_normalization_gradient_on_jax_becomes_a_reduced_reproducing_bu
 
 
 def test_training_bug_is_an_entry_of_the_report(triaged: tuple[CampaignStore, Any]) -> None:
+    import json
+
     from memo.report import data as report_data
+    from memo.report.html import render_html
+    from memo.report.markdown import report_markdown
 
     store, _ = triaged
     report = report_data.collect(store)
     entries = [entry for entry in report["bugs"] if entry["kind"] == "training-inconsistency"]
-    assert len(entries) == 1 and entries[0]["stage"] == "gradients"
+    assert len(entries) == 1 and entries[0]["stage"] == "gradients" and entries[0]["weight"] == "inner/kernel"
     assert entries[0]["section"] == "ready", entries[0]["status"]
     assert report["training"]  # the "Training check" summary stays
+    json.dumps(report, default=str)
+    markdown = report_markdown(report)
+    assert f"| {entries[0]['id']} | training-inconsistency | keras-jax | gradients (inner/kernel) |" in markdown
+    assert "## Training check" in markdown
+    html = render_html(report)
+    assert entries[0]["id"] in html and "(inner/kernel)" in html and 'id="training"' in html
