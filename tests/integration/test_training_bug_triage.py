@@ -97,6 +97,9 @@ def test_training_bug_is_an_entry_of_the_report(triaged: tuple[CampaignStore, An
     assert entries[0]["section"] == "ready", entries[0]["status"]
     assert report["training"]  # the "Training check" summary stays
     json.dumps(report, default=str)
+    from memo.filing.final_checks import scripts_to_check
+
+    assert scripts_to_check(store) == []  # no inference minimal script for a training bug
     markdown = report_markdown(report)
     assert f"| {entries[0]['id']} | training-inconsistency | keras-jax | gradients (inner/kernel) |" in markdown
     assert "## Training check" in markdown

@@ -106,3 +106,5 @@ def test_a_training_bug_is_ready_on_its_checked_repro_and_a_confirming_truth() -
     assert section_of(entry(truth={"decision": "ill-conditioned"})) == "ill-conditioned"
     assert section_of(entry(reproduces=False)) == "not-reproducing"
     assert section_of(entry(kind="training-crash", truth={})) == "ready"  # a crash needs no truth
+    # an inference minimal script written from its folder does not decide it: its checked repro.py does
+    assert section_of(entry(minimal={"reproduces": False, "lines": 30, "reason": "other arrays"})) == "ready"
