@@ -18,7 +18,6 @@ from typing import Callable, Iterable
 
 from memo.filing.check import CheckCutShort, cached_minimal, minimal_script
 from memo.filing.folder import BUG_FILE, NUMERIC_KINDS, BugFolder
-from memo.kinds import TRAINING_KINDS
 from memo.store import BugRow, CampaignStore
 from memo.triage.bugdir import RETRY_STATUSES
 from memo.triage.passes import SCRIPT_CHECK_S
@@ -92,8 +91,8 @@ def scripts_to_check(store: CampaignStore) -> list[ScriptTodo]:
     for bug in store.triage.load_bugs():
         folder = Path(bug.bug_dir) if bug.bug_dir else None
         info = _bug_info(folder) if folder is not None else None
-        if folder is None or info is None or not would_be_ready(bug, info) or bug.kind in TRAINING_KINDS:
-            continue  # a training bug has no minimal script in the library's idiom yet: its repro.py is checked
+        if folder is None or info is None or not would_be_ready(bug, info):
+            continue
         if cached_minimal(BugFolder(folder, info)) is None:
             todos.append(ScriptTodo(bug.id, folder, bug.occurrences, bug.first_seen))
     return check_order(todos)

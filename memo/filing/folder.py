@@ -14,7 +14,7 @@ from memo.triage.onnx_reference import CONVERTER, ENGINE, ONNX_REFERENCE_ARRAYS,
 
 BUG_FILE, IR_FILE, KERAS_FILE, ONNX_FILE = "bug.json", "ir.json", "model.keras", "model.onnx"
 INPUTS_FILE, EXPECTED_FILE, REPRO_FILE = "inputs.npz", "expected.npz", "repro.py"
-NUMERIC_KINDS = frozenset({"nan", "inconsistency", "shape"})
+NUMERIC_KINDS = frozenset({"nan", "inconsistency", "shape", "training-nan", "training-inconsistency"})
 LEADING_EXCEPTION = re.compile(r"^([A-Z]\w*(?:Error|Exception|Failure))\b")  # "ValueError: ..." opening a message
 
 

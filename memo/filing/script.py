@@ -21,6 +21,8 @@ from memo.filing.idioms import KERAS, Idiom, idiom_for
 from memo.filing.keras_code import keras_model_code
 from memo.filing.onnx_code import WEIGHTS_FILE, GraphNotWritable, onnx_file_inputs, onnx_graph_code
 from memo.filing.pycode import literal
+from memo.filing.training_idiom import NoTrainingIdiom, check_lines, training_lines
+from memo.kinds import TRAINING_KINDS
 from memo.triage.onnx_reference import EVALUATED, ONNX_REFERENCE_ARRAYS
 
 SCRIPT_FILE = "bug_repro.py"
@@ -200,6 +202,8 @@ def candidates(folder: BugFolder) -> list[Candidate]:
     """The scripts to try for ``folder``, shortest first."""
     if folder.kind in UNSCRIPTED_KINDS:
         raise NoMinimalScript(UNSCRIPTED_KINDS[folder.kind])
+    if folder.kind in TRAINING_KINDS:
+        return [_training_candidate(folder)]
     idiom = idiom_for(folder.library)
     if idiom is None:
         raise NoMinimalScript(f"memo writes no minimal script for {folder.library!r}")
@@ -241,3 +245,31 @@ def _candidate(folder: BugFolder, idiom: Idiom, source: str, inputs: dict[str, n
              f"print({idiom.versions})", *idiom.call_for(str(folder.info.get("stage", ""))),
              *(idiom.collect if folder.numeric else ()), *_check_lines(folder, idiom)]
     return Candidate("\n".join(lines) + "\n", files, python, source)
+
+
+def _training_candidate(folder: BugFolder) -> Candidate:
+    """A training bug's script (:mod:`memo.filing.training_idiom`): the reduced model as ``keras.layers`` code with
+    its weights attached, its inputs, the blamed stage in the backend's idiom, the check against expected.npz."""
+    stage = str(folder.info.get("stage", ""))
+    try:
+        imports, call, prefix = training_lines(folder.library, stage, folder.kind)
+    except NoTrainingIdiom as exc:
+        raise NoMinimalScript(str(exc)) from exc
+    inputs = _read_npz(folder.file(INPUTS_FILE))
+    expected = _read_npz(folder.file(EXPECTED_FILE))
+    if not inputs or (folder.kind != "training-crash" and not expected):
+        raise NoMinimalScript("the folder has no inputs.npz or expected.npz")
+    part = _keras_part(folder, ATTACHED)
+    idiom = idiom_for(folder.library)
+    if idiom is None or any(name not in inputs for name in part.inputs):
+        raise NoMinimalScript("inputs.npz does not hold the model's inputs")
+    arrays = [inputs[name] for name in part.inputs]
+    files = {**part.files, INPUTS_FILE: _npz(dict(zip(part.inputs, arrays))),
+             **({EXPECTED_FILE: _npz(expected)} if expected else {})}
+    spec = find_spec(folder.library)
+    lines = [f"# {folder.library}: memo bug {folder.id} (training, stage {stage}); exits 1 (an exception) when the "
+             "bug shows", *_env_lines(folder.library), *idiom.imports,
+             *(line for line in imports if line not in idiom.imports), "",
+             *part.lines, *_input_lines(arrays, part.inputs, idiom, ATTACHED), f"print({idiom.versions})",
+             *call, *check_lines(folder.kind, prefix, folder.reference)]
+    return Candidate("\n".join(lines) + "\n", files, (spec.python if spec else None) or "", ATTACHED)

@@ -97,9 +97,17 @@ def test_training_bug_is_an_entry_of_the_report(triaged: tuple[CampaignStore, An
     assert entries[0]["section"] == "ready", entries[0]["status"]
     assert report["training"]  # the "Training check" summary stays
     json.dumps(report, default=str)
+    from memo.filing.check import minimal_script
     from memo.filing.final_checks import scripts_to_check
 
-    assert scripts_to_check(store) == []  # no inference minimal script for a training bug
+    todo = scripts_to_check(store)
+    assert [item.bug_id for item in todo] == [entries[0]["id"]]
+    minimal = minimal_script(todo[0].folder)  # the library's idiom: jax.grad over stateless_call
+    assert minimal.reproduces, minimal.output
+    assert "jax.grad(compute_loss)" in minimal.text and "SpectralNormalization(" in minimal.text
+    report = report_data.collect(store)
+    entries = [entry for entry in report["bugs"] if entry["kind"] == "training-inconsistency"]
+    assert entries[0]["section"] == "ready" and entries[0]["minimal"]["reproduces"] is True
     markdown = report_markdown(report)
     assert f"| {entries[0]['id']} | training-inconsistency | keras-jax | gradients (inner/kernel) |" in markdown
     assert "## Training check" in markdown

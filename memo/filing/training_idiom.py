@@ -1,0 +1,103 @@
+"""A training bug's minimal script in the blamed backend's own idiom (docs/training.md, "Triage"): after the lines
+that build ``model`` (``keras.layers`` code, weights attached) and set ``x``, one training stage as a user of that
+backend writes it, and the check against the reference's arrays (``expected.npz``).
+
+* ``gradients``: the loss (memo's fixed random projection of the outputs, :mod:`memo.backends.training`) under
+  ``tf.GradientTape`` on TensorFlow, ``jax.grad`` of ``model.stateless_call`` on JAX, ``loss.backward()`` on torch;
+  ``actual`` is every trainable weight's gradient;
+* ``forward`` and ``loss``: the outputs of ``model(x, training=True)`` and that loss;
+* ``sgd`` and ``adam``: the optimizer's own ``apply`` of memo's fixed gradients, ``actual`` the update
+  ``(after - before) / lr``.
+
+The script raises (exits 1) when the bug shows: ``np.testing.assert_allclose`` against the expected arrays with the
+oracle's tolerance (a numeric bug), the library's own exception (a ``training-crash``).
+"""
+from __future__ import annotations
+
+from memo.backends.training import ADAM_LEARNING_RATE, ADAM_STEPS, LOSS_SEED, SGD_LEARNING_RATE, STEP_SEED
+from memo.kinds import VerdictKind
+
+# The loss every stage uses: memo's fixed random projection of the outputs (cotangent W / batch on every backend).
+LOSS_LINES: tuple[str, ...] = (
+    "def loss_of(outputs):  # memo's loss: a fixed random projection of the outputs",
+    "    outputs = outputs if isinstance(outputs, (list, tuple)) else [outputs]",
+    "    total = 0.0",
+    "    for i, y in enumerate(outputs):",
+    f"        w = np.random.default_rng({LOSS_SEED} + i).standard_normal(tuple(y.shape))",
+    "        total = total + keras.ops.sum(y * keras.ops.convert_to_tensor(w, dtype=y.dtype)) / y.shape[0]",
+    "    return total",
+)
+_GRADIENTS: dict[str, tuple[str, ...]] = {
+    "tensorflow": ("with tf.GradientTape() as tape:",
+                   "    loss = loss_of(model(x, training=True))",
+                   "actual = [keras.ops.convert_to_numpy(g) for g in tape.gradient(loss, model.trainable_weights)]"),
+    "jax": ("trainable = [v.value for v in model.trainable_variables]",
+            "non_trainable = [v.value for v in model.non_trainable_variables]",
+            "def compute_loss(trainable, x):",
+            "    outputs, _ = model.stateless_call(trainable, non_trainable, x, training=True)",
+            "    return loss_of(outputs)",
+            "actual = [np.asarray(g) for g in jax.jit(jax.grad(compute_loss))(trainable, x)]"),
+    "torch": ("loss_of(model(x, training=True)).backward()",
+              "actual = [v.value.grad.detach().cpu().numpy() for v in model.trainable_weights]"),
+}
+_MODULES = {"tensorflow": "import tensorflow as tf", "jax": "import jax", "torch": "import torch"}
+# (the stage's array prefix in expected.npz, the optimizer's constructor, its steps, its learning rate)
+_OPTIMIZERS = {"sgd": ("sgd", f"keras.optimizers.SGD(learning_rate={SGD_LEARNING_RATE})", 1, SGD_LEARNING_RATE),
+               "adam": ("adam", f"keras.optimizers.Adam(learning_rate={ADAM_LEARNING_RATE})", ADAM_STEPS,
+                        ADAM_LEARNING_RATE)}
+STAGES = ("forward", "loss", "gradients", "sgd", "adam")
+
+
+class NoTrainingIdiom(Exception):
+    """Why a training bug gets no minimal script (a stage or backend the idiom does not write)."""
+
+
+def _backend(library: str) -> str:
+    backend = library.removeprefix("keras-")
+    if backend not in _GRADIENTS:
+        raise NoTrainingIdiom(f"memo writes no training script for {library!r}")
+    return backend
+
+
+def _optimizer_lines(stage: str) -> tuple[list[str], str]:
+    prefix, constructor, steps, rate = _OPTIMIZERS[stage]
+    return [f"optimizer = {constructor}",
+            "before = [keras.ops.convert_to_numpy(v.value).astype(np.float64) for v in model.trainable_variables]",
+            f"for step in range({steps}):  # memo's fixed gradients, the same on every backend",
+            f"    rng = np.random.default_rng({STEP_SEED} + step)",
+            "    grads = [rng.standard_normal(tuple(v.shape)) for v in model.trainable_variables]",
+            "    optimizer.apply([keras.ops.convert_to_tensor(g, dtype=v.dtype) for g, v in "
+            "zip(grads, model.trainable_variables)], model.trainable_variables)",
+            "actual = [(keras.ops.convert_to_numpy(v.value).astype(np.float64) - b) / "
+            f"{rate} for v, b in zip(model.trainable_variables, before)]"], prefix
+
+
+def training_lines(library: str, stage: str, kind: str) -> tuple[list[str], list[str], str]:
+    """(imports after Keras's, the lines computing ``actual`` from ``model`` and ``x``, the prefix of the expected
+    arrays it is compared with: ``grad``, ``out``, ``loss``, ``sgd``, ``adam``)."""
+    backend = _backend(library)
+    if stage not in STAGES:
+        raise NoTrainingIdiom(f"memo writes no training script for stage {stage!r}")
+    imports = [_MODULES[backend]]
+    if stage == "gradients":
+        return imports, [*LOSS_LINES, *_GRADIENTS[backend]], "grad"
+    if stage in _OPTIMIZERS:
+        lines, prefix = _optimizer_lines(stage)
+        return imports, lines, prefix
+    forward = ["outputs = model(x, training=True)"]
+    if stage == "loss":
+        return imports, [*LOSS_LINES, *forward, "actual = [keras.ops.convert_to_numpy(loss_of(outputs))]"], "loss"
+    return imports, [*forward, "actual = [keras.ops.convert_to_numpy(y) for y in keras.tree.flatten(outputs)]"], "out"
+
+
+def check_lines(kind: str, prefix: str, reference: str) -> list[str]:
+    """The comparison of ``actual`` with the reference's arrays (a crash: none, the call raised or it did not)."""
+    if kind == VerdictKind.TRAINING_CRASH.value:
+        return ['print("no error: the bug does not reproduce")']
+    key = '"loss"' if prefix == "loss" else f'f"{prefix}_{{i}}"'
+    return [f"expected = np.load('expected.npz')  # what {reference or 'the reference'} computes",
+            "for i, got in enumerate(actual):",
+            f"    want = expected[{key}]",
+            '    print(i, "max |actual - expected|:", np.abs(got - want).max(), "expected magnitude:", '
+            "np.abs(want).mean())",
+            "    np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-3 * max(1, np.abs(want).mean()))"]
