@@ -97,10 +97,11 @@ def _awaiting_newest(entry: BugEntry) -> bool:
 
 
 def _minimal_reproduces(entry: BugEntry) -> bool:
-    """Its minimal script (the one a maintainer is given) was checked in a fresh process and reproduces. A training
-    bug has no minimal script in the library's idiom yet (docs/training.md): its checked repro.py (Keras's own
-    training machinery on the reduced model, against the reference's arrays) stands for it, whatever an inference
-    minimal script written from its folder says."""
+    """Its minimal script (the one a maintainer is given) was checked in a fresh process and reproduces. For a
+    training bug its checked repro.py (Keras's own training machinery as the worker runs it, on the reduced model,
+    against the reference's arrays) decides: the minimal script's idiom (memo.filing.training_idiom: an eager
+    optimizer ``apply`` where the JAX trainer jits ``stateless_apply``) may not reach every defect the worker's
+    code does (docs/training.md)."""
     if entry.get("kind") in TRAINING_KINDS:
         return entry.get("reproduces") is True
     return (entry.get("minimal") or {}).get("reproduces") is True

@@ -108,3 +108,27 @@ def test_a_training_bug_is_ready_on_its_checked_repro_and_a_confirming_truth() -
     assert section_of(entry(kind="training-crash", truth={})) == "ready"  # a crash needs no truth
     # an inference minimal script written from its folder does not decide it: its checked repro.py does
     assert section_of(entry(minimal={"reproduces": False, "lines": 30, "reason": "other arrays"})) == "ready"
+
+
+def test_the_training_idiom_writes_each_backends_own_training_code() -> None:
+    import ast
+
+    import pytest
+
+    from memo.filing.training_idiom import NoTrainingIdiom, STAGES, check_lines, training_lines
+
+    calls = {"keras-tensorflow": "tf.GradientTape()", "keras-jax": "jax.grad(compute_loss)",
+             "keras-torch": ".backward()"}
+    for library, call in calls.items():
+        for stage in STAGES:
+            imports, lines, prefix = training_lines(library, stage, "training-inconsistency")
+            text = "\n".join([*imports, *lines, *check_lines("training-inconsistency", prefix, "keras-tensorflow")])
+            ast.parse(text)
+            assert (call in text) == (stage == "gradients"), (library, stage)
+            assert prefix == {"gradients": "grad", "forward": "out"}.get(stage, stage)
+        assert "optimizer.apply(" in "\n".join(training_lines(library, "adam", "training-nan")[1])
+    assert check_lines("training-crash", "grad", "") == ['print("no error: the bug does not reproduce")']
+    with pytest.raises(NoTrainingIdiom):
+        training_lines("keras-openvino", "gradients", "training-inconsistency")
+    with pytest.raises(NoTrainingIdiom):
+        training_lines("keras-jax", "state", "training-inconsistency")
