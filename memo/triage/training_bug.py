@@ -30,11 +30,14 @@ from memo.kinds import VerdictKind
 from memo.model.ir import ModelIR
 from memo.oracle import Verdict
 from memo.store import BugRow
-from memo.training.check import NUMERIC, TrainingCheck, TruthTrainer, stored_verdicts, training_reference
-from memo.training.judge import Arrays, differing_names, judge_training, read_arrays, stage_keys
+from memo.training.check import (NUMERIC, TrainingCheck, TruthTrainer, stored_verdicts, trainers,
+                                 training_reference)
+from memo.training.judge import (Arrays, TrainingVerdict, differing_names, judge_training, read_arrays,
+                                 stage_keys)
 from memo.training.truth import assess_verdict
 from memo.triage.bug_reduction import reduce_bug
-from memo.triage.bugdir import INPUTS_FILE, IR_FILE, MODEL_FILE, EXPECTED_FILE, bug_folder, write_bug_file
+from memo.triage.bugdir import (EXPECTED_FILE, INPUTS_FILE, IR_FILE, MODEL_FILE, NOT_AGAIN, bug_folder,
+                                write_bug_file)
 from memo.triage.finding import load_finding
 from memo.triage.probe import _keep_inputs, read_inputs
 from memo.triage.rerun import rerun_script
@@ -61,7 +64,10 @@ class TrainingChecker:
 
     def __init__(self, session: Session, bug: BugRow, reference: str, inputs: dict[str, np.ndarray] | None) -> None:
         self.session, self.bug = session, bug
-        self.backends = [reference, bug.library]
+        names = trainers(session.executor.backend_names) if session.executor is not None else []
+        # a crash of the reference is judged against another trainer finishing the stage
+        witness = [name for name in names if name != reference][:1] if bug.library == reference else []
+        self.backends = list(dict.fromkeys([reference, bug.library, *witness]))
         self.reference = reference
         self.inputs = inputs
         self.count = 0
@@ -119,8 +125,6 @@ def _truth(session: Session, run: TrainingRun, reference: str) -> JsonObject:
     verdict = run.verdict
     if verdict is None or verdict.kind not in NUMERIC or run.artifact is None:
         return {}
-    from memo.training.judge import TrainingVerdict
-
     record = verdict.extra.get("training") or {}
     own = TrainingVerdict(verdict.kind, verdict.backend, str(verdict.stage), verdict.message,
                           record.get("array"), record.get("name"))
@@ -151,6 +155,39 @@ def write_folder(folder: Path, ir: ModelIR, run: TrainingRun, data: JsonObject) 
     return data
 
 
+def _not_again(session: Session, bug: BugRow, ir: ModelIR, start: TrainingRun, reference: str) -> None:
+    """The model did not show the bug when trained again: its folder keeps the original model (so the next pass does
+    not train it again), its script is checked (the report says whether it reproduces)."""
+    store = session.store
+    reduction = {"status": NOT_AGAIN, "reason": start.error or "", "original_layers": len(ir.body),
+                 "reduced_layers": len(ir.body)}
+    if start.artifact is None or not start.arrays.get(reference):
+        store.triage.update_bug(bug.id, reduction=reduction)
+        return
+    finding = load_finding(store, bug.first_verdict)
+    record = (finding.verdict.extra.get("training") if finding is not None else None) or {}
+    folder = bug_folder(store.directory.resolve(), bug.id)
+    shutil.rmtree(folder, ignore_errors=True)
+    data: dict[str, Any] = {
+        "id": bug.id, "kind": bug.kind, "library": bug.library, "stage": bug.stage or "", "signature": bug.parts,
+        "message": finding.verdict.message if finding is not None else "", "layer_class": bug.layer_class,
+        "reference": reference, "faulty": bug.library, "training": record, "reduction": reduction,
+        "exception": crash_exception(finding.verdict.message)[0] if finding is not None
+        and bug.kind == VerdictKind.TRAINING_CRASH.value else "", "timeout_s": session.timeout_s}
+    write_folder(folder, ir, start, data)
+    shutil.rmtree(session.work / f"{bug.id}-tstart", ignore_errors=True)
+    store.triage.update_bug(bug.id, bug_dir=str(folder), original_layers=len(ir.body), reduced_layers=len(ir.body),
+                            reduction=reduction, repro=str(folder / "repro.py"))
+    _check(session, bug, folder, data)
+
+
+def _check(session: Session, bug: BugRow, folder: Path, data: JsonObject) -> None:
+    check = rerun_script(folder, data, timeout_s=4 * session.timeout_s + 60)
+    session.store.triage.update_bug(bug.id, reproduces=check.reproduces, checked=time.time())
+    session.summary.scripts += 1
+    session.summary.reproduced += bool(check.reproduces)
+
+
 def triage_training_bug(session: Session, bug: BugRow) -> None:
     """Check, reduce, localize, judge by float64, write the folder and check its script (see the module docstring)."""
     store = session.store
@@ -165,9 +202,7 @@ def triage_training_bug(session: Session, bug: BugRow) -> None:
     checker = TrainingChecker(session, bug, reference, inputs)
     start = checker.run(finding.ir, session.work / f"{bug.id}-tstart")
     if start.verdict is None:
-        store.triage.update_bug(bug.id, reduction={"status": "not shown again", "reason": start.error or ""},
-                                original_layers=len(finding.ir.body), reduced_layers=len(finding.ir.body))
-        shutil.rmtree(session.work / f"{bug.id}-tstart", ignore_errors=True)
+        _not_again(session, bug, finding.ir, start, reference)
         return
     record = start.verdict.extra.get("training") or {}
     owner = weight_owner(finding.ir, str(record.get("name") or ""))
@@ -198,8 +233,5 @@ def triage_training_bug(session: Session, bug: BugRow) -> None:
     store.triage.update_bug(bug.id, bug_dir=str(folder), original_layers=len(finding.ir.body),
                             reduced_layers=len(ir.body), reduction=reduction, layer=located["layer"],
                             repro=str(folder / "repro.py"))
-    check = rerun_script(folder, data, timeout_s=4 * session.timeout_s + 60)
-    store.triage.update_bug(bug.id, reproduces=check.reproduces, checked=time.time())
-    session.summary.scripts += 1
-    session.summary.reproduced += bool(check.reproduces)
+    _check(session, bug, folder, data)
     session.summary.reduced += len(ir.body) < len(finding.ir.body)
