@@ -132,3 +132,33 @@ def test_the_training_idiom_writes_each_backends_own_training_code() -> None:
         training_lines("keras-openvino", "gradients", "training-inconsistency")
     with pytest.raises(NoTrainingIdiom):
         training_lines("keras-jax", "state", "training-inconsistency")
+
+
+def test_dedup_makes_training_bugs_and_folds_a_forward_difference_into_the_inference_bug(tmp_path: Any) -> None:
+    from memo.store import CampaignStore, MutantRecord
+    from memo.triage import dedup
+
+    store = CampaignStore(tmp_path, create=True)
+    store.set_meta("config", {"seed": 1, "backends": ["keras-tensorflow", "keras-jax"]})
+    ir = model()
+    result = {"artifact_dir": "gone", "reference": "keras-tensorflow", "backends": {}}
+    ids = []
+    for iteration in range(3):
+        mutant = store.add_mutant(MutantRecord(iteration, "s", "NLA", "seed:s", "s", {}, ir.dumps(), True,
+                                               diverse=True))
+        store.add_execution(mutant, result, 1.0, None)
+        ids.append(mutant)
+    # the first model differs at inference on JAX: its forward training verdict is that bug again
+    store.add_verdict(ids[0], Verdict("inconsistency", "keras-jax", "execute", "outputs differ"))
+    store.add_verdict(ids[0], training("training-inconsistency", "forward", "output 0", message="forward: differs"))
+    # the gradient differences of the wrapper on two models are one bug; another stage another
+    for mutant in ids[:2]:
+        store.add_verdict(mutant, training("training-inconsistency", "gradients", "inner/kernel"))
+    store.add_verdict(ids[2], training("training-inconsistency", "adam", "inner/kernel"))
+    update = dedup.update_bugs(store)
+    bugs = {bug.id: bug for bug in store.triage.load_bugs()}
+    training_bugs = sorted((bug.stage, bug.occurrences, bug.layer_class) for bug in bugs.values()
+                           if bug.kind.startswith("training-"))
+    assert training_bugs == [("adam", 1, "SpectralNormalization"), ("gradients", 2, "SpectralNormalization")]
+    assert len(update.all) == 3  # and the inference bucket
+    store.close()
