@@ -36,8 +36,8 @@ from memo.training.judge import (Arrays, TrainingVerdict, differing_names, judge
                                  stage_keys)
 from memo.training.truth import assess_verdict
 from memo.triage.bug_reduction import reduce_bug
-from memo.triage.bugdir import (EXPECTED_FILE, INPUTS_FILE, IR_FILE, MODEL_FILE, NOT_AGAIN, bug_folder,
-                                write_bug_file)
+from memo.triage.bugdir import (EXPECTED_FILE, INPUTS_FILE, IR_FILE, MODEL_FILE, NOT_AGAIN, RETRY_STATUSES,
+                                bug_folder, write_bug_file)
 from memo.triage.finding import load_finding
 from memo.triage.probe import _keep_inputs, read_inputs
 from memo.triage.rerun import rerun_script
@@ -181,6 +181,17 @@ def _not_again(session: Session, bug: BugRow, ir: ModelIR, start: TrainingRun, r
     _check(session, bug, folder, data)
 
 
+def _unfinished(bug: BugRow) -> ModelIR | None:
+    """The model an earlier reduction that ran out of time reached (its folder's), to continue from."""
+    path = Path(bug.bug_dir) / IR_FILE if bug.bug_dir else None
+    if path is None or not path.exists() or (bug.reduction or {}).get("status") not in RETRY_STATUSES:
+        return None
+    try:
+        return ModelIR.loads(path.read_text())
+    except Exception:  # noqa: BLE001  (an unreadable folder is redone from the original model)
+        return None
+
+
 def _check(session: Session, bug: BugRow, folder: Path, data: JsonObject) -> None:
     check = rerun_script(folder, data, timeout_s=4 * session.timeout_s + 60)
     session.store.triage.update_bug(bug.id, reproduces=check.reproduces, checked=time.time())
@@ -206,8 +217,10 @@ def triage_training_bug(session: Session, bug: BugRow) -> None:
         return
     record = start.verdict.extra.get("training") or {}
     owner = weight_owner(finding.ir, str(record.get("name") or ""))
-    outcome = reduce_bug(finding.ir, checker, budget_s=min(PER_BUG_S, max(0.0, session.remaining())),
-                         localized=owner.name if owner is not None and not owner.is_input else None,
+    begin = _unfinished(bug) or finding.ir
+    outcome = reduce_bug(begin, checker, budget_s=min(PER_BUG_S, max(0.0, session.remaining())),
+                         localized=owner.name if owner is not None and not owner.is_input and begin is finding.ir
+                         else None,
                          numeric=bug.kind != VerdictKind.TRAINING_CRASH.value)
     final = checker.run(outcome.ir, session.work / f"{bug.id}-tfinal")
     ir, run = (outcome.ir, final) if final.verdict is not None else (finding.ir, start)
@@ -226,7 +239,10 @@ def triage_training_bug(session: Session, bug: BugRow) -> None:
         "reference": reference, "faulty": bug.library, "training": run.verdict.extra.get("training") or {},
         "reduction": reduction, "timeout_s": session.timeout_s}
     if session.remaining() > 0:
-        data["truth"] = _truth(session, run, reference)
+        try:
+            data["truth"] = _truth(session, run, reference)
+        except Exception as exc:  # noqa: BLE001  (the bug keeps its folder; the report lists why it has no truth)
+            session.error(bug.id, "float64 truth of a training bug", exc)
     write_folder(folder, ir, run, data)
     for name in ("tstart", "tfinal"):
         shutil.rmtree(session.work / f"{bug.id}-{name}", ignore_errors=True)

@@ -27,6 +27,7 @@ FORWARD_STAGES = frozenset({"forward", "loss"})
 # A training-crash's message: "gradients error: ValueError: ..." (memo.training.judge._failure_verdict)
 _CRASH = re.compile(r"^\S+ (?:error|crash|hang|unsupported): (?:([\w.]+): )?(.*)$", re.S)
 _INPUT = re.compile(r"^input (\d+)$")
+_OUTPUT = re.compile(r"^output (\d+)$")
 
 
 def training_record(verdict: Verdict) -> JsonObject:
@@ -37,7 +38,7 @@ def training_record(verdict: Verdict) -> JsonObject:
 
 def weight_owner(ir: ModelIR | None, name: str | None) -> Layer | None:
     """The IR layer owning the weight named by Keras path ``name`` (``dense/kernel``; a wrapped layer's weight, by
-    the wrapper), or the input layer of ``input N``; None when the IR does not say."""
+    the wrapper), the input layer of ``input N``, the layer computing ``output N``; None when the IR does not say."""
     if ir is None or not name:
         return None
     found = _INPUT.match(name)
@@ -45,6 +46,10 @@ def weight_owner(ir: ModelIR | None, name: str | None) -> Layer | None:
         inputs = ir.input_layers
         index = int(found[1])
         return inputs[index] if index < len(inputs) else None
+    found = _OUTPUT.match(name)  # a forward difference: the layer computing that output
+    if found:
+        index = int(found[1])
+        return ir.by_name().get(ir.outputs[index]) if index < len(ir.outputs) else None
     components = name.split("/")[:-1]
     layers = ir.by_name()
     for component in components:  # the outermost layer of the model that the path names
@@ -84,8 +89,8 @@ def training_parts(verdict: Verdict, ir: ModelIR | None) -> dict[str, Any]:
         parts["message"] = normalize_message(message)
         return parts
     record = training_record(verdict)
-    parts["layer"] = owner_class(ir, str(record.get("name") or "")) if record.get("name") else \
-        ("output" if stage in FORWARD_STAGES else UNLOCALIZED)
+    name = str(record.get("name") or "")
+    parts["layer"] = "loss" if name == "loss" else owner_class(ir, name) if name else UNLOCALIZED
     return parts
 
 

@@ -33,7 +33,7 @@ def test_weight_paths_map_to_the_owning_layer_a_wrapped_layers_to_its_wrapper() 
     assert weight_owner(ir, "conv/kernel").name == "conv"
     assert weight_owner(ir, "inner/kernel").name == "spectral"  # the wrapped Dense's own name
     assert weight_owner(ir, "spectral/inner/kernel").name == "spectral"
-    assert weight_owner(ir, "input 0").name == "x"
+    assert weight_owner(ir, "input 0").name == "x" and weight_owner(ir, "output 0").name == "out"
     assert owner_class(ir, "input 0") == "input"
     assert owner_class(ir, "elsewhere/kernel") == "?" and owner_class(None, "conv/kernel") == "?"
 
