@@ -4,9 +4,9 @@ bugs, and their localization in backward order: pure, no execution (docs/trainin
 A training verdict's bug is its kind, library, judged stage (``forward``, ``loss``, ``state``, ``gradients``,
 ``sgd``, ``adam``) and the class of the layer owning the first array that differs (the verdict names the weight by
 its Keras path, ``dense/kernel``, mapped to the layer through the mutant's IR; a wrapper's inner layer is the
-wrapper's); a ``training-crash`` is its exception and masked message instead. A ``forward`` or ``loss`` verdict on a
-model whose inference run shows a verdict against the same backend is that inference bug again: it is folded
-(:func:`folded`), not listed twice.
+wrapper's); a ``training-crash`` is its exception and masked message instead. A ``prepare``, ``forward`` or ``loss``
+verdict on a model whose inference run shows a verdict against the same backend is that inference bug again: it is
+folded (:func:`folded`), not listed twice.
 """
 from __future__ import annotations
 
@@ -22,8 +22,8 @@ from memo.triage.signature import culprit_classes, digest
 
 UNLOCALIZED = "?"
 INPUT_OWNER = "input"  # the owner class named for an input's gradient
-# Judged stages whose difference is the forward pass's (an inference difference shows there first).
-FORWARD_STAGES = frozenset({"forward", "loss"})
+# Stages whose difference is the loading or the forward pass's (an inference difference shows there first).
+FORWARD_STAGES = frozenset({"prepare", "forward", "loss"})
 # A training-crash's message: "gradients error: ValueError: ..." (memo.training.judge._failure_verdict)
 _CRASH = re.compile(r"^\S+ (?:error|crash|hang|unsupported): (?:([\w.]+): )?(.*)$", re.S)
 _INPUT = re.compile(r"^input (\d+)$")
@@ -96,7 +96,8 @@ def training_parts(verdict: Verdict, ir: ModelIR | None) -> dict[str, Any]:
 
 def folded(verdict: Verdict, inference: Iterable[Verdict]) -> bool:
     """Whether a training verdict repeats an inference verdict of its model: a ``forward``/``loss`` difference (or
-    crash) on a backend whose inference run already shows a bug verdict is that bug again."""
+    crash, or a failure to load and prepare the model) on a backend whose inference run already shows a bug verdict
+    is that bug again."""
     if verdict.kind not in TRAINING_KINDS or verdict.stage not in FORWARD_STAGES:
         return False
     return any(other.kind in BUG_KINDS and other.backend == verdict.backend for other in inference)

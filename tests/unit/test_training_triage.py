@@ -68,6 +68,8 @@ def test_a_forward_difference_on_a_backend_whose_inference_differs_is_folded() -
     assert not folded(training("training-nan", "forward", backend="keras-torch"), inference)  # another backend
     assert not folded(training("training-nan", "forward"), [Verdict("unsupported", "keras-jax", "load", "no")])
     assert not folded(training("training-nan", "forward"), [])
+    assert folded(training("training-crash", "prepare", message="prepare error: ValueError: x"),
+                  [Verdict("crash", "keras-jax", "load", "ValueError: x")])
 
 
 def test_localization_takes_the_first_wrong_gradient_from_the_outputs_towards_the_inputs() -> None:
