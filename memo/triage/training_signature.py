@@ -55,12 +55,23 @@ def weight_owner(ir: ModelIR | None, name: str | None) -> Layer | None:
     for component in components:  # the outermost layer of the model that the path names
         if component in layers:
             return layers[component]
+    wrappers = [(layer, inner) for layer in ir.body if isinstance(inner := layer.config.get("layer"), dict)]
     for component in components:
-        for layer in ir.body:
-            inner = layer.config.get("layer")
-            if isinstance(inner, dict) and (inner.get("config") or {}).get("name") == component:
+        for layer, inner in wrappers:
+            if (inner.get("config") or {}).get("name") == component:
+                return layer
+    for component in components:  # a wrapped layer Keras named itself: ``dense`` or ``dense_3`` for a Dense
+        for layer, inner in wrappers:
+            if re.fullmatch(rf"{re.escape(snake_case(str(inner.get('class_name') or '')))}(?:_\d+)?", component):
                 return layer
     return None
+
+
+def snake_case(class_name: str) -> str:
+    """The name Keras gives a layer of ``class_name`` by default (``keras.src.utils.naming.to_snake_case``)."""
+    name = re.sub(r"\W+", "", class_name)
+    name = re.sub("(.)([A-Z][a-z]+)", r"\1_\2", name)
+    return re.sub("([a-z])([A-Z])", r"\1_\2", name).lower()
 
 
 def owner_class(ir: ModelIR | None, name: str | None) -> str:

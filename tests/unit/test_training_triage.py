@@ -33,6 +33,12 @@ def test_weight_paths_map_to_the_owning_layer_a_wrapped_layers_to_its_wrapper() 
     assert weight_owner(ir, "conv/kernel").name == "conv"
     assert weight_owner(ir, "inner/kernel").name == "spectral"  # the wrapped Dense's own name
     assert weight_owner(ir, "spectral/inner/kernel").name == "spectral"
+    # a wrapped layer without a name of its own: Keras named it after its class (found so in a campaign)
+    unnamed = model()
+    unnamed.get("spectral").config["layer"] = {"class_name": "Dense", "config": {"units": 5}}
+    assert weight_owner(unnamed, "dense/kernel").name == "spectral"
+    assert weight_owner(unnamed, "dense_3/bias").name == "spectral"
+    assert weight_owner(unnamed, "conv2d/kernel") is None
     assert weight_owner(ir, "input 0").name == "x" and weight_owner(ir, "output 0").name == "out"
     assert owner_class(ir, "input 0") == "input"
     assert owner_class(ir, "elsewhere/kernel") == "?" and owner_class(None, "conv/kernel") == "?"
