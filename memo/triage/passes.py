@@ -34,7 +34,7 @@ from memo.triage.signature import NUMERIC_KINDS, failure_details, reduced_key
 from memo.backends.executor import Executor
 from memo.json_types import JsonObject
 from memo.kinds import TRAINING_KINDS
-from memo.triage.training_bug import triage_training_bug
+from memo.triage.training_bug import pending_training_truths, training_truth, triage_training_bug
 from memo.triage.training_signature import training_key
 from memo.newest import FIXED_UPSTREAM
 
@@ -392,11 +392,12 @@ def triage_campaign(store: CampaignStore, *, executor: Executor | None = None, t
                     store.triage.save_localization(verdict_id, None, None, {"reason": f"failed: {exc}"})
                 update = dedup.update_bugs(store)
                 _drop_stale(store, update.stale)
-            elif session.remaining() > 0 and (truths := [b for b in pending_truths(store) if b.id not in tried_truth]):
+            elif session.remaining() > 0 and (truths := [b for b in pending_truths(store) + pending_training_truths(store)
+                                                         if b.id not in tried_truth]):
                 bug = truths[0]
                 tried_truth.add(bug.id)  # once per pass, whatever the outcome
                 try:
-                    reassess_folder(session, bug)
+                    training_truth(session, bug) if bug.kind in TRAINING_KINDS else reassess_folder(session, bug)
                 except ExecutionAbandoned:
                     break
                 except Exception as exc:

@@ -29,15 +29,15 @@ from memo.json_types import JsonObject
 from memo.kinds import VerdictKind
 from memo.model.ir import ModelIR
 from memo.oracle import Verdict
-from memo.store import BugRow
+from memo.store import BugRow, CampaignStore
 from memo.training.check import (NUMERIC, TrainingCheck, TruthTrainer, stored_verdicts, trainers,
                                  training_reference)
 from memo.training.judge import (Arrays, TrainingVerdict, differing_names, judge_training, read_arrays,
                                  stage_keys)
-from memo.training.truth import assess_verdict
+from memo.training.truth import ENGINE, assess_verdict
 from memo.triage.bug_reduction import reduce_bug
 from memo.triage.bugdir import (EXPECTED_FILE, INPUTS_FILE, IR_FILE, MODEL_FILE, NOT_AGAIN, RETRY_STATUSES,
-                                bug_folder, write_bug_file)
+                                bug_folder, read_bug_file, write_bug_file)
 from memo.triage.finding import load_finding
 from memo.triage.probe import _keep_inputs, read_inputs
 from memo.triage.rerun import rerun_script
@@ -45,8 +45,14 @@ from memo.triage.repro import script_python
 from memo.triage.session import Session
 from memo.triage.training_repro import render_training_script
 from memo.triage.training_signature import crash_exception, first_in_backward_order, training_parts, weight_owner
+from memo.truth import UNAVAILABLE
 
 PER_BUG_S = 60.0  # a training run is four of inference's: its reduction gets more time
+# Kept from the reduction's budget for what follows it: the final run, the float64 truth (three runs of the engine)
+# and the script's check, so that a pass with a deadline does not overrun it by them.
+FINISH_S = 30.0
+TRUTH_S = 15.0  # the float64 truth starts with this much of the pass left (else the bug waits for a later pass)
+SCRIPT_S = 15.0  # the script's check likewise (a later pass checks an unchecked script)
 
 
 @dataclass
@@ -193,6 +199,8 @@ def _unfinished(bug: BugRow) -> ModelIR | None:
 
 
 def _check(session: Session, bug: BugRow, folder: Path, data: JsonObject) -> None:
+    if session.remaining() < SCRIPT_S:
+        return  # a later pass checks it (memo.triage.passes: unchecked scripts)
     check = rerun_script(folder, data, timeout_s=4 * session.timeout_s + 60)
     session.store.triage.update_bug(bug.id, reproduces=check.reproduces, checked=time.time())
     session.summary.scripts += 1
@@ -218,7 +226,7 @@ def triage_training_bug(session: Session, bug: BugRow) -> None:
     record = start.verdict.extra.get("training") or {}
     owner = weight_owner(finding.ir, str(record.get("name") or ""))
     begin = _unfinished(bug) or finding.ir
-    outcome = reduce_bug(begin, checker, budget_s=min(PER_BUG_S, max(0.0, session.remaining())),
+    outcome = reduce_bug(begin, checker, budget_s=min(PER_BUG_S, max(0.0, session.remaining() - FINISH_S)),
                          localized=owner.name if owner is not None and not owner.is_input and begin is finding.ir
                          else None,
                          numeric=bug.kind != VerdictKind.TRAINING_CRASH.value)
@@ -238,7 +246,7 @@ def triage_training_bug(session: Session, bug: BugRow) -> None:
         "layer_class": bug.layer_class, "layer": located["layer"], "localization": located,
         "reference": reference, "faulty": bug.library, "training": run.verdict.extra.get("training") or {},
         "reduction": reduction, "timeout_s": session.timeout_s}
-    if session.remaining() > 0:
+    if session.remaining() > TRUTH_S:
         try:
             data["truth"] = _truth(session, run, reference)
         except Exception as exc:  # noqa: BLE001  (the bug keeps its folder; the report lists why it has no truth)
@@ -251,3 +259,25 @@ def triage_training_bug(session: Session, bug: BugRow) -> None:
                             repro=str(folder / "repro.py"))
     _check(session, bug, folder, data)
     session.summary.reduced += len(ir.body) < len(finding.ir.body)
+
+
+def pending_training_truths(store: CampaignStore) -> list[BugRow]:
+    """Numeric training bugs with a folder whose float64 truth was not computed (the pass ran out of time)."""
+    return [bug for bug in store.triage.load_bugs()
+            if bug.kind in NUMERIC and bug.merged_into is None and bug.bug_dir and Path(bug.bug_dir).exists()
+            and (bug.reduction or {}).get("status") not in (None, NOT_AGAIN)
+            and not read_bug_file(Path(bug.bug_dir)).get("truth")]
+
+
+def training_truth(session: Session, bug: BugRow) -> None:
+    """The float64 truth of a training bug's folder: its model trained again (the verdict's arrays), then judged."""
+    folder = Path(str(bug.bug_dir))
+    data = read_bug_file(folder)
+    checker = TrainingChecker(session, bug, str(data.get("reference") or ""), read_inputs(folder / INPUTS_FILE))
+    run = checker.run(ModelIR.loads((folder / IR_FILE).read_text()), session.work / f"{bug.id}-ttruth")
+    try:
+        data["truth"] = _truth(session, run, checker.reference) if run.verdict is not None else {
+            "method": ENGINE, "decision": UNAVAILABLE, "reason": "the folder's model did not show the bug again"}
+    finally:
+        shutil.rmtree(session.work / f"{bug.id}-ttruth", ignore_errors=True)
+    write_bug_file(folder, data)
