@@ -30,7 +30,7 @@ from memo.triage.bug_reduction import mentioned_layers, reduce_bug
 from memo.triage.newest import check_and_store, pending_newest
 from memo.triage.rerun import rerun_script
 from memo.triage.session import Session, TriageSummary
-from memo.triage.signature import NUMERIC_KINDS, failure_details, reduced_key
+from memo.triage.signature import NUMERIC_KINDS, FailureDetails, failure_details, reduced_key
 from memo.backends.executor import Executor
 from memo.json_types import JsonObject
 from memo.newest import FIXED_UPSTREAM
@@ -113,8 +113,7 @@ def _localize_one(session: Session, verdict_id: int) -> None:
 
 
 # ---------------------------------------------------------------------------- one bug
-def _bug_record(bug: BugRow, finding: Finding) -> JsonObject:
-    details = failure_details(finding.verdict, finding.result)
+def _bug_record(bug: BugRow, finding: Finding, details: FailureDetails) -> JsonObject:
     return {"id": bug.id, "kind": bug.kind, "library": bug.library, "stage": bug.stage or "",
             "signature": bug.parts, "exception": details.exception, "error_message": details.message,
             "message": finding.verdict.message, "layer_class": bug.layer_class}
@@ -150,7 +149,8 @@ def _triage_bug(session: Session, bug: BugRow) -> None:
     if source is None:
         store.triage.update_bug(bug.id, reduction={"status": NOT_REDUCED})
         return
-    record = _bug_record(bug, finding)
+    details = failure_details(finding.verdict, finding.result)
+    record = _bug_record(bug, finding, details)
     located = store.triage.localizations().get(bug.first_verdict)
     localized = located.layer if located else None
     roles = session.roles(finding)
@@ -169,7 +169,6 @@ def _triage_bug(session: Session, bug: BugRow) -> None:
         extra["reduction_note"] = NOT_AGAIN
     if can_run and checker is not None:
         budget = min(HANG_TIMEOUTS * session.timeout_s if hang else PER_BUG_S, session.remaining())
-        details = failure_details(finding.verdict, finding.result)
         hints = mentioned_layers(start, " ".join((details.message, details.traceback, details.stderr)))
         outcome = reduce_bug(start, checker, budget_s=budget, localized=localized, hints=hints,
                              numeric=bug.kind in NUMERIC_KINDS)

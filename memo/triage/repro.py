@@ -103,13 +103,12 @@ def _library_section(bundle: Bundle, spec: AnySpec, names: tuple[str, ...]) -> _
     return _Section(f"{spec.name}: memo's worker code ({module})", code)
 
 
-def _plugin_section(declared_as: str) -> _Section:
+def _plugin_section() -> _Section:
     root = str(Path(memo.__file__).resolve().parents[1])
-    imported = SPEC_NAME if declared_as == SPEC_NAME else f"{declared_as} as {SPEC_NAME}"
     code = (f"# The plugin file memo's worker imported. A plugin is written against memo (its BackendSpec), so memo\n"
             f"# must be importable for it; the code in this script does not use memo.\n"
             f"sys.path.insert(0, HERE)\nsys.path.append({root!r})\n"
-            f"from plugin_backend import {imported}  # noqa: E402\n\n"
+            f"from plugin_backend import {SPEC_NAME}  # noqa: E402\n\n"
             f"CONVERT, LOAD, RUN = {SPEC_NAME}.convert, {SPEC_NAME}.load, {SPEC_NAME}.run")
     return _Section("the backend plugin (plugin_backend.py)", code)
 
@@ -153,7 +152,7 @@ def render_script(*, bug_id: str, kind: str, library: str, faulty: str, symptom:
                 raise ValueError(f"{library}: conflicting {key} for the converter and the backend")
         requirements += _requirements(part)
     if runs and backend is None:
-        sections.append(_plugin_section(read_plugin(plugin).declared_as if plugin is not None else SPEC_NAME))
+        sections.append(_plugin_section())
         environment.update(plugin_env or {})
         requirements.append("numpy")
         files.append(PLUGIN_FILE)

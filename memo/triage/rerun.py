@@ -41,8 +41,7 @@ def rerun_script(folder: Path, bug: JsonObject, *, timeout_s: float = 300.0) -> 
     python = str(bug.get("python") or sys.executable)
     started = time.monotonic()
     limit_s = wall_limit_s(read_facts(folder), timeout_s)
-    returncode, output, timed_out = run_script(folder, python, limit_s)
-    if timed_out:
-        output = f"{output}\n(timed out after {limit_s:g} s)"
-    return RerunResult(interpret(returncode, bug, timed_out=timed_out), returncode, output, time.monotonic() - started,
-                       python)
+    run = run_script(folder, python, limit_s)
+    output = f"{run.output}\n(timed out after {limit_s:g} s)" if run.timed_out else run.output
+    return RerunResult(interpret(run.returncode, bug, timed_out=run.timed_out), run.returncode, output,
+                       time.monotonic() - started, python)

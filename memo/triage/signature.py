@@ -290,7 +290,7 @@ def computing_library(backend: str) -> str:
     spec = find_spec(backend)
     if spec is None:
         return backend
-    return library_of(getattr(spec, "computes_with", None) or backend)
+    return library_of(spec.computes_with or backend)
 
 
 def message_pattern(message: str, reduced: ModelIR) -> str:

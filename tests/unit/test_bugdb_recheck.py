@@ -34,7 +34,7 @@ def _bug(tmp_path: Path, kind: str, body: str, *, expected: np.ndarray | None = 
     plugin = folder / "plugin_backend.py"
     plugin.write_text(f"import os\nimport signal\nimport time\n{prelude}\nfrom memo.backends import BackendSpec\n\n\n"
                       f"def run(path, inputs):\n    {body}\n    return list(inputs.values())\n\n\n"
-                      "BACKEND = BackendSpec(name='plug', consumes='keras', load=str, run=run)\n")
+                      "SPEC = BackendSpec(name='plug', consumes='keras', load=str, run=run)\n")
     np.savez(folder / "inputs.npz", x=np.ones((2, 3), np.float32))
     (folder / "model.keras").write_bytes(b"")
     if expected is not None:

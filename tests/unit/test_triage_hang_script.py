@@ -21,7 +21,7 @@ def _hang_bug(tmp_path: Path, body: str) -> tuple[Path, dict[str, object]]:
     plugin = folder / "plugin_backend.py"
     plugin.write_text("import time\n\nfrom memo.backends import BackendSpec\n\n\n"
                       f"def run(path, inputs):\n    {body}\n    return list(inputs.values())\n\n\n"
-                      "BACKEND = BackendSpec(name='sleeper', consumes='keras', load=str, run=run)\n")
+                      "SPEC = BackendSpec(name='sleeper', consumes='keras', load=str, run=run)\n")
     np.savez(folder / "inputs.npz", x=np.zeros((2, 3), np.float32))
     (folder / "model.keras").write_bytes(b"")
     text, _files = render_script(bug_id="hang-1", kind="hang", library="sleeper", faulty="sleeper",
