@@ -31,7 +31,7 @@ from typing import Final, Iterable, Iterator, Literal
 
 from memo.backends import find_spec
 from memo.backends.versions import MISSING
-from memo.bug_files import NOT_AGAIN, REPRO_FILE, read_bug_file
+from memo.bug_files import REPRO_FILE, Reduction, read_bug_file
 from memo.bugdb.expected import AS_RECORDED, RERUN_TIMEOUT_S, prepare
 from memo.json_types import JsonObject
 from memo.newest import DEV_BUILDS, installed_as
@@ -296,8 +296,7 @@ def _reproduced(output: str) -> str:
 
 def _never_shown_again(bug: JsonObject) -> bool:
     """Whether triage could not make the bug show again when it re-ran the model (and so left it unreduced)."""
-    reduction = bug.get("reduction")
-    return isinstance(reduction, dict) and reduction.get("status") == NOT_AGAIN
+    return Reduction.of(bug.get("reduction")) is Reduction.NOT_AGAIN
 
 
 def _traceback_after(output: str, verdict: str) -> bool:

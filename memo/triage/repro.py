@@ -32,9 +32,11 @@ from memo.backends.spec import SPEC_NAME, AnySpec, ConverterSpec
 from memo.backends.supervisor import THREAD_VARIABLES
 from memo.kinds import BUG_KINDS
 from memo.oracle import Thresholds
-from memo.triage.bugdir import EXPECTED_FILE, INPUTS_FILE, MODEL_FILE, converted_file
+from memo.bug_files import EXPECTED_FILE, INPUTS_FILE, MODEL_FILE
+from memo.triage.bugdir import converted_file
 from memo.triage.inline import Bundle
-from memo.triage.rerun import ALARM_SLACK_S, expected_death, hang_limit_s
+from memo.script_exit import ALARM_SLACK_S, expected_death
+from memo.triage.rerun import hang_limit_s
 from memo.triage.pathmask import comparable_message
 
 PLUGIN_FILE = "plugin_backend.py"

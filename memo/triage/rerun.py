@@ -12,8 +12,7 @@ from pathlib import Path
 from memo.bugdb.recheck import read_facts, run_script, wall_limit_s
 from memo.defaults import HANG_CONFIRM_FACTOR
 from memo.json_types import JsonObject
-# How a script's end reads lives below triage (the bug database rechecks scripts too); triage names it from here.
-from memo.script_exit import ALARM_SLACK_S, HANG_RERUN_MARGIN_S, expected_death, interpret  # noqa: F401
+from memo.script_exit import interpret
 
 
 def hang_limit_s(timeout_s: float) -> float:

@@ -16,7 +16,7 @@ import pytest
 
 from memo.bugdb.recheck import (ERROR, FIXED, FLAKY_NOTE, REPRODUCES, classify, read_facts, recheck_all,
                                 recheck_folder)
-from memo.bug_files import NOT_AGAIN
+from memo.bug_files import Reduction
 from memo.triage.repro import render_script
 
 CORPUS_BUG = Path(__file__).resolve().parents[1] / "corpus" / "bugs" / "crash-onnxruntime-53e3373378"
@@ -212,6 +212,6 @@ def test_the_same_bug_is_fixed_on_memos_onnxruntime_1_32(tmp_path: Path) -> None
 
 
 def test_a_fix_of_a_bug_triage_could_not_show_again_says_it_may_be_flaky(tmp_path: Path) -> None:
-    folder = _bug(tmp_path, "crash", "pass", bug_json={"reduction": {"status": NOT_AGAIN}})
+    folder = _bug(tmp_path, "crash", "pass", bug_json={"reduction": {"status": Reduction.NOT_AGAIN}})
     checked = recheck_folder(folder)
     assert (checked.result, checked.detail) == (FIXED, f"ran without an exception: does not reproduce ({FLAKY_NOTE})")

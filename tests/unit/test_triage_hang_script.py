@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 
 from memo.triage.repro import render_script
-from memo.triage.rerun import ALARM_SLACK_S, hang_limit_s, interpret, rerun_script
+from memo.script_exit import ALARM_SLACK_S, interpret
+from memo.triage.rerun import hang_limit_s, rerun_script
 
 LIMIT_S = 1.0  # the per-model limit the bug was "found" under: the script waits twice as long
 
