@@ -135,13 +135,23 @@ def connect(path: Path) -> sqlite3.Connection:
     store, in one transaction. :class:`StoreVersionError` before anything is written for a store this memo must not
     write."""
     path = Path(path)
-    db = sqlite3.connect(path, timeout=30.0, isolation_level=None)
+    return open_versioned(path, 30.0, lambda db: check(path, stored_version(db, path)),
+                          lambda db: create_or_migrate(db, path), ("journal_mode=WAL", "synchronous=NORMAL"))
+
+
+def open_versioned(path: Path, timeout_s: float, check_version: Callable[[sqlite3.Connection], None],
+                   create_or_migrate_db: Callable[[sqlite3.Connection], object],
+                   pragmas: tuple[str, ...]) -> sqlite3.Connection:
+    """A versioned SQLite file (a campaign store, a bug database) opened for writing in autocommit mode: its version
+    checked before anything is written (the pragmas change the file), then ``pragmas`` set, then what is missing
+    created and an older version migrated in one transaction; closed again if any of it raises."""
+    db = sqlite3.connect(path, timeout=timeout_s, isolation_level=None)
     try:
-        check(path, stored_version(db, path))  # before the pragmas below change any file
-        db.execute("PRAGMA journal_mode=WAL")
-        db.execute("PRAGMA synchronous=NORMAL")
+        check_version(db)
+        for pragma in pragmas:
+            db.execute(f"PRAGMA {pragma}")
         with immediate_transaction(db):
-            create_or_migrate(db, path)
+            create_or_migrate_db(db)
     except BaseException:
         db.close()
         raise
