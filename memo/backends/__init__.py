@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 import importlib
-from typing import Any, Collection
+from typing import Collection
 
 from memo.backends.spec import (ARTIFACT_KINDS, SPEC_NAME, AnySpec, BackendSpec, ConverterSpec, MessageRules,
                                 ReproRecipe)

@@ -28,7 +28,8 @@ from memo.store import CampaignStore
 from memo.bug_files import BUGS_DIR
 from memo.triage.probe import roles
 from memo.triage.session import WORK_DIR
-from memo.triage.signature import BUG_KINDS, signature
+from memo.kinds import BUG_KINDS
+from memo.triage.signature import signature
 
 REWALK_EVERY_S = 60.0         # the running count misses what triage releases and in-flight artifacts
 STOP_DISK_FULL = "disk full"

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import platform
 import re
-import sys
 from pathlib import Path
 from urllib.parse import quote_plus
 

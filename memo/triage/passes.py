@@ -31,7 +31,8 @@ from memo.triage.bug_reduction import mentioned_layers, reduce_bug
 from memo.triage.newest import check_and_store, pending_newest
 from memo.triage.rerun import rerun_script
 from memo.triage.session import Session, TriageSummary
-from memo.triage.signature import NUMERIC_KINDS, FailureDetails, failure_details, reduced_key
+from memo.kinds import NUMERIC_KINDS
+from memo.triage.signature import FailureDetails, failure_details, reduced_key
 from memo.backends.executor import Executor
 from memo.json_types import JsonObject
 from memo.newest import FIXED_UPSTREAM

@@ -14,7 +14,7 @@ from typing import Sequence
 import numpy as np
 
 from memo.artifact import Artifact, prepare_artifact
-from memo.backends import CONVERTERS, find_spec, load_spec, produced_by
+from memo.backends import CONVERTERS, find_spec, produced_by
 from memo.backends.result import ExecutionResult
 from memo.errors import InvalidModelError
 from memo.model.ir import ModelIR

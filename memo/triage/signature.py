@@ -21,7 +21,7 @@ from typing import Any
 from memo.backends import BACKENDS, CONVERTERS, REFERENCE, declared_messages, find_spec, load_spec
 from memo.backends.result import TRACE_STAGE, ExecutionResult, StageResult
 from memo.backends.spec import MessageRules
-from memo.kinds import BUG_KINDS, MESSAGE_KINDS, NUMERIC_KINDS, VerdictKind
+from memo.kinds import NUMERIC_KINDS, VerdictKind
 from memo.layers.catalogue import get_spec
 from memo.model.ir import Layer, ModelIR
 from memo.oracle import KERAS_FRONT_END, TF_FUNCTION_STAGE, Verdict
