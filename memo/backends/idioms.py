@@ -7,7 +7,7 @@ input: an array, or a list of them) or ``feed`` (``{input name: array}`` for an 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 KERAS, ONNX = "keras", "onnx"  # what the script builds: a Keras model in code, or an ONNX graph with onnx.helper
 
@@ -68,7 +68,9 @@ def engine_idiom(module: str, call: tuple[str, ...], imports: tuple[str, ...] = 
                  f'"{module}", version("{module}"), "onnx", onnx.__version__', call, collect=collect)
 
 
-def onnx2torch_idiom(wrap: str = "{}") -> Idiom:
-    """onnx2torch's module, eager, or wrapped (``wrap`` formats the module expression: torch.compile's call)."""
-    module = wrap.format("onnx2torch.convert(model).eval()")
-    return engine_idiom("onnx2torch", (f"module = {module}", *TORCH_MODULE), ("import torch",), TORCH_COLLECT)
+def onnx2torch_idiom(wrap: str = "") -> Idiom:
+    """onnx2torch's module, eager, or wrapped (``wrap`` formats the module expression: torch.compile's call, whose
+    bugs are torch's: its version is printed too)."""
+    idiom = engine_idiom("onnx2torch", (f"module = {(wrap or '{}').format('onnx2torch.convert(model).eval()')}",
+                                        *TORCH_MODULE), ("import torch",), TORCH_COLLECT)
+    return replace(idiom, versions=f'"torch", torch.__version__, {idiom.versions}') if wrap else idiom
