@@ -215,3 +215,18 @@ def test_a_fix_of_a_bug_triage_could_not_show_again_says_it_may_be_flaky(tmp_pat
     folder = _bug(tmp_path, "crash", "pass", bug_json={"reduction": {"status": Reduction.NOT_AGAIN}})
     checked = recheck_folder(folder)
     assert (checked.result, checked.detail) == (FIXED, f"ran without an exception: does not reproduce ({FLAKY_NOTE})")
+
+
+def test_the_one_runner_keeps_stderr_apart_when_asked(tmp_path: Path) -> None:
+    """The minimal-script check reads stdout's first line and the error output: run_script keeps them apart."""
+    from memo.bugdb.recheck import run_script
+
+    (tmp_path / "s.py").write_text("import sys\nprint('warning first', file=sys.stderr, flush=True)\n"
+                                   "print('versions line')\nraise ValueError('boom')\n")
+    run = run_script(tmp_path, sys.executable, 60, "s.py", stderr_apart=True, tail=None)
+    assert (run.returncode, run.timed_out) == (1, False)
+    assert run.output.splitlines()[0] == "versions line" and "ValueError: boom" in run.stderr
+    merged = run_script(tmp_path, sys.executable, 60, "s.py")
+    assert "warning first" in merged.output and "ValueError: boom" in merged.output and merged.stderr == ""
+    late = run_script(tmp_path, "/nonexistent/python", 60, "s.py")
+    assert late.returncode is None and not late.timed_out and late.output.startswith("cannot start")
