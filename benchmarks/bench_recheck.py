@@ -30,7 +30,7 @@ sys.path.insert(0, str(REPO))
 
 from memo.bugdb.recheck import RESULTS, RecheckResult, read_facts, recheck_all  # noqa: E402
 from memo.paths import CAMPAIGNS_DIR  # noqa: E402
-from memo.triage.bugdir import BUG_FILE, BUGS_DIR, REPRO_FILE  # noqa: E402
+from memo.bug_files import BUG_FILE, BUGS_DIR, REPRO_FILE  # noqa: E402
 
 
 def bug_folders(campaigns: list[Path]) -> dict[str, Path]:

@@ -27,9 +27,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from memo.store import CampaignStore  # noqa: E402
-from memo.triage.bugdir import read_bug_file  # noqa: E402
+from memo.bug_files import read_bug_file  # noqa: E402
 from memo.triage.rerun import rerun_script  # noqa: E402
-from memo.triage.signature import BUG_KINDS, NUMERIC_KINDS  # noqa: E402
+from memo.kinds import BUG_KINDS, NUMERIC_KINDS  # noqa: E402
 
 
 def run_campaign(minutes: float, seed: int, backends: str | None) -> Path:

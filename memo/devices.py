@@ -20,7 +20,7 @@ import re
 from typing import Callable, Mapping, Protocol, Sequence
 
 from memo.backends import find_spec
-from memo.backends.cuda import TF32, TF32_TOLERANCE_FACTOR
+from memo.backends.cuda import DEVICE_CPU, TF32, TF32_TOLERANCE_FACTOR
 from memo.backends.result import ExecutionResult
 
 
@@ -48,12 +48,13 @@ def per_backend_tolerances(result: ExecutionResult, thresholds: _Tolerances) -> 
 def cpu_twin(name: str) -> str | None:
     """The same library on the CPU, for a GPU backend (None for a CPU backend or a plugin)."""
     spec = find_spec(name)
-    return getattr(spec, "cpu_twin", None)
+    return spec.cpu_twin if spec is not None else None
 
 
 def device_of(name: str) -> str:
     """Where a backend's kernels run ("cpu" for a plugin or converter)."""
-    return str(getattr(find_spec(name), "device", "cpu"))
+    spec = find_spec(name)
+    return spec.device if spec is not None else DEVICE_CPU
 
 
 def library_count(names: Sequence[str]) -> int:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 import importlib
-from typing import Any, Collection
+from typing import Collection
 
 from memo.backends.spec import (ARTIFACT_KINDS, SPEC_NAME, AnySpec, BackendSpec, ConverterSpec, MessageRules,
                                 ReproRecipe)
@@ -98,6 +98,12 @@ def producers() -> dict[str, str]:
     return dict(_producers(tuple(CONVERTERS.items())))
 
 
+def produced_by(name: str) -> str | None:
+    """The artifact kind the registered converter ``name`` writes (None for any other name)."""
+    spec = find_spec(name)
+    return spec.produces if isinstance(spec, ConverterSpec) else None
+
+
 def producer_of(kind: str, present: Collection[str] | None = None) -> str | None:
     """The converter that writes artifact ``kind``; None for keras (the artifact itself) or an unknown kind. With
     ``present`` (the members of one run): the one that wrote it there, the producer or a stand-in in its place."""
@@ -124,7 +130,9 @@ def declared_masks() -> tuple[tuple[str, str, str], ...]:
 def _producers(converters: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
     kinds: dict[str, str] = {}
     for name, target in converters:
-        kinds.setdefault(_declared_at(target).produces, name)  # type: ignore[union-attr]
+        spec = _declared_at(target)
+        if isinstance(spec, ConverterSpec):
+            kinds.setdefault(spec.produces, name)
     return tuple(kinds.items())
 
 
@@ -139,14 +147,6 @@ def _declared_messages(targets: tuple[str, ...]) -> tuple[MessageRules, ...]:
     return tuple(rules)
 
 
-def __getattr__(name: str) -> Any:
-    """``PRODUCERS``, the old name of :func:`producers` as a dict (computed on first use: it loads the converters'
-    specs)."""
-    if name == "PRODUCERS":
-        return producers()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 __all__ = ["ARTIFACT_KINDS", "BACKENDS", "BackendSpec", "CONVERTERS", "ConverterSpec", "DEFAULT_BACKENDS",
            "GPU_BACKENDS", "ORACLES", "STAND_IN_PRODUCERS", "declared_masks", "declared_messages", "default_backends",
-           "find_spec", "producer_of", "producers", "REFERENCE", "ReproRecipe", "load_spec"]
+           "find_spec", "produced_by", "producer_of", "producers", "REFERENCE", "ReproRecipe", "load_spec"]

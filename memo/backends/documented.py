@@ -11,7 +11,7 @@ import re
 from typing import Any
 
 from memo.backends import find_spec
-from memo.backends.spec import NEVER_UNSUPPORTED, UNKNOWN_UPSTREAM, DocumentedDifference, UnsupportedPhrase, Upstream
+from memo.backends.spec import NEVER_UNSUPPORTED, UNKNOWN_UPSTREAM, BackendSpec, DocumentedDifference, UnsupportedPhrase, Upstream
 from memo.model.ir import Layer, ModelIR
 
 # Keys under which a wrapper layer (Bidirectional, TimeDistributed) keeps the layer it wraps.
@@ -30,7 +30,7 @@ def documented_difference(library: str, kind: str, ir: ModelIR | None, layer: st
     spec = find_spec(library)
     if spec is None:
         return None
-    for declared in getattr(spec, "documented_differences", ()):
+    for declared in spec.documented_differences:
         if covers(declared, kind, ir, layer, message):
             return declared
     return None
@@ -39,7 +39,8 @@ def documented_difference(library: str, kind: str, ir: ModelIR | None, layer: st
 def upstream_of(name: str) -> Upstream:
     """The upstream status a registered backend or converter declares; for any other name (a plugin) "active"
     with no tracker (:data:`memo.backends.spec.UNKNOWN_UPSTREAM`)."""
-    return getattr(find_spec(name), "upstream", UNKNOWN_UPSTREAM)
+    spec = find_spec(name)
+    return spec.upstream if spec is not None else UNKNOWN_UPSTREAM
 
 
 def covers(declared: DocumentedDifference, kind: str, ir: ModelIR | None, layer: str | None, message: str) -> bool:
@@ -96,7 +97,7 @@ def declared_refusal(library: str, exc_type: str | None, message: str) -> str | 
     spec = find_spec(library)
     if spec is None or not exc_type or exc_type in NEVER_UNSUPPORTED:
         return None
-    for phrase in getattr(spec, "unsupported_patterns", ()):
+    for phrase in spec.unsupported_patterns:
         if isinstance(phrase, str):
             phrase = UnsupportedPhrase(phrase)
         if phrase.exc_types and exc_type not in phrase.exc_types:
@@ -109,4 +110,5 @@ def declared_refusal(library: str, exc_type: str | None, message: str) -> str | 
 def delegated_library(library: str, message: str) -> str | None:
     """The library a failure reported by ``library`` belongs to (its spec's ``delegates``), or None."""
     spec = find_spec(library)
-    return next((other for pattern, other in getattr(spec, "delegates", ()) if re.search(pattern, message)), None)
+    delegates = spec.delegates if isinstance(spec, BackendSpec) else ()
+    return next((other for pattern, other in delegates if re.search(pattern, message)), None)

@@ -30,6 +30,7 @@ from memo.backends import BACKENDS, REFERENCE, STAND_IN_PRODUCERS, default_backe
 from memo.backends.cuda import DEVICE_CPU, PRECISION_VARIABLE, STRICT, gpu_unavailable
 from memo.backends.keras_common import UNSAFE_VARIABLE
 from memo.backends.plugins import PluginInfo, read_plugin
+from memo.backends.spec import ConverterSpec
 from memo.backends.result import BackendResult, ExecutionResult, StageResult
 from memo.backends.supervisor import WorkerCommand, WorkerProcess
 from memo.backends.training import TIME_FACTOR
@@ -105,12 +106,12 @@ class Member:
 def registered_member(name: str) -> Member:
     """The member for a registered backend or converter."""
     spec = load_spec(name)
-    produces = getattr(spec, "produces", None)
-    device = getattr(spec, "device", DEVICE_CPU)
+    produces = spec.produces if isinstance(spec, ConverterSpec) else None
+    device = spec.device
     member = Member(name=name, consumes=spec.consumes, role="converter" if produces else "backend",
                     produces=produces, distributions=tuple(spec.distributions), group=spec.worker_group,
                     command=WorkerCommand(group=spec.worker_group, args=[], python=spec.python, env=dict(spec.env)),
-                    timeout_s=spec.timeout_s, sample_every=getattr(spec, "sample_every", 1), device=device)
+                    timeout_s=spec.timeout_s, sample_every=spec.sample_every, device=device)
     member.versions, member.unavailable = versions_in(spec.python, tuple(spec.distributions))
     if device != DEVICE_CPU and member.unavailable is None:
         member.unavailable = gpu_unavailable()

@@ -16,7 +16,9 @@ from typing import Any, Iterator
 
 import numpy as np
 
+from memo.backends import trackers
 from memo.backends.cuda import DEVICE_CPU, DEVICE_CUDA, device_banner, set_jax_precision, set_torch_precision
+from memo.backends.idioms import EAGER, PREDICT, Idiom, keras_idiom
 from memo.backends.openvino_backend import CPU_CONFIG as OPENVINO_CPU_CONFIG
 from memo.backends.spec import (BackendSpec, DifferenceExample, DocumentedDifference, MessageMask, MessageRules,
                                 ModelInputs, ReproRecipe, UnsupportedPhrase, Upstream)
@@ -156,7 +158,8 @@ BICUBIC_KERNEL = DocumentedDifference(
 # By-design differences per Keras backend (memo.backends.documented).
 DOCUMENTED: dict[str, tuple[DocumentedDifference, ...]] = {"torch": (BICUBIC_KERNEL,)}
 KERAS_UPSTREAM = Upstream("active", "https://github.com/keras-team/keras/issues",
-                          "Keras 3 is released regularly (3.15.1 installed); its backends' bugs are filed to Keras")
+                          "Keras 3 is released regularly (3.15.1 installed); its backends' bugs are filed to Keras",
+                          trackers.KERAS)
 
 # Per Keras backend, environment variables of its worker (and of its repro scripts, which copy a spec's env).
 # JAX: XLA keeps every HLO pass (fusion, algebraic simplification, layout: where XLA's own bugs live) but
@@ -281,4 +284,16 @@ def keras_spec(keras_backend: str, libraries: tuple[str, ...], device: str = DEV
                        messages=keras_messages(keras_backend), device=device,
                        cpu_twin=None if device == DEVICE_CPU else f"keras-{keras_backend}",
                        library_code=(keras_code(keras_backend),),
+                       idiom=KERAS_IDIOMS.get(keras_backend) if device == DEVICE_CPU else None,
                        train=training_stages if keras_backend in TRAINS else None)
+
+
+# How a bug's minimal script calls Keras on each backend (memo.filing): eagerly as the worker does, or by predict
+# where the worker runs one compiled program; a failure of the traced call at stage "tf-function" is tf.function's.
+KERAS_IDIOMS: dict[str, Idiom] = {
+    "tensorflow": keras_idiom("tensorflow", EAGER, stage_calls=(
+        ("tf-function", ("actual = tf.function(lambda x: model(x, training=False))(x)",)),)),
+    "torch": keras_idiom("torch", EAGER),
+    "jax": keras_idiom("jax", PREDICT),
+    "openvino": keras_idiom("openvino", PREDICT),
+}

@@ -21,6 +21,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from memo.backends import trackers
+from memo.backends.idioms import CHECK_MODEL, Idiom, converter_idiom
 from memo.backends.keras_common import _load as load_keras_model
 from memo.backends.keras_common import keras_spec
 from memo.backends.onnx_validity import conversion_problems
@@ -116,12 +118,22 @@ DOCUMENTED: tuple[DocumentedDifference, ...] = (
                                   "RuntimeError: \"addmm_impl_cpu_\" not implemented for 'Half'")),
 )
 UPSTREAM = Upstream("active", "https://github.com/keras-team/keras/issues",
-                    "Keras's export (torch.onnx underneath) is released with Keras 3 (3.15.1 installed)")
+                    "Keras's export (torch.onnx underneath) is released with Keras 3 (3.15.1 installed)", trackers.KERAS)
 
 # How the export fails: as Keras on torch does, and torch.onnx's trace names the Keras layer's source file it went
 # through ("node defined in .../keras/src/layers/preprocessing/image_preprocessing/random_flip.py(92)").
 MESSAGES = replace(_KERAS_TORCH.messages, failing_classes=(*_KERAS_TORCH.messages.failing_classes,
                                                             r"/keras/src/layers/(?:\w+/)*(?P<file>\w+)\.py\(\d+\)"))
+
+def _idiom(opset: int | None) -> Idiom:
+    """A bug's minimal script: the model called once (Keras exports only a called model), exported, checked."""
+    opset_arg = f", opset_version={opset}" if opset else ""
+    return converter_idiom(("import onnx", "import torch"), '"keras", keras.__version__, "torch", torch.__version__',
+                           ("with torch.no_grad():  # Keras exports only a model it has called",
+                            "    model(x, training=False)",
+                            f'model.export("exported.onnx", format="onnx", verbose=False{opset_arg})',
+                            "onnx_model = onnx.load(\"exported.onnx\")", *CHECK_MODEL))
+
 
 # Export time grows with the model (TorchScript tracing, ~15 ms CPU per layer: over 10 s for the 822 layers of
 # Inception-ResNet-v2), and the worker shares two cores with the others: a large model is no hang.
@@ -129,7 +141,7 @@ SPEC = ConverterSpec(name="keras-export", consumes="keras", produces="keras-onnx
                      setup=_setup, distributions=DISTRIBUTIONS, env=dict(_KERAS_TORCH.env), group="keras-export",
                      unsupported_patterns=UNSUPPORTED, repro=ReproRecipe(), timeout_s=120.0,
                      documented_differences=DOCUMENTED, upstream=UPSTREAM, messages=MESSAGES,
-                     computes_with="keras-torch",
+                     computes_with="keras-torch", idiom=_idiom(None),
                      library_code=(MeasuredCode("keras-export", ("keras/src/export",)),
                                    MeasuredCode("torch.onnx", ("torch/onnx",))))
 
@@ -137,4 +149,5 @@ SPEC = ConverterSpec(name="keras-export", consumes="keras", produces="keras-onnx
 # memo.backends.STAND_IN_PRODUCERS): it writes the "onnx" artifact the ONNX backends read, at tf2onnx's default
 # opset, since onnx2torch converts no opset-19 Cast and torch.onnx's default opset is 20.
 STAND_IN_OPSET = 15
-SPEC_OPSET15 = replace(SPEC, name="keras-export-opset15", produces="onnx", export=_export_opset15)
+SPEC_OPSET15 = replace(SPEC, name="keras-export-opset15", produces="onnx", export=_export_opset15,
+                       idiom=_idiom(STAND_IN_OPSET))

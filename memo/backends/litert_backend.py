@@ -18,6 +18,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from memo.backends import trackers
 from memo.backends.spec import BackendSpec, ModelInputs, ReproRecipe, Upstream
 from memo.backends.tflite_converter import INPUT_NAME, OUTPUT_NAME
 from memo.backends.versions import distribution_versions
@@ -82,4 +83,4 @@ def _run(interpreter: Any, inputs: ModelInputs) -> list[Any]:
 SPEC = BackendSpec(name="litert", consumes="tflite", load=_load, run=_run, setup=_setup,
                    distributions=DISTRIBUTIONS, repro=ReproRecipe(),
                    upstream=Upstream("active", "https://github.com/google-ai-edge/LiteRT/issues",
-                                     "Google releases ai-edge-litert regularly (2.3.0 installed)"))
+                                     "Google releases ai-edge-litert regularly (2.3.0 installed)", trackers.LITERT))

@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from memo.library_coverage.measured import MeasuredCode
+from memo.backends import trackers
+from memo.backends.idioms import ONNX, ONNX_IMPORTS, Idiom
 from memo.backends.spec import (BackendSpec, DifferenceExample, DocumentedDifference, MessageMask, MessageRules,
                                 ModelInputs, ReproRecipe, UnsupportedPhrase, Upstream)
 from memo.backends.versions import distribution_versions
@@ -127,10 +129,20 @@ MESSAGES = MessageRules(masks=(MessageMask(r"(simple_bind error\. Arguments:)(?:
                         declined_features=(r"\bOperator ([A-Za-z]\w*) not implemented",))
 
 UPSTREAM = Upstream("retired", "https://github.com/apache/mxnet/issues",
-                    "retired to the Apache Attic in 2023; 1.9.1 is its last release: bugs are not fixed")
+                    "retired to the Apache Attic in 2023; 1.9.1 is its last release: bugs are not fixed", trackers.MXNET)
 
 SPEC = BackendSpec(name="mxnet", consumes="onnx-opset11", convert=_convert, load=_load, run=_run, setup=_setup,
                    distributions=DISTRIBUTIONS, python=MXNET_PYTHON, unsupported_patterns=UNSUPPORTED,
                    documented_differences=DOCUMENTED, upstream=UPSTREAM, messages=MESSAGES,
                    library_code=(MeasuredCode("mxnet", ("mxnet/contrib/onnx",)),),  # the importer memo runs
-                   repro=ReproRecipe(requirements=("mxnet==1.9.1", "numpy==1.23.5", "onnx==1.14.1", "protobuf<4")))
+                   repro=ReproRecipe(requirements=("mxnet==1.9.1", "numpy==1.23.5", "onnx==1.14.1", "protobuf<4")),
+                   idiom=Idiom(ONNX, (*ONNX_IMPORTS, "import mxnet as mx", "from mxnet.contrib import onnx as onnx_mxnet"),
+                               '"mxnet", mx.__version__, "onnx", onnx.__version__', (
+                       'onnx.save(model, "bug.onnx")',
+                       'symbol, arg_params, aux_params = onnx_mxnet.import_model("bug.onnx")',
+                       "module = mx.mod.Module(symbol=symbol, data_names=list(feed), label_names=None, context=mx.cpu())",
+                       "module.bind(for_training=False, data_shapes=[(k, v.shape) for k, v in feed.items()])",
+                       "module.set_params(arg_params, aux_params, allow_missing=True, allow_extra=True)",
+                       "module.forward(mx.io.DataBatch([mx.nd.array(v, dtype=v.dtype) for v in feed.values()]), "
+                       "is_train=False)",
+                       "actual = [out.asnumpy() for out in module.get_outputs()]")))

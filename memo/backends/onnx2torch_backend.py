@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from memo.library_coverage.measured import MeasuredCode
+from memo.backends import trackers
+from memo.backends.idioms import onnx2torch_idiom
 from memo.backends.spec import BackendSpec, ReproRecipe, Upstream
 from memo.backends.torch_common import (TORCH_INTERPOLATE_RESIZE, TORCH_MESSAGES, eval_module, run_module,
                                         run_module_cuda, setup_torch, setup_torch_cuda, to_cuda)
@@ -40,13 +42,13 @@ def _convert(path: Path) -> Any:
 
 # Release facts: 1.5.15 (installed) is the newest on conda-forge, published Aug 2024.
 UPSTREAM = Upstream("maintenance", "https://github.com/ENOT-AutoDL/onnx2torch/issues",
-                    "no release since 1.5.15 (Aug 2024)")
+                    "no release since 1.5.15 (Aug 2024)", trackers.ONNX2TORCH)
 
 SPEC = BackendSpec(name="onnx2torch", consumes="onnx", convert=_convert, load=eval_module, run=run_module,
                    setup=_setup, distributions=DISTRIBUTIONS, repro=ReproRecipe(), upstream=UPSTREAM,
                    messages=TORCH_MESSAGES, library_code=(MeasuredCode("onnx2torch", ("onnx2torch",)),),
-                   documented_differences=(TORCH_INTERPOLATE_RESIZE,))
+                   documented_differences=(TORCH_INTERPOLATE_RESIZE,), idiom=onnx2torch_idiom())
 # onnx2torch's module run eagerly on the GPU (cuBLAS, cuDNN and torch's own CUDA kernels); judged against the
 # reference and against the same module on the CPU (``onnx2torch``).
 SPEC_CUDA = dataclasses.replace(SPEC, name="onnx2torch-cuda", load=to_cuda, run=run_module_cuda, setup=_setup_cuda,
-                                device="cuda", cpu_twin="onnx2torch")
+                                device="cuda", cpu_twin="onnx2torch", idiom=None)

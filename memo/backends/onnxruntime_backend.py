@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from memo.backends import trackers
+from memo.backends.idioms import engine_idiom
 from memo.backends.cuda import TF32, device_banner, precision
 from memo.backends.keras_common import BICUBIC_KERNEL
 from memo.backends.spec import BackendSpec, MessageRules, ModelInputs, ReproRecipe, UnsupportedPhrase, Upstream
@@ -59,11 +61,14 @@ MESSAGES = MessageRules(declined_features=(r"\bimplementation for ([A-Za-z]\w*)\
                         failing_nodes=(r"while running (?P<op>[A-Za-z]\w*) node\. Name:'(?P<node>[^']*)'",))
 
 UPSTREAM = Upstream("active", "https://github.com/microsoft/onnxruntime/issues",
-                    "Microsoft releases ONNX Runtime regularly (1.31.1 installed)")
+                    "Microsoft releases ONNX Runtime regularly (1.31.1 installed)", trackers.ONNXRUNTIME)
 
 SPEC = BackendSpec(name="onnxruntime", consumes="onnx", load=_load, run=_run, setup=_setup,
                    distributions=DISTRIBUTIONS, unsupported_patterns=UNSUPPORTED, repro=ReproRecipe(),
-                   engine="onnxruntime", upstream=UPSTREAM, messages=MESSAGES)
+                   engine="onnxruntime", upstream=UPSTREAM, messages=MESSAGES, idiom=engine_idiom("onnxruntime", (
+                       'session = onnxruntime.InferenceSession(model.SerializeToString(), '
+                       'providers=["CPUExecutionProvider"])',
+                       "actual = session.run(None, feed)")))
 # The same runtime on Keras's own export (keras_export_converter: Keras on torch, torch.onnx). That file's
 # bicubic Resize says cubic_coeff_a=-0.75 (PyTorch's kernel, what Keras on torch computes), and ONNX Runtime
 # follows it: a difference from TensorFlow's a = -0.5 there is by design (keras_common.BICUBIC_KERNEL).
@@ -100,4 +105,4 @@ CUDA_DISTRIBUTIONS = ("onnxruntime-gpu", "onnx")
 # is visible; judged against the reference and against ``onnxruntime`` (its CPU provider) on the same file.
 SPEC_CUDA = dataclasses.replace(SPEC, name="onnxruntime-cuda", load=_load_cuda, setup=_setup_cuda,
                                 distributions=CUDA_DISTRIBUTIONS, engine="onnxruntime-cuda", device="cuda",
-                                cpu_twin="onnxruntime")
+                                cpu_twin="onnxruntime", idiom=None)

@@ -17,6 +17,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from memo.backends import trackers
+from memo.backends.idioms import engine_idiom
 from memo.backends.spec import BackendSpec, MessageRules, ModelInputs, ReproRecipe, UnsupportedPhrase, Upstream
 from memo.backends.versions import distribution_versions
 
@@ -77,7 +79,7 @@ UNSUPPORTED = (
 # No documented differences: its bicubic Resize differs from TensorFlow on tf2onnx's file (max |diff| 0.04 on a
 # 4x4 -> 7x7 Resizing), but that file's cubic_coeff_a=-0.5 and exclude_outside=1 fix the result: a bug.
 UPSTREAM = Upstream("active", "https://github.com/openvinotoolkit/openvino/issues",
-                    "Intel releases OpenVINO several times a year (2026.4.1 installed)")
+                    "Intel releases OpenVINO several times a year (2026.4.1 installed)", trackers.OPENVINO)
 
 # Its ONNX frontend lists the operations it failed to convert, each with its message ("-- Conv-17 with a message:
 # While validating ONNX node '<Node(Conv): y>': ..."): the first is the cause, those after it may follow from it.
@@ -86,4 +88,8 @@ MESSAGES = MessageRules(failing_nodes=(r"-- (?P<op>[A-Za-z]\w*)-\d+ with a messa
 
 SPEC = BackendSpec(name="openvino", consumes="onnx", convert=_convert, load=_load, run=_run, setup=_setup,
                    distributions=DISTRIBUTIONS, unsupported_patterns=UNSUPPORTED, repro=ReproRecipe(),
-                   upstream=UPSTREAM, messages=MESSAGES)
+                   upstream=UPSTREAM, messages=MESSAGES, idiom=engine_idiom("openvino", (
+                       'onnx.save(model, "bug.onnx")',
+                       'compiled = openvino.Core().compile_model("bug.onnx", "CPU", {"INFERENCE_PRECISION_HINT": "f32"})',
+                       "result = compiled(list(feed.values()))",
+                       "actual = [result[output] for output in compiled.outputs]")))

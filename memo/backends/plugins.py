@@ -1,7 +1,7 @@
 """Reading a backend plugin file in the orchestrator without executing it.
 
 A plugin is a Python file that assigns ``SPEC = BackendSpec(name="...", consumes="...", load=..., run=...)``, as
-memo's own backend modules do (``BACKEND``, the name plugins used before, is still read). The orchestrator must
+memo's own backend modules do. The orchestrator must
 not import heavy libraries (nor run a user's code), so it parses the file with ``ast`` and reads the literal keyword
 arguments it needs; the worker process imports the file for real.
 """
@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memo.backends.spec import ARTIFACT_KINDS, DECLARATION_NAMES, SPEC_NAME
+from memo.backends.spec import ARTIFACT_KINDS, SPEC_NAME
 from memo.errors import UsageError
 
 
@@ -23,7 +23,6 @@ class PluginInfo:
     consumes: str
     env: dict[str, str] = field(default_factory=dict)
     python: str | None = None
-    declared_as: str = SPEC_NAME  # the module-level name the file assigns its spec to
 
 
 def read_plugin(path: Path | str) -> PluginInfo:
@@ -35,10 +34,9 @@ def read_plugin(path: Path | str) -> PluginInfo:
         tree = ast.parse(path.read_text(), filename=str(path))
     except (SyntaxError, UnicodeDecodeError, ValueError) as exc:
         raise UsageError(f"backend plugin {path}: cannot be parsed ({type(exc).__name__}: {exc})") from exc
-    declared = _declaration(tree)
-    if declared is None:
+    call = _declaration(tree)
+    if call is None:
         raise UsageError(f"backend plugin {path}: defines no `{SPEC_NAME} = BackendSpec(...)`")
-    declared_as, call = declared
     keywords = {kw.arg: kw.value for kw in call.keywords if kw.arg}
     values: dict[str, Any] = {}
     for key in ("name", "consumes", "env", "python"):
@@ -55,16 +53,15 @@ def read_plugin(path: Path | str) -> PluginInfo:
     if values["consumes"] not in ARTIFACT_KINDS:
         raise UsageError(f"backend plugin {path}: `consumes=` must be one of {', '.join(ARTIFACT_KINDS)}")
     return PluginInfo(path=path, name=values["name"], consumes=values["consumes"], env=dict(values.get("env", {})),
-                      python=values.get("python"), declared_as=declared_as)
+                      python=values.get("python"))
 
 
-def _declaration(tree: ast.Module) -> tuple[str, ast.Call] | None:
-    """The name and the call of the file's spec declaration: ``SPEC = ...(...)``, else ``BACKEND = ...(...)``."""
-    calls: dict[str, ast.Call] = {}
+def _declaration(tree: ast.Module) -> ast.Call | None:
+    """The call of the file's spec declaration, ``SPEC = ...(...)`` (the first)."""
     for node in tree.body:
         target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else \
             node.target if isinstance(node, ast.AnnAssign) else None
         value = getattr(node, "value", None)
-        if isinstance(target, ast.Name) and target.id in DECLARATION_NAMES and isinstance(value, ast.Call):
-            calls.setdefault(target.id, value)
-    return next(((name, calls[name]) for name in DECLARATION_NAMES if name in calls), None)
+        if isinstance(target, ast.Name) and target.id == SPEC_NAME and isinstance(value, ast.Call):
+            return value
+    return None

@@ -8,7 +8,7 @@ orchestrator can read a declaration without loading any library under test.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
@@ -18,6 +18,8 @@ if TYPE_CHECKING:  # annotations only: this module stays standard-library only
     from memo.model.ir import LayerConfig
 
 from memo.artifact_files import ARTIFACT_KINDS  # stdlib only, like this module
+from memo.backends.idioms import Idiom  # stdlib only, like this module
+from memo.backends.trackers import GENERIC, TrackerForm  # stdlib only, like this module
 from memo.library_coverage.measured import MeasuredCode  # stdlib only, like this module
 
 # Exception types that are never a deliberate refusal, whatever their message says (checked on the whole
@@ -39,9 +41,6 @@ class UnsupportedPhrase:
     example: str = ""
 
 
-# A backend declares its own phrases; by default only NotImplementedError means "unsupported". (Kept as a
-# name for plugins written against the old broad list, which is gone: it filed bugs as unsupported.)
-DEFAULT_UNSUPPORTED_PATTERNS: tuple[UnsupportedPhrase, ...] = ()
 UnsupportedPatterns = Sequence["UnsupportedPhrase | str"]
 
 Outputs = Any  # a list/tuple of arrays, a dict of arrays, or a single array
@@ -145,11 +144,13 @@ UPSTREAM_STATUSES: tuple[str, ...] = ("active", "maintenance", "retired")
 class Upstream:
     """Whether a library's maintainers still release it: ``status`` is "active" (regular releases),
     "maintenance" (rare releases, few fixes) or "retired" (no more releases; bugs there are not fixed);
-    ``tracker`` is where its bugs are filed (empty: unknown), ``reason`` one line of evidence."""
+    ``tracker`` is where its bugs are filed (empty: unknown), ``reason`` one line of evidence, ``form`` the
+    tracker's issue form (:mod:`memo.backends.trackers`; the generic one where memo knows none)."""
 
     status: str = "active"
     tracker: str = ""
     reason: str = ""
+    form: TrackerForm = GENERIC
 
     def __post_init__(self) -> None:
         if self.status not in UPSTREAM_STATUSES:
@@ -190,68 +191,59 @@ class ReproRecipe:
     env: dict[str, str] = field(default_factory=dict)
 
 
-# The name under which a backend module (memo's own, or a user's plugin file) declares its spec; plugins written
-# before it was one name declare ``BACKEND``, which memo still reads.
+# The name under which a backend module (memo's own, or a user's plugin file) declares its spec.
 SPEC_NAME = "SPEC"
-OLD_PLUGIN_NAME = "BACKEND"
-DECLARATION_NAMES: tuple[str, ...] = (SPEC_NAME, OLD_PLUGIN_NAME)
 
 
 @dataclass(frozen=True)
-class BackendSpec:
-    """A library under test.
+class LibrarySpec:
+    """What every library memo runs declares, a backend (:class:`BackendSpec`) or a converter
+    (:class:`ConverterSpec`): its ``name``, the artifact kind it ``consumes`` and ``load(path)``, which turns that
+    file into a handle; everything else by keyword.
 
-    ``load(path)`` turns the consumed artifact file into a handle, ``run(handle, inputs)`` executes it
-    on the model inputs (a dict from input name to array, in model-input order) and returns the outputs
-    in model-output order. ``convert(path)`` is an optional first stage (a converter shipped with the
-    library, e.g. onnx2torch); when given, ``load`` receives its result instead of the path.
-    ``setup()`` imports the library once per worker and returns ``{distribution: version}``.
+    ``setup()`` imports the library once per worker and returns ``{distribution: version}``; ``python`` is the
+    worker's interpreter (None: the orchestrator's own); specs with the same ``group`` share one worker process.
     """
 
     name: str
     consumes: str
+    _: KW_ONLY
     load: Callable[[Any], Any]
-    run: Callable[[Any, ModelInputs], Outputs]
-    convert: Callable[[Path], Any] | None = None
     setup: Callable[[], dict[str, str]] | None = None
     distributions: Sequence[str] = ()
     env: dict[str, str] = field(default_factory=dict)
     python: str | None = None  # interpreter for the worker; None = the orchestrator's own
     group: str | None = None  # specs with the same group share one worker process
-    unsupported_patterns: UnsupportedPatterns = DEFAULT_UNSUPPORTED_PATTERNS
+    # A backend declares its own phrases; by default only NotImplementedError means "unsupported".
+    unsupported_patterns: UnsupportedPatterns = ()
     repro: ReproRecipe | None = None  # None: memo writes no repro.py for this library's bugs
-    # Per-model time limit for this backend when longer than the executor's (a compiler that needs longer says so).
+    # Per-model time limit for this library when longer than the executor's (a compiler that needs longer says so).
     timeout_s: float | None = None
-    # Run on one model in ``sample_every`` of a campaign (chosen by the artifact's name, so deterministic);
-    # the others record stage "sample" as skipped. A run that names the backend explicitly (triage) always
-    # runs it. For engines too costly to run on every model (torch.compile's inductor).
-    sample_every: int = 1
-    # The library that executes the model, when two backends run one engine on different converters' files
-    # (ONNX Runtime on tf2onnx's file and on Keras's export): None means the backend's own name. The oracle
-    # blames a conversion when the same engine agrees with the reference on another converter's file.
-    engine: str | None = None
-    # Another backend whose code this one runs first (torch.compile compiles onnx2torch's module): a failure
-    # identical to that backend's (stage, type, message) is its finding, not a second one.
-    builds_on: str | None = None
     # Behaviour that differs from the reference by design, each with its document (memo.backends.documented).
     documented_differences: tuple[DocumentedDifference, ...] = ()
-    upstream: Upstream = UNKNOWN_UPSTREAM  # whether the library is still released, and where bugs go
-    # Failures that are another library's though this backend reported them (a regular expression searched in
-    # the message -> that library): Keras on OpenVINO hands its graph to OpenVINO's device plugins.
-    delegates: tuple[tuple[str, str], ...] = ()
-    # The backend whose kernels decide this one's numbers, when another's: Keras on OpenVINO builds an OpenVINO
-    # graph (openvino); ONNX Runtime on Keras's export runs what torch.onnx traced from Keras on torch
-    # (keras-torch). A numeric bug here with the same first misbehaving code as a bug there is that bug.
-    computes_with: str | None = None
+    upstream: Upstream = UNKNOWN_UPSTREAM  # whether the library is still released, where bugs go, in which form
     messages: MessageRules = MessageRules()  # how its failures read (masks, named nodes and classes, frames)
+    # Another library whose code this one runs first (torch.compile compiles onnx2torch's module; tf2onnx at opset 11
+    # is tf2onnx): a failure identical to that one's (stage, type, message) on the same model is its finding.
+    builds_on: str | None = None
+    # The library whose code decides this one's numbers and failures, when another's: Keras on OpenVINO builds an
+    # OpenVINO graph (openvino); ONNX Runtime on Keras's export and Keras's export itself run what torch.onnx traced
+    # from Keras on torch (keras-torch). A bug here with the same first misbehaving code as a bug there is that bug.
+    computes_with: str | None = None
+    # The Python code of the library under test that ``--library-coverage`` measures (memo.library_coverage): its
+    # package folders, relative to the package root, and the library name each measured set is counted under.
+    library_code: tuple[MeasuredCode, ...] = ()
     # Where its kernels run: "cpu", or "cuda" (an NVIDIA GPU; such a backend is available only where the driver
     # shows one, memo.backends.cuda). ``cpu_twin``: the same library on the CPU, against which a GPU backend is
     # also judged (a result the CUDA path alone gets wrong is that path's bug).
     device: str = "cpu"
     cpu_twin: str | None = None
-    # The Python code of the library under test that ``--library-coverage`` measures (memo.library_coverage): its
-    # package folders, relative to the package root, and the library name each measured set is counted under.
-    library_code: tuple[MeasuredCode, ...] = ()
+    # Run on one model in ``sample_every`` of a campaign (chosen by the artifact's name, so deterministic);
+    # the others record stage "sample" as skipped. A run that names the backend explicitly (triage) always
+    # runs it. For engines too costly to run on every model (torch.compile's inductor).
+    sample_every: int = 1
+    # How a bug's minimal script calls the library in its own idiom (memo.filing writes it); None: no such script.
+    idiom: Idiom | None = None
     # The training check (memo.backends.training): ``train(handle, inputs, options)`` prepares the loaded model and
     # returns its stages (name, callable returning arrays) and the check's names; None: the library does not train.
     train: Callable[[Any, ModelInputs, dict[str, Any]], tuple[list[Any], dict[str, Any]]] | None = None
@@ -266,46 +258,49 @@ class BackendSpec:
 
     @property
     def engine_name(self) -> str:
+        """The library that executes the model (a converter executes none: its own name)."""
+        return self.name
+
+
+@dataclass(frozen=True)
+class BackendSpec(LibrarySpec):
+    """A library under test.
+
+    ``run(handle, inputs)`` executes the loaded handle on the model inputs (a dict from input name to array, in
+    model-input order) and returns the outputs in model-output order. ``convert(path)`` is an optional first stage
+    (a converter shipped with the library, e.g. onnx2torch); when given, ``load`` receives its result instead of
+    the path.
+    """
+
+    _: KW_ONLY
+    run: Callable[[Any, ModelInputs], Outputs]
+    convert: Callable[[Path], Any] | None = None
+    # The library that executes the model, when two backends run one engine on different converters' files
+    # (ONNX Runtime on tf2onnx's file and on Keras's export): None means the backend's own name. The oracle
+    # blames a conversion when the same engine agrees with the reference on another converter's file.
+    engine: str | None = None
+    # Failures that are another library's though this backend reported them (a regular expression searched in
+    # the message -> that library): Keras on OpenVINO hands its graph to OpenVINO's device plugins.
+    delegates: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def engine_name(self) -> str:
         return self.engine or self.name
 
 
 @dataclass(frozen=True)
-class ConverterSpec:
+class ConverterSpec(LibrarySpec):
     """A converter between artifacts (tf2onnx): its failures are findings against the converter itself.
 
-    ``export(handle, inputs, out_path)`` writes the converted file and returns the list of problems it
-    noticed without raising: a string is an op left unconverted ("unsupported"); a
+    ``export(handle, inputs, out_path)`` writes the converted file (of kind ``produces``) and returns the list of
+    problems it noticed without raising: a string is an op left unconverted ("unsupported"); a
     :class:`memo.backends.result.ConversionProblem` says its own status ("error" for an exception the
     converter logged and swallowed). Any problem fails the stage and the dependent backends are skipped.
     """
 
-    name: str
-    consumes: str
+    _: KW_ONLY
     produces: str
-    load: Callable[[Any], Any]
     export: Callable[[Any, ModelInputs, Path], list[str]]
-    setup: Callable[[], dict[str, str]] | None = None
-    distributions: Sequence[str] = ()
-    env: dict[str, str] = field(default_factory=dict)
-    python: str | None = None
-    group: str | None = None
-    unsupported_patterns: UnsupportedPatterns = DEFAULT_UNSUPPORTED_PATTERNS
-    repro: ReproRecipe | None = None  # None: memo writes no repro.py for this library's bugs
-    timeout_s: float | None = None  # per-model time limit when longer than the executor's
-    documented_differences: tuple[DocumentedDifference, ...] = ()  # as BackendSpec's
-    upstream: Upstream = UNKNOWN_UPSTREAM
-    messages: MessageRules = MessageRules()  # as BackendSpec's
-    # The same library's converter at other settings, whose code this one runs (tf2onnx at opset 11 is tf2onnx):
-    # a failure identical to that converter's on the same model is its finding, not a second one (as BackendSpec's)
-    builds_on: str | None = None
-    library_code: tuple[MeasuredCode, ...] = ()  # as BackendSpec's: the converter's own code
-    # As BackendSpec's: the backend whose code decides what this converter's file computes and where it fails, when
-    # another's (Keras's export traces Keras on torch): its finding through that code is that backend's.
-    computes_with: str | None = None
-
-    @property
-    def worker_group(self) -> str:
-        return self.group or self.name
 
 
 AnySpec = BackendSpec | ConverterSpec

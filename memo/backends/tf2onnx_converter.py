@@ -35,6 +35,8 @@ from typing import Any
 
 import numpy as np
 
+from memo.backends import trackers
+from memo.backends.idioms import CHECK_MODEL, Idiom, converter_idiom
 from memo.backends.keras_common import _load as load_keras_model
 from memo.backends.keras_common import keras_spec
 from memo.backends.onnx_validity import conversion_problems
@@ -93,7 +95,7 @@ UNSUPPORTED: tuple[UnsupportedPhrase, ...] = (
 )
 # tf2onnx released 1.16.1 in Jan 2024 and 1.17.0 in 2026 (installed; conda-forge, Mar 2026).
 UPSTREAM = Upstream("maintenance", "https://github.com/onnx/tensorflow-onnx/issues",
-                    "rare releases: 1.16.1 (Jan 2024), then 1.17.0 (2026)")
+                    "rare releases: 1.16.1 (Jan 2024), then 1.17.0 (2026)", trackers.TF2ONNX)
 # How a conversion's failure names the graph node it declined or failed on (BackendSpec.messages), and TensorFlow's
 # graph-mode shape inference in the trace before it ("{{node model/conv/Pad}} = Pad[...]", the TFLite converter's
 # trace too). TensorFlow's CPU wheel (tensorflow-cpu) is the package tensorflow.
@@ -251,12 +253,23 @@ def _export_opset11(frozen: FrozenModel, inputs: ModelInputs, out_path: Path) ->
 # tf2onnx deep-copies the whole graph before each optimizer pass so that it can drop a pass that raises
 # (its "catch errors" mode); that copying is over half of conversion time on memo's mutants. Without it a
 # failing optimizer fails the conversion, which memo reports against tf2onnx: a finding, not noise.
+def _idiom(opset: int | None) -> Idiom:
+    """A bug's minimal script: tf2onnx's conversion of the Keras model at ``opset``, then ONNX's own checks."""
+    opset_arg = f", opset={opset}" if opset else ""
+    return converter_idiom(("import onnx", "import tensorflow as tf", "import tf2onnx"),
+                           '"tf2onnx", tf2onnx.__version__, "tensorflow", tf.__version__, "keras", keras.__version__',
+                           ("signature = [tf.TensorSpec((None, *i.shape[1:]), i.dtype, name=i.name) "
+                            "for i in model.inputs]",
+                            f"onnx_model, _ = tf2onnx.convert.from_keras(model, input_signature=signature{opset_arg})",
+                            *CHECK_MODEL))
+
+
 _COMMON = dict(consumes="keras", load=_freeze, setup=_setup, distributions=DISTRIBUTIONS,
                env={**_KERAS_TF.env, "TF2ONNX_CATCH_ERRORS": "FALSE"}, group="tf2onnx",
                unsupported_patterns=UNSUPPORTED, repro=ReproRecipe(), upstream=UPSTREAM, messages=MESSAGES,
                library_code=(MeasuredCode("tf2onnx", ("tf2onnx",)),))
-SPEC = ConverterSpec(name="tf2onnx", produces="onnx", export=_export_default, **_COMMON)  # type: ignore[arg-type]
+SPEC = ConverterSpec(name="tf2onnx", produces="onnx", export=_export_default, idiom=_idiom(None), **_COMMON)  # type: ignore[arg-type]
 # one tf2onnx defect failing both opsets alike on a model is one finding, tf2onnx's (two entries before: a
 # ConvTranspose with negative pads, "max() arg is an empty sequence")
 SPEC_OPSET11 = ConverterSpec(name="tf2onnx-opset11", produces="onnx-opset11", export=_export_opset11,
-                             builds_on="tf2onnx", **_COMMON)  # type: ignore[arg-type]
+                             builds_on="tf2onnx", idiom=_idiom(11), **_COMMON)  # type: ignore[arg-type]

@@ -24,6 +24,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from memo.backends import trackers
+from memo.backends.idioms import converter_idiom
 from memo.backends.result import TRACE_STAGE, StageFailure
 from memo.library_coverage.measured import MeasuredCode
 from memo.backends.spec import ConverterSpec, MessageRules, ModelInputs, ReproRecipe, UnsupportedPhrase, Upstream
@@ -119,6 +121,9 @@ SPEC = ConverterSpec(name="tflite-converter", consumes="keras", produces="tflite
                      messages=MessageRules(declined_nodes=(TENSORFLOW_GRAPH_NODE,),
                                            frame_modules=("tensorflow", "keras")),
                      upstream=Upstream("active", "https://github.com/tensorflow/tensorflow/issues",
-                                       "ships with TensorFlow, released regularly (2.21.0 installed)"),
+                                       "ships with TensorFlow, released regularly (2.21.0 installed)", trackers.TENSORFLOW),
                      # the shared load is tf2onnx's trace and freeze
-                     repro=ReproRecipe(requirements=(*DISTRIBUTIONS, "tf2onnx", "numpy")))
+                     repro=ReproRecipe(requirements=(*DISTRIBUTIONS, "tf2onnx", "numpy")),
+                     idiom=converter_idiom(("import tensorflow as tf",),
+                                           '"tensorflow", tf.__version__, "keras", keras.__version__',
+                                           ("tf.lite.TFLiteConverter.from_keras_model(model).convert()",)))

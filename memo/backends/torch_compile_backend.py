@@ -37,6 +37,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from memo.backends import trackers
+from memo.backends.idioms import onnx2torch_idiom
 from memo.backends.spec import BackendSpec, ModelInputs, ReproRecipe, UnsupportedPhrase, Upstream
 from memo.backends.torch_common import TORCH_MESSAGES, run_module_on, setup_torch, setup_torch_cuda, to_cuda
 from memo.backends.versions import distribution_versions
@@ -89,6 +91,11 @@ def _convert(path: Path) -> Any:
         raise
 
 
+# torch.compile's backends, as the specs and their minimal scripts name them
+AOT_EAGER = "aot_eager"
+INDUCTOR = "inductor"
+
+
 def _compile(module: Any, backend: str) -> Any:
     """A fresh Dynamo (no compiled code or guards left from the previous model), then the lazy wrapper."""
     import torch
@@ -102,16 +109,16 @@ def _compile(module: Any, backend: str) -> Any:
 
 
 def _load_aot_eager(module: Any) -> Any:
-    return _compile(module, "aot_eager")
+    return _compile(module, AOT_EAGER)
 
 
 def _load_inductor(module: Any) -> Any:
-    return _compile(module, "inductor")
+    return _compile(module, INDUCTOR)
 
 
 def _load_inductor_cuda(module: Any) -> Any:
     """Inductor on the GPU: Triton kernels generated for the module moved to CUDA."""
-    return _compile(to_cuda(module), "inductor")
+    return _compile(to_cuda(module), INDUCTOR)
 
 
 def _setup_cuda() -> dict[str, str]:
@@ -179,17 +186,19 @@ UNSUPPORTED = (
                       example="Hard failure due to fail_on_recompile_limit_hit"),
 )
 PYTORCH_UPSTREAM = Upstream("active", "https://github.com/pytorch/pytorch/issues",
-                            "PyTorch releases torch.compile several times a year (2.14.1 installed)")
+                            "PyTorch releases torch.compile several times a year (2.14.1 installed)", trackers.PYTORCH)
 
 SPEC = BackendSpec(name="torch-compile", consumes="onnx", convert=_convert, load=_load_aot_eager, run=_run,
                    setup=_setup, distributions=DISTRIBUTIONS, group=GROUP, unsupported_patterns=UNSUPPORTED,
-                   repro=ReproRecipe(), builds_on="onnx2torch", upstream=PYTORCH_UPSTREAM, messages=TORCH_MESSAGES)
+                   repro=ReproRecipe(), builds_on="onnx2torch", upstream=PYTORCH_UPSTREAM, messages=TORCH_MESSAGES,
+                   idiom=onnx2torch_idiom(f'torch.compile({{}}, backend="{AOT_EAGER}", dynamic=False)'))
 
 SPEC_INDUCTOR = BackendSpec(name="torch-inductor", consumes="onnx", convert=_convert, load=_load_inductor, run=_run,
                             setup=_setup, distributions=DISTRIBUTIONS, group=GROUP,
                             unsupported_patterns=UNSUPPORTED, repro=ReproRecipe(), timeout_s=240.0, sample_every=10,
                             builds_on="torch-compile",  # Dynamo traces for both: the same failure is one finding
-                            upstream=PYTORCH_UPSTREAM, messages=TORCH_MESSAGES)
+                            upstream=PYTORCH_UPSTREAM, messages=TORCH_MESSAGES,
+                            idiom=onnx2torch_idiom(f'torch.compile({{}}, backend="{INDUCTOR}", dynamic=False)'))
 
 # Inductor on the GPU (Triton kernels), on every model: GPU compiles are seconds, and a GPU machine has the cores
 # for them. Judged against the reference and against Inductor on the CPU where that runs (torch-inductor).

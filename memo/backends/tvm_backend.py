@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from memo.backends import trackers
 from memo.backends.result import StageFailure
 from memo.library_coverage.measured import MeasuredCode
 from memo.backends.spec import BackendSpec, ModelInputs, ReproRecipe, UnsupportedPhrase, Upstream
@@ -108,4 +109,4 @@ SPEC = BackendSpec(name="tvm", consumes="onnx", convert=_convert, load=_load, ru
                    repro=ReproRecipe(), timeout_s=COMPILE_TIMEOUT_S,
                    library_code=(MeasuredCode("tvm", ("tvm/relax/frontend/onnx",)),),
                    upstream=Upstream("active", "https://github.com/apache/tvm/issues",
-                                     "Apache TVM releases regularly (0.27.0 installed)"))
+                                     "Apache TVM releases regularly (0.27.0 installed)", trackers.TVM))

@@ -35,22 +35,20 @@ import numpy as np
 from memo.backends import load_spec
 from memo.backends.coverage_probe import CoverageProbes
 from memo.backends.result import ConversionProblem, StageFailure
-from memo.backends.spec import (DECLARATION_NAMES, NEVER_UNSUPPORTED, AnySpec, BackendSpec, ConverterSpec,
+from memo.backends.spec import (SPEC_NAME, NEVER_UNSUPPORTED, AnySpec, BackendSpec, ConverterSpec,
                                 UnsupportedPatterns, UnsupportedPhrase)
 from memo.json_types import JsonObject
 
 
 def load_plugin(path: Path) -> BackendSpec:
-    """Import a plugin file and return its ``SPEC`` (or ``BACKEND``, the old name; done in the worker only: it
-    may import anything)."""
+    """Import a plugin file and return its ``SPEC`` (done in the worker only: it may import anything)."""
     module_spec = importlib.util.spec_from_file_location(f"memo_plugin_{path.stem}", path)
     if module_spec is None or module_spec.loader is None:
         raise ImportError(f"cannot import plugin {path}")
     module = importlib.util.module_from_spec(module_spec)
     module_spec.loader.exec_module(module)
-    spec = next((value for name in DECLARATION_NAMES if isinstance(value := getattr(module, name, None), BackendSpec)),
-                None)
-    if spec is None:
+    spec = getattr(module, SPEC_NAME, None)
+    if not isinstance(spec, BackendSpec):
         raise TypeError(f"plugin {path} defines no SPEC = BackendSpec(...)")
     return spec
 

@@ -31,7 +31,7 @@ from typing import Final, Iterable, Iterator, Literal
 
 from memo.backends import find_spec
 from memo.backends.versions import MISSING
-from memo.bug_files import NOT_AGAIN, REPRO_FILE, read_bug_file
+from memo.bug_files import REPRO_FILE, Reduction, read_bug_file
 from memo.bugdb.expected import AS_RECORDED, RERUN_TIMEOUT_S, prepare
 from memo.json_types import JsonObject
 from memo.newest import DEV_BUILDS, installed_as
@@ -172,26 +172,47 @@ def wall_limit_s(facts: ScriptFacts, timeout_s: float) -> float:
     return max(timeout_s, facts.hang_limit_s + ALARM_SLACK_S + HANG_RERUN_MARGIN_S)
 
 
-def run_script(folder: Path, python: str, limit_s: float, script: str = REPRO_FILE) -> tuple[int | None, str, bool]:
-    """(exit status, output tail, timed out): ``folder/script`` in a fresh process of its own session, killed with
-    its children at the limit (or when the caller is interrupted). Keras's backend is the script's own choice
-    (``KERAS_BACKEND`` removed from the environment). None and the reason as output when the interpreter cannot
-    start. The one way memo runs a bug's script: triage's check, ``memo repro``, the bug database's recheck and the
-    newest-code check all come here."""
+@dataclass(frozen=True)
+class ScriptRun:
+    """How a script ended: its exit status (None when it was killed at the limit or could not start), the tail of
+    its ``output`` (stdout and stderr interleaved; only stdout when its ``stderr`` was asked for apart) and
+    whether it ran past the limit."""
+
+    returncode: int | None
+    output: str
+    timed_out: bool = False
+    stderr: str = ""
+
+
+def run_script(folder: Path, python: str, limit_s: float, script: str = REPRO_FILE, *,
+               stderr_apart: bool = False, tail: int | None = OUTPUT_TAIL) -> ScriptRun:
+    """``folder/script`` in a fresh process of its own session, killed with its children at the limit (or when the
+    caller is interrupted). Keras's backend is the script's own choice (``KERAS_BACKEND`` removed from the
+    environment). None and the reason as output when the interpreter cannot start. ``stderr_apart``: stderr in its
+    own field (the minimal-script check reads stdout's first line and the error output); ``tail``: the characters
+    kept of each (None: all). The one way memo runs a
+    bug's script: triage's check, ``memo repro``, the bug database's recheck, the newest-code check and the minimal
+    script's check all come here."""
     env = {key: value for key, value in os.environ.items() if key != "KERAS_BACKEND"}
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     try:
         process = subprocess.Popen([python, script], cwd=folder, env=env, stdout=subprocess.PIPE,
-                                   stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+                                   stderr=subprocess.PIPE if stderr_apart else subprocess.STDOUT,
+                                   stdin=subprocess.DEVNULL, start_new_session=True)
     except OSError as exc:
-        return None, f"cannot start {python}: {exc}", False
+        return ScriptRun(None, f"cannot start {python}: {exc}")
+
+    def text(data: bytes | None) -> str:
+        decoded = (data or b"").decode(errors="replace")
+        return decoded[-tail:] if tail else decoded
+
     try:
-        output, _ = process.communicate(timeout=limit_s)
-        return process.returncode, output.decode(errors="replace")[-OUTPUT_TAIL:], False
+        output, errors = process.communicate(timeout=limit_s)
+        return ScriptRun(process.returncode, text(output), False, text(errors))
     except subprocess.TimeoutExpired:
         _kill_session(process)
-        output, _ = process.communicate()
-        return None, output.decode(errors="replace")[-OUTPUT_TAIL:], True
+        output, errors = process.communicate()
+        return ScriptRun(None, text(output), True, text(errors))
     except BaseException:  # Ctrl-C or an error here: the script, in its own session, would outlive memo
         _kill_session(process)
         process.wait()
@@ -275,8 +296,7 @@ def _reproduced(output: str) -> str:
 
 def _never_shown_again(bug: JsonObject) -> bool:
     """Whether triage could not make the bug show again when it re-ran the model (and so left it unreduced)."""
-    reduction = bug.get("reduction")
-    return isinstance(reduction, dict) and reduction.get("status") == NOT_AGAIN
+    return Reduction.of(bug.get("reduction")) is Reduction.NOT_AGAIN
 
 
 def _traceback_after(output: str, verdict: str) -> bool:
@@ -316,8 +336,9 @@ def recheck_folder(folder: Path, *, python: str | None = None, timeout_s: float 
     if not found:
         return answer(ERROR, f"interpreter {interpreter} not found")
     limit_s = wall_limit_s(facts, timeout_s)
-    returncode, output, timed_out = run_script(folder, interpreter, limit_s)
-    result, detail = classify(facts, returncode, output, timed_out=timed_out, limit_s=limit_s)
+    run = run_script(folder, interpreter, limit_s)
+    returncode, output = run.returncode, run.output
+    result, detail = classify(facts, returncode, output, timed_out=run.timed_out, limit_s=limit_s)
     absent = [name for name, version in versions.items() if version == MISSING]
     if result == ERROR and absent:
         detail = _one_line(f"{detail} (not installed for {interpreter}: {', '.join(absent)})")

@@ -16,7 +16,7 @@ import sqlite3
 from pathlib import Path
 
 from memo.bugdb.versions import SCHEMA_VERSION, VERSION_KEY, check, migrate, stored_version
-from memo.store.schema import immediate_transaction
+from memo.store.schema import open_versioned
 
 BUSY_TIMEOUT_S = 60.0
 
@@ -69,19 +69,9 @@ def connect(path: Path) -> sqlite3.Connection:
     :class:`memo.bugdb.versions.BugDatabaseVersionError` before anything is written."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    db = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
-    try:
-        db.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
-        check(path, stored_version(db, path), writing=True)  # before the pragmas below change any file
-        db.execute("PRAGMA journal_mode=WAL")
-        db.execute("PRAGMA synchronous=NORMAL")
-        db.execute("PRAGMA foreign_keys=ON")
-        with immediate_transaction(db):
-            _create_or_migrate(db, path)
-    except BaseException:
-        db.close()
-        raise
-    return db
+    return open_versioned(path, BUSY_TIMEOUT_S, lambda db: check(path, stored_version(db, path), writing=True),
+                          lambda db: _create_or_migrate(db, path),
+                          ("journal_mode=WAL", "synchronous=NORMAL", "foreign_keys=ON"))
 
 
 def _create_or_migrate(db: sqlite3.Connection, path: Path) -> None:

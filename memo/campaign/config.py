@@ -9,7 +9,7 @@ from pathlib import Path
 
 import psutil
 
-from memo.defaults import (DEFAULT_DIRECTED_SHARE, DEFAULT_MAX_PARENT_COST, DEFAULT_MAX_PARENT_LAYERS,
+from memo.defaults import (DEFAULT_DIRECTED_SHARE, DEFAULT_TRAIN_SHARE, DEFAULT_MAX_PARENT_COST, DEFAULT_MAX_PARENT_LAYERS,
                            DEFAULT_MAX_PARENT_RECURRENT, DEFAULT_TIMEOUT_S, LIBRARY_TRACE_EVERY)
 from memo.errors import UsageError
 from memo.json_types import JsonObject
@@ -88,7 +88,7 @@ class CampaignConfig:
     library_every: int = LIBRARY_TRACE_EVERY
     # --train-share: the training check (memo.training, docs/training.md) on this share of the executed models the
     # reference ran (0: none), chosen by artifact name; its findings are stored as verdicts, never fed to generation
-    train_share: float = 0.0
+    train_share: float = DEFAULT_TRAIN_SHARE  # the training check on this share of executed models (0: none)
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.train_share <= 1.0:
@@ -113,6 +113,7 @@ class CampaignConfig:
         data.setdefault("feedback_lag", 0)  # stored before execution fed generation: resumes without it
         data.setdefault("directed_share", 0.0)  # stored before the directed share: MH's operator every time
         data.setdefault("library_every", 1)  # stored before tracing was sampled: every model traced
+        data.setdefault("train_share", 0.0)  # stored before the training check: resumes without it
         return cls(**data)
 
 

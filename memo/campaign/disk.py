@@ -25,10 +25,11 @@ from memo.campaign.firsts import ExecutionSignatures
 from memo.diskspace import format_size, tree_bytes
 from memo.oracle import Verdict
 from memo.store import CampaignStore
-from memo.triage.bugdir import BUGS_DIR
+from memo.bug_files import BUGS_DIR
 from memo.triage.probe import roles
 from memo.triage.session import WORK_DIR
-from memo.triage.signature import BUG_KINDS, signature
+from memo.kinds import BUG_KINDS
+from memo.triage.signature import signature
 
 REWALK_EVERY_S = 60.0         # the running count misses what triage releases and in-flight artifacts
 STOP_DISK_FULL = "disk full"

@@ -31,14 +31,14 @@ from memo.campaign.progress import Reporter
 from memo.campaign.stop import StopFlag
 from memo.diskspace import is_disk_full, mentions_disk_full
 from memo.json_types import JsonObject
-from memo.kinds import NON_FINDINGS, TRAINING_KINDS
+from memo.kinds import BUG_KINDS, NON_FINDINGS, TRAINING_KINDS
 from memo.library_coverage.merge import LibraryCoverage, Reached, count_lines
 from memo.model.ir import ModelIR
 from memo.mutation.nan import has_injection
 from memo.oracle import Verdict, judge
 from memo.store import CampaignStore
 from memo.training.check import CHECK_FAILED, TrainingCheck, stored_verdicts, train_if_chosen
-from memo.triage.signature import BUG_KINDS, signature
+from memo.triage.signature import signature
 
 
 @dataclass

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memo.defaults import (DEFAULT_DIRECTED_SHARE, DEFAULT_MAX_PARENT_COST, DEFAULT_MAX_PARENT_LAYERS,
+from memo.defaults import (DEFAULT_DIRECTED_SHARE, DEFAULT_TRAIN_SHARE, DEFAULT_MAX_PARENT_COST, DEFAULT_MAX_PARENT_LAYERS,
                            DEFAULT_MAX_PARENT_RECURRENT, DEFAULT_PROGRESS_EVERY_S, DEFAULT_TIMEOUT_S,
                            LIBRARY_TRACE_EVERY)
 from memo.diskspace import format_size, is_disk_full, parse_size, tree_bytes
@@ -78,10 +78,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--library-coverage-every", type=int, default=LIBRARY_TRACE_EVERY, metavar="N",
                    help=f"with --library-coverage: trace every seed and one executed mutant in N (default "
                         f"{LIBRARY_TRACE_EVERY}: tracing every model costs about +58 %% CPU per model; 1: all)")
-    p.add_argument("--train-share", type=float, default=0.0, metavar="F",
+    p.add_argument("--train-share", type=float, default=DEFAULT_TRAIN_SHARE, metavar="F",
                    help="run the training check (loss, gradients, SGD and Adam steps, BatchNormalization's statistics "
                         "on the Keras backends: docs/training.md) on this share of the executed models the reference "
-                        "ran (default 0: none); its findings are stored, triaged and reported")
+                        f"ran (default {DEFAULT_TRAIN_SHARE:g}; 0: none); its findings are stored, triaged and reported")
     p.add_argument("--no-reduce", action="store_true", help="mutate the original seeds, not the reduced ones")
     p.add_argument("--unsafe", action="store_true", help="allow seed files whose layers carry code (Lambda)")
     p.add_argument("--bugs-db", metavar="PATH", help="the bug database shared across campaigns (default: "

@@ -25,7 +25,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def find_bug_folder(bug: str, campaign: str | None) -> Path:
     from memo.paths import CAMPAIGNS_DIR, campaign_dir
-    from memo.triage.bugdir import BUGS_DIR, REPRO_FILE
+    from memo.bug_files import BUGS_DIR, REPRO_FILE
 
     direct = Path(bug)
     if (direct / REPRO_FILE).exists():
@@ -54,7 +54,7 @@ def _record(folder: Path, reproduces: bool | None) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from memo.triage.bugdir import read_bug_file
+    from memo.bug_files import read_bug_file
     from memo.triage.rerun import rerun_script
 
     folder = find_bug_folder(args.bug, args.campaign)

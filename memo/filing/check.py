@@ -8,19 +8,19 @@ from __future__ import annotations
 
 import hashlib
 import json
-import subprocess
 import sys
 import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from memo.bugdb.recheck import run_script
 from memo.filing.folder import BUG_FILE, IR_FILE, ONNX_FILE, BugFolder
 from memo.text import without_ansi
 from memo.filing.script import SCRIPT_FILE, Candidate, NoMinimalScript, candidates
 from memo.triage.passes import SCRIPT_CHECK_S
 
-GENERATOR = "memo-minimal/1"  # changes when the scripts memo writes change: older checks are then redone
+GENERATOR = "memo-minimal/2"  # changes when the scripts memo writes change: older checks are then redone
 MINIMAL_DIR, CHECK_FILE = "minimal", "check.json"
 CHECK_TIMEOUT_S = 120.0
 OUTPUT_TAIL = 3000
@@ -86,27 +86,27 @@ def run_candidate(folder: BugFolder, candidate: Candidate, timeout_s: float = CH
     with tempfile.TemporaryDirectory(prefix="memo-minimal-") as scratch:
         for name, data in {SCRIPT_FILE: candidate.text.encode(), **candidate.files}.items():
             Path(scratch, name).write_bytes(data)
-        try:
-            done = subprocess.run([candidate.python or sys.executable, SCRIPT_FILE], cwd=scratch, capture_output=True,
-                                  text=True, timeout=timeout_s)
-        except subprocess.TimeoutExpired:
+        run = run_script(Path(scratch), candidate.python or sys.executable, timeout_s, SCRIPT_FILE,
+                         stderr_apart=True, tail=None)
+        if run.timed_out:
             result.reason = f"the script ran past {timeout_s:.0f} s"
             result.inconclusive = timeout_s < CHECK_TIMEOUT_S
             return result
-        except OSError as exc:
-            result.reason = f"could not start {candidate.python}: {exc}"
+        if run.returncode is None:
+            result.reason = f"could not start {run.output.removeprefix('cannot start ')}"
             return result
-        stdout, stderr = (without_ansi(text).replace(scratch + "/", "") for text in (done.stdout, done.stderr))
+        returncode = run.returncode
+        stdout, stderr = (without_ansi(text).replace(scratch + "/", "") for text in (run.output, run.stderr))
     stdout_lines = stdout.strip().splitlines()
     result.versions = stdout_lines[0] if stdout_lines else ""
     result.output = (stdout + stderr)[-OUTPUT_TAIL:]
-    result.reproduces = _reproduced(folder, done.returncode, stderr)
-    if not result.reproduces and done.returncode < 0 and not stdout.strip():
+    result.reproduces = _reproduced(folder, returncode, stderr)
+    if not result.reproduces and returncode < 0 and not stdout.strip():
         # killed during its imports (a SIGBUS while another process rewrote a library's files): the machine's doing
-        result.reason = f"the script was killed by signal {-done.returncode} before it printed a line"
+        result.reason = f"the script was killed by signal {-returncode} before it printed a line"
         result.inconclusive = True
     elif not result.reproduces:
-        result.reason = f"the script exited {done.returncode} without the bug's symptom ({', '.join(symptoms(folder))})"
+        result.reason = f"the script exited {returncode} without the bug's symptom ({', '.join(symptoms(folder))})"
     return result
 
 

@@ -19,7 +19,7 @@ from typing import Callable, Iterable
 from memo.filing.check import CheckCutShort, cached_minimal, minimal_script
 from memo.filing.folder import BUG_FILE, NUMERIC_KINDS, BugFolder
 from memo.store import BugRow, CampaignStore
-from memo.triage.bugdir import RETRY_STATUSES
+from memo.bug_files import retried
 from memo.triage.passes import SCRIPT_CHECK_S
 
 # What one bug's check takes on a loaded 2-core machine: a fresh process importing its library (Keras on torch
@@ -57,7 +57,7 @@ def would_be_ready(bug: BugRow, info: dict[str, object] | None = None) -> bool:
     still to compute."""
     reduced = (bug.reduced_layers is not None and bug.original_layers is not None
                and bug.reduced_layers < bug.original_layers)
-    finished = (bug.reduction or {}).get("status") not in RETRY_STATUSES
+    finished = not retried(bug.reduction)
     if not (reduced and finished and bug.reproduces is not False and bug.merged_into is None and bug.bug_dir):
         return False
     truth = (info or {}).get("truth") if bug.kind in NUMERIC_KINDS else None

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import platform
 import re
-import sys
 from pathlib import Path
 from urllib.parse import quote_plus
 
@@ -19,10 +18,10 @@ from memo.newest import CANNOT_RUN, STILL_REPRODUCES
 from memo.filing.check import MinimalScript, cached_minimal, minimal_script
 from memo.filing.observed import ERROR_LINES, actual, error_excerpt, error_text, quoted, stated_message
 from memo.filing.folder import ONNX_FILE, REPRO_FILE, BugFolder
-from memo.filing.idioms import ONNX, idiom_for
-from memo.filing.script import KERAS_ATTACHED, NUMERIC_PRINTS, ONNX_ATTACHED
+from memo.backends.idioms import ONNX
+from memo.filing.script import KERAS_ATTACHED, NUMERIC_PRINTS, ONNX_ATTACHED, idiom_for
 from memo.model.ir import Layer
-from memo.filing.trackers import DESCRIBE, DUPLICATES, ENVIRONMENT, EXPECTED, LOG, REPRODUCE, GENERIC, form_for
+from memo.backends.trackers import DESCRIBE, DUPLICATES, ENVIRONMENT, EXPECTED, LOG, REPRODUCE, GENERIC
 
 FENCE = "```"
 # ONNX operators a converter writes around every layer (layouts, shapes, dtypes): never what a title names.
@@ -266,7 +265,7 @@ def render_issue(bug: BugFolder, checked: MinimalScript) -> str:
     spec = find_spec(bug.filed_on)
     upstream = spec.upstream if spec is not None else UNKNOWN_UPSTREAM
     tracker = "" if upstream.record_only else upstream.tracker
-    form = form_for(tracker) if tracker else GENERIC
+    form = upstream.form if tracker else GENERIC
     parts = {
         DESCRIBE: [f"{bug.library} {KIND_WORDS.get(bug.kind, 'fails')} on a model of {culprit(bug, checked)} "
                    f"({bug.info.get('stage', '?')} stage). Found by memo {__version__} (coverage-guided model "

@@ -17,7 +17,7 @@ import numpy as np
 
 from memo.backends import find_spec
 from memo.filing.folder import EXPECTED_FILE, INPUTS_FILE, KERAS_FILE, ONNX_FILE, BugFolder
-from memo.filing.idioms import KERAS, Idiom, idiom_for
+from memo.backends.idioms import KERAS, Idiom
 from memo.filing.keras_code import keras_model_code
 from memo.filing.onnx_code import WEIGHTS_FILE, GraphNotWritable, onnx_file_inputs, onnx_graph_code
 from memo.filing.pycode import literal
@@ -85,6 +85,12 @@ def _env_lines(library: str) -> list[str]:
     spec = find_spec(library)
     env = {k: v for k, v in (spec.env if spec else {}).items() if k not in THREAD_VARIABLES}
     return ["import os", f"os.environ.update({literal(env)})"] if env else []
+
+
+def idiom_for(library: str) -> Idiom | None:
+    """The idiom memo's backend ``library`` declares (None: memo writes no minimal script for it)."""
+    spec = find_spec(library)
+    return spec.idiom if spec is not None else None
 
 
 def _input_lines(arrays: list[np.ndarray], names: list[str], idiom: Idiom, source: str) -> list[str]:

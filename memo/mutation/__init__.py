@@ -9,12 +9,11 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import random
-from typing import Mapping
 
 from memo.coverage import CoverageTracker
 from memo.errors import InvalidModelError, MutationFailed, UsageError
 from memo.model.ir import ModelIR
-from memo.mutation.analysis import Shape, analyse, compute_cost, verify, weight_count
+from memo.mutation.analysis import analyse, compute_cost, verify, weight_count
 from memo.mutation.base import (DEFAULT_GROUPS, EXTRA, GROUPS, LEMON, MEMO, OPERATORS, Mutant, MutationOperator,
                                 operators_in)
 from memo.mutation.editor import Editor
@@ -51,12 +50,12 @@ def get_operator(name: str) -> MutationOperator:
         raise UsageError(f"unknown mutation operator {name!r} (known: {', '.join(operator_names())})") from None
 
 
-def mutate(ir: ModelIR, operator: str, rng: random.Random, coverage: CoverageTracker | None, *, parent: str = "",
-           shapes: Mapping[str, Shape] | None = None) -> Mutant:
+def mutate(ir: ModelIR, operator: str, rng: random.Random, coverage: CoverageTracker | None, *,
+           parent: str = "") -> Mutant:
     """Apply ``operator`` to a copy of ``ir``; the result builds in Keras (or :class:`MutationFailed`).
 
-    ``coverage`` is the campaign's CoverageTracker (None: nothing covered yet). ``shapes`` is accepted for
-    callers that already know them; facts are cached per model anyway, so a seed is built once.
+    ``coverage`` is the campaign's CoverageTracker (None: nothing covered yet). A model's facts are cached, so a
+    seed is built once.
     Deterministic: the same model, operator, ``rng`` state and coverage give the same mutant bytes.
     """
     op = get_operator(operator)

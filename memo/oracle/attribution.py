@@ -18,11 +18,10 @@ from typing import Callable
 
 import numpy as np
 
-from memo.backends import producer_of, producers
+from memo.backends import find_spec, producer_of, producers
 from memo.backends.result import ExecutionResult
 from memo.devices import judge_by_twins, library_count
 from memo.oracle.criterion import Thresholds, agree
-from memo.oracle.specs import spec_field
 from memo.oracle.verdict import Attribution, Comparison, Verdict
 
 
@@ -53,7 +52,7 @@ def attribute(kind: str, flagged: dict[str, str], outputs: dict[str, list[np.nda
                                     + flagged[group[0]],
                                     attribution=Attribution(groups, {name: metrics(name) for name in group})))
             flagged = {name: message for name, message in flagged.items() if name not in group}
-    engines = {name: spec_field(name, "engine_name", name) for name in compared}
+    engines = {name: spec.engine_name if (spec := find_spec(name)) is not None else name for name in compared}
     for name in list(flagged):  # one engine on two converters' files: right on one, wrong on the other
         kind_read = result.backends[name].consumes
         twins = [other for other in compared if other != name and engines[other] == engines[name]

@@ -11,11 +11,10 @@ keras-tensorflow at stage ``tf-function``, however many conversions reported it.
 from __future__ import annotations
 
 from collections import defaultdict
-from memo.backends import REFERENCE
+from memo.backends import REFERENCE, find_spec
 from memo.backends.result import FAILURES, TRACE_STAGE, BackendResult, ExecutionResult, StageResult
 from memo.devices import cpu_twin, same_on_both_devices
 from memo.kinds import StageStatus, VerdictKind
-from memo.oracle.specs import spec_field
 from memo.oracle.verdict import Failure, FrontEnd, Verdict
 
 KERAS_FRONT_END = "keras"  # the backend name of a finding against Keras itself (its shared front end)
@@ -99,7 +98,7 @@ def failure_verdicts(result: ExecutionResult) -> list[Verdict]:
             # a converter that runs Keras itself (Keras's ONNX export calls the model on torch) failing as a Keras
             # backend does: the same failure, not a second finding
             also[keras_failures[(stage.exc_type, stage.message)]].append(backend.name)
-        elif _same_failure(result, base := spec_field(backend.name, "builds_on", None), stage):
+        elif _same_failure(result, base := _builds_on(backend.name), stage):
             # the exception of the backend whose code this one runs first (torch.compile converts with
             # onnx2torch): one finding, that backend's
             also[base].append(backend.name)
@@ -125,6 +124,12 @@ def failure_verdicts(result: ExecutionResult) -> list[Verdict]:
             verdicts.append(Verdict(KIND_OF_STATUS[str(stage.status)], REFERENCE, TF_FUNCTION_STAGE,
                                     _detail(stage), failure=_failure(traced[0]), converters=names))
     return verdicts
+
+
+def _builds_on(name: str) -> str | None:
+    """The backend whose code ``name`` runs first (its spec's ``builds_on``; None for a plugin)."""
+    spec = find_spec(name)
+    return spec.builds_on if spec is not None else None
 
 
 def _same_failure(result: ExecutionResult, other: str | None, stage: StageResult) -> bool:

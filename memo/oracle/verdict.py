@@ -241,11 +241,13 @@ class Verdict:
         backends = rest.pop("backends", None)
         attribution = Attribution(agreement=rest.pop("agreement", None), same_engine=rest.pop("same_engine", None),
                                   cpu_twin=rest.pop("cpu_twin", None))
+        # "backends" is what :meth:`metrics` wrote there: the selected backends (a list), the front end's failures
+        # (written with its "exc_type" and no failure "status" of its own), else the compared backends' figures
         if isinstance(backends, list):
             verdict.not_run = backends
-        elif isinstance(backends, dict) and attribution.agreement is None and attribution.same_engine is None:
+        elif isinstance(backends, dict) and "exc_type" in rest and "status" not in rest:
             verdict.front_end = FrontEnd({name: Failure.from_json(entry) for name, entry in backends.items()},
-                                         rest.pop("exc_type", None))
+                                         rest.pop("exc_type"))
         elif isinstance(backends, dict):
             attribution.backends = {name: Comparison.from_json(name, entry) for name, entry in backends.items()}
         if "status" in rest:

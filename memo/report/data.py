@@ -34,7 +34,8 @@ from memo.report.markdown import issue_markdown
 from memo.report.sections import READY, SECTION_RANK, UNCHECKED, section_counts, section_of, status_text
 from memo.store import BugRow, CampaignStore
 from memo.triage import dedup, pending_bugs, pending_localizations, seconds_for
-from memo.triage.bugdir import BUGS_DIR, NOT_AGAIN, REPRO_FILE, bug_layers, read_bug_file
+from memo.bug_files import BUGS_DIR, REPRO_FILE, Reduction, read_bug_file
+from memo.triage.bugdir import bug_layers
 from memo.triage.onnx_reference import ONNX_REFERENCE_KEY, blamed_library
 from memo.triage.reassess import REDUCED_VERDICT, TRUTH_KEY
 from memo.triage.signature import FailureDetails, computing_library, failure_details
@@ -143,7 +144,7 @@ def awaiting_localization(store: CampaignStore, rows: list[BugRow]) -> list[Json
 def unconfirmed(entry: BugEntry) -> bool:
     """A finding whose own model did not show it again when re-run, and whose script does not reproduce it
     either: a hang under load or a flaky failure, not a bug to file. Listed apart, never counted as a bug."""
-    return entry.get("reproduces") is not True and (entry.get("reduction") or {}).get("status") == NOT_AGAIN
+    return entry.get("reproduces") is not True and Reduction.of(entry.get("reduction")) is Reduction.NOT_AGAIN
 
 
 def _filing_order(entry: BugEntry) -> tuple[Any, ...]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
+from memo.bug_files import Reduction
 from memo.json_types import JsonObject
 from memo.bugdb import FIXED_UPSTREAM as FIXED_UPSTREAM_STATUS
 from memo.kinds import NUMERIC_KINDS, TRAINING_KINDS, VerdictKind
@@ -32,7 +33,6 @@ class Section:
     note: str
 
 
-TIMED_OUT = "timeout"  # the reduction status of a reduction its time limit cut short
 UNCHECKED = "minimal script not checked (no time left)"  # memo report NAME --issue-scripts checks it
 
 SECTIONS: tuple[Section, ...] = (
@@ -108,7 +108,7 @@ def _minimal_reproduces(entry: BugEntry) -> bool:
 
 
 def _unfinished(entry: BugEntry) -> bool:
-    return (entry.get("reduction") or {}).get("status") == TIMED_OUT
+    return Reduction.of(entry.get("reduction")) is Reduction.TIMEOUT
 
 
 # (section key, does it apply?) in order: the first that applies decides.

@@ -21,7 +21,7 @@ from memo.kinds import TRAINING_KINDS
 from memo.oracle.verdict import Verdict
 from memo.store.records import (CoveragePoint, ExecutionRow, FindingRow, MutantRecord, PendingMutant, SpecialGroup,
                                 StoredVerdict, TrainingGroup)
-from memo.store.schema import DB_NAME, SCHEMA_VERSION, connect, dict_rows, immediate_transaction
+from memo.store.schema import DB_NAME, connect, dict_rows, immediate_transaction
 from memo.store.library import LibraryTables
 from memo.store.triage import TriageTables
 
@@ -52,8 +52,6 @@ class CampaignStore:
         self._db = connect(self.path)
         self.triage = TriageTables(self._db)
         self.library = LibraryTables(self._db)  # --library-coverage's lines
-        if create and self.get_meta("schema_version") is None:
-            self.set_meta("schema_version", SCHEMA_VERSION)
 
     # ------------------------------------------------------------------ plumbing
     def __enter__(self) -> "CampaignStore":

@@ -22,6 +22,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from memo.bug_files import Reduction
 from memo.json_types import JsonObject
 from memo.model.ir import Layer, LayerConfig, ModelIR
 from memo.model.keras_runtime import keras_module
@@ -38,12 +39,12 @@ class ReductionOutcome:
     original_layers: int
     runs: int = 0
     seconds: float = 0.0
-    status: str = "done"  # done | timeout
+    status: Reduction = Reduction.DONE  # DONE, or TIMEOUT
     steps: list[str] = field(default_factory=list)
 
     def to_json(self) -> JsonObject:
         return {"original_layers": self.original_layers, "reduced_layers": len(self.ir.body), "runs": self.runs,
-                "seconds": round(self.seconds, 2), "status": self.status, "steps": self.steps}
+                "seconds": round(self.seconds, 2), "status": self.status.value, "steps": self.steps}
 
 
 def drop_unused_inputs(ir: ModelIR) -> ModelIR:
@@ -140,7 +141,7 @@ class _Search:
 
     def out_of_time(self) -> bool:
         if time.monotonic() > self.deadline:
-            self.outcome.status = "timeout"
+            self.outcome.status = Reduction.TIMEOUT
             return True
         return False
 

@@ -15,14 +15,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from memo.artifact_files import ARTIFACT_FILES
-# The file names and bug.json live below triage (the bug database reads them too); triage names them from here.
-from memo.bug_files import (BUG_FILE, BUGS_DIR, EXPECTED_FILE, INPUTS_FILE, IR_FILE, MODEL_FILE,  # noqa: F401
-                            NOT_AGAIN, REPRO_FILE, read_bug_file, write_bug_file)
+from memo.bug_files import BUGS_DIR
 from memo.model.ir import ModelIR
-
-# The reduction statuses a later pass continues from the folder's model.
-NOT_REDUCED = "not reduced (no time or no executor)"
-RETRY_STATUSES = ("timeout", NOT_REDUCED)
 
 
 def converted_file(kind: str) -> str:

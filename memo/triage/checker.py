@@ -23,7 +23,8 @@ from memo.triage.localize import Localization, localize
 from memo.triage.materialize import find_plugin
 from memo.triage.probe import Run, alone, read_inputs, run_model
 from memo.triage.session import Session
-from memo.triage.signature import NUMERIC_KINDS, signature
+from memo.kinds import NUMERIC_KINDS
+from memo.triage.signature import signature
 
 
 class Checker:

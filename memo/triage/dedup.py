@@ -11,13 +11,12 @@ from pathlib import Path
 from typing import Sequence, TypedDict
 
 from memo.json_types import JsonObject
-from memo.kinds import TRAINING_KINDS
 from memo.model.ir import ModelIR
 from memo.oracle import Verdict
 from memo.store import BugRow, CampaignStore
-from memo.triage.bugdir import IR_FILE
-from memo.triage.signature import (BUG_KINDS, NUMERIC_KINDS, UNSUPPORTED_KIND, UNLOCALIZED, culprit_classes, digest,
-                                   signature_parts)
+from memo.bug_files import IR_FILE
+from memo.kinds import BUG_KINDS, NUMERIC_KINDS, TRAINING_KINDS
+from memo.triage.signature import UNSUPPORTED_KIND, UNLOCALIZED, culprit_classes, digest, signature_parts
 from memo.triage.training_signature import folded, training_parts
 
 

@@ -17,7 +17,8 @@ from memo.model.build import infer_shapes
 from memo.model.ir import ModelIR
 from memo.store import DB_NAME, CampaignStore
 from memo.triage.describe import symptom as symptom_line
-from memo.triage.bugdir import EXPECTED_FILE, INPUTS_FILE, IR_FILE, MODEL_FILE, converted_file, write_bug_file
+from memo.bug_files import EXPECTED_FILE, INPUTS_FILE, IR_FILE, MODEL_FILE, write_bug_file
+from memo.triage.bugdir import converted_file
 from memo.triage.probe import Roles, read_inputs
 from memo.triage.repro import NUMERIC_CHECKS, PLUGIN_FILE, registered, render_script, script_python, supported
 from memo.triage.signature import recorded_as

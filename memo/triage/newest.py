@@ -22,7 +22,7 @@ from memo.bugdb.recheck import read_facts, recheck_folder
 from memo.json_types import JsonObject
 from memo.newest import NOT_APPLICABLE, OFF, build_text
 from memo.store import BugRow, CampaignStore
-from memo.triage.bugdir import RETRY_STATUSES
+from memo.bug_files import retried
 
 CONFIG_KEY = "next_python"  # the campaign's newest-code interpreter, in its stored configuration ("" for none)
 
@@ -60,7 +60,7 @@ def pending_newest(store: CampaignStore) -> list[BugRow]:
     return sorted((bug for bug in store.triage.load_bugs()
                    if bug.merged_into is None and bug.reproduces is True and not bug.newest and bug.bug_dir
                    and (Path(bug.bug_dir) / "repro.py").is_file()
-                   and (bug.reduction or {}).get("status") not in RETRY_STATUSES),
+                   and not retried(bug.reduction)),
                   key=lambda bug: (-bug.occurrences, bug.first_seen))
 
 

@@ -24,7 +24,7 @@ import numpy as np
 
 from memo.artifact import Artifact
 from memo.artifact_files import ARTIFACT_FILES
-from memo.backends import CONVERTERS, find_spec, producer_of
+from memo.backends import CONVERTERS, find_spec, produced_by, producer_of
 from memo.backends.onnx_reference import reference_outputs
 from memo.json_types import JsonObject
 from memo.oracle import Thresholds
@@ -65,7 +65,7 @@ def onnx_file_of(backend: str) -> str | None:
     spec = find_spec(backend)
     if spec is None:
         return None
-    kind = getattr(spec, "produces", None) if backend in CONVERTERS else spec.consumes
+    kind = produced_by(backend) if backend in CONVERTERS else spec.consumes
     return kind if kind in ONNX_KINDS else None
 
 

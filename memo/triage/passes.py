@@ -19,7 +19,8 @@ from memo.model.ir import ModelIR
 from memo.store import BugRow, CampaignStore
 from memo.bugdb import BugDatabase, BugDatabaseVersionError
 from memo.triage import dedup, remember
-from memo.triage.bugdir import IR_FILE, NOT_AGAIN, NOT_REDUCED, RETRY_STATUSES, bug_folder, read_bug_file
+from memo.bug_files import IR_FILE, Reduction, read_bug_file, retried
+from memo.triage.bugdir import bug_folder
 from memo.triage.checker import Checker
 from memo.triage.finding import Finding, load_finding
 from memo.triage.localize import localize
@@ -30,7 +31,8 @@ from memo.triage.bug_reduction import mentioned_layers, reduce_bug
 from memo.triage.newest import check_and_store, pending_newest
 from memo.triage.rerun import rerun_script
 from memo.triage.session import Session, TriageSummary
-from memo.triage.signature import NUMERIC_KINDS, failure_details, reduced_key
+from memo.kinds import NUMERIC_KINDS
+from memo.triage.signature import FailureDetails, failure_details, reduced_key
 from memo.backends.executor import Executor
 from memo.json_types import JsonObject
 from memo.kinds import TRAINING_KINDS
@@ -78,7 +80,7 @@ def pending_bugs(store: CampaignStore) -> list[BugRow]:
     """Bugs to triage: without a folder, or whose reduction ran out of time; never-tried bugs first, then
     the most frequent. Unlocalized numeric buckets are not bugs yet (their findings get localized)."""
     todo = [bug for bug in store.triage.load_bugs() if not bug.unlocalized and bug.merged_into is None
-            and (not (bug.bug_dir and Path(bug.bug_dir).exists()) or bug.reduction.get("status") in RETRY_STATUSES)]
+            and (not (bug.bug_dir and Path(bug.bug_dir).exists()) or retried(bug.reduction))]
     return sorted(todo, key=lambda bug: (bug.attempted, -bug.occurrences, bug.first_seen))
 
 
@@ -116,8 +118,7 @@ def _localize_one(session: Session, verdict_id: int) -> None:
 
 
 # ---------------------------------------------------------------------------- one bug
-def _bug_record(bug: BugRow, finding: Finding) -> JsonObject:
-    details = failure_details(finding.verdict, finding.result)
+def _bug_record(bug: BugRow, finding: Finding, details: FailureDetails) -> JsonObject:
     return {"id": bug.id, "kind": bug.kind, "library": bug.library, "stage": bug.stage or "",
             "signature": bug.parts, "exception": details.exception, "error_message": details.message,
             "message": finding.verdict.message, "layer_class": bug.layer_class}
@@ -126,7 +127,7 @@ def _bug_record(bug: BugRow, finding: Finding) -> JsonObject:
 def _previous_reduction(folder: Path, original: ModelIR) -> tuple[ModelIR, JsonObject | None]:
     """The model an unfinished earlier reduction reached (and its bug.json), else the original model."""
     data = read_bug_file(folder)
-    if not data or (data.get("reduction") or {}).get("status") not in RETRY_STATUSES:
+    if not data or not retried(data.get("reduction")):
         return original, None
     try:
         return ModelIR.loads((folder / IR_FILE).read_text()), data
@@ -149,16 +150,17 @@ def _triage_bug(session: Session, bug: BugRow) -> None:
         return
     finding = load_finding(store, bug.first_verdict)
     if finding is None or finding.ir is None:
-        store.triage.update_bug(bug.id, reduction={"status": "model not stored"})
+        store.triage.update_bug(bug.id, reduction={"status": Reduction.MODEL_NOT_STORED})
         return
     can_run = session.remaining() > 1 and session.get_executor() is not None
     hang = bug.kind == "hang"  # its folder needs the model's files, not a run (that would hang again)
     source = (session.artifact_of(finding, execute=not hang) if can_run or hang or finding.artifact_dir is not None
               else None)
     if source is None:
-        store.triage.update_bug(bug.id, reduction={"status": NOT_REDUCED})
+        store.triage.update_bug(bug.id, reduction={"status": Reduction.NOT_REDUCED})
         return
-    record = _bug_record(bug, finding)
+    details = failure_details(finding.verdict, finding.result)
+    record = _bug_record(bug, finding, details)
     located = store.triage.localizations().get(bug.first_verdict)
     localized = located.layer if located else None
     roles = session.roles(finding)
@@ -174,10 +176,9 @@ def _triage_bug(session: Session, bug: BugRow) -> None:
     checker = Checker(session, bug.id, finding, source) if can_run else None
     if checker is not None and previous is None and not checker.shows_again(start, session.work / f"{bug.id}-start"):
         can_run = False  # reducing would search for a symptom the model no longer shows
-        extra["reduction_note"] = NOT_AGAIN
+        extra["reduction_note"] = Reduction.NOT_AGAIN
     if can_run and checker is not None:
         budget = min(HANG_TIMEOUTS * session.timeout_s if hang else PER_BUG_S, session.remaining())
-        details = failure_details(finding.verdict, finding.result)
         hints = mentioned_layers(start, " ".join((details.message, details.traceback, details.stderr)))
         outcome = reduce_bug(start, checker, budget_s=budget, localized=localized, hints=hints,
                              numeric=bug.kind in NUMERIC_KINDS)
@@ -196,11 +197,11 @@ def _triage_bug(session: Session, bug: BugRow) -> None:
         else:
             # no step was taken: the original model itself did not show the bug on this last run (a hang that
             # was a slow compile under load, a flaky result), which is what the report calls unconfirmed
-            outcome.status = "final check failed; original model kept" if outcome.steps else NOT_AGAIN
+            outcome.status = Reduction.FINAL_CHECK_FAILED if outcome.steps else Reduction.NOT_AGAIN
             ir = finding.ir
     shutil.rmtree(folder, ignore_errors=True)
     reduction = outcome.to_json() if outcome else {
-        "status": extra.pop("reduction_note", NOT_REDUCED)}
+        "status": extra.pop("reduction_note", Reduction.NOT_REDUCED)}
     reduction.update(original_layers=len(finding.ir.body), reduced_layers=len(ir.body))
     extra["reduction"] = reduction
     data = materialize(folder, source, ir, record, roles, extra)
@@ -212,13 +213,13 @@ def _triage_bug(session: Session, bug: BugRow) -> None:
     store.triage.update_bug(bug.id, bug_dir=str(folder), original_layers=len(finding.ir.body),
                             reduced_layers=len(ir.body), reduction=reduction, layer=extra.get("layer"),
                             repro=str(folder / "repro.py") if has_script else None)
-    if outcome is not None and outcome.status not in RETRY_STATUSES:
+    if outcome is not None and not outcome.status.retried:
         merged = store.triage.merge_bug(bug.id, reduced_key(root_cause_parts(bug.parts, folder), ir))
         session.summary.merged += merged is not None
     store.triage.update_bug(bug.id, newest={})  # a new folder: an earlier check on the newest code is void
     if has_script and session.remaining() > SCRIPT_CHECK_S:
         _check_script(session, bug.id, folder, data)
-    if reduction.get("status") not in RETRY_STATUSES:
+    if not retried(reduction):
         _release_artifacts(session, bug)
 
 
@@ -260,7 +261,7 @@ def _unchecked_scripts(store: CampaignStore) -> list[BugRow]:
     """Finished bugs whose script was written but never run (the pass ran out of time in between)."""
     return [bug for bug in store.triage.load_bugs() if bug.merged_into is None and bug.reproduces is None
             and bug.repro and Path(bug.repro).exists() and bug.bug_dir
-            and (bug.reduction or {}).get("status") not in RETRY_STATUSES]
+            and not retried(bug.reduction)]
 
 
 def rekey_reduced(store: CampaignStore) -> int:
@@ -270,7 +271,7 @@ def rekey_reduced(store: CampaignStore) -> int:
     for bug in store.triage.load_bugs():
         # a reduction that ran out of time has a folder too: its model so far already names the root cause
         path = Path(bug.bug_dir) / IR_FILE if bug.bug_dir else None
-        if path is None or not path.exists() or (bug.reduction or {}).get("status") == NOT_AGAIN:
+        if path is None or not path.exists() or Reduction.of(bug.reduction) is Reduction.NOT_AGAIN:
             continue
         if bug.kind in TRAINING_KINDS:
             changed += _merge_training(store, bug)
@@ -380,7 +381,8 @@ def triage_campaign(store: CampaignStore, *, executor: Executor | None = None, t
                     if is_disk_full(exc):
                         raise  # not the bug's fault: the campaign stops cleanly (see TriageService)
                     session.error(bug.id, "triage", exc)
-                    store.triage.update_bug(bug.id, reduction={"status": f"triage failed: {type(exc).__name__}: {exc}"})
+                    store.triage.update_bug(bug.id, reduction={"status": Reduction.TRIAGE_FAILED.saying(
+                        f"{type(exc).__name__}: {exc}")})
             elif localizations and session.remaining() > 0:
                 verdict_id = localizations.pop(0)
                 try:

@@ -14,7 +14,7 @@ from typing import Sequence
 import numpy as np
 
 from memo.artifact import Artifact, prepare_artifact
-from memo.backends import CONVERTERS, find_spec, load_spec
+from memo.backends import CONVERTERS, find_spec, produced_by
 from memo.backends.result import ExecutionResult
 from memo.errors import InvalidModelError
 from memo.model.ir import ModelIR
@@ -113,7 +113,7 @@ def roles(verdict: Verdict, reference: str, available: list[str]) -> Roles:
     if backend == reference:
         faulty, good = reference, (involved[0] if involved else reference)
     elif backend in CONVERTERS:
-        produced = getattr(load_spec(backend), "produces", None)
+        produced = produced_by(backend)
         readers = [name for name in available if name not in CONVERTERS and consumes_of(name) == produced]
         witness = [name for name in available if name not in CONVERTERS and name not in needed
                    and name not in readers and consumes_of(name) is not None]
@@ -134,5 +134,5 @@ def alone(backend: str, roles: Roles) -> tuple[str, ...]:
     a converter the one reader of its output among ``roles`` (the converter runs before it, not beside it)."""
     if backend not in CONVERTERS:
         return (backend,)
-    produced = getattr(load_spec(backend), "produces", None)
+    produced = produced_by(backend)
     return tuple(name for name in roles.backends if name not in CONVERTERS and consumes_of(name) == produced)[:1]

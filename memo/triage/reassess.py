@@ -21,7 +21,8 @@ from memo.oracle import Verdict, judge, load_outputs
 from memo.kinds import NUMERIC_KINDS, VerdictKind
 from memo.oracle.verdict import VerdictSummary
 from memo.store import BugRow, CampaignStore
-from memo.triage.bugdir import INPUTS_FILE, IR_FILE, NOT_AGAIN, converted_file, read_bug_file, write_bug_file
+from memo.bug_files import INPUTS_FILE, IR_FILE, Reduction, read_bug_file, write_bug_file
+from memo.triage.bugdir import converted_file
 from memo.triage.failing_node import NODE_PART, OPERATOR_PART, failing_operator
 from memo.triage.finding import Finding, load_finding
 from memo.triage.onnx_reference import (ONNX_REFERENCE_ARRAYS, ONNX_REFERENCE_KEY, Opinion, ask_reference,
@@ -89,7 +90,7 @@ def pending_truths(store: CampaignStore) -> list[BugRow]:
     ONNX's reference evaluator yet (triaged before memo asked it)."""
     return [bug for bug in store.triage.load_bugs()
             if bug.kind in NUMERIC_KINDS and bug.merged_into is None and bug.bug_dir and Path(bug.bug_dir).exists()
-            and (bug.reduction or {}).get("status") not in (None, NOT_AGAIN)
+            and (bug.reduction or {}).get("status") is not None and Reduction.of(bug.reduction) is not Reduction.NOT_AGAIN
             and _unjudged(bug.library, read_bug_file(Path(bug.bug_dir)))]
 
 

@@ -20,14 +20,13 @@ from memo.json_types import JsonObject
 from memo.newest import FIXED_UPSTREAM
 from memo.model.ir import ModelIR
 from memo.store import BugRow, CampaignStore
-from memo.triage.bugdir import (BUG_FILE, IR_FILE, MODEL_FILE, NOT_AGAIN, REPRO_FILE, RETRY_STATUSES, bug_folder,
-                                read_bug_file, write_bug_file)
+from memo.bug_files import BUG_FILE, IR_FILE, MODEL_FILE, REPRO_FILE, Reduction, read_bug_file, write_bug_file
+from memo.triage.bugdir import bug_folder
 from memo.triage.describe import symptom
 from memo.triage.reassess import root_cause_parts
 from memo.triage.signature import reduced_key
 
 SIGNATURE_PREFIX, ROOT_CAUSE_PREFIX = "sig:", "rc:"
-KNOWN_STATUS = "known"  # the reduction status of an adopted bug: "known: M-0003, ..."
 NEEDED_FILES = (BUG_FILE, IR_FILE, MODEL_FILE, REPRO_FILE)
 
 
@@ -55,17 +54,17 @@ def bug_keys(bug: BugRow, merged: list[BugRow]) -> list[str]:
     return list(dict.fromkeys(keys))
 
 
-def _status(bug: BugRow) -> str:
-    return str((bug.reduction or {}).get("status") or "")
+# A reduction that ended without a folder worth remembering: the model did not show the bug again, or triage failed.
+_NOT_REMEMBERED = (Reduction.NOT_AGAIN, Reduction.TRIAGE_FAILED)
 
 
 def finished_folder(store: CampaignStore, bug: BugRow) -> Path | None:
     """The folder of a bug worth remembering (its folder is written, its reduction over, and it showed again when
     re-run), else None. The folder under the campaign's own directory wins: a copied or moved campaign still
     records its paths as they were."""
-    status = _status(bug)
-    if (not bug.bug_dir or bug.merged_into is not None or bug.unlocalized or status in RETRY_STATUSES
-            or status == NOT_AGAIN or status.startswith("triage failed")):
+    status = Reduction.of(bug.reduction)
+    if (not bug.bug_dir or bug.merged_into is not None or bug.unlocalized or (status is not None and status.retried)
+            or status in _NOT_REMEMBERED):
         return None
     here = bug_folder(store.directory, bug.id)
     return here if here.is_dir() else Path(bug.bug_dir) if Path(bug.bug_dir).is_dir() else None
@@ -74,9 +73,9 @@ def finished_folder(store: CampaignStore, bug: BugRow) -> Path | None:
 def waiting(bug: BugRow) -> bool:
     """Whether ``bug`` is a bug still waiting for (or between) reduction passes: recorded without files, so that a
     later campaign knows it was seen, and reduced by whichever campaign gets to it first."""
-    status = _status(bug)
-    return bug.merged_into is None and not bug.unlocalized and status != NOT_AGAIN \
-        and not status.startswith("triage failed") and (not status or status in RETRY_STATUSES)
+    status = Reduction.of(bug.reduction)
+    unreduced = not (bug.reduction or {}).get("status")
+    return bug.merged_into is None and not bug.unlocalized and (unreduced or (status is not None and status.retried))
 
 
 def headline(bug: BugRow, data: JsonObject) -> str:
@@ -113,7 +112,7 @@ def record_campaign(db: BugDatabase, store: CampaignStore) -> int:
             occurrences=bug.occurrences + sum(other.occurrences for other in others),
             versions={str(k): str(v) for k, v in (library_versions or {}).items()},
             first_seen=bug.first_seen, last_seen=max([bug.last_seen] + [o.last_seen for o in others]),
-            reduced=folder is not None and _status(bug) == "done",
+            reduced=folder is not None and Reduction.of(bug.reduction) is Reduction.DONE,
             files=(lambda folder=folder: folder_files(folder)) if folder is not None else None))
         if folder is not None and (bug.newest or {}).get("result") == FIXED_UPSTREAM:
             db.mark_fixed_upstream(known_id, str(bug.newest.get("build") or ""))
@@ -137,8 +136,8 @@ def adopt_known(db: BugDatabase, store: CampaignStore, bug: BugRow) -> KnownBug 
     ir = ModelIR.loads((folder / IR_FILE).read_text())
     finding = store.finding(bug.first_verdict)
     original = len(ModelIR.loads(finding.ir_json).body) if finding and finding.ir_json else None
-    reduction = {"status": f"{KNOWN_STATUS}: {known.id}, reduced model and script copied from the bug database "
-                           f"(first seen as {known.origin})",
+    reduction = {"status": Reduction.KNOWN.saying(f"{known.id}, reduced model and script copied from the bug "
+                                                  f"database (first seen as {known.origin})"),
                  "original_layers": original, "reduced_layers": len(ir.body)}
     data.update(id=bug.id, known_as=known.id, copied_from=known.origin, reduction=reduction)
     write_bug_file(folder, data)
@@ -151,4 +150,4 @@ def adopt_known(db: BugDatabase, store: CampaignStore, bug: BugRow) -> KnownBug 
 
 def adopted(bug: BugRow) -> bool:
     """Whether the campaign copied ``bug`` from the database instead of reducing it."""
-    return _status(bug).startswith(KNOWN_STATUS + ":")
+    return Reduction.of(bug.reduction) is Reduction.KNOWN

@@ -32,9 +32,11 @@ from memo.backends.spec import SPEC_NAME, AnySpec, ConverterSpec
 from memo.backends.supervisor import THREAD_VARIABLES
 from memo.kinds import BUG_KINDS
 from memo.oracle import Thresholds
-from memo.triage.bugdir import EXPECTED_FILE, INPUTS_FILE, MODEL_FILE, converted_file
+from memo.bug_files import EXPECTED_FILE, INPUTS_FILE, MODEL_FILE
+from memo.triage.bugdir import converted_file
 from memo.triage.inline import Bundle
-from memo.triage.rerun import ALARM_SLACK_S, expected_death, hang_limit_s
+from memo.script_exit import ALARM_SLACK_S, expected_death
+from memo.triage.rerun import hang_limit_s
 from memo.triage.pathmask import comparable_message
 
 PLUGIN_FILE = "plugin_backend.py"
@@ -103,13 +105,12 @@ def _library_section(bundle: Bundle, spec: AnySpec, names: tuple[str, ...]) -> _
     return _Section(f"{spec.name}: memo's worker code ({module})", code)
 
 
-def _plugin_section(declared_as: str) -> _Section:
+def _plugin_section() -> _Section:
     root = str(Path(memo.__file__).resolve().parents[1])
-    imported = SPEC_NAME if declared_as == SPEC_NAME else f"{declared_as} as {SPEC_NAME}"
     code = (f"# The plugin file memo's worker imported. A plugin is written against memo (its BackendSpec), so memo\n"
             f"# must be importable for it; the code in this script does not use memo.\n"
             f"sys.path.insert(0, HERE)\nsys.path.append({root!r})\n"
-            f"from plugin_backend import {imported}  # noqa: E402\n\n"
+            f"from plugin_backend import {SPEC_NAME}  # noqa: E402\n\n"
             f"CONVERT, LOAD, RUN = {SPEC_NAME}.convert, {SPEC_NAME}.load, {SPEC_NAME}.run")
     return _Section("the backend plugin (plugin_backend.py)", code)
 
@@ -153,7 +154,7 @@ def render_script(*, bug_id: str, kind: str, library: str, faulty: str, symptom:
                 raise ValueError(f"{library}: conflicting {key} for the converter and the backend")
         requirements += _requirements(part)
     if runs and backend is None:
-        sections.append(_plugin_section(read_plugin(plugin).declared_as if plugin is not None else SPEC_NAME))
+        sections.append(_plugin_section())
         environment.update(plugin_env or {})
         requirements.append("numpy")
         files.append(PLUGIN_FILE)

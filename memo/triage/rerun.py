@@ -12,8 +12,7 @@ from pathlib import Path
 from memo.bugdb.recheck import read_facts, run_script, wall_limit_s
 from memo.defaults import HANG_CONFIRM_FACTOR
 from memo.json_types import JsonObject
-# How a script's end reads lives below triage (the bug database rechecks scripts too); triage names it from here.
-from memo.script_exit import ALARM_SLACK_S, HANG_RERUN_MARGIN_S, expected_death, interpret  # noqa: F401
+from memo.script_exit import interpret
 
 
 def hang_limit_s(timeout_s: float) -> float:
@@ -41,8 +40,7 @@ def rerun_script(folder: Path, bug: JsonObject, *, timeout_s: float = 300.0) -> 
     python = str(bug.get("python") or sys.executable)
     started = time.monotonic()
     limit_s = wall_limit_s(read_facts(folder), timeout_s)
-    returncode, output, timed_out = run_script(folder, python, limit_s)
-    if timed_out:
-        output = f"{output}\n(timed out after {limit_s:g} s)"
-    return RerunResult(interpret(returncode, bug, timed_out=timed_out), returncode, output, time.monotonic() - started,
-                       python)
+    run = run_script(folder, python, limit_s)
+    output = f"{run.output}\n(timed out after {limit_s:g} s)" if run.timed_out else run.output
+    return RerunResult(interpret(run.returncode, bug, timed_out=run.timed_out), run.returncode, output,
+                       time.monotonic() - started, python)

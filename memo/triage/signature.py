@@ -21,7 +21,7 @@ from typing import Any
 from memo.backends import BACKENDS, CONVERTERS, REFERENCE, declared_messages, find_spec, load_spec
 from memo.backends.result import TRACE_STAGE, ExecutionResult, StageResult
 from memo.backends.spec import MessageRules
-from memo.kinds import BUG_KINDS, MESSAGE_KINDS, NUMERIC_KINDS, VerdictKind
+from memo.kinds import NUMERIC_KINDS, VerdictKind
 from memo.layers.catalogue import get_spec
 from memo.model.ir import Layer, ModelIR
 from memo.oracle import KERAS_FRONT_END, TF_FUNCTION_STAGE, Verdict
@@ -290,7 +290,7 @@ def computing_library(backend: str) -> str:
     spec = find_spec(backend)
     if spec is None:
         return backend
-    return library_of(getattr(spec, "computes_with", None) or backend)
+    return library_of(spec.computes_with or backend)
 
 
 def message_pattern(message: str, reduced: ModelIR) -> str:

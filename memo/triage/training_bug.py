@@ -36,8 +36,9 @@ from memo.training.judge import (Arrays, TrainingVerdict, differing_names, judge
                                  stage_keys)
 from memo.training.truth import ENGINE, assess_verdict
 from memo.triage.bug_reduction import reduce_bug
-from memo.triage.bugdir import (EXPECTED_FILE, INPUTS_FILE, IR_FILE, MODEL_FILE, NOT_AGAIN, RETRY_STATUSES,
-                                bug_folder, read_bug_file, write_bug_file)
+from memo.bug_files import (EXPECTED_FILE, INPUTS_FILE, IR_FILE, MODEL_FILE, Reduction, read_bug_file, retried,
+                            write_bug_file)
+from memo.triage.bugdir import bug_folder
 from memo.triage.finding import load_finding
 from memo.triage.probe import _keep_inputs, read_inputs
 from memo.triage.rerun import rerun_script
@@ -165,7 +166,7 @@ def _not_again(session: Session, bug: BugRow, ir: ModelIR, start: TrainingRun, r
     """The model did not show the bug when trained again: its folder keeps the original model (so the next pass does
     not train it again), its script is checked (the report says whether it reproduces)."""
     store = session.store
-    reduction = {"status": NOT_AGAIN, "reason": start.error or "", "original_layers": len(ir.body),
+    reduction = {"status": Reduction.NOT_AGAIN, "reason": start.error or "", "original_layers": len(ir.body),
                  "reduced_layers": len(ir.body)}
     if start.artifact is None or not start.arrays.get(reference):
         store.triage.update_bug(bug.id, reduction=reduction)
@@ -190,7 +191,7 @@ def _not_again(session: Session, bug: BugRow, ir: ModelIR, start: TrainingRun, r
 def _unfinished(bug: BugRow) -> ModelIR | None:
     """The model an earlier reduction that ran out of time reached (its folder's), to continue from."""
     path = Path(bug.bug_dir) / IR_FILE if bug.bug_dir else None
-    if path is None or not path.exists() or (bug.reduction or {}).get("status") not in RETRY_STATUSES:
+    if path is None or not path.exists() or not retried(bug.reduction):
         return None
     try:
         return ModelIR.loads(path.read_text())
@@ -265,7 +266,7 @@ def pending_training_truths(store: CampaignStore) -> list[BugRow]:
     """Numeric training bugs with a folder whose float64 truth was not computed (the pass ran out of time)."""
     return [bug for bug in store.triage.load_bugs()
             if bug.kind in NUMERIC and bug.merged_into is None and bug.bug_dir and Path(bug.bug_dir).exists()
-            and (bug.reduction or {}).get("status") not in (None, NOT_AGAIN)
+            and Reduction.of(bug.reduction) not in (None, Reduction.NOT_AGAIN)
             and not read_bug_file(Path(bug.bug_dir)).get("truth")]
 
 

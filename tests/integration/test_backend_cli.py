@@ -82,7 +82,7 @@ def test_bad_input_is_one_line_and_exit_2(args: list[str], fragment: str, tmp_pa
                                           capsys: pytest.CaptureFixture[str]) -> None:
     files = {"corrupt": ("model.keras", "not a zip"), "no_backend": ("p1.py", "X = 1\n"),
              "syntax": ("p2.py", "BACKEND = (\n"),
-             "taken": ("p3.py", "BACKEND = BackendSpec(name='onnxruntime', consumes='onnx', load=f, run=g)\n"),
+             "taken": ("p3.py", "SPEC = BackendSpec(name='onnxruntime', consumes='onnx', load=f, run=g)\n"),
              "lambda": ("lambda.json", json.dumps({"class_name": "Functional", "config": {
                  "name": "m", "layers": [
                      {"class_name": "InputLayer", "name": "x", "config": {"batch_shape": [None, 2], "name": "x"},

@@ -23,7 +23,7 @@ def test_a_hang_is_filed_only_when_it_hangs_again_alone_with_twice_the_limit(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, plugin: str, confirmed: bool) -> None:
     from memo.backends.executor import DifferentialExecutor
     from memo.triage import triage_campaign
-    from memo.triage.bugdir import NOT_AGAIN
+    from memo.bug_files import Reduction
 
     monkeypatch.setenv("MEMO_TEST_SLOW_S", str(1.5 * LIMIT_S))  # read by slow_model only
     monkeypatch.chdir(tmp_path)
@@ -35,5 +35,5 @@ def test_a_hang_is_filed_only_when_it_hangs_again_alone_with_twice_the_limit(
             assert [row.verdict.kind for row in store.verdicts()] == ["hang"]
             summary = triage_campaign(store, executor=executor, time_budget_s=240)
             (bug,) = store.triage.load_bugs()
-    assert (bug.reduction.get("status") != NOT_AGAIN) == confirmed, (bug.reduction, summary.errors)
+    assert (bug.reduction.get("status") != Reduction.NOT_AGAIN) == confirmed, (bug.reduction, summary.errors)
     assert bug.reproduces is confirmed, (bug.reduction, summary.errors)

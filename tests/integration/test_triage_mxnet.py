@@ -49,7 +49,7 @@ def test_findings_are_deduplicated_and_localized(triaged) -> None:
 
 
 def test_the_numeric_bug_is_confirmed_by_its_float64_truth(triaged) -> None:
-    from memo.triage.bugdir import read_bug_file
+    from memo.bug_files import read_bug_file
 
     _root, store, _summary = triaged
     bug = next(bug for bug in store.triage.load_bugs() if bug.kind == "inconsistency")

@@ -59,12 +59,6 @@ def test_producers_are_the_converters_declarations() -> None:
     assert found["onnx"] == "tf2onnx" and found["tflite"] == "tflite-converter" and "keras" not in found
 
 
-def test_the_old_producers_name_still_reads() -> None:
-    from memo.backends import PRODUCERS
-
-    assert PRODUCERS == producers()
-
-
 def test_a_bugs_script_masks_messages_as_memo_does_without_memo(tmp_path: Path) -> None:
     """The crash check of a bug's script holds the backends' masks as data (memo's registry is not there)."""
     from memo.triage.pathmask import comparable_message

@@ -16,7 +16,7 @@ import pytest
 
 from memo.bugdb.recheck import (ERROR, FIXED, FLAKY_NOTE, REPRODUCES, classify, read_facts, recheck_all,
                                 recheck_folder)
-from memo.bug_files import NOT_AGAIN
+from memo.bug_files import Reduction
 from memo.triage.repro import render_script
 
 CORPUS_BUG = Path(__file__).resolve().parents[1] / "corpus" / "bugs" / "crash-onnxruntime-53e3373378"
@@ -34,7 +34,7 @@ def _bug(tmp_path: Path, kind: str, body: str, *, expected: np.ndarray | None = 
     plugin = folder / "plugin_backend.py"
     plugin.write_text(f"import os\nimport signal\nimport time\n{prelude}\nfrom memo.backends import BackendSpec\n\n\n"
                       f"def run(path, inputs):\n    {body}\n    return list(inputs.values())\n\n\n"
-                      "BACKEND = BackendSpec(name='plug', consumes='keras', load=str, run=run)\n")
+                      "SPEC = BackendSpec(name='plug', consumes='keras', load=str, run=run)\n")
     np.savez(folder / "inputs.npz", x=np.ones((2, 3), np.float32))
     (folder / "model.keras").write_bytes(b"")
     if expected is not None:
@@ -212,6 +212,21 @@ def test_the_same_bug_is_fixed_on_memos_onnxruntime_1_32(tmp_path: Path) -> None
 
 
 def test_a_fix_of_a_bug_triage_could_not_show_again_says_it_may_be_flaky(tmp_path: Path) -> None:
-    folder = _bug(tmp_path, "crash", "pass", bug_json={"reduction": {"status": NOT_AGAIN}})
+    folder = _bug(tmp_path, "crash", "pass", bug_json={"reduction": {"status": Reduction.NOT_AGAIN}})
     checked = recheck_folder(folder)
     assert (checked.result, checked.detail) == (FIXED, f"ran without an exception: does not reproduce ({FLAKY_NOTE})")
+
+
+def test_the_one_runner_keeps_stderr_apart_when_asked(tmp_path: Path) -> None:
+    """The minimal-script check reads stdout's first line and the error output: run_script keeps them apart."""
+    from memo.bugdb.recheck import run_script
+
+    (tmp_path / "s.py").write_text("import sys\nprint('warning first', file=sys.stderr, flush=True)\n"
+                                   "print('versions line')\nraise ValueError('boom')\n")
+    run = run_script(tmp_path, sys.executable, 60, "s.py", stderr_apart=True, tail=None)
+    assert (run.returncode, run.timed_out) == (1, False)
+    assert run.output.splitlines()[0] == "versions line" and "ValueError: boom" in run.stderr
+    merged = run_script(tmp_path, sys.executable, 60, "s.py")
+    assert "warning first" in merged.output and "ValueError: boom" in merged.output and merged.stderr == ""
+    late = run_script(tmp_path, "/nonexistent/python", 60, "s.py")
+    assert late.returncode is None and not late.timed_out and late.output.startswith("cannot start")

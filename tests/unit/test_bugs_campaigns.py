@@ -18,7 +18,8 @@ from memo.report.html import render_html
 from memo.report.sections import SECTION_RANK
 from memo.store import CampaignStore
 from memo.triage import triage_campaign
-from memo.triage.remember import KNOWN_STATUS, SIGNATURE_PREFIX, record_campaign
+from memo.bug_files import Reduction
+from memo.triage.remember import SIGNATURE_PREFIX, record_campaign
 
 RECORDED = Path("/work/main/campaigns")
 SMALL_FILE = 1 << 20
@@ -101,7 +102,7 @@ def test_triage_adopts_a_known_bug_instead_of_reducing_it(campaigns: Path) -> No
         summary = triage_campaign(store, time_budget_s=0.0, bugs_db=database)
         row = store.triage.load_bug(bug.id)
     assert summary.known >= 1
-    assert row.reduction["status"].startswith(f"{KNOWN_STATUS}: {known_id}")
+    assert row.reduction["status"].startswith(f"known: {known_id}") and Reduction.of(row.reduction) is Reduction.KNOWN
     folder = campaigns / "p20" / "bugs" / bug.id
     assert (folder / "repro.py").exists() and json.loads((folder / "bug.json").read_text())["known_as"] == known_id
     with BugDatabase(database) as db:  # the pass recorded p20's bugs: the adopted one as a sighting of the known

@@ -16,9 +16,8 @@ from memo.errors import UsageError
 from memo.filing import cached_minimal, issue_text, minimal_script
 from memo.filing.check import CHECK_FILE, MINIMAL_DIR
 from memo.filing.folder import BugFolder
-from memo.filing.idioms import IDIOMS
 from memo.filing.script import SCRIPT_FILE
-from memo.filing.trackers import GENERIC, form_for
+from memo.backends.trackers import GENERIC
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus" / "bugs"
 KERAS_CRASH = "crash-keras-torch-7db6bd8ece"  # Keras on torch: LayerNormalization on axis 2 raises
@@ -118,13 +117,19 @@ def test_not_a_bug_folder_is_a_usage_error(tmp_path: Path) -> None:
 
 
 def test_every_tracker_has_its_form() -> None:
-    trackers = {spec.upstream.tracker for name in (*BACKENDS, *CONVERTERS)
-                if (spec := find_spec(name)) is not None and spec.upstream.tracker}
-    assert trackers and all(form_for(tracker) is not GENERIC for tracker in trackers)
+    upstreams = [spec.upstream for name in (*BACKENDS, *CONVERTERS)
+                 if (spec := find_spec(name)) is not None and spec.upstream.tracker]
+    assert upstreams and all(upstream.form is not GENERIC for upstream in upstreams)
+    forms: dict[str, object] = {}
+    assert all(forms.setdefault(upstream.tracker, upstream.form) is upstream.form for upstream in upstreams)
 
 
-def test_every_idiom_names_a_registered_backend() -> None:
-    assert set(IDIOMS) <= set(BACKENDS) | set(CONVERTERS)
+def test_torch_compile_scripts_compile_as_their_backends_do() -> None:
+    """The minimal script of a torch.compile bug compiles with the backend's own mode (aot_eager is not inductor)."""
+    for name, mode in (("torch-compile", "aot_eager"), ("torch-inductor", "inductor")):
+        idiom = find_spec(name).idiom
+        assert idiom is not None and f'backend="{mode}", dynamic=False' in "\n".join(idiom.call)
+    assert find_spec("torch-inductor-cuda").idiom is None and find_spec("onnx2torch-cuda").idiom is None
 
 
 def test_report_shows_the_kept_issue_text_escaped_and_counts_reproducing_scripts(bugs: Path, tmp_path: Path) -> None:

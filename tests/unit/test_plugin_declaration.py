@@ -1,4 +1,4 @@
-"""A plugin declares its spec as memo's backend modules do (``SPEC``); ``BACKEND``, the old name, still works."""
+"""A plugin declares its spec as memo's backend modules do (``SPEC``)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -18,19 +18,17 @@ def _plugin(tmp_path: Path, declaration: str) -> Path:
     return path
 
 
-@pytest.mark.parametrize("name", ["SPEC", "BACKEND"])
-def test_either_name_declares_the_plugin(tmp_path: Path, name: str) -> None:
-    path = _plugin(tmp_path, f"{name} = BackendSpec(name='echo', consumes='keras', load=str, run=run)\n")
+def test_spec_declares_the_plugin(tmp_path: Path) -> None:
+    path = _plugin(tmp_path, "SPEC = BackendSpec(name='echo', consumes='keras', load=str, run=run)\n")
     info = read_plugin(path)
-    assert (info.name, info.consumes, info.declared_as) == ("echo", "keras", name)
+    assert (info.name, info.consumes) == ("echo", "keras")
     assert load_plugin(path).name == "echo"
 
 
-def test_spec_wins_over_the_old_name(tmp_path: Path) -> None:
-    path = _plugin(tmp_path, "BACKEND = BackendSpec(name='old', consumes='keras', load=str, run=run)\n"
-                             "SPEC = BackendSpec(name='new', consumes='onnx', load=str, run=run)\n")
-    assert (read_plugin(path).name, read_plugin(path).declared_as) == ("new", "SPEC")
-    assert load_plugin(path).name == "new"
+def test_the_old_name_declares_nothing(tmp_path: Path) -> None:
+    path = _plugin(tmp_path, "BACKEND = BackendSpec(name='old', consumes='keras', load=str, run=run)\n")
+    with pytest.raises(UsageError, match="defines no `SPEC = BackendSpec"):
+        read_plugin(path)
 
 
 def test_a_file_without_a_declaration_is_refused(tmp_path: Path) -> None:

@@ -5,7 +5,7 @@ import json
 from pathlib import Path
 
 from memo.report import write_report
-from memo.triage.bugdir import NOT_AGAIN
+from memo.bug_files import Reduction
 from memo.triage.dedup import update_bugs
 from tests.unit.triage_store import make_campaign
 
@@ -15,8 +15,8 @@ def test_an_unconfirmed_finding_is_listed_apart_not_counted_as_a_bug(tmp_path: P
     with make_campaign(directory) as store:
         update_bugs(store)
         first, second = [bug.id for bug in store.triage.load_bugs() if bug.kind == "crash"][:2]
-        store.triage.update_bug(first, reduction={"status": NOT_AGAIN}, reproduces=False)
-        store.triage.update_bug(second, reduction={"status": NOT_AGAIN}, reproduces=True)  # its script did
+        store.triage.update_bug(first, reduction={"status": Reduction.NOT_AGAIN}, reproduces=False)
+        store.triage.update_bug(second, reduction={"status": Reduction.NOT_AGAIN}, reproduces=True)  # its script did
     data = json.loads(write_report(directory, tmp_path / "r.json", "json").read_text())
     assert [u["id"] for u in data["unconfirmed"]] == [first]
     assert first not in {bug["id"] for bug in data["bugs"]} and second in {bug["id"] for bug in data["bugs"]}

@@ -51,3 +51,66 @@ def test_a_failed_transaction_leaves_nothing(tmp_path: Path) -> None:
 def test_opening_a_missing_campaign_is_a_usage_error(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="no campaign"):
         CampaignStore(tmp_path / "nothing")
+
+
+def _version_1_store(directory: Path, *, recorded: bool = True) -> Path:
+    """A store as memo wrote it at schema version 1: no ``bugs.newest`` column (older ones lacked more)."""
+    import json
+    import sqlite3
+
+    from memo.store.schema import CAMPAIGN_TABLES, DB_NAME, TRIAGE_TABLES
+
+    directory.mkdir(parents=True)
+    db = sqlite3.connect(directory / DB_NAME)
+    old_bugs = TRIAGE_TABLES.replace(", final_key TEXT,\n    merged_into TEXT, newest TEXT)", ")")
+    assert old_bugs != TRIAGE_TABLES
+    db.executescript(CAMPAIGN_TABLES + old_bugs)
+    if recorded:
+        db.execute("INSERT INTO meta(key, value) VALUES ('schema_version', ?)", (json.dumps(1),))
+    db.execute("INSERT INTO meta(key, value) VALUES ('config', ?)", (json.dumps({"seed": 7}),))
+    db.commit()
+    db.close()
+    return directory
+
+
+@pytest.mark.parametrize("recorded", [True, False])
+def test_a_version_1_store_is_migrated_on_open_and_reads_the_same(tmp_path: Path, recorded: bool) -> None:
+    import sqlite3
+
+    from memo.store.schema import DB_NAME, SCHEMA_VERSION
+
+    directory = _version_1_store(tmp_path / "old", recorded=recorded)
+    with CampaignStore(directory) as store:
+        assert store.get_meta("schema_version") == SCHEMA_VERSION == 2
+        assert store.get_meta("config") == {"seed": 7}
+        assert store.triage.load_bugs() == []
+    columns = {row[1] for row in sqlite3.connect(directory / DB_NAME).execute("PRAGMA table_info(bugs)")}
+    assert {"final_key", "merged_into", "newest"} <= columns
+    with CampaignStore(directory) as store:  # opened again: nothing left to migrate
+        assert store.get_meta("schema_version") == 2
+
+
+def test_a_new_store_records_its_version(tmp_path: Path) -> None:
+    from memo.store.schema import SCHEMA_VERSION
+
+    with CampaignStore(tmp_path / "new", create=True) as store:
+        assert store.get_meta("schema_version") == SCHEMA_VERSION
+
+
+def test_a_newer_store_or_another_file_is_refused_with_one_line(tmp_path: Path) -> None:
+    import sqlite3
+
+    from memo.store.schema import DB_NAME, StoreVersionError
+
+    with CampaignStore(tmp_path / "newer", create=True) as store:
+        store.set_meta("schema_version", 3)
+    before = (tmp_path / "newer" / DB_NAME).read_bytes()
+    with pytest.raises(StoreVersionError, match=r"newer memo \(schema 3; this memo knows 2\)") as raised:
+        CampaignStore(tmp_path / "newer")
+    assert isinstance(raised.value, UsageError) and "\n" not in str(raised.value)
+    assert (tmp_path / "newer" / DB_NAME).read_bytes() == before
+    other = tmp_path / "other"
+    other.mkdir()
+    sqlite3.connect(other / DB_NAME).executescript("CREATE TABLE bugs (id TEXT); CREATE TABLE meta (key TEXT)")
+    with pytest.raises(StoreVersionError, match="is not a memo campaign store"):
+        CampaignStore(other)

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from memo.defaults import DEFAULT_TRAIN_SHARE
+
 from memo.backends.result import BackendResult, ExecutionResult, StageResult
 from memo.campaign.config import Budget, CampaignConfig
 from memo.errors import UsageError
@@ -58,6 +60,8 @@ def test_the_share_is_a_fraction() -> None:
     with pytest.raises(UsageError, match="--train-share"):
         CampaignConfig(name="c", seed=0, budget=Budget(seconds=1.0), train_share=1.5)
     stored = CampaignConfig(name="c", seed=0, budget=Budget(seconds=1.0)).to_json()
+    assert CampaignConfig.from_json(stored).train_share == DEFAULT_TRAIN_SHARE == 0.2  # on by default
+    del stored["train_share"]  # a campaign stored before the check existed resumes without it
     assert CampaignConfig.from_json(stored).train_share == 0.0
 
 

@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 
 from memo.triage.repro import render_script
-from memo.triage.rerun import ALARM_SLACK_S, hang_limit_s, interpret, rerun_script
+from memo.script_exit import ALARM_SLACK_S, interpret
+from memo.triage.rerun import hang_limit_s, rerun_script
 
 LIMIT_S = 1.0  # the per-model limit the bug was "found" under: the script waits twice as long
 
@@ -21,7 +22,7 @@ def _hang_bug(tmp_path: Path, body: str) -> tuple[Path, dict[str, object]]:
     plugin = folder / "plugin_backend.py"
     plugin.write_text("import time\n\nfrom memo.backends import BackendSpec\n\n\n"
                       f"def run(path, inputs):\n    {body}\n    return list(inputs.values())\n\n\n"
-                      "BACKEND = BackendSpec(name='sleeper', consumes='keras', load=str, run=run)\n")
+                      "SPEC = BackendSpec(name='sleeper', consumes='keras', load=str, run=run)\n")
     np.savez(folder / "inputs.npz", x=np.zeros((2, 3), np.float32))
     (folder / "model.keras").write_bytes(b"")
     text, _files = render_script(bug_id="hang-1", kind="hang", library="sleeper", faulty="sleeper",

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import numpy as np
 
-from memo.triage import NOT_REDUCED, start_background_triage, triage_campaign
+from memo.bug_files import Reduction
+from memo.triage import start_background_triage, triage_campaign
 from tests.unit.triage_store import add_finding, make_campaign, model
 
 
@@ -39,7 +40,7 @@ def test_a_pass_without_budget_writes_folders_and_scripts_from_the_original_arti
         assert jax_bug.reduction["status"].startswith("not reduced") and jax_bug.reproduces is None
         others = [bug for bug in store.triage.load_bugs() if bug.id != jax_bug.id]
         # no artifact and no time to rebuild one: not reduced yet, a later pass rebuilds it from the IR
-        assert all(bug.reduction == {"status": NOT_REDUCED} and bug.bug_dir is None for bug in others
+        assert all(bug.reduction == {"status": Reduction.NOT_REDUCED} and bug.bug_dir is None for bug in others
                    if not bug.unlocalized)
         assert [bug.kind for bug in others if bug.unlocalized] == ["nan"]
         again = triage_campaign(store, time_budget_s=0)

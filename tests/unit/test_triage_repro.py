@@ -17,7 +17,7 @@ from memo.backends import BACKENDS, CONVERTERS, load_spec
 from memo.backends.spec import ConverterSpec
 from memo.triage.inline import Bundle, InlineError
 from memo.triage.repro import CHECKS, render_script, supported
-from memo.triage.rerun import expected_death, interpret
+from memo.script_exit import expected_death, interpret
 
 NUMERIC = ("nan", "inconsistency", "shape")
 LIBRARIES = sorted([*BACKENDS, *CONVERTERS])
