@@ -34,7 +34,9 @@ def test_the_campaigns_report_carries_a_checked_minimal_script_for_a_ready_bug(t
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     fuzz = subprocess.run(
         [sys.executable, "-m", "memo", "fuzz", "--iterations", "2", "--seed", "3", "--jobs", "1", "--quiet",
-         "--seeds-dir", str(seeds), "--backends", "keras-tensorflow,keras-torch", "--name", "fileable"],
+         "--seeds-dir", str(seeds), "--backends", "keras-tensorflow,keras-torch", "--name", "fileable",
+         # this bug is fixed in keras-nightly (2026-11-27): rerun on the newest code it would be "fixed upstream"
+         "--next-python", "none", "--train-share", "0"],
         cwd=tmp_path, capture_output=True, text=True, timeout=900, env=env)
     assert fuzz.returncode == 0, fuzz.stderr[-3000:]
     html = (tmp_path / "reports" / "fileable.html").read_text()
