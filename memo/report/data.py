@@ -39,7 +39,7 @@ from memo.triage.bugdir import bug_layers
 from memo.triage.onnx_reference import ONNX_REFERENCE_KEY, blamed_library
 from memo.triage.reassess import REDUCED_VERDICT, TRUTH_KEY
 from memo.triage.signature import FailureDetails, computing_library, failure_details
-from memo.triage.newest import recorded_next_python
+from memo.triage.newest import has_newer_build, recorded_next_python
 from memo.bugdb import FIXED_UPSTREAM
 from memo.newest import CANNOT_RUN, NOT_APPLICABLE, STILL_REPRODUCES
 from memo.newest import FIXED_UPSTREAM as FIXED_UPSTREAM_RESULT
@@ -382,7 +382,8 @@ def bug_entry(store: CampaignStore, bug: BugRow, versions: JsonObject,
         "merged": [MergedBug(id=other.id, occurrences=other.occurrences, signature=other.parts)
                    for other in merged or []],
         "variants": dedup.variants([bug, *(merged or [])]),
-        "newest": bug.newest, "newest_pending": newest_env and bug.reproduces is True and not bug.newest,
+        "newest": bug.newest,
+        "newest_pending": newest_env and bug.reproduces is not False and not bug.newest and has_newer_build(bug.library),
     }
     entry["occurrences"] += sum(other.occurrences for other in merged or [])
     entry["reported_by"] = None

@@ -22,7 +22,7 @@ from memo.bugdb.recheck import read_facts, recheck_folder
 from memo.json_types import JsonObject
 from memo.newest import NOT_APPLICABLE, OFF, build_text
 from memo.store import BugRow, CampaignStore
-from memo.bug_files import retried
+from memo.bug_files import Reduction, retried
 
 CONFIG_KEY = "next_python"  # the campaign's newest-code interpreter, in its stored configuration ("" for none)
 
@@ -39,12 +39,18 @@ def is_off(value: str | None) -> bool:
     return value is not None and value.strip().lower() == OFF
 
 
+def has_newer_build(library: str) -> bool:
+    """Whether ``library`` can be rerun on the newest code: not one in its own environment (MXNet, retired)."""
+    spec = find_spec(library)
+    return spec is None or not spec.python
+
+
 def newest_check(folder: Path, library: str, python: str, *, timeout_s: float) -> JsonObject:
     """Rerun ``folder``'s script with ``python`` and say what the newest code does with the bug of ``library``:
     ``result`` (reproduces, fixed, error, or not applicable), a one-line ``detail``, the ``build`` it ran on
     (``keras-nightly 3.16.0.dev2026102704, jax 0.10.2``), every needed distribution's version, when and how long."""
     spec = find_spec(library)
-    if spec is not None and spec.python:  # its own environment (MXNet): there is no newer build to run it on
+    if spec is not None and not has_newer_build(library):  # its own environment (MXNet): no newer build to run
         return {"result": NOT_APPLICABLE, "detail": f"{library} runs in its own environment ({spec.python}); "
                 "no development build of it exists", "build": "", "versions": {}, "checked": time.time()}
     result = recheck_folder(folder, python=python, timeout_s=timeout_s)
@@ -56,11 +62,12 @@ def newest_check(folder: Path, library: str, python: str, *, timeout_s: float) -
 
 
 def pending_newest(store: CampaignStore) -> list[BugRow]:
-    """Finished bugs whose script reproduces and that were not rerun on the newest code yet, most frequent first."""
+    """Finished bugs whose script was not seen to fail (it reproduces, or was not run yet: a minimal script may have
+    shown the bug) and that were not rerun on the newest code yet, most frequent first."""
     return sorted((bug for bug in store.triage.load_bugs()
-                   if bug.merged_into is None and bug.reproduces is True and not bug.newest and bug.bug_dir
+                   if bug.merged_into is None and bug.reproduces is not False and not bug.newest and bug.bug_dir
                    and (Path(bug.bug_dir) / "repro.py").is_file()
-                   and not retried(bug.reduction)),
+                   and not retried(bug.reduction) and Reduction.of(bug.reduction) is not Reduction.NOT_AGAIN),
                   key=lambda bug: (-bug.occurrences, bug.first_seen))
 
 

@@ -383,6 +383,12 @@ def triage_campaign(store: CampaignStore, *, executor: Executor | None = None, t
                     session.error(bug.id, "triage", exc)
                     store.triage.update_bug(bug.id, reduction={"status": Reduction.TRIAGE_FAILED.saying(
                         f"{type(exc).__name__}: {exc}")})
+            elif session.next_python and session.remaining() > SCRIPT_CHECK_S and (
+                    on_release := [b for b in pending_newest(store) if b.id not in tried_newest]):
+                # a finished bug is ready only once rerun on the newest code (a few seconds): before localizations
+                bug = on_release[0]
+                tried_newest.add(bug.id)  # never rerun on the newest code (adopted, or its pass ran out of time)
+                _check_newest(session, bug)
             elif localizations and session.remaining() > 0:
                 verdict_id = localizations.pop(0)
                 try:
@@ -412,11 +418,6 @@ def triage_campaign(store: CampaignStore, *, executor: Executor | None = None, t
                 tried.add(bug.id)  # a script whose check ran out of time in an earlier pass
                 folder = Path(str(bug.bug_dir))
                 _check_script(session, bug.id, folder, read_bug_file(folder))
-            elif session.next_python and session.remaining() > SCRIPT_CHECK_S and (
-                    on_release := [b for b in pending_newest(store) if b.id not in tried_newest]):
-                bug = on_release[0]
-                tried_newest.add(bug.id)  # reproducing, never rerun on the newest code (adopted, or out of time)
-                _check_newest(session, bug)
             else:
                 break
             turn += 1
