@@ -29,13 +29,18 @@ DEV_BUILDS: Mapping[str, str] = {"keras": "keras-nightly", "tensorflow-cpu": "tf
 STILL_REPRODUCES, FIXED_UPSTREAM, CANNOT_RUN, NOT_APPLICABLE = "reproduces", "fixed", "error", "not applicable"
 
 
+def is_off(value: str | None) -> bool:
+    """Whether ``value`` switches the newest-code check off (``--next-python none``)."""
+    return value is not None and value.strip().lower() == OFF
+
+
 def next_python(explicit: str | None = None) -> str | None:
     """The newest-code environment's interpreter: ``explicit`` (``--next-python PATH``; ``none`` switches the check
     off), else ``$MEMO_NEXT_PYTHON``, else ``.venv-next/bin/python`` where the set-up built it; None when there is
     none. A path given that is no interpreter is a :class:`UsageError` (one line, exit 2)."""
     chosen = explicit if explicit is not None else os.environ.get(NEXT_PYTHON_ENV) or None
     if chosen is not None:
-        if chosen.strip().lower() == OFF:
+        if is_off(chosen):
             return None
         path = Path(chosen).expanduser()
         if not path.is_file() or not os.access(path, os.X_OK):

@@ -66,8 +66,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _next_python(given: str | None) -> str | None:
     """``--next-python``: a checked interpreter, ``none`` passed on (no check), or None (the campaign's own)."""
-    from memo.newest import OFF, next_python
+    from memo.newest import is_off, next_python
 
-    if given is None or given.strip().lower() == OFF:
+    if given is None or is_off(given):
         return given
     return next_python(given)

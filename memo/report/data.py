@@ -39,10 +39,8 @@ from memo.triage.bugdir import bug_layers
 from memo.triage.onnx_reference import ONNX_REFERENCE_KEY, blamed_library
 from memo.triage.reassess import REDUCED_VERDICT, TRUTH_KEY
 from memo.triage.signature import FailureDetails, computing_library, failure_details
-from memo.triage.newest import has_newer_build, recorded_next_python
-from memo.bugdb import FIXED_UPSTREAM
-from memo.newest import CANNOT_RUN, NOT_APPLICABLE, STILL_REPRODUCES
-from memo.newest import FIXED_UPSTREAM as FIXED_UPSTREAM_RESULT
+from memo.triage.newest import has_newer_build, pending_newest, recorded_next_python
+from memo.newest import CANNOT_RUN, FIXED_UPSTREAM, NOT_APPLICABLE, STILL_REPRODUCES
 
 COVERAGE_SERIES = (("types", "Layer types"), ("pairs", "Layer pairs"), ("params", "Layer parameter values"))
 CONFIG_PREVIEW_KEYS = 4
@@ -66,13 +64,13 @@ def collect(store: CampaignStore, bugs_db: Path | None = None) -> JsonObject:
             merged.setdefault(bug.merged_into, []).append(bug)
     primary = [bug for bug in rows if not bug.merged_into and not bug.unlocalized]
     newest = newest_environment(store)
-    entries = [bug_entry(store, bug, versions, merged.get(bug.id, []), newest_env=bool(newest))
+    awaiting = {bug.id for bug in pending_newest(store) if has_newer_build(bug.library)} if newest else set()
+    entries = [bug_entry(store, bug, versions, merged.get(bug.id, []), newest_pending=bug.id in awaiting)
                for bug in primary]
     database = mark_known(store, entries, rows, bugs_db)
-    for entry in entries:  # a bug the database knows fixed upstream: its section needs what mark_known read
-        if (entry.get("known_bug") or {}).get("status") == FIXED_UPSTREAM and not entry.get("newest"):
-            entry["section"] = section_of(entry)
-            entry["status"] = status_text(entry)
+    for entry in entries:  # once every fact is in, the database's status too (a bug it knows fixed upstream)
+        entry["section"] = section_of(entry)
+        entry["status"] = status_text(entry)
     bugs = sorted((entry for entry in entries if not unconfirmed(entry)), key=_filing_order)
     return {"memo_version": __version__, "generated": time.time(), "summary": summary(store),
             "coverage": coverage(store), "bugs": bugs, "unsupported": dedup.unsupported_groups(store),
@@ -102,7 +100,7 @@ def newest_figures(python: str | None, bugs: list[BugEntry]) -> JsonObject:
     builds = sorted({str(check.get("build")) for check in checked if check.get("build")})
     return {"python": python, "builds": builds, "checked": len(checked),
             "results": {result: sum(1 for check in checked if check.get("result") == result)
-                        for result in (STILL_REPRODUCES, FIXED_UPSTREAM_RESULT, CANNOT_RUN, NOT_APPLICABLE)},
+                        for result in (STILL_REPRODUCES, FIXED_UPSTREAM, CANNOT_RUN, NOT_APPLICABLE)},
             "pending": sum(1 for entry in bugs if entry.get("newest_pending"))}
 
 
@@ -349,9 +347,10 @@ def _model_table(ir: ModelIR | None, shapes: JsonObject, highlight: str | None) 
 
 
 def bug_entry(store: CampaignStore, bug: BugRow, versions: JsonObject,
-              merged: list[BugRow] | None = None, newest_env: bool = False) -> BugEntry:
-    """One bug with everything its report section needs; ``merged``: the entries folded into it; ``newest_env``:
-    the campaign has a newest-code environment, so a reproducing bug is ready only once rerun there."""
+              merged: list[BugRow] | None = None, newest_pending: bool = False) -> BugEntry:
+    """One bug with everything its report section needs (:func:`collect` sections it once the bug database is read);
+    ``merged``: the entries folded into it; ``newest_pending``: it awaits its rerun on the newest code
+    (:func:`memo.triage.newest.pending_newest`), so it is not ready yet."""
     finding = store.finding(bug.first_verdict)
     details = failure_details(finding.verdict, finding.result) if finding else FailureDetails()
     folder = Path(bug.bug_dir) if bug.bug_dir else None
@@ -383,7 +382,7 @@ def bug_entry(store: CampaignStore, bug: BugRow, versions: JsonObject,
                    for other in merged or []],
         "variants": dedup.variants([bug, *(merged or [])]),
         "newest": bug.newest,
-        "newest_pending": newest_env and bug.reproduces is not False and not bug.newest and has_newer_build(bug.library),
+        "newest_pending": newest_pending,
     }
     entry["occurrences"] += sum(other.occurrences for other in merged or [])
     entry["reported_by"] = None
@@ -408,9 +407,7 @@ def bug_entry(store: CampaignStore, bug: BugRow, versions: JsonObject,
     if refusal and not documented:
         entry["documented"] = Documented(behaviour=f"{bug.library} declines this on purpose (a declared refusal)",
                                          source="the refusal memo's spec for it declares", quote=refusal)
-    entry.update(filing_view(folder))  # before the section: a checked minimal script counts as reproducing
-    entry["section"] = section_of(entry)
-    entry["status"] = status_text(entry)
+    entry.update(filing_view(folder))  # a checked minimal script counts as reproducing (collect sections it)
     entry["issue_markdown"] = issue_markdown(entry, versions)
     return entry
 

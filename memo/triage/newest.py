@@ -17,12 +17,11 @@ from pathlib import Path
 
 from memo.backends import find_spec
 from memo.backends.versions import MISSING
-from memo.bug_files import NEWEST_FILE
+from memo.bug_files import NEWEST_FILE, Reduction, retried
 from memo.bugdb.recheck import read_facts, recheck_folder
 from memo.json_types import JsonObject
-from memo.newest import NOT_APPLICABLE, OFF, build_text
+from memo.newest import NOT_APPLICABLE, build_text
 from memo.store import BugRow, CampaignStore
-from memo.bug_files import Reduction, retried
 
 CONFIG_KEY = "next_python"  # the campaign's newest-code interpreter, in its stored configuration ("" for none)
 
@@ -32,11 +31,6 @@ def recorded_next_python(config: JsonObject) -> str | None:
     campaign from before the check existed: ``memo report --triage --next-python PATH`` gives it one)."""
     recorded = str(config.get(CONFIG_KEY) or "")
     return recorded if recorded and Path(recorded).is_file() else None
-
-
-def is_off(value: str | None) -> bool:
-    """Whether ``value`` switches the newest-code check off (``--next-python none``)."""
-    return value is not None and value.strip().lower() == OFF
 
 
 def has_newer_build(library: str) -> bool:
@@ -50,7 +44,7 @@ def newest_check(folder: Path, library: str, python: str, *, timeout_s: float) -
     ``result`` (reproduces, fixed, error, or not applicable), a one-line ``detail``, the ``build`` it ran on
     (``keras-nightly 3.16.0.dev2026102704, jax 0.10.2``), every needed distribution's version, when and how long."""
     spec = find_spec(library)
-    if spec is not None and not has_newer_build(library):  # its own environment (MXNet): no newer build to run
+    if spec is not None and spec.python:  # its own environment (MXNet): no newer build to run it on
         return {"result": NOT_APPLICABLE, "detail": f"{library} runs in its own environment ({spec.python}); "
                 "no development build of it exists", "build": "", "versions": {}, "checked": time.time()}
     result = recheck_folder(folder, python=python, timeout_s=timeout_s)

@@ -31,11 +31,10 @@ from memo.triage.bug_reduction import mentioned_layers, reduce_bug
 from memo.triage.newest import check_and_store, pending_newest
 from memo.triage.rerun import rerun_script
 from memo.triage.session import Session, TriageSummary
-from memo.kinds import NUMERIC_KINDS
+from memo.kinds import NUMERIC_KINDS, TRAINING_KINDS
 from memo.triage.signature import FailureDetails, failure_details, reduced_key
 from memo.backends.executor import Executor
 from memo.json_types import JsonObject
-from memo.kinds import TRAINING_KINDS
 from memo.triage.training_bug import pending_training_truths, training_truth, triage_training_bug
 from memo.triage.training_signature import training_key
 from memo.newest import FIXED_UPSTREAM
@@ -212,11 +211,11 @@ def _triage_bug(session: Session, bug: BugRow) -> None:
     session.summary.scripts += has_script
     store.triage.update_bug(bug.id, bug_dir=str(folder), original_layers=len(finding.ir.body),
                             reduced_layers=len(ir.body), reduction=reduction, layer=extra.get("layer"),
-                            repro=str(folder / "repro.py") if has_script else None)
+                            repro=str(folder / "repro.py") if has_script else None,
+                            newest={})  # a new folder: an earlier check on the newest code is void
     if outcome is not None and not outcome.status.retried:
         merged = store.triage.merge_bug(bug.id, reduced_key(root_cause_parts(bug.parts, folder), ir))
         session.summary.merged += merged is not None
-    store.triage.update_bug(bug.id, newest={})  # a new folder: an earlier check on the newest code is void
     if has_script and session.remaining() > SCRIPT_CHECK_S:
         _check_script(session, bug.id, folder, data)
     if not retried(reduction):

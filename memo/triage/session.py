@@ -17,7 +17,8 @@ from memo.json_types import JsonObject
 from memo.store import CampaignStore
 from memo.triage.finding import Finding
 from memo.triage.probe import Roles, roles
-from memo.triage.newest import is_off, recorded_next_python
+from memo.newest import is_off
+from memo.triage.newest import recorded_next_python
 from memo.triage.truth import TruthRunner
 
 WORK_DIR = "triage-work"

@@ -10,9 +10,9 @@ import pytest
 from memo.bugdb import BugDatabase, CampaignRef, Sighting
 from memo.errors import UsageError
 from memo.newest import (CANNOT_RUN, FIXED_UPSTREAM, NEXT_PYTHON_ENV, STILL_REPRODUCES, build_text, installed_as,
-                         next_python)
+                         is_off, next_python)
 from memo.report.sections import section_of, status_text
-from memo.triage.newest import is_off, recorded_next_python
+from memo.triage.newest import recorded_next_python
 
 CAMPAIGN = CampaignRef.of("c1", "/tmp/c1", 1.0)
 
