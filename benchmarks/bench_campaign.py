@@ -93,6 +93,7 @@ def main() -> int:
     parser.add_argument("--search", default="mh")
     parser.add_argument("--sample-every", type=float, default=5.0, help="seconds between RSS and CPU samples")
     parser.add_argument("--max-disk", help="memo fuzz --max-disk (default: memo's)")
+    parser.add_argument("--train-share", help="memo fuzz --train-share (default: memo's)")
     args = parser.parse_args()
 
     workdir = Path(tempfile.mkdtemp(prefix="memo-bench-campaign-"))
@@ -105,6 +106,8 @@ def main() -> int:
         cmd += ["--jobs", str(args.jobs)]
     if args.max_disk:
         cmd += ["--max-disk", args.max_disk]
+    if args.train_share is not None:
+        cmd += ["--train-share", args.train_share]
     proc = subprocess.Popen(cmd, cwd=workdir, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
                             env={**os.environ, "PYTHONPATH": str(REPO)})
     rss: list[tuple[float, float]] = []
