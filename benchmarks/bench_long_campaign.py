@@ -1,0 +1,243 @@
+"""A long campaign's health, minute by minute: memory, disk, database, throughput, coverage, bugs, triage backlog.
+
+    .venv/bin/python benchmarks/bench_long_campaign.py --minutes 150 --name long150 [--every 60] [--svg PATH]
+
+Starts ``python -m memo fuzz --minutes N --name NAME`` exactly as the README runs it (the repository as working
+directory, default backends, default bug database; its output goes to ``reports/NAME-fuzz.log``) and samples,
+every ``--every`` seconds until it exits:
+
+* RSS of memo and of each worker process (the process tree), and the machine's available memory;
+* the campaign folder, its artifacts (``mutants/NAME``) and the SQLite file (with its WAL);
+* executed and generated models and the headline coverage (the store's coverage history);
+* bugs, and the triage backlog: bugs waiting for reduction and numeric findings waiting for localization
+  (the same counts the campaign's summary gives).
+
+The samples go to ``reports/NAME-samples.csv``; the curves to one SVG picture (default
+``docs/long-campaign.svg``). It then prints issue 42's figures: exit code and wall time against the slot, peak
+memory in the first hour and in the last 30 minutes, executed models per 10 minutes in the first hour and in the
+last half hour, the backlog at the end of the first hour and at the end of fuzzing, the database's size.
+``--attach`` samples a campaign started elsewhere (by its name) instead of starting one.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import sqlite3
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+
+import psutil
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from memo.campaign.slot import split_budget  # noqa: E402
+from memo.diskspace import format_size, tree_bytes  # noqa: E402
+from memo.report.charts import line_chart  # noqa: E402
+from memo.store import CampaignStore  # noqa: E402
+from memo.triage import pending_bugs, pending_localizations  # noqa: E402
+
+
+@dataclass
+class Sample:
+    """One minute of a campaign's life."""
+    elapsed_s: float
+    memo_mb: float
+    workers_mb: float
+    largest_worker_mb: float
+    workers: int
+    available_mb: float
+    campaign_mb: float
+    artifacts_mb: float
+    sqlite_mb: float
+    generated: int
+    executed: int
+    pairs: int
+    params: int
+    bugs: int
+    backlog_bugs: int
+    backlog_localizations: int
+
+
+def tree_rss(pid: int) -> tuple[float, list[float]]:
+    """RSS in MB of the process ``pid`` and of each of its descendants."""
+    try:
+        root = psutil.Process(pid)
+        children = root.children(recursive=True)
+        own = root.memory_info().rss / 2**20
+    except psutil.Error:
+        return 0.0, []
+    sizes = []
+    for child in children:
+        try:
+            sizes.append(child.memory_info().rss / 2**20)
+        except psutil.Error:
+            pass
+    return own, sizes
+
+
+def store_figures(campaign: Path) -> dict[str, int]:
+    """Executed, coverage, bugs and the backlog, read from the campaign's store (zeros before it exists)."""
+    figures = {"generated": 0, "executed": 0, "pairs": 0, "params": 0, "bugs": 0, "backlog_bugs": 0,
+               "backlog_localizations": 0}
+    if not (campaign / "campaign.sqlite").exists():
+        return figures
+    try:
+        with CampaignStore(campaign) as store:
+            db = sqlite3.connect(f"file:{campaign / 'campaign.sqlite'}?mode=ro", uri=True, timeout=30)
+            row = db.execute("SELECT generated, executed, pairs, params FROM coverage_history "
+                             "ORDER BY id DESC LIMIT 1").fetchone()
+            if row:
+                figures.update(zip(("generated", "executed", "pairs", "params"), row))
+            figures["bugs"] = db.execute("SELECT COUNT(*) FROM bugs").fetchone()[0]
+            db.close()
+            figures["backlog_bugs"] = len(pending_bugs(store))
+            figures["backlog_localizations"] = len(pending_localizations(store))
+    except (sqlite3.Error, OSError) as error:
+        print(f"sample: store not readable now ({error})", file=sys.stderr)
+    return figures
+
+
+def take_sample(pid: int, began: float, name: str) -> Sample:
+    campaign, artifacts = REPO / "campaigns" / name, REPO / "mutants" / name
+    own, workers = tree_rss(pid)
+    sqlite_bytes = sum(path.stat().st_size for path in campaign.glob("campaign.sqlite*")) if campaign.exists() else 0
+    return Sample(elapsed_s=round(time.monotonic() - began, 1), memo_mb=round(own), workers_mb=round(sum(workers)),
+                  largest_worker_mb=round(max(workers, default=0.0)), workers=len(workers),
+                  available_mb=round(psutil.virtual_memory().available / 2**20),
+                  campaign_mb=round(tree_bytes(campaign) / 2**20, 1), artifacts_mb=round(tree_bytes(artifacts) / 2**20, 1),
+                  sqlite_mb=round(sqlite_bytes / 2**20, 2), **store_figures(campaign))
+
+
+def fuzz_process(name: str) -> psutil.Process | None:
+    """The running ``memo fuzz`` of campaign ``name``, for ``--attach``."""
+    for proc in psutil.process_iter(["cmdline"]):
+        args = proc.info["cmdline"] or []
+        if "fuzz" in args and name in args and any(arg == "memo" or arg.endswith("memo") for arg in args):
+            return proc
+    return None
+
+
+CHARTS = (("RSS of memo + workers, MB", lambda s: s.memo_mb + s.workers_mb),
+          ("largest worker RSS, MB", lambda s: s.largest_worker_mb),
+          ("available memory, MB", lambda s: s.available_mb),
+          ("executed models", lambda s: s.executed),
+          ("headline layer pairs", lambda s: s.pairs),
+          ("bugs", lambda s: s.bugs),
+          ("triage backlog: bugs", lambda s: s.backlog_bugs),
+          ("triage backlog: localizations", lambda s: s.backlog_localizations),
+          ("artifacts, MB", lambda s: s.artifacts_mb),
+          ("campaign database, MB", lambda s: s.sqlite_mb))
+
+
+def picture(samples: list[Sample], title: str) -> str:
+    """The curves as one SVG: a grid of :func:`memo.report.charts.line_chart` panels."""
+    columns, width, height = 2, 390, 190
+    rows = (len(CHARTS) + columns - 1) // columns
+    panels = []
+    for i, (label, value) in enumerate(CHARTS):
+        x, y = (i % columns) * width, 30 + (i // columns) * height
+        chart = line_chart(label, [(s.elapsed_s, float(value(s))) for s in samples])
+        panels.append(f'<g transform="translate({x},{y})">{chart}</g>')
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{columns * width}" height="{30 + rows * height}" '
+            f'font-family="sans-serif" font-size="11"><style>.axis{{stroke:#888}} .line{{fill:none;stroke:#2a6;'
+            f'stroke-width:1.5}} .dot{{fill:#2a6}} .title{{font-weight:bold}}</style>'
+            f'<text x="8" y="18" font-size="14">{title}</text>{"".join(panels)}</svg>\n')
+
+
+def window(samples: list[Sample], start_s: float, end_s: float) -> list[Sample]:
+    return [s for s in samples if start_s <= s.elapsed_s <= end_s]
+
+
+def per_ten_minutes(samples: list[Sample]) -> float:
+    """Executed models per 10 minutes over the samples' span."""
+    if len(samples) < 2 or samples[-1].elapsed_s <= samples[0].elapsed_s:
+        return 0.0
+    return 600 * (samples[-1].executed - samples[0].executed) / (samples[-1].elapsed_s - samples[0].elapsed_s)
+
+
+def summary(samples: list[Sample], minutes: float, exit_code: int | None, wall_s: float) -> list[str]:
+    """Issue 42's figures from the samples."""
+    fuzzing_s = split_budget(60 * minutes, None)[0] or 0.0  # the slot's fuzzing share, as the campaign splits it
+    first_hour = window(samples, 0, 3600)
+    last_half = window(samples, fuzzing_s - 1800, fuzzing_s)
+    last_30 = window(samples, samples[-1].elapsed_s - 1800, samples[-1].elapsed_s) if samples else []
+    end_fuzz = window(samples, 0, fuzzing_s)
+
+    def peak(part: list[Sample]) -> float:
+        return max((s.memo_mb + s.workers_mb for s in part), default=0.0)
+
+    lines = [f"- exit code {exit_code}; wall {wall_s / 60:.1f} min for a {minutes:g}-minute slot",
+             f"- peak RSS of memo + workers: first hour {peak(first_hour):.0f} MB, last 30 minutes "
+             f"{peak(last_30):.0f} MB ({100 * (peak(last_30) / max(peak(first_hour), 1) - 1):+.0f} %)",
+             f"- executed per 10 minutes: first hour {per_ten_minutes(first_hour):.1f}, last half hour of fuzzing "
+             f"{per_ten_minutes(last_half):.1f} ({100 * per_ten_minutes(last_half) / max(per_ten_minutes(first_hour), 1e-9):.0f} %)"]
+    if first_hour and end_fuzz:
+        lines.append(f"- triage backlog (bugs + localizations): end of the first hour "
+                     f"{first_hour[-1].backlog_bugs} + {first_hour[-1].backlog_localizations}, end of fuzzing "
+                     f"{end_fuzz[-1].backlog_bugs} + {end_fuzz[-1].backlog_localizations}, at the end "
+                     f"{samples[-1].backlog_bugs} + {samples[-1].backlog_localizations}")
+    if samples:
+        last = samples[-1]
+        lines.append(f"- at the end: {last.executed} executed, {last.bugs} bugs, pairs {last.pairs}, database "
+                     f"{last.sqlite_mb:.1f} MB, campaign folder {last.campaign_mb:.0f} MB, artifacts "
+                     f"{last.artifacts_mb:.0f} MB, largest worker {max(s.largest_worker_mb for s in samples):.0f} MB, "
+                     f"least available memory {min(s.available_mb for s in samples):.0f} MB")
+    return lines
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--minutes", type=float, default=150.0)
+    parser.add_argument("--name", default="long150")
+    parser.add_argument("--every", type=float, default=60.0, help="seconds between samples")
+    parser.add_argument("--svg", type=Path, default=REPO / "docs" / "long-campaign.svg")
+    parser.add_argument("--attach", action="store_true", help="sample the running campaign NAME, start nothing")
+    args = parser.parse_args()
+
+    reports = REPO / "reports"
+    reports.mkdir(exist_ok=True)
+    began = time.monotonic()
+    if args.attach:
+        proc = fuzz_process(args.name)
+        if proc is None:
+            print(f"bench_long_campaign: no running 'memo fuzz' of campaign {args.name}", file=sys.stderr)
+            return 2
+        child, pid = None, proc.pid
+    else:
+        log = open(reports / f"{args.name}-fuzz.log", "w")
+        child = subprocess.Popen([sys.executable, "-m", "memo", "fuzz", "--minutes", f"{args.minutes:g}",
+                                  "--name", args.name], cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
+                                 env={**os.environ, "PYTHONPATH": str(REPO)})
+        pid = child.pid
+    samples: list[Sample] = []
+    out = reports / f"{args.name}-samples.csv"
+    with open(out, "w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=[f.name for f in fields(Sample)])
+        writer.writeheader()
+        while psutil.pid_exists(pid) and (child is None or child.poll() is None):
+            samples.append(take_sample(pid, began, args.name))
+            writer.writerow(asdict(samples[-1]))
+            handle.flush()
+            deadline = time.monotonic() + args.every
+            while time.monotonic() < deadline and (child is None or child.poll() is None) and psutil.pid_exists(pid):
+                time.sleep(1)
+        samples.append(take_sample(pid, began, args.name))
+        writer.writerow(asdict(samples[-1]))
+    exit_code = child.wait() if child is not None else None
+    wall = time.monotonic() - began
+    args.svg.write_text(picture(samples, f"memo fuzz --minutes {args.minutes:g} ({time.strftime('%Y-%m-%d')})"))
+    print(f"# long campaign {args.name} ({time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores, "
+          f"{format_size(psutil.virtual_memory().total)})")
+    print(f"command: {' '.join(sys.argv)}")
+    print("\n".join(summary(samples, args.minutes, exit_code, wall)))
+    print(f"- samples: {out} ({len(samples)}); picture: {args.svg}")
+    return 0 if exit_code in (0, None) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
