@@ -25,6 +25,10 @@ OFF = "none"  # ``--next-python none``: no recheck on the newest code
 DEV_BUILDS: Mapping[str, str] = {"keras": "keras-nightly", "tensorflow-cpu": "tf-nightly-cpu",
                                  "tensorflow": "tf-nightly-cpu", "onnx": "onnx-weekly"}
 
+# Distributions only the newest code needs for a library: keras-nightly loads its OpenVINO backend from the
+# keras-openvino package (a pluggable backend) where the Keras release carries it inside; a report names its version.
+NEXT_ONLY: Mapping[str, tuple[str, ...]] = {"keras-openvino": ("keras-openvino",)}
+
 # The check's results, as triage stores them with the bug (``BugRow.newest["result"]``).
 STILL_REPRODUCES, FIXED_UPSTREAM, CANNOT_RUN, NOT_APPLICABLE = "reproduces", "fixed", "error", "not applicable"
 

@@ -9,6 +9,7 @@ imports this module to read the specs and must never import a library under test
 from __future__ import annotations
 
 import contextlib
+import importlib
 import os
 import sys
 from pathlib import Path
@@ -100,7 +101,7 @@ def _openvino_call(model: Any, arrays: list[Any]) -> Any:
     openvino backend's: one thread, float32 inference, not the bfloat16 the plugin picks on CPUs with
     AVX512-BF16 or AMX) is added to it."""
     import openvino
-    from keras.src.backend.openvino import trainer
+    trainer = _openvino_trainer()
 
     original = openvino.compile_model
     if not getattr(original, "memo_config", False):
@@ -110,6 +111,22 @@ def _openvino_call(model: Any, arrays: list[Any]) -> Any:
         configured.memo_config = True  # type: ignore[attr-defined]
         trainer.ov.compile_model = configured  # trainer.ov is the openvino module
     return model.predict_on_batch(arrays)
+
+
+# Where Keras on OpenVINO's trainer lives: inside Keras up to 3.15, in the ``keras-openvino`` package that
+# keras-nightly loads as a pluggable backend since (``keras.src.utils.module_utils.get_pluggable_backend_module``).
+OPENVINO_TRAINER_MODULES = ("keras.src.backend.openvino.trainer", "keras_openvino.src.trainer")
+
+
+def _openvino_trainer() -> Any:
+    """The module whose ``ov`` is the openvino module Keras's OpenVINO trainer compiles with."""
+
+    for name in OPENVINO_TRAINER_MODULES:
+        try:
+            return importlib.import_module(name)
+        except ModuleNotFoundError:
+            continue
+    raise ModuleNotFoundError(f"Keras on OpenVINO's trainer: none of {', '.join(OPENVINO_TRAINER_MODULES)}")
 
 
 _COMPILED_CALLS = {"jax": _jax_call, "openvino": _openvino_call}

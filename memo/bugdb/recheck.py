@@ -304,11 +304,13 @@ def _traceback_after(output: str, verdict: str) -> bool:
     return "Traceback (most recent call last)" in output[output.rfind(verdict):]
 
 
-def recheck_folder(folder: Path, *, python: str | None = None, timeout_s: float = 120.0) -> RecheckResult:
+def recheck_folder(folder: Path, *, python: str | None = None, timeout_s: float = 120.0,
+                   also: tuple[str, ...] = ()) -> RecheckResult:
     """Run ``folder/repro.py`` with ``python`` (None: the interpreter the bug's library needs) and classify the
     outcome: ``reproduces``, ``fixed`` (the script ran to its end and said the bug does not show) or ``error``
     (could not run: missing file or interpreter, import error, a timeout of a non-hang bug, another exception).
-    ``timeout_s`` bounds the run; a hang's script gets its own limit (twice memo's per-model one) and a margin."""
+    ``timeout_s`` bounds the run; a hang's script gets its own limit (twice memo's per-model one) and a margin.
+    ``also``: distributions whose versions are read besides those the script needs (:data:`memo.newest.NEXT_ONLY`)."""
     folder = Path(folder)
     started = time.monotonic()
     if not (folder / REPRO_FILE).is_file():
@@ -316,7 +318,7 @@ def recheck_folder(folder: Path, *, python: str | None = None, timeout_s: float 
     facts = read_facts(folder)
     interpreter = python or default_python(facts)
     found = Path(interpreter).exists()
-    versions = installed_versions(interpreter, facts.distributions) if found else {}
+    versions = installed_versions(interpreter, (*facts.distributions, *also)) if found else {}
 
     expected = ""
 

@@ -20,7 +20,7 @@ from memo.backends.versions import MISSING
 from memo.bug_files import NEWEST_FILE, Reduction, retried
 from memo.bugdb.recheck import read_facts, recheck_folder
 from memo.json_types import JsonObject
-from memo.newest import NOT_APPLICABLE, build_text
+from memo.newest import NEXT_ONLY, NOT_APPLICABLE, build_text
 from memo.store import BugRow, CampaignStore
 
 CONFIG_KEY = "next_python"  # the campaign's newest-code interpreter, in its stored configuration ("" for none)
@@ -47,9 +47,10 @@ def newest_check(folder: Path, library: str, python: str, *, timeout_s: float) -
     if spec is not None and spec.python:  # its own environment (MXNet): no newer build to run it on
         return {"result": NOT_APPLICABLE, "detail": f"{library} runs in its own environment ({spec.python}); "
                 "no development build of it exists", "build": "", "versions": {}, "checked": time.time()}
-    result = recheck_folder(folder, python=python, timeout_s=timeout_s)
-    needed = tuple(spec.distributions) if spec is not None and spec.distributions else \
-        read_facts(folder).distributions
+    also = tuple(NEXT_ONLY.get(library, ()))
+    result = recheck_folder(folder, python=python, timeout_s=timeout_s, also=also)
+    needed = (tuple(spec.distributions) if spec is not None and spec.distributions else
+              tuple(read_facts(folder).distributions)) + also
     return {"result": result.result, "detail": result.detail, "build": build_text(needed, result.versions, MISSING),
             "versions": dict(result.versions), "python": python, "seconds": round(result.seconds, 1),
             "checked": time.time()}

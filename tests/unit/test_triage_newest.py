@@ -73,3 +73,23 @@ def test_a_bug_still_shown_there_is_ready_and_says_on_which_build(tmp_path: Path
         entry = next(e for e in collect(store)["bugs"] if e["id"] == bug_id)
         assert entry["newest"]["result"] == STILL_REPRODUCES and entry["section"] != "fixed-upstream"
         assert not entry["newest_pending"]
+
+
+KERAS_OPENVINO_BUG = Path(__file__).resolve().parents[1] / "corpus" / "bugs" / "crash-keras-openvino-9b0f948f85"
+
+
+def test_a_keras_on_openvino_bug_runs_on_the_newest_code_through_keras_openvino(tmp_path: Path) -> None:
+    """keras-nightly loads its OpenVINO backend from the keras-openvino package: the bug's unchanged script runs there
+    (RandomGrayscale's symbolic shape on Keras on OpenVINO), and the build it names includes that package."""
+    from memo.newest import next_python
+    from memo.triage.newest import newest_check
+
+    python = next_python()
+    if python is None:
+        pytest.skip("no newest-code environment (.venv-next)")
+    folder = Path(shutil.copytree(KERAS_OPENVINO_BUG, tmp_path / KERAS_OPENVINO_BUG.name))
+    outcome = newest_check(folder, "keras-openvino", python, timeout_s=180)
+    assert outcome["result"] in (STILL_REPRODUCES, FIXED_UPSTREAM), outcome
+    assert "keras-nightly" in outcome["build"] and "keras-openvino" in outcome["build"], outcome
+    release = newest_check(folder, "keras-openvino", sys.executable, timeout_s=180)
+    assert release["result"] == STILL_REPRODUCES, release
