@@ -65,7 +65,8 @@ def _optimizer_lines(stage: str) -> tuple[list[str], str]:
             "before = [keras.ops.convert_to_numpy(v.value).astype(np.float64) for v in model.trainable_variables]",
             f"for step in range({steps}):  # memo's fixed gradients, the same on every backend",
             f"    rng = np.random.default_rng({STEP_SEED} + step)",
-            "    grads = [rng.standard_normal(tuple(v.shape)) for v in model.trainable_variables]",
+            "    grads = [rng.uniform(0.5, 1.5, tuple(v.shape))",
+            "             * rng.choice(np.array([-1.0, 1.0]), size=tuple(v.shape)) for v in model.trainable_variables]",
             "    optimizer.apply([keras.ops.convert_to_tensor(g, dtype=v.dtype) for g, v in "
             "zip(grads, model.trainable_variables)], model.trainable_variables)",
             "actual = [(keras.ops.convert_to_numpy(v.value).astype(np.float64) - b) / "
