@@ -49,6 +49,7 @@ PERTURBATION_ULPS = 4  # the float64 truth's weight perturbation, as memo.truth'
 # and backward, two optimizers) and Keras on JAX compiles two XLA programs where inference compiles one (several
 # times inference's CPU there: docs/benchmarks.md, "Training check"), so a model inference runs in time is no hang.
 TIME_FACTOR = 4.0
+LOW_PRECISION = ("float16", "bfloat16")  # output dtypes the loss casts to float32 before summing
 
 # Layer classes random in training, and the settings that turn their randomness off (set to 0 in the worker).
 NEUTRALIZED: dict[str, tuple[str, ...]] = {
@@ -157,6 +158,8 @@ def _loss(outputs: Any) -> Any:
     for index, y in enumerate(outputs):
         if not _is_float_dtype(y.dtype):
             continue
+        if _dtype_name(y.dtype) in LOW_PRECISION:  # summed in float32: a float16 sum of many terms is noise
+            y = ops.cast(y, "float32")
         weights = ops.convert_to_tensor(projection(tuple(y.shape), index), dtype=y.dtype)
         term = ops.sum(ops.multiply(y, weights)) / (int(y.shape[0]) if len(y.shape) and y.shape[0] else 1)
         total = term if total is None else total + term

@@ -23,6 +23,8 @@ LOSS_LINES: tuple[str, ...] = (
     "    outputs = outputs if isinstance(outputs, (list, tuple)) else [outputs]",
     "    total = 0.0",
     "    for i, y in enumerate(outputs):",
+    "        if keras.backend.standardize_dtype(y.dtype) in ('float16', 'bfloat16'):",
+    "            y = keras.ops.cast(y, 'float32')  # summed in float32",
     f"        w = np.random.default_rng({LOSS_SEED} + i).standard_normal(tuple(y.shape))",
     "        total = total + keras.ops.sum(y * keras.ops.convert_to_tensor(w, dtype=y.dtype)) / y.shape[0]",
     "    return total",

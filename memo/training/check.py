@@ -84,14 +84,17 @@ def run_training_check(executor: DifferentialExecutor, artifact: Artifact, scrat
 
 
 class TruthTrainer:
-    """The float64 engine's worker (:mod:`memo.backends.float64_truth`) answering ``train`` requests."""
+    """The float64 engine's worker (:mod:`memo.backends.float64_truth`) answering ``train`` requests: its own, or
+    ``worker`` (triage's warm one, which answers its inference truths too; then ``close`` leaves it running)."""
 
-    def __init__(self, scratch: Path, timeout_s: float = TRUTH_TIMEOUT_S) -> None:
+    def __init__(self, scratch: Path, timeout_s: float = TRUTH_TIMEOUT_S, worker: WorkerProcess | None = None) -> None:
         self.scratch = scratch
         self.timeout_s = timeout_s
+        self.owned = worker is None
         spec = load_spec(ENGINE)
-        self.worker = WorkerProcess(WorkerCommand(group=ENGINE, args=["--spec", ENGINE], env=dict(spec.env)),
-                                    scratch / "logs", startup_timeout_s=180.0)
+        self.worker = worker if worker is not None else WorkerProcess(
+            WorkerCommand(group=ENGINE, args=["--spec", ENGINE], env=dict(spec.env)), scratch / "logs",
+            startup_timeout_s=180.0)
 
     def arrays(self, artifact: Artifact, inputs: dict[str, np.ndarray], tag: str,
                perturb: int | None = None, stages: list[str] | None = None) -> Arrays | str:
@@ -128,7 +131,8 @@ class TruthTrainer:
         return wide, [run for run in moved if not isinstance(run, str)]
 
     def close(self) -> None:
-        self.worker.stop()
+        if self.owned:
+            self.worker.stop()
 
 
 

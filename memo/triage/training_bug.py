@@ -138,7 +138,7 @@ def _truth(session: Session, run: TrainingRun, reference: str) -> JsonObject:
     record = verdict.extra.get("training") or {}
     own = TrainingVerdict(verdict.kind, verdict.backend, str(verdict.stage), verdict.message,
                           record.get("array"), record.get("name"))
-    runner = TruthTrainer(session.work / "training-truth")
+    runner = TruthTrainer(session.work / "training-truth", worker=session.truth_runner().worker(ENGINE))
     try:
         wide, moved = runner.runs(run.artifact, worker_stages(str(verdict.stage)))
     finally:
