@@ -401,8 +401,8 @@ def _jax_stages(model: Any, arrays: list[np.ndarray]) -> list[Stage]:
         """Every optimizer's steps in one jitted program (one XLA compilation where one per optimizer cost two, as
         ``JAXTrainer`` jits the step with its optimizer); its exception when it failed."""
         if "updates" not in done:
-            begun = [start(position) for position in range(len(optimizers))]
             try:
+                begun = [start(position) for position in range(len(optimizers))]
                 done["updates"] = jax.jit(lambda weights, begun: [
                     stepped(position, state, grads, weights) for position, (state, grads) in enumerate(begun)])(
                     trainable, begun)

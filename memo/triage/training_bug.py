@@ -227,8 +227,10 @@ def triage_training_bug(session: Session, bug: BugRow) -> None:
     if start.verdict is None:
         _not_again(session, bug, finding.ir, start, reference)
         return
-    record = start.verdict.extra.get("training") or {}
-    owner = weight_owner(finding.ir, str(record.get("name") or ""))
+    # the cut starts at the bug's layer: for a gradient, the first wrong one in backward order (the first differing
+    # array is the most upstream weight, whose gradient may be wrong only through a layer after it)
+    owner = finding.ir.by_name().get(str(localization(finding.ir, start, reference, bug.library,
+                                                      str(bug.stage))["layer"] or ""))
     begin = _unfinished(bug) or finding.ir
     outcome = reduce_bug(begin, checker, budget_s=min(PER_BUG_S, max(0.0, session.remaining() - FINISH_S)),
                          localized=owner.name if owner is not None and not owner.is_input and begin is finding.ir

@@ -134,9 +134,12 @@ def test_a_gradient_decided_by_a_relu_at_zero_is_ill_conditioned(executor: Any, 
 
 def test_a_float16_layer_is_judged_at_float16_precision_and_triage_asks_for_its_stages(
         executor: Any, tmp_path: Path) -> None:
-    """A float16 BatchNormalization (the DType mutation operator's) between float32 layers: its gamma after one SGD
-    step differs between backends by a float16 step of the weight (campaign n40), which the check's tolerance, scaled
-    to the model's float16, calls noise; a request for some stages (triage's) computes those only."""
+    """A float16 BatchNormalization (the DType mutation operator's) before a float32 Dense: float16 rounding differs
+    between backends (BatchNormalization's gamma after an SGD step by one float16 step, as in campaign n40), which the
+    check's tolerance, scaled to the model's float16, calls noise. One difference is left, a real one that float64
+    confirms: Keras on torch's Adam (``torch_adam.py``, ``dtype = variables[0].dtype``) computes every variable's step
+    size in the first variable's dtype, so the float32 Dense kernel steps by a float16-rounded ``alpha`` (1.2 % off
+    at step 2). A request for some stages (triage's) computes those only."""
     from memo.artifact import prepare_artifact
     from memo.training.check import run_training_check
     from memo.training.judge import DESCRIPTIVE_KEYS, JUDGED_STAGES, compare_stage, read_arrays
@@ -146,13 +149,17 @@ def test_a_float16_layer_is_judged_at_float16_precision_and_triage_asks_for_its_
         Layer(name="bn", class_name="BatchNormalization", config={"dtype": "float16"}, inputs=["x"]),
         Layer(name="dense", class_name="Dense", config={"units": 3}, inputs=["bn"])], outputs=["dense"], name="half")
     artifact = prepare_artifact(ir, tmp_path / "artifact", seed=0)
-    check = run_training_check(executor, artifact, tmp_path / "train", TRAINERS, truth=False)
+    check = run_training_check(executor, artifact, tmp_path / "train", TRAINERS)
     arrays = {name: read_arrays(result.outputs_path) for name, result in check.results.items()}
     reference = arrays["keras-tensorflow"]
-    assert str(reference["compute_dtype"]) == "float16" and list(reference["weight_dtypes"])[:2] == ["float16"] * 2
-    assert check.judgement.verdicts == [], check.judgement.verdicts
+    assert str(reference["compute_dtype"]) == "float16" and list(reference["weight_dtypes"]) == [
+        "float16", "float16", "float32", "float32"]
+    [verdict] = check.judgement.verdicts
+    assert (verdict.kind, verdict.backend, verdict.stage, verdict.name) == (
+        "training-inconsistency", "keras-torch", "adam", "dense/kernel"), verdict
+    assert verdict.truth is not None and verdict.truth.decision == "confirmed", verdict.truth
     bare = {key: value for key, value in reference.items() if key not in DESCRIPTIVE_KEYS}  # float32's tolerance
-    assert any(compare_stage(name, stage, arrays[name], bare) is not None
-               for name in TRAINERS[1:] for stage in JUDGED_STAGES), "float16 noise the old tolerance flagged"
+    assert any(compare_stage(name, stage, arrays[name], bare) is not None for name in TRAINERS[1:]
+               for stage in JUDGED_STAGES if (name, stage) != ("keras-torch", "adam")), "float16 noise float32's flags"
     results = executor.train(artifact, TRAINERS, tmp_path / "sgd", {"stages": ["sgd"]})
     assert all([s.stage for s in r.stages] == ["load", "prepare", "sgd"] for r in results.values()), results
