@@ -1,10 +1,13 @@
 """A timed campaign: mutants executed, coverage over time, findings, memory of the whole process tree, disk.
 
     .venv/bin/python benchmarks/bench_campaign.py --minutes 30 [--jobs N] [--backends a,b] [--seed S]
+    .venv/bin/python benchmarks/bench_campaign.py --minutes 8 --compare-train-share 0.2
 
 Runs ``memo fuzz`` as a child process (JSON-lines progress), samples the RSS of memo and all its worker
 processes every few seconds, then prints a Markdown table ready for docs/benchmarks.md, with the disk the
-campaign left behind (``mutants/`` and ``campaigns/``) in all and per executed model.
+campaign left behind (``mutants/`` and ``campaigns/``) in all and per executed model. ``--compare-train-share F``
+runs two campaigns one after the other, with the training check on a share F of the models and without it
+(``--train-share 0``), and prints the ratio of their models executed per hour (issue 40: at most 15 % below).
 """
 from __future__ import annotations
 
@@ -94,8 +97,22 @@ def main() -> int:
     parser.add_argument("--sample-every", type=float, default=5.0, help="seconds between RSS and CPU samples")
     parser.add_argument("--max-disk", help="memo fuzz --max-disk (default: memo's)")
     parser.add_argument("--train-share", help="memo fuzz --train-share (default: memo's)")
+    parser.add_argument("--compare-train-share", metavar="F",
+                        help="two campaigns, --train-share F then 0, and the ratio of models executed per hour")
     args = parser.parse_args()
+    if args.compare_train_share is None:
+        campaign(args, args.train_share)
+        return 0
+    rates = {share: campaign(args, share) for share in (args.compare_train_share, "0")}
+    checked, unchecked = rates[args.compare_train_share], rates["0"]
+    print(f"\n## Training check's cost: --train-share {args.compare_train_share} against 0\n")
+    print(f"- models executed per hour of fuzzing: {checked:.0f} with the check, {unchecked:.0f} without "
+          f"({100 * (checked / unchecked - 1) if unchecked else 0:+.1f} %; issue 40 allows -15 %)")
+    return 0
 
+
+def campaign(args: argparse.Namespace, train_share: str | None) -> float:
+    """One benchmarked campaign, its report printed; its models executed per hour of fuzzing."""
     workdir = Path(tempfile.mkdtemp(prefix="memo-bench-campaign-"))
     cmd = [sys.executable, "-m", "memo", "fuzz", "--minutes", str(args.minutes), "--json", "--seed", str(args.seed),
            "--search", args.search, "--seeds-dir", str(REPO / "seeds"), "--out", "bench",
@@ -106,8 +123,8 @@ def main() -> int:
         cmd += ["--jobs", str(args.jobs)]
     if args.max_disk:
         cmd += ["--max-disk", args.max_disk]
-    if args.train_share is not None:
-        cmd += ["--train-share", args.train_share]
+    if train_share is not None:
+        cmd += ["--train-share", train_share]
     proc = subprocess.Popen(cmd, cwd=workdir, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
                             env={**os.environ, "PYTHONPATH": str(REPO)})
     rss: list[tuple[float, float]] = []
@@ -138,15 +155,17 @@ def main() -> int:
     executed = end.get("executed", 0)
     hours = end.get("elapsed_s", wall) / 3600
     print(f"# memo campaign benchmark ({time.strftime('%Y-%m-%d')}, {platform.node()}, {os.cpu_count()} cores)")
-    print(f"command: {' '.join(sys.argv)}")
+    print(f"command: {' '.join(sys.argv)}" + (f" (this campaign: --train-share {train_share})"
+                                                if args.compare_train_share is not None else ""))
     print(f"\n- mutants generated: {end.get('generated')}, valid {end.get('valid')}, diverse {end.get('diverse')}")
     print(f"- mutants executed: {executed} ({executed / hours if hours else 0:.0f} per hour, the drain and the final "
           f"triage included)")
     within = [row for row in history if row[0] <= 60 * args.minutes]
+    rate = executed / hours if hours else 0.0
     if within and within[-1][0] > 0:
         elapsed, ex = within[-1][0], within[-1][2]
-        print(f"- executed within the budget: {ex} at {elapsed / 60:.1f} min "
-              f"({3600 * ex / elapsed:.0f} per hour of fuzzing)")
+        rate = 3600 * ex / elapsed
+        print(f"- executed within the budget: {ex} at {elapsed / 60:.1f} min ({rate:.0f} per hour of fuzzing)")
     with CampaignStore(workdir / "bench") as store:
         spent = generation(store)
     if spent["executed"]:
@@ -184,7 +203,7 @@ def main() -> int:
     print_engines(workdir / "bench")
     print_disk(workdir, db, executed)
     print(f"- campaign directory: {workdir / 'bench'}")
-    return 0
+    return rate
 
 
 if __name__ == "__main__":

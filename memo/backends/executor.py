@@ -37,6 +37,7 @@ from memo.backends.training import TIME_FACTOR
 from memo.backends.versions import versions_in
 from memo.defaults import DEFAULT_TIMEOUT_S, FIRST_MODEL_GRACE
 from memo.errors import UsageError
+from memo.json_types import JsonObject
 
 
 LOST = {"crash": "crashed", "hang": "hung"}
@@ -346,11 +347,12 @@ class DifferentialExecutor:
         result.seconds = time.perf_counter() - started
         return result
 
-    def train(self, artifact: Artifact, backends: Collection[str], out_dir: Path) -> dict[str, BackendResult]:
+    def train(self, artifact: Artifact, backends: Collection[str], out_dir: Path,
+              options: JsonObject | None = None) -> dict[str, BackendResult]:
         """The training check (op ``train``, :mod:`memo.backends.training`) of ``artifact`` on ``backends``, side by
         side on their warm workers; each result's ``outputs_path`` is its ``.npz`` in ``out_dir`` (None: nothing
-        finished), each under :data:`~memo.backends.training.TIME_FACTOR` times the per-model limit. Never raises for
-        what a library does."""
+        finished), each under :data:`~memo.backends.training.TIME_FACTOR` times the per-model limit; ``options``:
+        the request's (``stages``: only those). Never raises for what a library does."""
         input_names = [layer.name for layer in artifact.read_ir().input_layers]
         results: dict[str, BackendResult] = {}
 
@@ -361,7 +363,8 @@ class DifferentialExecutor:
                 started = time.perf_counter()
                 reply = worker.request({"op": "train", "backend": member.name, "model": str(artifact.keras_path),
                                         "inputs": str(artifact.inputs_path), "input_names": input_names,
-                                        "out": str(out)}, TIME_FACTOR * max(member.timeout_s or 0.0, self.timeout_s))
+                                        "out": str(out), "options": options or {}},
+                                       TIME_FACTOR * max(member.timeout_s or 0.0, self.timeout_s))
             results[member.name] = BackendResult(name=member.name, consumes=member.consumes, role=member.role,
                                                  versions=worker.versions.get(member.name) or dict(member.versions),
                                                  stages=reply.stages, outputs_path=reply.outputs,

@@ -4,9 +4,9 @@ A Keras worker answers ``{"op": "train", ...}`` beside ``run`` (:mod:`memo.backe
 artifact's ``.keras`` file as for inference, then runs these stages, each announced before it starts, each from
 the weights as loaded (TensorFlow and torch reset them; JAX's stateless calls never change them):
 
-* ``prepare``: layers random in training made deterministic (:data:`NEUTRALIZED`: their rate or noise set to 0);
-  a model with a layer random in training that no setting turns off (a random augmentation layer) is left out
-  (``unsupported``, :class:`RandomInTraining`).
+* ``prepare``: layers random in training made deterministic (:data:`NEUTRALIZED`: their rate or noise set to 0;
+  a random augmentation layer runs as in inference: :func:`neutralize`); a model with a random layer neither makes
+  deterministic is left out (``unsupported``, :class:`RandomInTraining`).
 * ``forward``: the outputs in training mode, the loss, and the non-trainable weights after that call
   (BatchNormalization's moving statistics).
 * ``gradients``: the gradient of the loss with respect to every trainable weight and every floating input
@@ -30,6 +30,7 @@ Stdlib and numpy at module level; the libraries are imported inside the function
 """
 from __future__ import annotations
 
+import inspect
 from typing import Any, Callable
 
 import numpy as np
@@ -45,9 +46,10 @@ ADAM_LEARNING_RATE = 0.1  # large enough that (after - before) / lr is not float
 ADAM_STEPS = 2
 PERTURBATION_ULPS = 4  # the float64 truth's weight perturbation, as memo.truth's of the inputs
 # The check's time limit per model, in per-model limits of inference: it runs the model four times (forward, forward
-# and backward, two optimizers) and Keras on JAX compiles four XLA programs where inference compiles one (6 to 7 times
-# inference's CPU there: docs/benchmarks.md, "Training check"), so a model inference runs in time is not a hang here.
+# and backward, two optimizers) and Keras on JAX compiles two XLA programs where inference compiles one (several
+# times inference's CPU there: docs/benchmarks.md, "Training check"), so a model inference runs in time is no hang.
 TIME_FACTOR = 4.0
+LOW_PRECISION = ("float16", "bfloat16")  # output dtypes the loss casts to float32 before summing
 
 # Layer classes random in training, and the settings that turn their randomness off (set to 0 in the worker).
 NEUTRALIZED: dict[str, tuple[str, ...]] = {
@@ -62,13 +64,24 @@ Stage = tuple[str, Callable[[], dict[str, np.ndarray]]]
 
 
 class RandomInTraining(NotImplementedError):
-    """The model has a layer random in training mode that no setting makes deterministic (a random augmentation
-    layer): the check leaves the model out (status ``unsupported`` at stage ``prepare``)."""
+    """The model has a layer random in training mode that neither a setting nor inference mode makes deterministic,
+    or nothing to differentiate: the check leaves the model out (status ``unsupported`` at stage ``prepare``)."""
+
+
+def _in_inference_mode(call: Callable[..., Any]) -> Callable[..., Any]:
+    """``call`` with ``training=False`` whatever its caller passes."""
+    def call_in_inference_mode(*args: Any, **kwargs: Any) -> Any:
+        kwargs["training"] = False
+        return call(*args, **kwargs)
+    return call_in_inference_mode
 
 
 def neutralize(model: Any) -> list[str]:
-    """Set every setting of :data:`NEUTRALIZED` to 0 in ``model``'s layers (nested ones included); what was
-    changed, as notes. Raises :class:`RandomInTraining` for a layer that draws random numbers and has none."""
+    """Set every setting of :data:`NEUTRALIZED` to 0 in ``model``'s layers (nested ones included); any other layer
+    that draws random numbers (a random augmentation layer: RandomFlip, RandomContrast, ...) runs as in inference,
+    where Keras's augmentation layers are deterministic (the identity, or RandomCrop's central crop), so that the rest
+    of the model is checked; what was changed, as notes. Raises :class:`RandomInTraining` for a random layer whose
+    ``call`` takes no ``training`` argument."""
     notes: list[str] = []
     random_left: list[str] = []
     for layer in model._flatten_layers(include_self=False, recursive=True):  # an RNN's cell is one of them
@@ -79,7 +92,11 @@ def neutralize(model: Any) -> list[str]:
                 setattr(layer, attribute, 0.0)
                 notes.append(f"{layer.name}: {type(layer).__name__}.{attribute} {value:g} -> 0")
         if settings is None and getattr(layer, "_seed_generators", None):
-            random_left.append(f"{layer.name} ({type(layer).__name__})")
+            if "training" in inspect.signature(layer.call).parameters:
+                layer.call = _in_inference_mode(layer.call)
+                notes.append(f"{layer.name}: {type(layer).__name__} runs as in inference")
+            else:
+                random_left.append(f"{layer.name} ({type(layer).__name__})")
     if random_left:
         raise RandomInTraining(f"left out of the training check: {', '.join(random_left)} random in training mode, "
                                f"with no setting that makes it deterministic")
@@ -92,9 +109,40 @@ def projection(shape: tuple[int, ...], index: int) -> np.ndarray:
 
 
 def fixed_gradients(shapes: list[tuple[int, ...]], step: int) -> list[np.ndarray]:
-    """The gradient the optimizer stages apply at ``step`` (float64, one array per trainable weight)."""
+    """The gradient the optimizer stages apply at ``step`` (float64, one array per trainable weight): magnitudes
+    uniform in [0.5, 1.5], random signs. Bounded away from 0 so that Adam's second moment ``(1 - beta_2) g^2`` does
+    not underflow in a float16 variable (``|g| < 0.008`` does), where ``m / (sqrt(v) + eps)`` would divide by eps."""
     rng = np.random.default_rng(STEP_SEED + step)
-    return [rng.standard_normal(shape) for shape in shapes]
+    return [rng.uniform(0.5, 1.5, shape) * rng.choice(np.array([-1.0, 1.0]), size=shape) for shape in shapes]
+
+
+def _dtype_name(dtype: Any) -> str:
+    from keras import backend
+
+    return str(backend.standardize_dtype(dtype))
+
+
+def precision_record(model: Any) -> dict[str, np.ndarray]:
+    """What the judge's tolerance needs to know of the model's precision (:func:`memo.training.judge.thresholds_for`):
+    ``compute_dtype``, the least precise floating dtype any layer computes or keeps its weights in (a float16 layer
+    deep inside makes every gradient flowing through it float16 noise, even a float32 weight's); per trainable
+    weight its dtype (``weight_dtypes``) and largest magnitude (``weight_scales``): an update is read as
+    ``(after - before) / lr``, so rounding the weight to its dtype moves it by ``eps * |w| / lr``."""
+    order = ("float64", "float32", "float16", "bfloat16")  # each less precise than the one before
+    least = "float32"
+    for layer in model._flatten_layers(include_self=True, recursive=True):
+        for dtype in (getattr(layer, "compute_dtype", None), getattr(layer, "variable_dtype", None)):
+            name = _dtype_name(dtype) if dtype else ""
+            if name in order and order.index(name) > order.index(least):
+                least = name
+    scales = []
+    for variable in model.trainable_weights:
+        values = _numpy(variable.value).astype(np.float64)
+        finite = np.abs(values[np.isfinite(values)])
+        scales.append(float(finite.max()) if finite.size else 0.0)
+    return {"compute_dtype": np.array(least), "weight_dtypes": np.array([_dtype_name(v.dtype) for v in
+                                                                         model.trainable_weights], dtype=str),
+            "weight_scales": np.array(scales, dtype=np.float64)}
 
 
 def _is_float_dtype(dtype: Any) -> bool:
@@ -110,6 +158,8 @@ def _loss(outputs: Any) -> Any:
     for index, y in enumerate(outputs):
         if not _is_float_dtype(y.dtype):
             continue
+        if _dtype_name(y.dtype) in LOW_PRECISION:  # summed in float32: a float16 sum of many terms is noise
+            y = ops.cast(y, "float32")
         weights = ops.convert_to_tensor(projection(tuple(y.shape), index), dtype=y.dtype)
         term = ops.sum(ops.multiply(y, weights)) / (int(y.shape[0]) if len(y.shape) and y.shape[0] else 1)
         total = term if total is None else total + term
@@ -149,9 +199,10 @@ def perturb_weights(model: Any, index: int) -> None:
 def training_stages(model: Any, inputs: ModelInputs, options: dict[str, Any] | None = None,
                     wide: bool = False) -> tuple[list[Stage], dict[str, np.ndarray]]:
     """``prepare``: neutralize ``model`` and return its stages and the check's names (``names``: trainable weights'
-    paths; ``state_names``: non-trainable weights'; ``notes``: what was set to 0). ``wide``: inputs widened to
-    float64 (the float64 truth, whose model is widened already). ``options`` (the request's): ``perturb``, an index:
-    the weights moved by :func:`perturb_weights` first."""
+    paths; ``state_names``: non-trainable weights'; ``notes``: what was set to 0; :func:`precision_record`).
+    ``wide``: inputs widened to float64 (the float64 truth, whose model is widened already). ``options`` (the
+    request's): ``perturb``, an index: the weights moved by :func:`perturb_weights` first; ``stages``: the worker
+    stages to run (all when absent: triage's reduction runs only those its finding needs)."""
     import keras
 
     notes = neutralize(model)
@@ -162,9 +213,10 @@ def training_stages(model: Any, inputs: ModelInputs, options: dict[str, Any] | N
         arrays = [a.astype(np.float64) if np.issubdtype(a.dtype, np.floating) else a for a in arrays]
     names = {"names": np.array([v.path for v in model.trainable_weights], dtype=str),
              "state_names": np.array([v.path for v in model.non_trainable_weights], dtype=str),
-             "notes": np.array(notes, dtype=str)}
+             "notes": np.array(notes, dtype=str), **precision_record(model)}
     build = {"tensorflow": _tensorflow_stages, "jax": _jax_stages, "torch": _torch_stages}[keras.backend.backend()]
-    return build(model, arrays), names
+    wanted = (options or {}).get("stages")
+    return [stage for stage in build(model, arrays) if wanted is None or stage[0] in wanted], names
 
 
 def training_stages_wide(model: Any, inputs: ModelInputs,
@@ -299,28 +351,76 @@ def _jax_stages(model: Any, arrays: list[np.ndarray]) -> list[Stage]:
         return _loss(outputs), (outputs, new_state)
 
     float_inputs = [arrays[i] for i in floating]
+    done: dict[Any, Any] = {}  # the programs run once, their results (or exceptions) kept for each stage
+
+    def value_and_grad() -> Any:
+        """One jitted program for the forward pass and the gradients, as ``JAXTrainer.train_step`` computes both
+        (one XLA compilation where two separate programs cost two); its exception when it failed."""
+        if "result" not in done:
+            try:
+                done["result"] = jax.jit(jax.value_and_grad(loss_of, argnums=(0, 1), has_aux=True))(
+                    trainable, float_inputs)
+            except Exception as exc:  # noqa: BLE001  (the gradients stage raises it; the forward runs alone)
+                done["result"] = exc
+        return done["result"]
 
     def forward() -> dict[str, np.ndarray]:
-        loss, (outputs, new_state) = jax.jit(loss_of)(trainable, float_inputs)
+        result = value_and_grad()
+        if isinstance(result, Exception):  # the backward pass failed: the forward pass alone
+            loss, (outputs, new_state) = jax.jit(loss_of)(trainable, float_inputs)
+        else:
+            (loss, (outputs, new_state)), _ = result
         return _forward_record(outputs, loss, [new_state[i] for i in state_positions])
 
     def gradients() -> dict[str, np.ndarray]:
-        grad_fn = jax.jit(jax.value_and_grad(loss_of, argnums=(0, 1), has_aux=True))
-        _, (weight_grads, input_grads) = grad_fn(trainable, float_inputs)
+        result = value_and_grad()
+        if isinstance(result, Exception):
+            raise result
+        _, (weight_grads, input_grads) = result
         return _gradient_record(list(weight_grads), list(input_grads), model, arrays)
 
-    def step(prefix: str, optimizer: Any, steps: int, rate: float) -> Callable[[], dict[str, np.ndarray]]:
-        def run() -> dict[str, np.ndarray]:
+    optimizers = _optimizers()
+
+    def start(position: int) -> tuple[Any, Any]:
+        """An optimizer's state and its fixed gradients per step (built once)."""
+        if position not in done:
+            _, optimizer, steps, _ = optimizers[position]
             optimizer.build(model.trainable_variables)
-            state = [v.value for v in optimizer.variables]
-            weights = list(trainable)
-            apply = jax.jit(optimizer.stateless_apply)
-            for index in range(steps):
-                grads = fixed_gradients([tuple(w.shape) for w in weights], index)
-                grads = [jax.numpy.asarray(g, dtype=w.dtype) for g, w in zip(grads, weights)]
-                weights, state = apply(state, grads, weights)
+            grads = [[jax.numpy.asarray(g, dtype=w.dtype) for g, w in
+                      zip(fixed_gradients([tuple(w.shape) for w in trainable], index), trainable)]
+                     for index in range(steps)]
+            done[position] = ([v.value for v in optimizer.variables], grads)
+        return done[position]
+
+    def stepped(position: int, state: Any, grads: Any, weights: Any) -> Any:
+        for step_grads in grads:
+            weights, state = optimizers[position][1].stateless_apply(state, step_grads, weights)
+        return weights
+
+    def every_update() -> Any:
+        """Every optimizer's steps in one jitted program (one XLA compilation where one per optimizer cost two, as
+        ``JAXTrainer`` jits the step with its optimizer); its exception when it failed."""
+        if "updates" not in done:
+            try:
+                begun = [start(position) for position in range(len(optimizers))]
+                done["updates"] = jax.jit(lambda weights, begun: [
+                    stepped(position, state, grads, weights) for position, (state, grads) in enumerate(begun)])(
+                    trainable, begun)
+            except Exception as exc:  # noqa: BLE001  (then each optimizer alone: one failing stops no other)
+                done["updates"] = exc
+        return done["updates"]
+
+    def step(position: int) -> Callable[[], dict[str, np.ndarray]]:
+        def run() -> dict[str, np.ndarray]:
+            prefix, _, _, rate = optimizers[position]
+            updates = every_update()
+            if isinstance(updates, Exception):
+                weights = jax.jit(lambda state, grads, weights: stepped(position, state, grads, weights))(
+                    *start(position), trainable)
+            else:
+                weights = updates[position]
             return _update_record(prefix, [np.asarray(w) for w in trainable], list(weights), rate)
         return run
 
     return [("forward", forward), ("gradients", gradients),
-            *[(prefix, step(prefix, optimizer, steps, rate)) for prefix, optimizer, steps, rate in _optimizers()]]
+            *[(prefix, step(position)) for position, (prefix, *_) in enumerate(optimizers)]]

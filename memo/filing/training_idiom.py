@@ -23,6 +23,8 @@ LOSS_LINES: tuple[str, ...] = (
     "    outputs = outputs if isinstance(outputs, (list, tuple)) else [outputs]",
     "    total = 0.0",
     "    for i, y in enumerate(outputs):",
+    "        if keras.backend.standardize_dtype(y.dtype) in ('float16', 'bfloat16'):",
+    "            y = keras.ops.cast(y, 'float32')  # summed in float32",
     f"        w = np.random.default_rng({LOSS_SEED} + i).standard_normal(tuple(y.shape))",
     "        total = total + keras.ops.sum(y * keras.ops.convert_to_tensor(w, dtype=y.dtype)) / y.shape[0]",
     "    return total",
@@ -65,7 +67,8 @@ def _optimizer_lines(stage: str) -> tuple[list[str], str]:
             "before = [keras.ops.convert_to_numpy(v.value).astype(np.float64) for v in model.trainable_variables]",
             f"for step in range({steps}):  # memo's fixed gradients, the same on every backend",
             f"    rng = np.random.default_rng({STEP_SEED} + step)",
-            "    grads = [rng.standard_normal(tuple(v.shape)) for v in model.trainable_variables]",
+            "    grads = [rng.uniform(0.5, 1.5, tuple(v.shape))",
+            "             * rng.choice(np.array([-1.0, 1.0]), size=tuple(v.shape)) for v in model.trainable_variables]",
             "    optimizer.apply([keras.ops.convert_to_tensor(g, dtype=v.dtype) for g, v in "
             "zip(grads, model.trainable_variables)], model.trainable_variables)",
             "actual = [(keras.ops.convert_to_numpy(v.value).astype(np.float64) - b) / "

@@ -15,16 +15,16 @@ from memo.backends import REFERENCE, find_spec, load_spec
 from memo.backends.executor import DifferentialExecutor
 from memo.backends.result import BackendResult, ExecutionResult
 from memo.backends.supervisor import WorkerCommand, WorkerProcess
-from memo.kinds import TRAINING_KINDS, VerdictKind
+from memo.kinds import TRAINING_KINDS
 from memo.oracle import Verdict
 from memo.oracle.criterion import Thresholds
-from memo.training.judge import Arrays, Judgement, judge_training, read_arrays
+from memo.training.judge import NUMERIC_KINDS, Arrays, Judgement, judge_training, read_arrays
 from memo.training.truth import ENGINE, assess_verdict
 from memo.truth import PERTURBATIONS, perturb
 
 TRUTH_TIMEOUT_S = 120.0
 CHECK_FAILED = "the training check itself failed"  # how a check memo could not complete is left out
-NUMERIC = frozenset({VerdictKind.TRAINING_NAN.value, VerdictKind.TRAINING_INCONSISTENCY.value})
+NUMERIC = NUMERIC_KINDS
 
 
 @dataclass
@@ -84,41 +84,46 @@ def run_training_check(executor: DifferentialExecutor, artifact: Artifact, scrat
 
 
 class TruthTrainer:
-    """The float64 engine's worker (:mod:`memo.backends.float64_truth`) answering ``train`` requests."""
+    """The float64 engine's worker (:mod:`memo.backends.float64_truth`) answering ``train`` requests: its own, or
+    ``worker`` (triage's warm one, which answers its inference truths too; then ``close`` leaves it running)."""
 
-    def __init__(self, scratch: Path, timeout_s: float = TRUTH_TIMEOUT_S) -> None:
+    def __init__(self, scratch: Path, timeout_s: float = TRUTH_TIMEOUT_S, worker: WorkerProcess | None = None) -> None:
         self.scratch = scratch
         self.timeout_s = timeout_s
+        self.owned = worker is None
         spec = load_spec(ENGINE)
-        self.worker = WorkerProcess(WorkerCommand(group=ENGINE, args=["--spec", ENGINE], env=dict(spec.env)),
-                                    scratch / "logs", startup_timeout_s=180.0)
+        self.worker = worker if worker is not None else WorkerProcess(
+            WorkerCommand(group=ENGINE, args=["--spec", ENGINE], env=dict(spec.env)), scratch / "logs",
+            startup_timeout_s=180.0)
 
     def arrays(self, artifact: Artifact, inputs: dict[str, np.ndarray], tag: str,
-               perturb: int | None = None) -> Arrays | str:
-        """The float64 arrays of every stage on ``inputs`` (``perturb``: with the weights moved, seeded by it), or why
-        there are none."""
+               perturb: int | None = None, stages: list[str] | None = None) -> Arrays | str:
+        """The float64 arrays of every stage (``stages``: those worker stages only) on ``inputs`` (``perturb``: with
+        the weights moved, seeded by it), or why there are none."""
         self.scratch.mkdir(parents=True, exist_ok=True)
+        options = {"stages": stages} if stages is not None else {}
         inputs_path, out = self.scratch / f"{tag}.inputs.npz", self.scratch / f"{tag}.train.npz"
         np.savez(inputs_path, **inputs)
         reply = self.worker.request({"op": "train", "backend": ENGINE, "model": str(artifact.keras_path.resolve()),
                                      "inputs": str(inputs_path.resolve()), "input_names": list(inputs),
-                                     "out": str(out.resolve()), "options": {"perturb": perturb}}, self.timeout_s)
+                                     "out": str(out.resolve()), "options": {"perturb": perturb, **options}},
+                                    self.timeout_s)
         failed = next((stage for stage in reply.stages if stage.status != "ok"), None)
         if failed is not None or not reply.outputs:
             return f"{ENGINE} failed at {failed.stage} ({failed.status}): {' '.join(failed.message.split())[:300]}" \
                 if failed is not None else f"{ENGINE} wrote nothing"
         return read_arrays(reply.outputs)
 
-    def runs(self, artifact: Artifact) -> tuple[Arrays | str, list[Arrays]]:
+    def runs(self, artifact: Artifact, stages: list[str] | None = None) -> tuple[Arrays | str, list[Arrays]]:
         """(the float64 arrays on the artifact's inputs or why there are none, those with the inputs and the weights
-        perturbed)."""
+        perturbed); ``stages``: those worker stages only."""
         names = [layer.name for layer in artifact.read_ir().input_layers]
         with np.load(artifact.inputs_path, allow_pickle=False) as data:
             inputs = {name: data[name] for name in names}
-        wide = self.arrays(artifact, inputs, "truth")
+        wide = self.arrays(artifact, inputs, "truth", stages=stages)
         if isinstance(wide, str):
             return wide, []
-        moved = [self.arrays(artifact, perturb(inputs, index), f"perturbed{index}", index)
+        moved = [self.arrays(artifact, perturb(inputs, index), f"perturbed{index}", index, stages)
                  for index in range(PERTURBATIONS)]
         failed = next((run for run in moved if isinstance(run, str)), None)
         if failed is not None:
@@ -126,7 +131,8 @@ class TruthTrainer:
         return wide, [run for run in moved if not isinstance(run, str)]
 
     def close(self) -> None:
-        self.worker.stop()
+        if self.owned:
+            self.worker.stop()
 
 
 

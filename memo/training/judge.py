@@ -18,12 +18,13 @@ reference did not finish, or whose arrays hold NaN/Inf in the reference, is not 
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Mapping, Sequence
 
 import numpy as np
 
+from memo.backends.training import ADAM_LEARNING_RATE, ADAM_STEPS, SGD_LEARNING_RATE
 from memo.kinds import StageStatus, VerdictKind
 from memo.oracle.criterion import Thresholds, mismatch, nan_problem, output_scale
 
@@ -40,6 +41,14 @@ _PREFIXES: dict[str, tuple[str, ...]] = {"forward": ("out",), "loss": ("loss",),
                                          "gradients": ("grad", "input_grad"), "sgd": ("sgd",), "adam": ("adam",)}
 _KEY = re.compile(r"^(out|loss|state|grad|input_grad|sgd|adam)(?:_(\d+))?$")
 PREPARE = "prepare"
+# What the worker records beside the arrays (memo.backends.training): weight names, and the model's precision
+DESCRIPTIVE_KEYS: tuple[str, ...] = ("names", "state_names", "compute_dtype", "weight_dtypes", "weight_scales")
+# Machine epsilon per floating dtype name (bfloat16 has 8 significand bits)
+EPS: dict[str, float] = {"float64": 2.0 ** -52, "float32": 2.0 ** -23, "float16": 2.0 ** -10, "bfloat16": 2.0 ** -7}
+# Per optimizer stage: (learning rate, steps): its update is (after - before) / lr, after that many roundings
+UPDATES: dict[str, tuple[float, int]] = {"sgd": (SGD_LEARNING_RATE, 1), "adam": (ADAM_LEARNING_RATE, ADAM_STEPS)}
+
+NUMERIC_KINDS = frozenset({VerdictKind.TRAINING_NAN.value, VerdictKind.TRAINING_INCONSISTENCY.value})
 
 Arrays = Mapping[str, np.ndarray]  # one backend's .npz: key -> array
 
@@ -120,9 +129,41 @@ def _failure_text(stage: StageResult) -> str:
     return " ".join(detail.split())[:300]
 
 
+def thresholds_for(reference: Arrays, key: str, thresholds: Thresholds = Thresholds()) -> Thresholds:
+    """The tolerance of one array of the reference's, scaled to the precision it was computed in (as the oracle
+    scales an output's to its dtype: at least ``eps_factor * eps``):
+
+    * the forward pass, loss, state and gradients: the least precise dtype any layer of the model computes in
+      (``compute_dtype``; a float16 BatchNormalization makes every gradient through it float16 noise, a float32
+      kernel's included);
+    * an optimizer's update ``(after - before) / lr``: the weight's own dtype, and an absolute allowance for
+      rounding the weight to it at each step, ``eps_factor * eps * steps * max |w| / lr`` (one float16 ulp of a
+      weight of 1 is an update difference of 0.0098 at lr 0.1).
+    """
+    match = _KEY.match(key)
+    prefix, index = (match[1], int(match[2] or 0)) if match else ("", 0)
+    if prefix in UPDATES:
+        dtypes, scales = reference.get("weight_dtypes"), reference.get("weight_scales")
+        if dtypes is None or scales is None or index >= len(dtypes) or index >= len(scales):
+            return thresholds
+        eps = EPS.get(str(dtypes[index]), EPS["float32"])
+        rate, steps = UPDATES[prefix]
+        precision = thresholds.eps_factor * eps
+        rounding = precision * steps * float(scales[index]) / rate
+        scale = output_scale(np.asarray(reference[key]))
+        return replace(thresholds, atol=max(thresholds.atol, precision, rounding / scale),
+                       rtol=max(thresholds.rtol, precision), mad_floor=max(thresholds.mad_floor, precision))
+    compute = reference.get("compute_dtype")
+    eps = EPS.get(str(compute), EPS["float32"]) if compute is not None else EPS["float32"]
+    precision = thresholds.eps_factor * eps
+    return replace(thresholds, atol=max(thresholds.atol, precision), rtol=max(thresholds.rtol, precision),
+                   mad_floor=max(thresholds.mad_floor, precision))
+
+
 def compare_stage(backend: str, stage: str, arrays: Arrays, reference: Arrays,
                   thresholds: Thresholds = Thresholds()) -> TrainingVerdict | None:
-    """The numeric verdict on one judged stage of ``backend`` against the reference (None: they agree)."""
+    """The numeric verdict on one judged stage of ``backend`` against the reference (None: they agree), each array
+    judged with its own tolerance (:func:`thresholds_for`)."""
     ref_keys, keys = stage_keys(reference, stage), stage_keys(arrays, stage)
     if ref_keys != keys:
         missing = sorted(set(ref_keys) ^ set(keys))
@@ -138,12 +179,13 @@ def compare_stage(backend: str, stage: str, arrays: Arrays, reference: Arrays,
         if problem is not None:
             return TrainingVerdict(VerdictKind.TRAINING_NAN.value, backend, stage, f"{stage}: {name}: {problem}",
                                    key, name)
-        bad, largest, tolerance = mismatch(y, o, thresholds)
+        own = thresholds_for(reference, key, thresholds)
+        bad, largest, tolerance = mismatch(y, o, own)
         if bad:
             return TrainingVerdict(
                 VerdictKind.TRAINING_INCONSISTENCY.value, backend, stage,
-                f"{stage}: {name}: {bad}/{y.size} elements outside atol={thresholds.atol:g}*scale "
-                f"rtol={thresholds.rtol:g} (scale {output_scale(o):.3g}, max |diff| {largest:.3g})", key, name,
+                f"{stage}: {name}: {bad}/{y.size} elements outside atol={own.atol:.3g}*scale "
+                f"rtol={own.rtol:.3g} (scale {output_scale(o):.3g}, max |diff| {largest:.3g})", key, name,
                 {"mismatched": bad, "elements": int(y.size), "max_abs_diff": largest, "tolerance": tolerance})
     return None
 
@@ -167,16 +209,55 @@ def judge_training(stages: Mapping[str, Sequence[StageResult]], arrays: Mapping[
         judgement.verdicts += _reference_failures(stages, reference, ((PREPARE,),))
         return judgement
     judgement.verdicts += _reference_failures(stages, reference, CHAINS)
+    found: list[TrainingVerdict] = []
     for backend, own in stages.items():
         if backend == reference:
             continue
         for chain in CHAINS:
             verdict = _judge_chain(backend, chain, own, arrays.get(backend, {}), ref_stages, ref_arrays, thresholds)
             if verdict is not None:
-                judgement.verdicts.append(verdict)
+                found.append(verdict)
                 if verdict.stage == PREPARE:  # one verdict for a backend that did not get past preparing
                     break
+    prepared = [name for name, own in stages.items() if name != reference
+                and (done := _status(own, PREPARE)) is not None and done.status == StageStatus.OK.value]
+    judgement.verdicts += _odd_reference(found, prepared, arrays, reference, thresholds)
     return judgement
+
+
+def _odd_reference(verdicts: list[TrainingVerdict], others: Sequence[str], arrays: Mapping[str, Arrays],
+                   reference: str, thresholds: Thresholds) -> list[TrainingVerdict]:
+    """One root cause, one verdict: where every other backend (two or more) is inconsistent with the reference at the
+    same stage and array and they agree with each other on that stage, the reference is the odd one out, and its
+    verdict (the reference judged against the first of them) replaces theirs. NaN verdicts stay apart: two backends
+    making the same NaN where the reference has a number say nothing of who is right (float64 does)."""
+    if len(others) < 2:
+        return verdicts
+    numeric = [v for v in verdicts if v.kind == VerdictKind.TRAINING_INCONSISTENCY.value and v.array]
+    for stage in dict.fromkeys(v.stage for v in numeric):
+        same = [v for v in numeric if v.stage == stage]
+        if sorted(v.backend for v in same) != sorted(others) or len({v.array for v in same}) != 1:
+            continue
+        first, *rest = others
+        if any(compare_stage(name, stage, arrays.get(name, {}), arrays.get(first, {}), thresholds) is not None
+               for name in rest):
+            continue
+        odd = compare_stage(reference, stage, arrays.get(reference, {}), arrays.get(first, {}), thresholds)
+        if odd is None:
+            continue
+        odd.message += f" (against {first}; {', '.join(others)} agree)"
+        verdicts = [v for v in verdicts if all(v is not w for w in same)] + [odd]
+    return verdicts
+
+
+def worker_stages(stage: str) -> list[str]:
+    """The worker stages that judging ``stage`` needs, as the whole check judges it: its chain up to it (a gradient
+    verdict holds where the forward stages agree), or an optimizer stage alone; none past ``prepare`` for it.
+    Triage's reduction asks the workers for these only (request option ``stages``)."""
+    for chain in CHAINS:
+        if stage in chain:
+            return list(dict.fromkeys(COMPUTED_BY[name] for name in chain[:chain.index(stage) + 1]))
+    return []
 
 
 def _reference_failures(stages: Mapping[str, Sequence[StageResult]], reference: str,
@@ -247,4 +328,4 @@ def differing_names(arrays: Arrays, reference: Arrays, stage: str,
 
 
 def _names(arrays: Arrays) -> dict[str, np.ndarray]:
-    return {key: arrays[key] for key in ("names", "state_names") if key in arrays}
+    return {key: arrays[key] for key in DESCRIPTIVE_KEYS if key in arrays}

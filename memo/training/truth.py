@@ -11,8 +11,10 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
+import numpy as np
+
 from memo.oracle.criterion import Thresholds
-from memo.training.judge import Arrays, TrainingVerdict, stage_arrays, stage_keys
+from memo.training.judge import Arrays, TrainingVerdict, stage_keys, thresholds_for
 from memo.truth import UNAVAILABLE, Truth, assess_runs, engine_method
 
 ENGINE = "float64-torch"
@@ -22,8 +24,10 @@ ENGINE_LIBRARY = "keras-torch"
 
 def assess_verdict(verdict: TrainingVerdict, arrays: Mapping[str, Arrays], truth: Arrays | str,
                    perturbed: Sequence[Arrays], reference: str, thresholds: Thresholds = Thresholds()) -> Truth:
-    """The float64 verdict on one numeric training verdict: every backend's error on the verdict's stage against the
-    float64 arrays (``truth``; a string: why there are none), conditioning from ``perturbed``, the decision."""
+    """The float64 verdict on one numeric training verdict: every backend's error on the array the verdict names (the
+    whole stage for a verdict without one) against the float64 arrays (``truth``; a string: why there are none),
+    conditioning from ``perturbed``, the decision; each array with the tolerance of the precision the libraries
+    computed it in (:func:`memo.training.judge.thresholds_for`: a float16 layer's rounding is no defect)."""
     stage = verdict.stage
     method = engine_method([ENGINE]) + f"; training stage {stage}"
     if isinstance(truth, str):
@@ -31,10 +35,16 @@ def assess_verdict(verdict: TrainingVerdict, arrays: Mapping[str, Arrays], truth
     keys = stage_keys(truth, stage)
     if not keys or any(stage_keys(run, stage) != keys for run in perturbed):
         return Truth(method=method, decision=UNAVAILABLE, reason=f"the float64 engine computed no {stage} arrays")
-    outputs = {name: stage_arrays(own, stage) for name, own in arrays.items() if stage_keys(own, stage) == keys}
+    keys = [verdict.array] if verdict.array in keys else keys
+    ref = arrays.get(reference, {})
+    # the loosest tolerance of the judged arrays (the verdict's own array: its own)
+    own = max((thresholds_for(ref, key, thresholds) for key in keys), key=lambda t: (t.atol, t.rtol))
+    outputs = {name: [np.asarray(own_arrays[key]) for key in keys] for name, own_arrays in arrays.items()
+               if all(key in own_arrays for key in keys)}
     witnesses = [name for name in outputs if name != verdict.backend]
-    result = assess_runs(outputs, {ENGINE: (stage_arrays(truth, stage), [stage_arrays(p, stage) for p in perturbed])},
-                         [verdict.backend], witnesses, reference, thresholds)
+    runs = {ENGINE: ([np.asarray(truth[key]) for key in keys], [[np.asarray(p[key]) for key in keys]
+                                                                for p in perturbed])}
+    result = assess_runs(outputs, runs, [verdict.backend], witnesses, reference, own)
     result.method = method
     if verdict.backend == ENGINE_LIBRARY:
         result.reason += " (the float64 engine runs torch's kernels too)"

@@ -32,8 +32,8 @@ from memo.oracle import Verdict
 from memo.store import BugRow, CampaignStore
 from memo.training.check import (NUMERIC, TrainingCheck, TruthTrainer, stored_verdicts, trainers,
                                  training_reference)
-from memo.training.judge import (Arrays, TrainingVerdict, differing_names, judge_training, read_arrays,
-                                 stage_keys)
+from memo.training.judge import (DESCRIPTIVE_KEYS, Arrays, TrainingVerdict, differing_names, judge_training,
+                                 read_arrays, stage_keys, worker_stages)
 from memo.training.truth import ENGINE, assess_verdict
 from memo.triage.bug_reduction import reduce_bug
 from memo.bug_files import (EXPECTED_FILE, INPUTS_FILE, IR_FILE, MODEL_FILE, Reduction, read_bug_file, retried,
@@ -72,12 +72,15 @@ class TrainingChecker:
     def __init__(self, session: Session, bug: BugRow, reference: str, inputs: dict[str, np.ndarray] | None) -> None:
         self.session, self.bug = session, bug
         names = trainers(session.executor.backend_names) if session.executor is not None else []
-        # a crash of the reference is judged against another trainer finishing the stage
-        witness = [name for name in names if name != reference][:1] if bug.library == reference else []
+        # a verdict against the reference is judged against the others (a crash: one finishing the stage; a numeric
+        # one: two agreeing with each other, memo.training.judge._odd_reference)
+        witness = [name for name in names if name != reference] if bug.library == reference else []
         self.backends = list(dict.fromkeys([reference, bug.library, *witness]))
         self.reference = reference
         self.inputs = inputs
         self.count = 0
+        # only the stages that judging the bug's stage needs: one XLA program on JAX, not four
+        self.options = {"stages": worker_stages(str(bug.stage or ""))}
 
     def run(self, ir: ModelIR, directory: Path) -> TrainingRun:
         executor = self.session.executor
@@ -90,7 +93,7 @@ class TrainingChecker:
             return TrainingRun(error=str(exc))
         if self.inputs:
             _keep_inputs(artifact, self.inputs)
-        results = executor.train(artifact, self.backends, directory / "training")
+        results = executor.train(artifact, self.backends, directory / "training", self.options)
         arrays = {name: read_arrays(result.outputs_path) for name, result in results.items()}
         judgement = judge_training({name: result.stages for name, result in results.items()}, arrays, self.reference)
         verdicts = stored_verdicts(TrainingCheck(reference=self.reference, judgement=judgement))
@@ -135,9 +138,9 @@ def _truth(session: Session, run: TrainingRun, reference: str) -> JsonObject:
     record = verdict.extra.get("training") or {}
     own = TrainingVerdict(verdict.kind, verdict.backend, str(verdict.stage), verdict.message,
                           record.get("array"), record.get("name"))
-    runner = TruthTrainer(session.work / "training-truth")
+    runner = TruthTrainer(session.work / "training-truth", worker=session.truth_runner().worker(ENGINE))
     try:
-        wide, moved = runner.runs(run.artifact)
+        wide, moved = runner.runs(run.artifact, worker_stages(str(verdict.stage)))
     finally:
         runner.close()
     return assess_verdict(own, run.arrays, wide, moved, reference).to_json()
@@ -154,7 +157,7 @@ def write_folder(folder: Path, ir: ModelIR, run: TrainingRun, data: JsonObject) 
     stage = str(data["stage"])
     keys = stage_keys(reference, stage) if stage in ("forward", "loss", "state", "gradients", "sgd", "adam") else []
     np.savez(folder / EXPECTED_FILE, **{key: reference[key] for key in keys},
-             **{key: reference[key] for key in ("names", "state_names") if key in reference})
+             **{key: reference[key] for key in DESCRIPTIVE_KEYS if key in reference})
     (folder / "repro.py").write_text(render_training_script(data, [layer.name for layer in ir.input_layers]))
     data["repro_command"] = f"python {folder / 'repro.py'}"
     data["python"] = script_python(str(data["library"]))
@@ -224,8 +227,10 @@ def triage_training_bug(session: Session, bug: BugRow) -> None:
     if start.verdict is None:
         _not_again(session, bug, finding.ir, start, reference)
         return
-    record = start.verdict.extra.get("training") or {}
-    owner = weight_owner(finding.ir, str(record.get("name") or ""))
+    # the cut starts at the bug's layer: for a gradient, the first wrong one in backward order (the first differing
+    # array is the most upstream weight, whose gradient may be wrong only through a layer after it)
+    owner = finding.ir.by_name().get(str(localization(finding.ir, start, reference, bug.library,
+                                                      str(bug.stage))["layer"] or ""))
     begin = _unfinished(bug) or finding.ir
     outcome = reduce_bug(begin, checker, budget_s=min(PER_BUG_S, max(0.0, session.remaining() - FINISH_S)),
                          localized=owner.name if owner is not None and not owner.is_input and begin is finding.ir

@@ -32,6 +32,10 @@ class TruthRunner:
         self._workers: dict[str, WorkerProcess] = {}
         self.timeout_s = timeout_s
 
+    def worker(self, engine: str) -> WorkerProcess:
+        """``engine``'s warm worker, started on first use (the training check's float64 truth asks it too)."""
+        return self._worker(engine)
+
     def _worker(self, engine: str) -> WorkerProcess:
         if engine not in self._workers:
             spec = load_spec(engine)

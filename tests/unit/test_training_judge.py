@@ -171,9 +171,15 @@ def test_layers_random_in_training_are_made_deterministic_or_leave_the_model_out
     assert neutralize(model) == ["drop: Dropout.rate 0.5 -> 0", "g: GaussianNoise.stddev 0.2 -> 0",
                                  "lstm_cell: LSTMCell.dropout 0.1 -> 0"]
     assert dropout.rate == noise.stddev == cell.dropout == 0.0  # type: ignore[attr-defined]
-    flip = layer("RandomFlip", "flip", _seed_generators=[1])
+    seen: list[object] = []
+    flip = layer("RandomFlip", "flip", _seed_generators=[1],
+                 call=lambda self, x, training=None: seen.append(training) or x)
     model = type("Model", (), {"_flatten_layers": lambda self, **_: [flip]})()
-    with pytest.raises(RandomInTraining, match=r"flip \(RandomFlip\) random in training"):
+    assert neutralize(model) == ["flip: RandomFlip runs as in inference"]
+    assert flip.call("x", training=True) == "x" and seen == [False]  # type: ignore[attr-defined]
+    odd = layer("Shuffle", "shuffle", _seed_generators=[1], call=lambda self, x: x)  # no training argument
+    model = type("Model", (), {"_flatten_layers": lambda self, **_: [odd]})()
+    with pytest.raises(RandomInTraining, match=r"shuffle \(Shuffle\) random in training"):
         neutralize(model)
 
 
