@@ -3,8 +3,9 @@ merge bugs whose reduced forms coincide, and write a standalone reproduction scr
 
 The face of the package; the work lives in :mod:`memo.triage.passes` (one pass), :mod:`.session` (its
 executor and clock), :mod:`.checker` (the reduction predicate), :mod:`.background` (triage while a
-campaign runs) and :mod:`.signature` / :mod:`.dedup` (what makes findings one bug); its tables live in
-:mod:`memo.store.triage` (``store.triage``).
+campaign runs), :mod:`.signature` / :mod:`.dedup` (what makes findings one bug: a finding is signed once, when it
+is recorded, :func:`sign`), :mod:`.rekey` (a bug's root-cause key and merge) and :mod:`.blame` (whom an entry is
+filed against, decided once); its tables live in :mod:`memo.store.triage` (``store.triage``).
 """
 from __future__ import annotations
 
