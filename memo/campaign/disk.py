@@ -19,17 +19,18 @@ from typing import Any, Iterable, Iterator
 
 from memo.artifact import slim_artifact
 from memo.backends import CONVERTERS, load_spec
-from memo.backends.result import ExecutionResult, stored_result
+from memo.backends.result import ExecutionResult
 from memo.campaign.config import DEFAULT_MAX_DISK, KEEP_PER_SIGNATURE
 from memo.campaign.firsts import ExecutionSignatures
 from memo.diskspace import format_size, tree_bytes
 from memo.oracle import Verdict
-from memo.store import CampaignStore
+from memo.store import CampaignStore, SignedVerdict
 from memo.bug_files import BUGS_DIR
+from memo.triage import WORK_DIR, sign_findings
 from memo.triage.probe import roles
-from memo.triage.session import WORK_DIR
-from memo.kinds import BUG_KINDS
-from memo.triage.signature import signature
+from memo.kinds import BUG_KINDS, VerdictKind
+
+UNSUPPORTED = VerdictKind.UNSUPPORTED.value
 
 REWALK_EVERY_S = 60.0         # the running count misses what triage releases and in-flight artifacts
 STOP_DISK_FULL = "disk full"
@@ -78,34 +79,31 @@ def regenerable_paths(store: CampaignStore) -> list[Path]:
 
 
 # ---------------------------------------------------------------------------- what to keep
-def finding_signatures(verdicts: Iterable[Verdict], result: ExecutionResult | None) -> list[str]:
-    """Signatures of the bug findings among ``verdicts``, as triage computes them before localization;
-    unsupported features and invalid models need no artifact."""
-    return list(dict.fromkeys(signature(v, result, None) for v in verdicts if v.kind in BUG_KINDS))
+def finding_signatures(signed: Iterable[SignedVerdict]) -> list[str]:
+    """Signatures of the bug findings among ``signed`` (as recorded, before localization); unsupported features and
+    invalid models need no artifact."""
+    return list(dict.fromkeys(row.signed.signature for row in signed if row.kind in BUG_KINDS and row.signed))
 
 
-def converter_declines(verdicts: Iterable[Verdict], result: ExecutionResult | None) -> list[str]:
+def converter_declines(signed: Iterable[SignedVerdict]) -> list[str]:
     """Signatures of the features a converter declined (tf2onnx, Keras's export, the TFLite converter): a model
     with one has no file for the engines behind that converter, and neither would its descendants."""
-    return list(dict.fromkeys(signature(v, result, None) for v in verdicts
-                              if v.kind == "unsupported" and v.backend in CONVERTERS))
+    return list(dict.fromkeys(row.signed.signature for row in signed
+                              if row.kind == UNSUPPORTED and row.backend in CONVERTERS and row.signed))
 
 
 def stored_signatures(store: CampaignStore) -> Iterator[ExecutionSignatures]:
-    """What every stored execution showed, in the order they were stored: the disk budget counts its bugs, the
-    memory of first occurrences (:mod:`memo.campaign.firsts`) remembers them and its declines."""
-    groups: dict[int, list[Verdict]] = {}
-    for stored in store.verdicts(tuple(sorted(BUG_KINDS | {"unsupported"}))):
-        groups.setdefault(stored.mutant_id, []).append(stored.verdict)
-    # streamed: a long campaign's results are hundreds of megabytes
-    for execution in store.executions():
-        verdicts = groups.get(execution.mutant_id)
-        if not verdicts:
-            yield ExecutionSignatures(execution.mutant_id, artifact_dir=execution.artifact_dir)
-            continue
-        result = stored_result(execution.result)
-        yield ExecutionSignatures(execution.mutant_id, tuple(finding_signatures(verdicts, result)),
-                                  tuple(converter_declines(verdicts, result)), execution.artifact_dir)
+    """What every stored execution showed, in the order they were stored, as its findings were signed when they
+    were recorded: the disk budget counts its bugs, the memory of first occurrences (:mod:`memo.campaign.firsts`)
+    remembers them and its declines. Findings an older memo stored unsigned are signed first (once)."""
+    sign_findings(store)
+    groups: dict[int, list[SignedVerdict]] = {}
+    for row in store.signed_verdicts(BUG_KINDS | {UNSUPPORTED}):
+        groups.setdefault(row.mutant_id, []).append(row)
+    for mutant_id, directory in store.execution_folders():
+        signed = groups.get(mutant_id, [])
+        yield ExecutionSignatures(mutant_id, tuple(finding_signatures(signed)), tuple(converter_declines(signed)),
+                                  directory)
 
 
 def needed_files(verdicts: Iterable[Verdict], result: ExecutionResult | None) -> tuple[set[str], set[str]] | None:
@@ -186,12 +184,10 @@ class DiskBudget:
         return within
 
     def admit(self, mutant_id: int, directory: Path, verdicts: list[Verdict], result: ExecutionResult | None,
-              signatures: list[str] | None = None) -> bool:
+              signatures: list[str]) -> bool:
         """Whether to keep the just-executed artifact in ``directory``; a kept one is slimmed and counted.
         The caller stores the execution and deletes the folder of one not kept. ``signatures``: the findings'
-        (:func:`finding_signatures`), when the caller has them already."""
-        if signatures is None:
-            signatures = finding_signatures(verdicts, result)
+        (:func:`finding_signatures`, as the pipeline signed them)."""
         if not self._count(signatures):
             self.discarded += 1
             return False

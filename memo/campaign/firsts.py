@@ -1,9 +1,9 @@
 """Which model first showed each signature (a bug's, or a feature a converter declined), so that generation can
 tell a model that re-finds what another model showed first (:class:`memo.campaign.feedback.Outcome`'s ``known``).
 
-Built from the stored executions when a campaign starts (:func:`memo.campaign.disk.stored_signatures`), then told
-each execution's signatures as the pipeline stores it. The disk budget keeps its own counts of the same
-signatures (which artifacts stay); neither asks the other.
+Built from the stored executions when a campaign starts (:func:`memo.campaign.disk.stored_signatures`: the signatures
+stored with each finding when it was recorded), then told each execution's signatures as the pipeline signs and
+stores it. The disk budget counts the same stored signatures (which artifacts stay): neither computes one.
 """
 from __future__ import annotations
 

@@ -22,8 +22,8 @@ from memo.artifact import prepare_artifact
 from memo.backends.executor import DifferentialExecutor, ExecutionAbandoned, Executor
 from memo.backends.result import ExecutionResult, stored_result
 from memo.campaign.config import PIPELINES_PER_WORKER_SET, CampaignConfig, worker_replicas
-from memo.campaign.disk import (STOP_DISK_BUDGET, DiskBudget, converter_declines, finding_signatures,
-                                stored_signatures)
+from memo.campaign.disk import (STOP_DISK_BUDGET, UNSUPPORTED, DiskBudget, converter_declines,
+                                finding_signatures, stored_signatures)
 from memo.campaign.feedback import NOT_RUN, SEED_IDENT, Outcome
 from memo.campaign.firsts import FirstShown
 from memo.campaign.known import KnownOutcomes
@@ -31,14 +31,14 @@ from memo.campaign.progress import Reporter
 from memo.campaign.stop import StopFlag
 from memo.diskspace import is_disk_full, mentions_disk_full
 from memo.json_types import JsonObject
-from memo.kinds import BUG_KINDS, NON_FINDINGS, TRAINING_KINDS
+from memo.kinds import BUG_KINDS, NON_FINDINGS
 from memo.library_coverage.merge import LibraryCoverage, Reached, count_lines
 from memo.model.ir import ModelIR
 from memo.mutation.nan import has_injection
 from memo.oracle import Verdict, judge
-from memo.store import CampaignStore
+from memo.store import CampaignStore, Signed, SignedVerdict
 from memo.training.check import CHECK_FAILED, TrainingCheck, stored_verdicts, train_if_chosen
-from memo.triage.signature import signature
+from memo.triage import sign
 
 
 @dataclass
@@ -233,15 +233,14 @@ class Pipeline:
         result = stored_result(row.result) if row is not None else None
         if result is None:
             return NOT_RUN
-        verdicts = [stored.verdict for stored in self.store.verdicts(mutant_id=mutant_id)
-                    if stored.verdict.kind not in TRAINING_KINDS]  # the training check never feeds generation
-        return self._outcome_of(mutant_id, result, verdicts, finding_signatures(verdicts, result))
+        # the training check never feeds generation: its kinds are not read
+        return self._outcome_of(mutant_id, result, self.store.signed_verdicts(BUG_KINDS | {UNSUPPORTED},
+                                                                              mutant_id=mutant_id))
 
-    def _outcome_of(self, mutant_id: int, result: ExecutionResult, verdicts: list[Verdict],
-                    bugs: list[str]) -> Outcome:
-        """Bugs it showed (``bugs``: their signatures) and features a converter declined (either makes
+    def _outcome_of(self, mutant_id: int, result: ExecutionResult, signed: list[SignedVerdict]) -> Outcome:
+        """Bugs it showed (``signed``: its findings as signed) and features a converter declined (either makes
         descendants re-pay a known outcome), and which of them another model showed first."""
-        signatures = [*bugs, *converter_declines(verdicts, result)]
+        signatures = [*finding_signatures(signed), *converter_declines(signed)]
         self.firsts.remember(signatures, mutant_id)
         reference = result.backends.get(result.reference)
         return Outcome(reference_ran=reference is not None and reference.status == "ok",
@@ -281,7 +280,12 @@ class Pipeline:
             return
         verdicts = judge(result, special_values=execution.special_values)
         findings = [v for v in verdicts if v.kind not in NON_FINDINGS]
-        bugs = finding_signatures(findings, result)
+        trained = stored_verdicts(training)  # stored only: never part of the outcome generation learns
+        # each finding signed once, here, as it is recorded: everything else reads what the store keeps
+        signed = [(verdict, sign(verdict, result, execution.ir)) for verdict in [*verdicts, *trained]]
+        inference = [SignedVerdict(0, execution.mutant_id, verdict.kind, verdict.backend, verdict.stage, 0.0, value)
+                     for verdict, value in signed[:len(verdicts)]]
+        bugs = finding_signatures(inference)
         try:
             keep = self.disk.admit(execution.mutant_id, execution.artifact_dir, findings, result, bugs)
         except Exception:  # a defect in choosing what to keep must not end the campaign: keep it all
@@ -290,11 +294,8 @@ class Pipeline:
         with self.store.transaction():
             self.store.add_execution(execution.mutant_id, result_json, seconds,
                                      str(execution.artifact_dir) if keep else None)
-            for verdict in verdicts:
-                self.store.add_verdict(execution.mutant_id, verdict)
-            trained = stored_verdicts(training)  # stored only: never part of the outcome generation learns
-            for verdict in trained:
-                self.store.add_verdict(execution.mutant_id, verdict)
+            for verdict, value in signed:
+                self.store.add_verdict(execution.mutant_id, verdict, value)
             reached = result.library_reached()
             if reached and self.config.library_coverage == "feedback":
                 self.library_untaken[execution.mutant_id] = reached
@@ -307,20 +308,27 @@ class Pipeline:
             self.unlearnt[execution.mutant_id] = (execution.ir, result)  # learnt when its outcome is taken
         elif execution.ir is not None:  # no feedback: no outcome is ever taken, so it is learnt now
             self._teach(execution.ir, result)
-        self.outcomes[execution.mutant_id] = self._outcome_of(execution.mutant_id, result, verdicts, bugs)
+        self.outcomes[execution.mutant_id] = self._outcome_of(execution.mutant_id, result, inference)
+        self._count(execution.mutant_id, signed, training)
+        if not keep:
+            shutil.rmtree(execution.artifact_dir, ignore_errors=True)
+        self.enforce_disk()
+
+    def _count(self, mutant_id: int, signed: list[tuple[Verdict, Signed | None]],
+               training: TrainingCheck | None) -> None:
+        """Count a stored execution's findings and training check, and report each finding with its signature."""
         if training is not None:
             failed = (training.judgement.left_out or "").startswith(CHECK_FAILED)
             counter = "internal_errors" if failed else "trained"
             self.counters[counter] = self.counters.get(counter, 0) + 1
-        for verdict in [*findings, *trained]:
+        for verdict, value in signed:
+            if verdict.kind in NON_FINDINGS:
+                continue
             label = f"{verdict.kind}:{verdict.backend}"
             self.findings[label] = self.findings.get(label, 0) + 1
-            self.reporter.finding({"mutant_id": execution.mutant_id, "kind": verdict.kind, "backend": verdict.backend,
+            self.reporter.finding({"mutant_id": mutant_id, "kind": verdict.kind, "backend": verdict.backend,
                                    "stage": verdict.stage, "message": verdict.message,
-                                   "signature": signature(verdict, result, None) if verdict.kind in BUG_KINDS else None})
-        if not keep:
-            shutil.rmtree(execution.artifact_dir, ignore_errors=True)
-        self.enforce_disk()
+                                   "signature": value.signature if value and verdict.kind in BUG_KINDS else None})
 
     def enforce_disk(self) -> None:
         """Over the --max-disk budget, delete what can be regenerated; with nothing left, stop cleanly."""

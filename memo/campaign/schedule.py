@@ -17,6 +17,7 @@ from memo.json_types import JsonObject
 from memo.store import CampaignStore
 from memo.triage import (MIN_STEP_S, TriageService, TriageSummary, pending_bugs, pending_localizations, seconds_for,
                          triage_campaign)
+from memo.triage.blame import decide_all
 from memo.triage.dedup import update_bugs
 
 PROGRESS_EVERY_S = 0.5
@@ -96,8 +97,10 @@ class TriageSchedule:
 
     def left(self) -> JsonObject | None:
         """The triage this campaign leaves undone (None: nothing), and the budget that finishes it, for the
-        summary: ``memo report NAME --triage --budget S`` does it."""
+        summary: ``memo report NAME --triage --budget S`` does it. It settles the bugs the report reads first: their
+        deduplication and whom each entry is filed against."""
         update_bugs(self.store)
+        decide_all(self.store)
         bugs, localizations = len(pending_bugs(self.store)), len(pending_localizations(self.store))
         scripts = len(scripts_to_check(self.store))
         if not bugs and not localizations and not scripts:

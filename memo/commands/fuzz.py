@@ -196,21 +196,10 @@ def _max_disk(args: argparse.Namespace) -> int | None:
     return None if args.max_disk is None else parse_size(args.max_disk)
 
 
-def run(args: argparse.Namespace) -> int:
-    started = time.monotonic()  # a time budget's slot starts now: the start-up is inside it
-    from memo.campaign.campaign import Campaign
-    from memo.campaign.config import DEFAULT_MAX_DISK, Budget, CampaignConfig, default_jobs, default_name
-    from memo.campaign.disk import DISK_STOPS, EXIT_DISK, space_warning
-    from memo.campaign.progress import make_reporter
-    from memo.campaign.stop import StopFlag
-    from memo.cluster import CLUSTER_LOST, EXIT_CLUSTER
-    from memo.paths import MUTANTS_DIR, campaign_dir
-    from memo.store import CampaignStore
-
-    max_disk = _max_disk(args)
+def _check_arguments(args: argparse.Namespace) -> None:
+    """Every usage error the arguments alone show, before anything starts."""
     if args.progress_every <= 0:
         raise UsageError(f"--progress-every must be a positive number of seconds (got {args.progress_every:g})")
-    reporter = make_reporter("json" if args.json else "quiet" if args.quiet else None, every_s=args.progress_every)
     for plugin in args.backend_plugin:
         if not Path(plugin).is_file():
             raise UsageError(f"backend plugin {plugin}: no such file")
@@ -219,55 +208,100 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--jobs must be at least 1")
     if not 0.0 <= args.directed <= 1.0:
         raise UsageError(f"--directed must be a share between 0 and 1 (got {args.directed:g})")
-    cluster_address = getattr(args, "cluster", None)
-    if cluster_address:
+    if getattr(args, "cluster", None):
         from memo.cluster.connect import parse_address
 
-        parse_address(cluster_address)  # a bad address fails before anything starts
-    if args.resume:
-        directory = campaign_dir(args.resume)
+        parse_address(args.cluster)  # a bad address fails before anything starts
+
+
+def _resumed_config(args: argparse.Namespace, max_disk: int | None) -> tuple[Path, "CampaignConfig"]:
+    """The campaign ``--resume`` names and its stored configuration, with what this command changes saved."""
+    from memo.campaign.config import Budget, CampaignConfig
+    from memo.paths import campaign_dir
+    from memo.store import CampaignStore
+
+    directory = campaign_dir(args.resume)
+    with CampaignStore(directory) as store:
+        saved = store.get_meta("config")
+    if saved is None:
+        raise UsageError(f"{directory} holds no campaign configuration")
+    config = CampaignConfig.from_json(saved)
+    seconds, final_s = _split_budget(args)
+    if seconds is not None or args.iterations:
+        # a new budget on resume counts from the campaign's start, like the original one
+        config.budget = Budget(seconds=seconds, iterations=args.iterations)
+        config.triage_budget_s = final_s
+    if max_disk is not None or args.bugs_db or args.next_python:
+        if max_disk is not None:
+            config.max_disk_bytes = max_disk
+        if args.bugs_db:
+            config.bugs_db = _bugs_db(args)
+        if args.next_python:
+            config.next_python = _next_python(args)
         with CampaignStore(directory) as store:
-            saved = store.get_meta("config")
-        if saved is None:
-            raise UsageError(f"{directory} holds no campaign configuration")
-        config = CampaignConfig.from_json(saved)
-        seconds, final_s = _split_budget(args)
-        if seconds is not None or args.iterations:
-            # a new budget on resume counts from the campaign's start, like the original one
-            config.budget = Budget(seconds=seconds, iterations=args.iterations)
-            config.triage_budget_s = final_s
-        if max_disk is not None or args.bugs_db or args.next_python:
-            if max_disk is not None:
-                config.max_disk_bytes = max_disk
-            if args.bugs_db:
-                config.bugs_db = _bugs_db(args)
-            if args.next_python:
-                config.next_python = _next_python(args)
-            with CampaignStore(directory) as store:
-                store.set_meta("config", config.to_json())
-    else:
-        name = args.name or _unused_name(default_name(args.seed), campaign_dir)
-        fuzzing_s, final_s = _split_budget(args)
-        config = CampaignConfig(
-            name=name, seed=args.seed, budget=Budget(seconds=fuzzing_s, iterations=args.iterations),
-            backends=[b.strip() for b in args.backends.split(",") if b.strip()] if args.backends else None,
-            plugins=[os.path.abspath(p) for p in args.backend_plugin], seeds_dir=args.seeds_dir,
-            search=args.search, operators=[o.strip() for o in args.ops.split(",")] if args.ops else None,
-            execute_all=args.execute_all, execute=not args.no_execute, jobs=args.jobs or default_jobs(), timeout_s=args.timeout, safe_mode=not args.unsafe,
-            reduce_seeds=not args.no_reduce, max_parent_layers=args.max_parent_layers,
-            max_parent_cost=int(args.max_parent_cost),
-            max_parent_recurrent=args.max_parent_recurrent, directed_share=args.directed,
-            triage_budget_s=final_s, reference=args.reference,
-            gpu_precision=args.gpu_precision, bugs_db=_bugs_db(args), next_python=_next_python(args),
-            library_coverage=args.library_coverage, library_every=args.library_coverage_every,
-            train_share=args.train_share,
-            max_disk_bytes=DEFAULT_MAX_DISK if max_disk is None else max_disk)
-        directory = Path(args.out) if args.out else campaign_dir(name)
-        if (directory / "campaign.sqlite").exists():
-            raise UsageError(f"campaign {directory} exists already; use --resume {directory} or another --name")
+            store.set_meta("config", config.to_json())
+    return directory, config
+
+
+def _new_config(args: argparse.Namespace, max_disk: int | None) -> tuple[Path, "CampaignConfig"]:
+    """A new campaign's folder and configuration, from the arguments."""
+    from memo.campaign.config import DEFAULT_MAX_DISK, Budget, CampaignConfig, default_jobs, default_name
+    from memo.paths import campaign_dir
+
+    name = args.name or _unused_name(default_name(args.seed), campaign_dir)
+    fuzzing_s, final_s = _split_budget(args)
+    config = CampaignConfig(
+        name=name, seed=args.seed, budget=Budget(seconds=fuzzing_s, iterations=args.iterations),
+        backends=[b.strip() for b in args.backends.split(",") if b.strip()] if args.backends else None,
+        plugins=[os.path.abspath(p) for p in args.backend_plugin], seeds_dir=args.seeds_dir,
+        search=args.search, operators=[o.strip() for o in args.ops.split(",")] if args.ops else None,
+        execute_all=args.execute_all, execute=not args.no_execute, jobs=args.jobs or default_jobs(),
+        timeout_s=args.timeout, safe_mode=not args.unsafe,
+        reduce_seeds=not args.no_reduce, max_parent_layers=args.max_parent_layers,
+        max_parent_cost=int(args.max_parent_cost),
+        max_parent_recurrent=args.max_parent_recurrent, directed_share=args.directed,
+        triage_budget_s=final_s, reference=args.reference,
+        gpu_precision=args.gpu_precision, bugs_db=_bugs_db(args), next_python=_next_python(args),
+        library_coverage=args.library_coverage, library_every=args.library_coverage_every,
+        train_share=args.train_share,
+        max_disk_bytes=DEFAULT_MAX_DISK if max_disk is None else max_disk)
+    directory = Path(args.out) if args.out else campaign_dir(name)
+    if (directory / "campaign.sqlite").exists():
+        raise UsageError(f"campaign {directory} exists already; use --resume {directory} or another --name")
+    return directory, config
+
+
+def _exit_code(stopped: str | None, directory: Path, config: "CampaignConfig", cluster_address: str | None) -> int:
+    """The command's exit status for why the campaign stopped, with the one line a stop needs on stderr."""
+    from memo.campaign.disk import DISK_STOPS, EXIT_DISK
+    from memo.cluster import CLUSTER_LOST, EXIT_CLUSTER
+
+    if stopped and stopped.startswith(CLUSTER_LOST):
+        print(f"memo: {stopped}: stopped cleanly; when nodes are back, run memo fuzz --resume {config.name} "
+              f"--cluster {cluster_address}", file=sys.stderr, flush=True)
+        return EXIT_CLUSTER
+    if stopped in DISK_STOPS:
+        print(_disk_stop_message(stopped, directory, config), file=sys.stderr, flush=True)
+        return EXIT_DISK
+    return 130 if stopped == "interrupted" else 0
+
+
+def run(args: argparse.Namespace) -> int:
+    started = time.monotonic()  # a time budget's slot starts now: the start-up is inside it
+    from memo.campaign.campaign import Campaign
+    from memo.campaign.disk import EXIT_DISK, space_warning
+    from memo.campaign.progress import make_reporter
+    from memo.campaign.stop import StopFlag
+    from memo.paths import MUTANTS_DIR
+
+    max_disk = _max_disk(args)
+    _check_arguments(args)
+    reporter = make_reporter("json" if args.json else "quiet" if args.quiet else None, every_s=args.progress_every)
+    directory, config = _resumed_config(args, max_disk) if args.resume else _new_config(args, max_disk)
     _check_bugs_db(config.bugs_db)
     reporter.starting(config.name)
     stop = StopFlag()
+    cluster_address = getattr(args, "cluster", None)
     executor = _cluster_executor(cluster_address, config, stop, jobs_given=args.jobs is not None or bool(args.resume))
     try:
         campaign = Campaign(directory, config, reporter, resume=bool(args.resume), executor=executor, stop=stop,
@@ -287,12 +321,4 @@ def run(args: argparse.Namespace) -> int:
         summary = campaign.run()
     finally:
         reporter.close()
-    stopped = summary.get("stopped_because")
-    if stopped and stopped.startswith(CLUSTER_LOST):
-        print(f"memo: {stopped}: stopped cleanly; when nodes are back, run memo fuzz --resume {config.name} "
-              f"--cluster {cluster_address}", file=sys.stderr, flush=True)
-        return EXIT_CLUSTER
-    if stopped in DISK_STOPS:
-        print(_disk_stop_message(stopped, directory, config), file=sys.stderr, flush=True)
-        return EXIT_DISK
-    return 130 if stopped == "interrupted" else 0
+    return _exit_code(summary.get("stopped_because"), directory, config, cluster_address)

@@ -16,12 +16,12 @@ from memo.backends.result import stored_result
 from memo.coverage import CoverageTracker, denominators
 from memo.devices import device_of
 from memo.diskspace import tree_bytes
-from memo.kinds import BUG_KINDS, KNOWN_FAILURE_PREFIX, KNOWN_PREFIX, NUMERIC_KINDS, TRAINING_KINDS
+from memo.kinds import BUG_KINDS, KNOWN_FAILURE_PREFIX, KNOWN_PREFIX, TRAINING_KINDS
 from memo.layers import CATALOGUE
 from memo.model.ir import ModelIR
 from memo.oracle import KERAS_FRONT_END
 from memo.paths import campaign_dir
-from memo.backends.documented import declared_refusal, delegated_library, documented_difference, upstream_of
+from memo.backends.documented import documented_difference, upstream_of
 from memo.backends.spec import UPSTREAM_STATUSES
 from memo.json_types import JsonObject
 from memo.oracle.verdict import VerdictSummary
@@ -36,9 +36,9 @@ from memo.store import BugRow, CampaignStore
 from memo.triage import dedup, pending_bugs, pending_localizations, seconds_for
 from memo.bug_files import BUGS_DIR, REPRO_FILE, Reduction, read_bug_file
 from memo.triage.bugdir import bug_layers
-from memo.triage.onnx_reference import ONNX_REFERENCE_KEY, blamed_library
+from memo.triage.onnx_reference import ONNX_REFERENCE_KEY
 from memo.triage.reassess import REDUCED_VERDICT, TRUTH_KEY
-from memo.triage.signature import FailureDetails, computing_library, failure_details
+from memo.triage.signature import FailureDetails, failure_details
 from memo.triage.newest import has_newer_build, pending_newest, recorded_next_python
 from memo.newest import CANNOT_RUN, FIXED_UPSTREAM, NOT_APPLICABLE, STILL_REPRODUCES
 
@@ -385,28 +385,21 @@ def bug_entry(store: CampaignStore, bug: BugRow, versions: JsonObject,
         "newest_pending": newest_pending,
     }
     entry["occurrences"] += sum(other.occurrences for other in merged or [])
-    entry["reported_by"] = None
     entry["weight"] = training_weight(entry["metrics"], info) if bug.kind in TRAINING_KINDS else None
-    delegated = delegated_library(bug.library, details.message or "") if bug.kind == "crash" else None
-    if delegated:  # reported by one backend, failing inside the library under it
-        entry["reported_by"], entry["library"] = bug.library, delegated
-    computing = computing_library(bug.library)
-    if not delegated and computing != bug.library and any(v["library"] == computing for v in entry["variants"]):
-        # one defect seen through both: filed against the library whose kernels compute it
-        entry["reported_by"], entry["library"] = bug.library, computing
-    opinion = blamed_library(info) if bug.kind in NUMERIC_KINDS else None
-    if opinion and opinion != entry["library"]:  # ONNX's reference evaluator on the same file blames another
-        entry["reported_by"], entry["library"] = bug.library, opinion
+    # whom it is filed against, as triage decided (memo.triage.blame); a bug no pass decided yet: its own library
+    blame = bug.blame
+    entry["library"] = str(blame.get("library") or bug.library)
+    entry["reported_by"] = blame.get("reported_by")
     entry["upstream"] = asdict(upstream_of(entry["library"]))
     # an engine following the specification on a file the converter got wrong: the engine's documented differences
     # do not apply (onnx2torch's nearest-resize warning on tf2onnx's wrong Resize scales)
-    documented = documented_difference(opinion or bug.library, bug.kind, ir, entry["layer"], entry["message"])
+    documented = documented_difference(blame.get("opinion") or bug.library, bug.kind, ir, entry["layer"],
+                                       entry["message"])
     entry["documented"] = (Documented(behaviour=documented.behaviour, source=documented.source,
                                       quote=documented.quote) if documented else None)
-    refusal = declared_refusal(bug.library, details.exception, details.message or "")
-    if refusal and not documented:
+    if blame.get("refusal") and not documented:
         entry["documented"] = Documented(behaviour=f"{bug.library} declines this on purpose (a declared refusal)",
-                                         source="the refusal memo's spec for it declares", quote=refusal)
+                                         source="the refusal memo's spec for it declares", quote=blame["refusal"])
     entry.update(filing_view(folder))  # a checked minimal script counts as reproducing (collect sections it)
     entry["issue_markdown"] = issue_markdown(entry, versions)
     return entry

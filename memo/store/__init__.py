@@ -7,10 +7,10 @@ localizations, triage errors).
 """
 from memo.store.campaign import CampaignStore
 from memo.store.records import (BugRow, CoveragePoint, ExecutionRow, FindingRow, LocalizationRow, MutantRecord,
-                                PendingMutant, SpecialGroup, StoredVerdict, TriageError)
+                                PendingMutant, Signed, SignedVerdict, SpecialGroup, StoredVerdict, TriageError)
 from memo.store.schema import DB_NAME, SCHEMA_VERSION
 from memo.store.triage import TriageTables
 
 __all__ = ["DB_NAME", "SCHEMA_VERSION", "BugRow", "CampaignStore", "CoveragePoint", "ExecutionRow", "FindingRow",
-           "LocalizationRow", "MutantRecord", "PendingMutant", "SpecialGroup", "StoredVerdict", "TriageError",
-           "TriageTables"]
+           "LocalizationRow", "MutantRecord", "PendingMutant", "Signed", "SignedVerdict", "SpecialGroup",
+           "StoredVerdict", "TriageError", "TriageTables"]

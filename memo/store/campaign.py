@@ -19,8 +19,8 @@ from memo.errors import UsageError
 from memo.json_types import JsonObject
 from memo.kinds import TRAINING_KINDS
 from memo.oracle.verdict import Verdict
-from memo.store.records import (CoveragePoint, ExecutionRow, FindingRow, MutantRecord, PendingMutant, SpecialGroup,
-                                StoredVerdict, TrainingGroup)
+from memo.store.records import (CoveragePoint, ExecutionRow, FindingRow, MutantRecord, PendingMutant, Signed,
+                                SignedVerdict, SpecialGroup, StoredVerdict, TrainingGroup)
 from memo.store.schema import DB_NAME, connect, dict_rows, immediate_transaction
 from memo.store.library import LibraryTables
 from memo.store.triage import TriageTables
@@ -35,6 +35,13 @@ _FINDING_SELECT = ("SELECT v.id, v.mutant_id, v.kind, v.backend, v.stage, v.mess
 
 def _placeholders(count: int) -> str:
     return ",".join("?" * count)
+
+
+def _signed_columns(signed: Signed | None) -> tuple[str | None, str | None]:
+    """The ``signature`` and ``parts`` columns of a verdict."""
+    if signed is None:
+        return None, None
+    return signed.signature, json.dumps(signed.parts, sort_keys=True)
 
 
 class CampaignStore:
@@ -112,12 +119,14 @@ class CampaignStore:
         self._db.execute("INSERT OR REPLACE INTO executions(mutant_id, result, seconds, artifact_dir) VALUES (?,?,?,?)",
                          (mutant_id, json.dumps(result), seconds, artifact_dir))
 
-    def add_verdict(self, mutant_id: int, verdict: Verdict) -> int:
+    def add_verdict(self, mutant_id: int, verdict: Verdict, signed: Signed | None = None) -> int:
+        """Store a verdict; ``signed``: its finding's signature and parts, computed as it is recorded
+        (:func:`memo.triage.dedup.sign`; None for a verdict that is no finding)."""
         cursor = self._db.execute(
-            "INSERT INTO verdicts(mutant_id, kind, backend, stage, message, metrics, created)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO verdicts(mutant_id, kind, backend, stage, message, metrics, created, signature, parts)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (mutant_id, verdict.kind, verdict.backend, verdict.stage, verdict.message, verdict.metrics_text(),
-             time.time()))
+             time.time(), *(_signed_columns(signed))))
         return int(cursor.lastrowid)
 
     def add_coverage_point(self, elapsed: float, iteration: int, generated: int, executed: int,
@@ -165,6 +174,10 @@ class CampaignStore:
         for mutant_id, result, directory in self._db.execute(sql, params):
             yield ExecutionRow(mutant_id, result, directory)
 
+    def execution_folders(self) -> Iterator[tuple[int, str | None]]:
+        """(mutant id, artifact folder or None) of every execution, by mutant id, streamed, without its result."""
+        yield from self._db.execute("SELECT mutant_id, artifact_dir FROM executions ORDER BY mutant_id")
+
     def executed_models(self) -> Iterator[tuple[str, ExecutionRow]]:
         """Every execution with its mutant's IR (JSON), by mutant id, streamed: what a resumed campaign
         learns again (:class:`memo.campaign.known.KnownOutcomes`)."""
@@ -207,6 +220,48 @@ class CampaignStore:
         return [StoredVerdict.from_row(*row) for row in self._db.execute(
             f"SELECT id, mutant_id, kind, backend, stage, message, metrics, created FROM verdicts{where} ORDER BY id",
             tuple(params))]
+
+    def signed_verdicts(self, kinds: Iterable[str], *, mutant_id: int | None = None) -> list[SignedVerdict]:
+        """Every verdict of ``kinds`` (of one mutant) with the signature and parts stored with it (None where not
+        signed yet), by id: what deduplication and a campaign's start read instead of computing them again."""
+        ordered = sorted(kinds)
+        where, params = f"kind IN ({_placeholders(len(ordered))})", tuple(ordered)
+        if mutant_id is not None:
+            where, params = where + " AND mutant_id = ?", (*params, mutant_id)
+        return [SignedVerdict.from_row(*row) for row in self._db.execute(
+            "SELECT id, mutant_id, kind, backend, stage, created, signature, parts FROM verdicts"
+            f" WHERE {where} ORDER BY id", params)]
+
+    def verdict_message(self, verdict_id: int) -> str:
+        """One stored verdict's message ("" if there is no such verdict)."""
+        row = self._db.execute("SELECT message FROM verdicts WHERE id = ?", (verdict_id,)).fetchone()
+        return str(row[0]) if row else ""
+
+    def unsigned_findings(self, kinds: Iterable[str]) -> list[FindingRow]:
+        """The findings of ``kinds`` stored without a signature (a store from before signatures were stored)."""
+        ordered = sorted(kinds)
+        return [FindingRow.from_row(*row) for row in self._db.execute(
+            _FINDING_SELECT + f" WHERE v.kind IN ({_placeholders(len(ordered))}) AND v.signature IS NULL ORDER BY v.id",
+            tuple(ordered))]
+
+    def sign_verdicts(self, signed: dict[int, Signed]) -> None:
+        """Store the signature and parts of each verdict id (what :meth:`add_verdict` stores with a new one)."""
+        self._db.executemany("UPDATE verdicts SET signature = ?, parts = ? WHERE id = ?",
+                             [(*_signed_columns(value), verdict_id) for verdict_id, value in signed.items()])
+
+    def mutant_irs(self, mutant_ids: Iterable[int]) -> dict[int, str | None]:
+        """The stored IR (JSON) of each mutant (None: none stored)."""
+        return self._by_id("SELECT id, ir FROM mutants WHERE id", mutant_ids)
+
+    def _by_id(self, select: str, ids: Iterable[int]) -> dict[int, str | None]:
+        """``{id: value}`` for ``select`` (two columns, ending in the id column) ``IN`` the ids, in chunks; None for an
+        id no row has."""
+        wanted = list(dict.fromkeys(int(i) for i in ids))
+        found: dict[int, str | None] = dict.fromkeys(wanted)
+        for start in range(0, len(wanted), _IN_CHUNK):
+            chunk = wanted[start:start + _IN_CHUNK]
+            found.update(self._db.execute(f"{select} IN ({_placeholders(len(chunk))})", chunk).fetchall())
+        return found
 
     def verdict_counts(self) -> dict[str, int]:
         """``{kind: verdicts}``."""
@@ -256,14 +311,7 @@ class CampaignStore:
     # ------------------------------------------------------------------ artifacts on disk
     def artifact_dirs(self, mutant_ids: Iterable[int]) -> dict[int, str | None]:
         """The stored artifact folder of each mutant (None: deleted, never kept, or not executed)."""
-        ids = list(dict.fromkeys(int(m) for m in mutant_ids))
-        found: dict[int, str | None] = dict.fromkeys(ids)
-        for start in range(0, len(ids), _IN_CHUNK):
-            chunk = ids[start:start + _IN_CHUNK]
-            found.update(self._db.execute(
-                f"SELECT mutant_id, artifact_dir FROM executions WHERE mutant_id IN ({_placeholders(len(chunk))})",
-                chunk).fetchall())
-        return found
+        return self._by_id("SELECT mutant_id, artifact_dir FROM executions WHERE mutant_id", mutant_ids)
 
     def stored_artifact_dirs(self, limit: int) -> list[str]:
         """Up to ``limit`` distinct artifact folders still recorded as kept (where the artifacts lie)."""

@@ -49,6 +49,34 @@ class StoredVerdict:
         return cls(id, mutant_id, created, Verdict.from_stored(kind, backend, stage, message, metrics))
 
 
+@dataclass(frozen=True)
+class Signed:
+    """A finding's signature (its provisional bug id) and the parts it digests, as recorded with the verdict."""
+
+    signature: str
+    parts: JsonObject
+
+
+@dataclass
+class SignedVerdict:
+    """A stored verdict's identity for deduplication: no message, result or IR, only what was signed when it was
+    recorded (``signed`` None: stored before signatures were)."""
+
+    id: int
+    mutant_id: int
+    kind: str
+    backend: str
+    stage: str | None
+    created: float
+    signed: Signed | None
+
+    @classmethod
+    def from_row(cls, id: int, mutant_id: int, kind: str, backend: str, stage: str | None, created: float,
+                 signature: str | None, parts: str | None) -> "SignedVerdict":
+        signed = Signed(signature, json.loads(parts)) if signature is not None and parts else None
+        return cls(id, mutant_id, kind, backend, stage, created, signed)
+
+
 class TrainingGroup(TypedDict):
     """Findings of the training check of one kind, library and stage (memo.training)."""
 
@@ -160,6 +188,8 @@ class BugRow:
     merged_into: str | None = None
     # the repro script rerun on the newest code (memo.triage.newest): result, detail, build, versions, checked
     newest: JsonObject = field(default_factory=dict)
+    # the library the bug is filed against, as triage decided it (memo.triage.blame): library, reported_by, refusal
+    blame: JsonObject = field(default_factory=dict)
 
     @property
     def attempted(self) -> bool:
@@ -178,6 +208,7 @@ class BugRow:
         data["reduction"] = json.loads(data["reduction"]) if data.get("reduction") else {}
         data["reproduces"] = None if data.get("reproduces") is None else bool(data["reproduces"])
         data["newest"] = json.loads(data["newest"]) if data.get("newest") else {}
+        data["blame"] = json.loads(data["blame"]) if data.get("blame") else {}
         return cls(**data)
 
 

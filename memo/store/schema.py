@@ -31,7 +31,7 @@ from typing import Any, Callable, Iterator
 from memo.errors import UsageError
 
 DB_NAME = "campaign.sqlite"
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 VERSION_KEY = "schema_version"
 # What every campaign store holds, whatever its version: how another SQLite file (a bug database) is told apart.
 MARKER_TABLES = frozenset({"meta", "mutants", "verdicts"})
@@ -50,7 +50,7 @@ CREATE TABLE IF NOT EXISTS executions (
 CREATE TABLE IF NOT EXISTS verdicts (
     id INTEGER PRIMARY KEY, mutant_id INTEGER NOT NULL REFERENCES mutants(id), kind TEXT NOT NULL,
     backend TEXT NOT NULL, stage TEXT, message TEXT NOT NULL, metrics TEXT NOT NULL,
-    created REAL NOT NULL);
+    created REAL NOT NULL, signature TEXT, parts TEXT);
 CREATE INDEX IF NOT EXISTS verdicts_by_kind ON verdicts(kind, backend);
 CREATE TABLE IF NOT EXISTS coverage_history (
     id INTEGER PRIMARY KEY, elapsed REAL NOT NULL, iteration INTEGER NOT NULL, generated INTEGER NOT NULL,
@@ -68,7 +68,7 @@ CREATE TABLE IF NOT EXISTS bugs (
     first_verdict INTEGER NOT NULL, first_mutant INTEGER NOT NULL, first_seen REAL NOT NULL, last_seen REAL NOT NULL,
     occurrences INTEGER NOT NULL, layer TEXT, layer_class TEXT, bug_dir TEXT, original_layers INTEGER,
     reduced_layers INTEGER, reduction TEXT, repro TEXT, reproduces INTEGER, checked REAL, final_key TEXT,
-    merged_into TEXT, newest TEXT);
+    merged_into TEXT, newest TEXT, blame TEXT);
 CREATE TABLE IF NOT EXISTS bug_occurrences (
     verdict_id INTEGER PRIMARY KEY, bug_id TEXT NOT NULL, mutant_id INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS occurrences_by_bug ON bug_occurrences(bug_id);
@@ -97,6 +97,11 @@ MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
     # 2: a bug's root-cause key on its reduced model and the bug it merged into (triage's merge), and its script's
     # rerun on the newest code (memo.triage.newest): columns version 1 added whenever a store was opened
     1: lambda db: _add_columns(db, "bugs", (("final_key", "TEXT"), ("merged_into", "TEXT"), ("newest", "TEXT"))),
+    # 3: a finding's signature and its parts, computed once when it is recorded (memo.triage.dedup.recorded_parts),
+    # and the library a bug is filed against as triage decided it (memo.triage.blame); an older store's findings
+    # are signed by the first triage pass or campaign start that reads them (memo.triage.dedup.sign_findings)
+    2: lambda db: (_add_columns(db, "verdicts", (("signature", "TEXT"), ("parts", "TEXT"))),
+                   _add_columns(db, "bugs", (("blame", "TEXT"),))),
 }
 
 

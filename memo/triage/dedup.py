@@ -1,8 +1,9 @@
 """Deduplication: every finding gets a signature; findings with one signature are one bug.
 
-Pure over the store's rows (no execution): safe to run while a campaign is writing, which is what
-``memo report`` does before rendering. Localization results, when present, refine the signatures of
-NaN and inconsistency findings.
+A finding is signed once, when it is recorded (:func:`sign`; the store keeps the signature and its parts with the
+verdict); deduplication reads them. Pure over the store's rows (no execution): safe to run while a campaign is
+writing, which is what ``memo report`` does before rendering. Localization results, when present, refine the
+signatures of NaN and inconsistency findings (the layer class of their parts).
 """
 from __future__ import annotations
 
@@ -10,14 +11,48 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence, TypedDict
 
+from memo.backends.result import ExecutionResult
 from memo.json_types import JsonObject
 from memo.model.ir import ModelIR
 from memo.oracle import Verdict
-from memo.store import BugRow, CampaignStore
+from memo.store import BugRow, CampaignStore, Signed, SignedVerdict
 from memo.bug_files import IR_FILE
 from memo.kinds import BUG_KINDS, NUMERIC_KINDS, TRAINING_KINDS
-from memo.triage.signature import UNSUPPORTED_KIND, UNLOCALIZED, culprit_classes, digest, signature_parts
+from memo.triage.signature import (UNSUPPORTED_KIND, UNLOCALIZED, culprit_classes, digest, divergent_class,
+                                   signature_parts)
 from memo.triage.training_signature import folded, training_parts
+
+
+SIGNED_KINDS = BUG_KINDS | TRAINING_KINDS | {UNSUPPORTED_KIND}  # the verdicts recorded with a signature
+
+
+def recorded_parts(verdict: Verdict, result: ExecutionResult | None, ir: ModelIR | None) -> JsonObject | None:
+    """The signature parts a verdict is recorded with (None: no finding): a training check's by
+    :func:`memo.triage.training_signature.training_parts` (on the mutant's model), any other finding's by
+    :func:`memo.triage.signature.signature_parts` before localization."""
+    if verdict.kind in TRAINING_KINDS:
+        return training_parts(verdict, ir)
+    if verdict.kind in SIGNED_KINDS:
+        return signature_parts(verdict, result, None)
+    return None
+
+
+def sign(verdict: Verdict, result: ExecutionResult | None, ir: ModelIR | None) -> Signed | None:
+    """A finding's signature and parts, computed once, when it is recorded (the store keeps them with the verdict:
+    :meth:`memo.store.CampaignStore.add_verdict`); None for a verdict that is no finding."""
+    parts = recorded_parts(verdict, result, ir)
+    return Signed(digest(parts), parts) if parts is not None else None
+
+
+def sign_findings(store: CampaignStore) -> int:
+    """Sign the findings a store holds without a signature (recorded before memo stored them: a campaign store
+    migrated from schema 2); how many. Every reader of signatures calls it first; it finds nothing to do after."""
+    rows = store.unsigned_findings(SIGNED_KINDS)
+    signed = {row.id: value for row in rows if (value := sign(row.verdict, row.result, _ir(row.ir_json)))}
+    if signed:
+        with store.transaction():
+            store.sign_verdicts(signed)
+    return len(signed)
 
 
 @dataclass
@@ -29,10 +64,7 @@ class Occurrence:
     backend: str
     stage: str | None
     parts: JsonObject
-
-    @property
-    def bug_id(self) -> str:
-        return digest(self.parts)
+    bug_id: str  # the signature stored with the finding, or its localized parts' digest
 
 
 def _ir(text: str | None) -> ModelIR | None:
@@ -42,36 +74,40 @@ def _ir(text: str | None) -> ModelIR | None:
         return None
 
 
+def _occurrence(row: SignedVerdict, signed: Signed) -> Occurrence:
+    return Occurrence(row.id, row.mutant_id, row.created, row.kind, row.backend, row.stage, signed.parts,
+                      signed.signature)
+
+
 def occurrences(store: CampaignStore) -> list[Occurrence]:
-    """Every bug finding with its signature parts (localization applied where it ran), the training check's
-    included (:func:`training_occurrences`)."""
+    """Every bug finding with its recorded signature parts (a numeric finding's localized layer class applied
+    where localization ran), the training check's included (:func:`training_occurrences`)."""
+    sign_findings(store)
     located = store.triage.localizations()
+    rows = [row for row in store.signed_verdicts(BUG_KINDS) if row.signed is not None]
+    numeric = {row.id: located[row.id].layer for row in rows
+               if row.kind in NUMERIC_KINDS and row.id in located and located[row.id].layer}
+    models = store.mutant_irs({row.mutant_id for row in rows if row.id in numeric})
+    irs = {mutant_id: _ir(text) for mutant_id, text in models.items()}
     out = []
     inference: dict[int, list[Verdict]] = {}
-    for row in store.findings(BUG_KINDS):
-        inference.setdefault(row.mutant_id, []).append(row.verdict)
-        verdict = row.verdict
-        numeric = verdict.kind in NUMERIC_KINDS
-        localization = located.get(row.id) if numeric else None
-        layer = localization.layer if localization else None
-        parts = signature_parts(verdict, row.result, _ir(row.ir_json) if numeric and layer else None,
-                                divergent_layer=layer)
-        out.append(Occurrence(row.id, row.mutant_id, row.created, verdict.kind, verdict.backend, verdict.stage,
-                              parts))
+    for row in rows:
+        assert row.signed is not None  # filtered above
+        inference.setdefault(row.mutant_id, []).append(Verdict(row.kind, row.backend, row.stage, ""))
+        signed = row.signed
+        if row.id in numeric:  # localization refines the recorded parts: the bug id follows them
+            parts = {**signed.parts, "layer": divergent_class(irs.get(row.mutant_id), numeric[row.id])}
+            signed = Signed(digest(parts), parts)
+        out.append(_occurrence(row, signed))
     return out + training_occurrences(store, inference)
 
 
 def training_occurrences(store: CampaignStore, inference: dict[int, list[Verdict]]) -> list[Occurrence]:
     """The training check's findings (:mod:`memo.triage.training_signature`), without those that repeat an
     inference verdict of their model (``inference``: per mutant) on the same backend."""
-    out = []
-    for row in store.findings(TRAINING_KINDS):
-        verdict = row.verdict
-        if folded(verdict, inference.get(row.mutant_id, ())):
-            continue
-        out.append(Occurrence(row.id, row.mutant_id, row.created, verdict.kind, verdict.backend, verdict.stage,
-                              training_parts(verdict, _ir(row.ir_json))))
-    return out
+    return [_occurrence(row, row.signed) for row in store.signed_verdicts(TRAINING_KINDS)
+            if row.signed is not None
+            and not folded(Verdict(row.kind, row.backend, row.stage, ""), inference.get(row.mutant_id, ()))]
 
 
 @dataclass
@@ -85,7 +121,8 @@ class BugUpdate:
 
 
 def update_bugs(store: CampaignStore) -> BugUpdate:
-    """Recompute every finding's signature, rewrite the occurrences and upsert the bugs table."""
+    """Group every finding by its stored signature (localized where localization ran), rewrite the occurrences and
+    upsert the bugs table."""
     groups: dict[str, list[Occurrence]] = {}
     for occ in occurrences(store):
         groups.setdefault(occ.bug_id, []).append(occ)
@@ -118,12 +155,15 @@ class UnsupportedGroup(TypedDict):
 def unsupported_groups(store: CampaignStore) -> list[UnsupportedGroup]:
     """Unsupported findings grouped by library and feature: known gaps, not bugs."""
     groups: dict[tuple[str, str], UnsupportedGroup] = {}
-    for row in store.findings({UNSUPPORTED_KIND}):
-        verdict = row.verdict
-        parts = signature_parts(verdict, row.result, None)
-        key = (verdict.backend, parts["feature"])
-        group = groups.setdefault(key, UnsupportedGroup(library=key[0], feature=key[1], stage=verdict.stage or "",
-                                                        count=0, first_mutant=row.mutant_id, message=verdict.message))
+    sign_findings(store)
+    for row in store.signed_verdicts({UNSUPPORTED_KIND}):
+        if row.signed is None:
+            continue
+        key = (row.backend, str(row.signed.parts.get("feature", "")))
+        group = groups.get(key)
+        if group is None:
+            group = groups[key] = UnsupportedGroup(library=key[0], feature=key[1], stage=row.stage or "", count=0,
+                                                   first_mutant=row.mutant_id, message=store.verdict_message(row.id))
         group["count"] += 1
     return sorted(groups.values(), key=lambda g: (-g["count"], g["library"], g["feature"]))
 

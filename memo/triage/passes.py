@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import shutil
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
-from memo.backends.executor import ExecutionAbandoned
-from memo.diskspace import is_disk_full
 from memo.model.ir import ModelIR
 from memo.store import BugRow, CampaignStore
 from memo.bugdb import BugDatabase, BugDatabaseVersionError
@@ -26,23 +25,23 @@ from memo.triage.finding import Finding, load_finding
 from memo.triage.localize import localize
 from memo.triage.materialize import materialize
 from memo.triage.probe import read_inputs
-from memo.triage.reassess import pending_truths, reassess, reassess_folder, root_cause_parts
-from memo.triage.bug_reduction import mentioned_layers, reduce_bug
+from memo.triage.reassess import pending_truths, reassess, reassess_folder
+from memo.triage.rekey import rekey
+from memo.triage.blame import decide_all
+from memo.triage.bug_reduction import ReductionOutcome, mentioned_layers, reduce_bug
 from memo.triage.newest import check_and_store, pending_newest
+from memo.triage.pending import pending_bugs, pending_localizations, unchecked_scripts
 from memo.triage.rerun import rerun_script
 from memo.triage.session import Session, TriageSummary
 from memo.kinds import NUMERIC_KINDS, TRAINING_KINDS
-from memo.triage.signature import FailureDetails, failure_details, reduced_key
+from memo.triage.signature import FailureDetails, failure_details
 from memo.backends.executor import Executor
 from memo.json_types import JsonObject
 from memo.triage.training_bug import pending_training_truths, training_truth, triage_training_bug
-from memo.triage.training_signature import training_key
 from memo.newest import FIXED_UPSTREAM
 
 PER_BUG_S = 45.0
 HANG_TIMEOUTS = 5  # a hang's reduction may spend this many timeouts (each hanging candidate costs one)
-S_PER_PENDING_BUG = 30.0  # time to ask for per bug still to reduce (median reduction is well under this)
-S_PER_PENDING_LOCALIZATION = 4.0
 # A script check (a fresh process importing the library) starts only with this much of the pass left, so that a
 # timed campaign's last pass does not run past its slot for one; a later pass checks the script instead.
 SCRIPT_CHECK_S = 15.0
@@ -50,48 +49,6 @@ SCRIPT_CHECK_S = 15.0
 # each begins by running the model on every library involved (two runs for a bug: its check and, after
 # reduction, the final one), so one started with a second left overran a 5-minute campaign's slot by 28 s.
 MIN_STEP_S = 12.0
-
-
-# ---------------------------------------------------------------------------- what is left to do
-def pending_localizations(store: CampaignStore) -> list[int]:
-    """NaN/inconsistency verdicts not yet localized, round-robin over (kind, library): the first finding
-    of every library before the second of any."""
-    done = store.triage.localizations()
-    groups: dict[tuple[str, str], list[int]] = {}
-    localized: dict[tuple[str, str], int] = {}
-    for row in store.findings(NUMERIC_KINDS):
-        key = (row.verdict.kind, row.verdict.backend)
-        if row.id in done:
-            localized[key] = localized.get(key, 0) + 1
-        else:
-            groups.setdefault(key, []).append(row.id)
-    order: list[int] = []
-    depth = 0
-    while any(len(ids) > depth for ids in groups.values()):
-        for key in sorted(groups, key=lambda k: (localized.get(k, 0), k)):
-            if len(groups[key]) > depth:
-                order.append(groups[key][depth])
-        depth += 1
-    return order
-
-
-def pending_bugs(store: CampaignStore) -> list[BugRow]:
-    """Bugs to triage: without a folder, or whose reduction ran out of time; never-tried bugs first, then
-    the most frequent. Unlocalized numeric buckets are not bugs yet (their findings get localized)."""
-    todo = [bug for bug in store.triage.load_bugs() if not bug.unlocalized and bug.merged_into is None
-            and (not (bug.bug_dir and Path(bug.bug_dir).exists()) or retried(bug.reduction))]
-    return sorted(todo, key=lambda bug: (bug.attempted, -bug.occurrences, bug.first_seen))
-
-
-def seconds_for(bugs: int, localizations: int) -> float:
-    """A time budget that finishes ``bugs`` reductions and ``localizations``: the campaign's final pass asks for
-    it, and the report suggests it to continue."""
-    return S_PER_PENDING_BUG * bugs + S_PER_PENDING_LOCALIZATION * localizations
-
-
-def seconds_wanted(store: CampaignStore) -> float:
-    """:func:`seconds_for` the triage still to do in ``store``."""
-    return seconds_for(len(pending_bugs(store)), len(pending_localizations(store)))
 
 
 # ---------------------------------------------------------------------------- localization
@@ -140,12 +97,26 @@ def _release_artifacts(session: Session, bug: BugRow) -> None:
         session.store.release_artifact(mutant_id)
 
 
+@dataclass
+class _Reduced:
+    """What one bug's reduction left: the model and artifact its folder gets, the outcome (None: not reduced), the
+    folder's extra fields, and the checker that ran (None: none could)."""
+
+    ir: ModelIR
+    source: Path
+    outcome: ReductionOutcome | None
+    extra: JsonObject
+    checker: Checker | None
+
+
 def _triage_bug(session: Session, bug: BugRow) -> None:
+    """Reduce one bug (continuing an earlier reduction), write its folder and script, merge it by its root-cause
+    key; a training bug is trained, not run (:mod:`memo.triage.training_bug`)."""
     store = session.store
-    if bug.kind in TRAINING_KINDS:  # trained, not run: memo.triage.training_bug
+    if bug.kind in TRAINING_KINDS:
         if session.remaining() > MIN_STEP_S:
             triage_training_bug(session, bug)
-            _merge_training(store, store.triage.load_bug(bug.id))
+            rekey(store, store.triage.load_bug(bug.id))
         return
     finding = load_finding(store, bug.first_verdict)
     if finding is None or finding.ir is None:
@@ -153,60 +124,73 @@ def _triage_bug(session: Session, bug: BugRow) -> None:
         return
     can_run = session.remaining() > 1 and session.get_executor() is not None
     hang = bug.kind == "hang"  # its folder needs the model's files, not a run (that would hang again)
-    source = (session.artifact_of(finding, execute=not hang) if can_run or hang or finding.artifact_dir is not None
-              else None)
+    folder = bug_folder(store.directory.resolve(), bug.id)
+    start, previous = _previous_reduction(folder, finding.ir)
+    has_source = can_run or hang or finding.artifact_dir is not None
+    if previous and not can_run and has_source:
+        return  # keep the folder of the earlier pass; a pass with time continues it (no artifact rebuilt for that)
+    source = session.artifact_of(finding, execute=not hang) if has_source else None
     if source is None:
         store.triage.update_bug(bug.id, reduction={"status": Reduction.NOT_REDUCED})
         return
     details = failure_details(finding.verdict, finding.result)
-    record = _bug_record(bug, finding, details)
-    located = store.triage.localizations().get(bug.first_verdict)
-    localized = located.layer if located else None
-    roles = session.roles(finding)
-    ir, outcome = finding.ir, None
-    extra: JsonObject = {"layer": localized, "timeout_s": session.timeout_s, "plugins": session.plugins,
-                             "localization": located.details if located else {}}
-    folder = bug_folder(store.directory.resolve(), bug.id)
-    start, previous = _previous_reduction(folder, finding.ir)
-    if previous and not can_run:
-        return  # keep the folder of the earlier pass; a pass with time continues it
-    if previous:
-        localized = previous.get("layer") or localized
-    checker = Checker(session, bug.id, finding, source) if can_run else None
-    if checker is not None and previous is None and not checker.shows_again(start, session.work / f"{bug.id}-start"):
-        can_run = False  # reducing would search for a symptom the model no longer shows
-        extra["reduction_note"] = Reduction.NOT_AGAIN
-    if can_run and checker is not None:
-        budget = min(HANG_TIMEOUTS * session.timeout_s if hang else PER_BUG_S, session.remaining())
-        hints = mentioned_layers(start, " ".join((details.message, details.traceback, details.stderr)))
-        outcome = reduce_bug(start, checker, budget_s=budget, localized=localized, hints=hints,
-                             numeric=bug.kind in NUMERIC_KINDS)
-        final = session.work / f"{bug.id}-final"
-        same, run, layer = checker.run(outcome.ir, final, recheck=True)
-        if same and run.artifact is not None:
-            ir, source = outcome.ir, run.artifact.directory
-            extra["layer"] = layer
-            if bug.kind in NUMERIC_KINDS:
-                located_now = checker.localization
-                extra["localization"] = {"layer": layer, "layer_class": outcome.ir.get(layer).class_name
-                                         if layer else None, "reason": "in the reduced model",
-                                         "alone": located_now.alone if located_now else None,
-                                         "together": located_now.together if located_now else []}
-            session.summary.reduced += len(outcome.ir.body) < outcome.original_layers
-        else:
-            # no step was taken: the original model itself did not show the bug on this last run (a hang that
-            # was a slow compile under load, a flaky result), which is what the report calls unconfirmed
-            outcome.status = Reduction.FINAL_CHECK_FAILED if outcome.steps else Reduction.NOT_AGAIN
-            ir = finding.ir
+    reduced = _reduce(session, bug, finding, source, start, previous, details, can_run)
+    _write_folder(session, bug, finding, folder, reduced, _bug_record(bug, finding, details))
+
+
+def _reduce(session: Session, bug: BugRow, finding: Finding, source: Path, start: ModelIR,
+            previous: JsonObject | None, details: FailureDetails, can_run: bool) -> _Reduced:
+    """Check that ``start`` still shows the bug, reduce it within the bug's share of the pass, and run the reduced
+    model once more (the model the folder gets is one that showed the bug on its last run)."""
+    located = session.store.triage.localizations().get(bug.first_verdict)
+    localized = (previous or {}).get("layer") or (located.layer if located else None)
+    extra: JsonObject = {"layer": located.layer if located else None, "timeout_s": session.timeout_s,
+                         "plugins": session.plugins, "localization": located.details if located else {}}
+    reduced = _Reduced(finding.ir, source, None, extra, Checker(session, bug.id, finding, source) if can_run else None)
+    checker = reduced.checker
+    if checker is None:
+        return reduced
+    if previous is None and not checker.shows_again(start, session.work / f"{bug.id}-start"):
+        extra["reduction_note"] = Reduction.NOT_AGAIN  # reducing would search for a symptom the model no longer shows
+        return reduced
+    hang = bug.kind == "hang"
+    budget = min(HANG_TIMEOUTS * session.timeout_s if hang else PER_BUG_S, session.remaining())
+    hints = mentioned_layers(start, " ".join((details.message, details.traceback, details.stderr)))
+    outcome = reduced.outcome = reduce_bug(start, checker, budget_s=budget, localized=localized, hints=hints,
+                                           numeric=bug.kind in NUMERIC_KINDS)
+    same, run, layer = checker.run(outcome.ir, session.work / f"{bug.id}-final", recheck=True)
+    if not same or run.artifact is None:
+        # no step was taken: the original model itself did not show the bug on this last run (a hang that
+        # was a slow compile under load, a flaky result), which is what the report calls unconfirmed
+        outcome.status = Reduction.FINAL_CHECK_FAILED if outcome.steps else Reduction.NOT_AGAIN
+        return reduced
+    reduced.ir, reduced.source = outcome.ir, run.artifact.directory
+    extra["layer"] = layer
+    if bug.kind in NUMERIC_KINDS:
+        located_now = checker.localization
+        extra["localization"] = {"layer": layer, "layer_class": outcome.ir.get(layer).class_name if layer else None,
+                                 "reason": "in the reduced model",
+                                 "alone": located_now.alone if located_now else None,
+                                 "together": located_now.together if located_now else []}
+    session.summary.reduced += len(outcome.ir.body) < outcome.original_layers
+    return reduced
+
+
+def _write_folder(session: Session, bug: BugRow, finding: Finding, folder: Path, reduced: _Reduced,
+                  record: JsonObject) -> None:
+    """The bug's folder (model, files, script) from what its reduction left; its float64 truth, its key, its script
+    check; the occurrences' artifacts released once it is finished."""
+    store, ir, outcome, extra = session.store, reduced.ir, reduced.outcome, reduced.extra
+    assert finding.ir is not None  # a finding without a model is not reduced (_triage_bug)
     shutil.rmtree(folder, ignore_errors=True)
-    reduction = outcome.to_json() if outcome else {
-        "status": extra.pop("reduction_note", Reduction.NOT_REDUCED)}
+    reduction = outcome.to_json() if outcome else {"status": extra.pop("reduction_note", Reduction.NOT_REDUCED)}
     reduction.update(original_layers=len(finding.ir.body), reduced_layers=len(ir.body))
     extra["reduction"] = reduction
-    data = materialize(folder, source, ir, record, roles, extra)
+    data = materialize(folder, reduced.source, ir, record, session.roles(finding), extra)
     shutil.rmtree(session.work / f"{bug.id}-final", ignore_errors=True)
-    if bug.kind in NUMERIC_KINDS and can_run and session.remaining() > 0:
-        data.update(reassess(session, bug, finding, ir, folder, checker.inputs if checker else None))
+    checker = reduced.checker
+    if bug.kind in NUMERIC_KINDS and outcome is not None and checker is not None and session.remaining() > 0:
+        data.update(reassess(session, bug, finding, ir, folder, checker.inputs))  # only after a reduction ran
     has_script = (folder / "repro.py").exists()
     session.summary.scripts += has_script
     store.triage.update_bug(bug.id, bug_dir=str(folder), original_layers=len(finding.ir.body),
@@ -214,8 +198,8 @@ def _triage_bug(session: Session, bug: BugRow) -> None:
                             repro=str(folder / "repro.py") if has_script else None,
                             newest={})  # a new folder: an earlier check on the newest code is void
     if outcome is not None and not outcome.status.retried:
-        merged = store.triage.merge_bug(bug.id, reduced_key(root_cause_parts(bug.parts, folder), ir))
-        session.summary.merged += merged is not None
+        rekey(store, store.triage.load_bug(bug.id))
+        session.summary.merged += (store.triage.load_bug(bug.id) or bug).merged_into is not None
     if has_script and session.remaining() > SCRIPT_CHECK_S:
         _check_script(session, bug.id, folder, data)
     if not retried(reduction):
@@ -235,15 +219,12 @@ def _check_script(session: Session, bug_id: str, folder: Path, data: JsonObject)
 
 def _check_newest(session: Session, bug: BugRow) -> None:
     """The bug's script on the newest code (:mod:`memo.triage.newest`); a failure of the check itself is triage's."""
-    try:
+    def check() -> None:
         outcome = check_and_store(session.store, bug, str(session.next_python), timeout_s=session.timeout_s + 60)
-    except Exception as exc:  # noqa: BLE001  (the bug stays as it is; the report lists why)
-        if is_disk_full(exc):
-            raise
-        session.error(bug.id, "newest-code check", exc)
-        return
-    session.summary.newest += 1
-    session.summary.fixed_upstream += outcome.get("result") == FIXED_UPSTREAM
+        session.summary.newest += 1
+        session.summary.fixed_upstream += outcome.get("result") == FIXED_UPSTREAM
+
+    session.attempt(bug.id, "newest-code check", check)  # the bug stays as it is; the report lists why
 
 
 # ---------------------------------------------------------------------------- the pass
@@ -256,43 +237,12 @@ def _needed_backends(session: Session, localizations: list[int], bugs: list[BugR
     return needed
 
 
-def _unchecked_scripts(store: CampaignStore) -> list[BugRow]:
-    """Finished bugs whose script was written but never run (the pass ran out of time in between)."""
-    return [bug for bug in store.triage.load_bugs() if bug.merged_into is None and bug.reproduces is None
-            and bug.repro and Path(bug.repro).exists() and bug.bug_dir
-            and not retried(bug.reduction)]
-
-
-def rekey_reduced(store: CampaignStore) -> int:
-    """Recompute every reduced bug's root-cause key from its folder's model, merging anew where it changed (memo
-    learnt a new root-cause rule since the bug was reduced); returns how many changed."""
-    changed = 0
-    for bug in store.triage.load_bugs():
-        # a reduction that ran out of time has a folder too: its model so far already names the root cause
-        path = Path(bug.bug_dir) / IR_FILE if bug.bug_dir else None
-        if path is None or not path.exists() or Reduction.of(bug.reduction) is Reduction.NOT_AGAIN:
-            continue
-        if bug.kind in TRAINING_KINDS:
-            changed += _merge_training(store, bug)
-            continue
-        key = reduced_key(root_cause_parts(bug.parts, path.parent), ModelIR.loads(path.read_text()))
-        if key != bug.final_key:
-            store.triage.merge_bug(bug.id, key)
-            changed += 1
-    return changed
-
-
-def _merge_training(store: CampaignStore, bug: BugRow | None) -> bool:
-    """Merge a training bug with folder by :func:`training_key`; whether its key changed."""
-    path = Path(bug.bug_dir) / IR_FILE if bug is not None and bug.bug_dir else None
-    if bug is None or path is None or not path.exists():
-        return False
-    decision = str((read_bug_file(path.parent).get("truth") or {}).get("decision") or "")
-    key = training_key(bug.parts, ModelIR.loads(path.read_text()), decision)
-    if key == bug.final_key:
-        return False
-    store.triage.merge_bug(bug.id, key)
-    return True
+def rekey_reduced(store: CampaignStore, only: set[str] | None = None) -> int:
+    """:func:`rekey` every bug with a folder model (``only``: of these bugs; a reduction that ran out of time has one
+    too: its model so far already names the root cause), but those whose model no longer showed the bug; how many
+    changed."""
+    return sum(rekey(store, bug) for bug in store.triage.load_bugs()
+               if (only is None or bug.id in only) and Reduction.of(bug.reduction) is not Reduction.NOT_AGAIN)
 
 
 def _drop_stale(store: CampaignStore, stale: list[str]) -> None:
@@ -338,6 +288,100 @@ def _remember(session: Session, db: BugDatabase) -> None:
         session.error(None, "bug database", exc)
 
 
+class _Units:
+    """The units of work of one pass, most useful first (see the module docstring), and what each has tried."""
+
+    def __init__(self, session: Session, known_db: BugDatabase | None, localizations: list[int],
+                 quick: bool) -> None:
+        self.session, self.store, self.known_db = session, session.store, known_db
+        self.localizations = localizations
+        self.quick = quick  # a pass without a budget (``memo report``): folders from the kept artifacts
+        self.turn = 0
+        self.tried: set[str] = set()
+        self.tried_truth: set[str] = set()
+        self.tried_newest: set[str] = set()
+        self.touched: set[str] = set()  # the bugs whose folder this pass wrote or judged: their key may change
+
+    def step(self) -> bool:
+        """Do the next unit; False when the pass is over (nothing left it could do, or the campaign stops)."""
+        for unit in (self._bug, self._newest, self._localization, self._truth, self._script):
+            done = unit()
+            if done is not None:
+                self.turn += 1
+                return done
+        return False
+
+    def _bug(self) -> bool | None:
+        """Reduce the next pending bug (or adopt it from the bug database), alternating with localizations."""
+        session = self.session
+        bugs = [bug for bug in pending_bugs(self.store) if bug.id not in self.tried
+                and (self.quick or _fits(session, bug))]
+        if not bugs or not (self.turn % 2 == 0 or not self.localizations or session.remaining() <= 0):
+            return None
+        bug = bugs[0]
+        self.tried.add(bug.id)
+        self.touched.add(bug.id)
+        if self.known_db is not None and _adopt(session, self.known_db, bug):
+            return True
+        session.summary.new += 1
+        def failed(exc: Exception) -> None:
+            self.store.triage.update_bug(bug.id, reduction={"status": Reduction.TRIAGE_FAILED.saying(
+                f"{type(exc).__name__}: {exc}")})
+
+        return session.attempt(bug.id, "triage", lambda: _triage_bug(session, bug), failed)
+
+    def _newest(self) -> bool | None:
+        """A finished bug is ready only once rerun on the newest code (a few seconds): before localizations."""
+        session = self.session
+        if not session.next_python or session.remaining() <= SCRIPT_CHECK_S:
+            return None
+        on_release = [bug for bug in pending_newest(self.store) if bug.id not in self.tried_newest]
+        if not on_release:
+            return None
+        self.tried_newest.add(on_release[0].id)  # never rerun on the newest code (adopted, or its pass ran out)
+        _check_newest(session, on_release[0])
+        return True
+
+    def _localization(self) -> bool | None:
+        session = self.session
+        if not self.localizations or session.remaining() <= 0:
+            return None
+        verdict_id = self.localizations.pop(0)
+        going_on = session.attempt(None, f"localizing verdict {verdict_id}", lambda: _localize_one(session, verdict_id),
+                                   lambda exc: self.store.triage.save_localization(verdict_id, None, None,
+                                                                                    {"reason": f"failed: {exc}"}))
+        if going_on:
+            _drop_stale(self.store, dedup.update_bugs(self.store).stale)
+        return going_on
+
+    def _truth(self) -> bool | None:
+        session = self.session
+        if session.remaining() <= 0:
+            return None
+        truths = [bug for bug in pending_truths(self.store) + pending_training_truths(self.store)
+                  if bug.id not in self.tried_truth]
+        if not truths:
+            return None
+        bug = truths[0]
+        self.tried_truth.add(bug.id)  # once per pass, whatever the outcome
+        self.touched.add(bug.id)
+        decide = training_truth if bug.kind in TRAINING_KINDS else reassess_folder
+        return session.attempt(bug.id, "float64 truth", lambda: decide(session, bug))
+
+    def _script(self) -> bool | None:
+        """A script whose check ran out of time in an earlier pass."""
+        if self.session.remaining() <= SCRIPT_CHECK_S:
+            return None
+        unchecked = [bug for bug in unchecked_scripts(self.store) if bug.id not in self.tried]
+        if not unchecked:
+            return None
+        bug = unchecked[0]
+        self.tried.add(bug.id)
+        folder = Path(str(bug.bug_dir))
+        _check_script(self.session, bug.id, folder, read_bug_file(folder))
+        return True
+
+
 def triage_campaign(store: CampaignStore, *, executor: Executor | None = None, time_budget_s: float = 120.0,
                     bugs_db: Path | None = None, next_python: str | None = None) -> TriageSummary:
     """Dedup, then localize and reduce (bounded by ``time_budget_s``), write folders and scripts. Idempotent.
@@ -353,78 +397,23 @@ def triage_campaign(store: CampaignStore, *, executor: Executor | None = None, t
     session = Session(store, executor, time_budget_s, next_python)
     known_db = _open_bug_database(session, bugs_db)
     try:
-        update = dedup.update_bugs(store)
-        _drop_stale(store, update.stale)
+        _drop_stale(store, dedup.update_bugs(store).stale)
         rekey_reduced(store)
         localizations, bugs = pending_localizations(store), pending_bugs(store)
         if session.remaining() > 0:
             session.needed = _needed_backends(session, localizations, bugs + pending_truths(store))
-        # a pass without a budget (``memo report``) writes folders from the kept artifacts; a pass whose
-        # budget ran out leaves the remaining bugs to the next one instead of marking them "not reduced"
+        # a pass whose budget ran out leaves the remaining bugs to the next one instead of marking them "not reduced"
         quick = time_budget_s <= 0
-        turn, tried, tried_truth, tried_newest = 0, set(), set(), set()
-        while quick or session.remaining() > MIN_STEP_S:
-            bugs = [bug for bug in pending_bugs(store) if bug.id not in tried and (quick or _fits(session, bug))]
-            if bugs and (turn % 2 == 0 or not localizations or session.remaining() <= 0):
-                bug = bugs[0]
-                tried.add(bug.id)
-                if known_db is not None and _adopt(session, known_db, bug):
-                    turn += 1
-                    continue
-                session.summary.new += 1
-                try:
-                    _triage_bug(session, bug)
-                except ExecutionAbandoned:  # the campaign is stopping: the bug stays pending for the next pass
-                    break
-                except Exception as exc:  # one bug's triage failing must not lose the others
-                    if is_disk_full(exc):
-                        raise  # not the bug's fault: the campaign stops cleanly (see TriageService)
-                    session.error(bug.id, "triage", exc)
-                    store.triage.update_bug(bug.id, reduction={"status": Reduction.TRIAGE_FAILED.saying(
-                        f"{type(exc).__name__}: {exc}")})
-            elif session.next_python and session.remaining() > SCRIPT_CHECK_S and (
-                    on_release := [b for b in pending_newest(store) if b.id not in tried_newest]):
-                # a finished bug is ready only once rerun on the newest code (a few seconds): before localizations
-                bug = on_release[0]
-                tried_newest.add(bug.id)  # never rerun on the newest code (adopted, or its pass ran out of time)
-                _check_newest(session, bug)
-            elif localizations and session.remaining() > 0:
-                verdict_id = localizations.pop(0)
-                try:
-                    _localize_one(session, verdict_id)
-                except ExecutionAbandoned:
-                    break
-                except Exception as exc:
-                    session.error(None, f"localizing verdict {verdict_id}", exc)
-                    store.triage.save_localization(verdict_id, None, None, {"reason": f"failed: {exc}"})
-                update = dedup.update_bugs(store)
-                _drop_stale(store, update.stale)
-            elif session.remaining() > 0 and (truths := [b for b in pending_truths(store) + pending_training_truths(store)
-                                                         if b.id not in tried_truth]):
-                bug = truths[0]
-                tried_truth.add(bug.id)  # once per pass, whatever the outcome
-                try:
-                    training_truth(session, bug) if bug.kind in TRAINING_KINDS else reassess_folder(session, bug)
-                except ExecutionAbandoned:
-                    break
-                except Exception as exc:
-                    if is_disk_full(exc):
-                        raise
-                    session.error(bug.id, "float64 truth", exc)
-            elif session.remaining() > SCRIPT_CHECK_S and (unchecked := [b for b in _unchecked_scripts(store)
-                                                                   if b.id not in tried]):
-                bug = unchecked[0]
-                tried.add(bug.id)  # a script whose check ran out of time in an earlier pass
-                folder = Path(str(bug.bug_dir))
-                _check_script(session, bug.id, folder, read_bug_file(folder))
-            else:
-                break
-            turn += 1
-        # the pass ends where the next one starts (its first step is this rekey): a bug whose folder was written
-        # without a reduction (no time, no executor) is merged by its model's key now, not only by the next pass,
-        # so a report written right after this pass lists the same bugs as any later ``memo report``
-        rekey_reduced(store)
+        units = _Units(session, known_db, localizations, quick)
+        while (quick or session.remaining() > MIN_STEP_S) and units.step():
+            pass
+        # the pass ends where the next one starts (its first step is a rekey): a bug whose folder this pass wrote
+        # without a reduction (no time, no executor), or judged by its float64 truth, is merged by its model's key
+        # now, not only by the next pass, so a report written right after this pass lists the same bugs as any
+        # later ``memo report``; the others' keys were settled by the rekey this pass began with
+        rekey_reduced(store, units.touched)
         session.summary.bugs = len(dedup.update_bugs(store).all)
+        decide_all(store)  # whom each entry is filed against, once its merges are settled: the report reads it
         if known_db is not None:
             _remember(session, known_db)
     finally:

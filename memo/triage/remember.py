@@ -23,8 +23,7 @@ from memo.store import BugRow, CampaignStore
 from memo.bug_files import BUG_FILE, IR_FILE, MODEL_FILE, REPRO_FILE, Reduction, read_bug_file, write_bug_file
 from memo.triage.bugdir import bug_folder
 from memo.triage.describe import symptom
-from memo.triage.reassess import root_cause_parts
-from memo.triage.signature import reduced_key
+from memo.triage.rekey import rekey
 
 SIGNATURE_PREFIX, ROOT_CAUSE_PREFIX = "sig:", "rc:"
 NEEDED_FILES = (BUG_FILE, IR_FILE, MODEL_FILE, REPRO_FILE)
@@ -144,7 +143,7 @@ def adopt_known(db: BugDatabase, store: CampaignStore, bug: BugRow) -> KnownBug 
     store.triage.update_bug(bug.id, bug_dir=str(folder), original_layers=original, reduced_layers=len(ir.body),
                             reduction=reduction, layer=data.get("layer"), repro=str(folder / REPRO_FILE),
                             reproduces=None, checked=None, newest={})
-    store.triage.merge_bug(bug.id, reduced_key(root_cause_parts(bug.parts, folder), ir))
+    rekey(store, store.triage.load_bug(bug.id))
     return known
 
 

@@ -7,12 +7,14 @@ import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from memo.artifact import ensure_artifact
 from memo.backends import BACKENDS, default_backends
 from memo.backends.cuda import STRICT
-from memo.backends.executor import DifferentialExecutor, Executor
+from memo.backends.executor import DifferentialExecutor, ExecutionAbandoned, Executor
 from memo.defaults import DEFAULT_TIMEOUT_S
+from memo.diskspace import is_disk_full
 from memo.json_types import JsonObject
 from memo.store import CampaignStore
 from memo.triage.finding import Finding
@@ -90,6 +92,24 @@ class Session:
         text = f"{type(exc).__name__}: {exc}"
         self.summary.errors.append(f"{bug_id or '-'}: {step}: {text}")
         self.store.triage.record_error(bug_id, step, f"{text}\n{traceback.format_exc(limit=6)}")
+
+    def attempt(self, bug_id: str | None, step: str, work: Callable[[], object],
+                on_failure: Callable[[Exception], object] | None = None) -> bool:
+        """Run one unit of work with triage's one failure policy: a stopping campaign (:class:`ExecutionAbandoned`)
+        ends the pass (False; the work stays pending for the next one); a full disk is raised (not the bug's fault:
+        the campaign stops cleanly); any other failure is recorded as triage's (:meth:`error`), then
+        ``on_failure`` is told, and the pass goes on (True)."""
+        try:
+            work()
+        except ExecutionAbandoned:
+            return False
+        except Exception as exc:  # noqa: BLE001  (one unit failing must not lose the others; the report lists it)
+            if is_disk_full(exc):
+                raise
+            self.error(bug_id, step, exc)
+            if on_failure is not None:
+                on_failure(exc)
+        return True
 
     def get_executor(self) -> Executor | None:
         """The caller's executor, or one started now for just the libraries the pending bugs involve."""

@@ -22,6 +22,7 @@ from memo.oracle import Verdict
 from memo.oracle.verdict import Failure
 from memo.report.data import disk_figures
 from memo.store import CampaignStore, MutantRecord
+from memo.triage import sign
 from tests.unit.triage_store import crash_result
 
 FILES = ("model.keras", "inputs.npz", "model.ir.json", "onnx/model.onnx", "onnx/model.opset11.onnx",
@@ -92,9 +93,11 @@ def _execute(store: CampaignStore, budget: DiskBudget, root: Path, message: str)
     mutant_id = store.add_mutant(MutantRecord(iteration, "s", "NLA", "seed:s", "s", {}, "{}", True, diverse=True))
     folder = _artifact(root, mutant_id)
     verdict, result = _crash(message)
-    keep = budget.admit(mutant_id, folder, [verdict], ExecutionResult.from_json(result))
+    signed = sign(verdict, ExecutionResult.from_json(result), None)  # as the pipeline signs it when recording it
+    assert signed is not None
+    keep = budget.admit(mutant_id, folder, [verdict], ExecutionResult.from_json(result), [signed.signature])
     store.add_execution(mutant_id, result, 1.0, str(folder) if keep else None)
-    store.add_verdict(mutant_id, verdict)
+    store.add_verdict(mutant_id, verdict, signed)
     if not keep:
         disk.shutil.rmtree(folder)
     return mutant_id, keep

@@ -176,6 +176,7 @@ def test_an_engines_issue_shows_it_against_the_evaluator_on_the_same_file_withou
 
 def test_the_report_files_an_entry_the_evaluator_blames_on_the_converter_against_it(tmp_path: Path) -> None:
     from memo.report import write_report
+    from memo.triage.blame import decide_all
     from memo.triage.dedup import update_bugs
     from tests.unit.triage_store import add_finding, make_campaign, model
 
@@ -193,6 +194,7 @@ def test_the_report_files_an_entry_the_evaluator_blames_on_the_converter_against
                                                      "onnx_reference": opinion.to_json(),
                                                      "truth": Truth(decision=CONFIRMED).to_json()}))
         store.triage.update_bug(bug.id, bug_dir=str(folder), parts={**bug.parts, "layer": "Resizing"})
+        decide_all(store)  # triage decides whom it is filed against; the report renders it
     data = json.loads(write_report(directory, tmp_path / "r.json", "json").read_text())
     entry = next(e for e in data["bugs"] if e["id"] == bug.id)
     assert entry["library"] == "tf2onnx" and entry["reported_by"] == "onnx2torch"

@@ -61,7 +61,7 @@ def test_the_formats_list_the_same_bugs_after_a_pass_that_merged_unreduced_folde
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     directory = _campaign_with_two_folders(tmp_path)
     # both crashes name one root cause (as b31's two AdaptivePooling crashes did): one entry once keyed
-    monkeypatch.setattr("memo.triage.passes.reduced_key", lambda parts, ir: "one-root-cause")
+    monkeypatch.setattr("memo.triage.rekey.reduced_key", lambda parts, ir: "one-root-cause")
     from memo.store import CampaignStore
 
     with CampaignStore(directory) as store:

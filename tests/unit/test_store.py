@@ -62,7 +62,7 @@ def _version_1_store(directory: Path, *, recorded: bool = True) -> Path:
 
     directory.mkdir(parents=True)
     db = sqlite3.connect(directory / DB_NAME)
-    old_bugs = TRIAGE_TABLES.replace(", final_key TEXT,\n    merged_into TEXT, newest TEXT)", ")")
+    old_bugs = TRIAGE_TABLES.replace(", final_key TEXT,\n    merged_into TEXT, newest TEXT, blame TEXT)", ")")
     assert old_bugs != TRIAGE_TABLES
     db.executescript(CAMPAIGN_TABLES + old_bugs)
     if recorded:
@@ -81,13 +81,42 @@ def test_a_version_1_store_is_migrated_on_open_and_reads_the_same(tmp_path: Path
 
     directory = _version_1_store(tmp_path / "old", recorded=recorded)
     with CampaignStore(directory) as store:
-        assert store.get_meta("schema_version") == SCHEMA_VERSION == 2
+        assert store.get_meta("schema_version") == SCHEMA_VERSION == 3
         assert store.get_meta("config") == {"seed": 7}
         assert store.triage.load_bugs() == []
     columns = {row[1] for row in sqlite3.connect(directory / DB_NAME).execute("PRAGMA table_info(bugs)")}
     assert {"final_key", "merged_into", "newest"} <= columns
     with CampaignStore(directory) as store:  # opened again: nothing left to migrate
-        assert store.get_meta("schema_version") == 2
+        assert store.get_meta("schema_version") == 3
+
+
+def test_a_version_2_store_gains_the_signature_columns_and_its_findings_are_signed_once(tmp_path: Path) -> None:
+    import sqlite3
+
+    from memo.kinds import BUG_KINDS
+    from memo.store.schema import DB_NAME
+    from memo.triage import sign_findings, signature
+    from memo.triage.dedup import update_bugs
+    from tests.unit.triage_store import make_campaign
+
+    directory = tmp_path / "v2"
+    make_campaign(directory).close()
+    db = sqlite3.connect(directory / DB_NAME)  # as memo wrote it at schema 2: no signatures, no blame
+    for table, column in (("verdicts", "signature"), ("verdicts", "parts"), ("bugs", "blame")):
+        db.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
+    db.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
+    db.commit()
+    db.close()
+    with CampaignStore(directory) as store:
+        assert store.get_meta("schema_version") == 3
+        unsigned = store.unsigned_findings(BUG_KINDS)
+        assert len(unsigned) == 5, "the migration adds the columns; the old findings await their one signing"
+        update_bugs(store)
+        expected = {row.id: signature(row.verdict, row.result, None) for row in unsigned}
+        stored = {row.id: row.signed.signature for row in store.signed_verdicts(BUG_KINDS) if row.signed}
+        assert stored == expected
+        assert sign_findings(store) == 0, "signed once: nothing is left for the next reader"
+        assert {bug.id for bug in store.triage.load_bugs()} == set(expected.values())
 
 
 def test_a_new_store_records_its_version(tmp_path: Path) -> None:
@@ -103,9 +132,9 @@ def test_a_newer_store_or_another_file_is_refused_with_one_line(tmp_path: Path) 
     from memo.store.schema import DB_NAME, StoreVersionError
 
     with CampaignStore(tmp_path / "newer", create=True) as store:
-        store.set_meta("schema_version", 3)
+        store.set_meta("schema_version", 4)
     before = (tmp_path / "newer" / DB_NAME).read_bytes()
-    with pytest.raises(StoreVersionError, match=r"newer memo \(schema 3; this memo knows 2\)") as raised:
+    with pytest.raises(StoreVersionError, match=r"newer memo \(schema 4; this memo knows 3\)") as raised:
         CampaignStore(tmp_path / "newer")
     assert isinstance(raised.value, UsageError) and "\n" not in str(raised.value)
     assert (tmp_path / "newer" / DB_NAME).read_bytes() == before

@@ -1,0 +1,77 @@
+"""Which library a bug is filed against, decided once by triage and stored with the bug (``bugs.blame``); the report
+renders it.
+
+The oracle names the library a verdict blames (:mod:`memo.oracle.attribution`); triage refines it once the bug is
+known: a crash a backend reports from inside the library under it (its spec's ``delegates``), one defect seen
+through a backend and the library whose kernels compute it (:func:`memo.triage.signature.computing_library`, when
+an entry holds both), and a numeric bug the ONNX reference evaluator blames on the converter or the engine
+(:func:`memo.triage.onnx_reference.blamed_library`). A failure matching the library's declared refusals (its spec)
+is recorded as that refusal.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence, TypedDict
+
+from memo.backends.documented import declared_refusal, delegated_library
+from memo.bug_files import read_bug_file
+from memo.kinds import NUMERIC_KINDS, VerdictKind
+from memo.store import BugRow, CampaignStore
+from memo.triage.dedup import variants
+from memo.triage.onnx_reference import blamed_library
+from memo.triage.signature import FailureDetails, computing_library, failure_details
+
+CRASH = VerdictKind.CRASH.value
+
+
+class Blame(TypedDict):
+    """``library``: whom the bug is filed against; ``reported_by``: the backend that showed it, when another library
+    is blamed (None: the same); ``opinion``: the ONNX reference evaluator's choice (None: no opinion);
+    ``refusal``: the declared refusal its failure matches (None: none)."""
+
+    library: str
+    reported_by: str | None
+    opinion: str | None
+    refusal: str | None
+
+
+def decide(bug: BugRow, merged: Sequence[BugRow], details: FailureDetails, opinion: str | None) -> Blame:
+    """The blame of ``bug`` (an entry, with the bugs ``merged`` into it), from its first finding's failure
+    ``details`` and its folder's ONNX reference ``opinion``."""
+    library, reported_by = bug.library, None
+    delegated = delegated_library(bug.library, details.message or "") if bug.kind == CRASH else None
+    if delegated:  # reported by one backend, failing inside the library under it
+        library, reported_by = delegated, bug.library
+    computing = computing_library(bug.library)
+    if not delegated and computing != bug.library and any(v["library"] == computing
+                                                           for v in variants([bug, *merged])):
+        library, reported_by = computing, bug.library  # one defect seen through both: filed where it is computed
+    if opinion and opinion != library:  # ONNX's reference evaluator on the same file blames another
+        library, reported_by = opinion, bug.library
+    return Blame(library=library, reported_by=reported_by, opinion=opinion,
+                 refusal=declared_refusal(bug.library, details.exception, details.message or ""))
+
+
+def decide_all(store: CampaignStore) -> int:
+    """Decide and store the blame of every entry (a bug merged into none, localized); how many changed."""
+    rows = store.triage.load_bugs()
+    merged: dict[str, list[BugRow]] = {}
+    for bug in rows:
+        if bug.merged_into:
+            merged.setdefault(bug.merged_into, []).append(bug)
+    changed: dict[str, Blame] = {}
+    for bug in rows:
+        if bug.merged_into or bug.unlocalized:
+            continue
+        finding = store.finding(bug.first_verdict)
+        details = failure_details(finding.verdict, finding.result) if finding else FailureDetails()
+        info = read_bug_file(Path(bug.bug_dir)) if bug.bug_dir else {}
+        blame = decide(bug, merged.get(bug.id, []), details,
+                       blamed_library(info) if bug.kind in NUMERIC_KINDS else None)
+        if dict(blame) != bug.blame:
+            changed[bug.id] = blame
+    if changed:
+        with store.transaction():
+            for bug_id, blame in changed.items():
+                store.triage.update_bug(bug_id, blame=dict(blame))
+    return len(changed)

@@ -1,0 +1,60 @@
+"""What a triage pass has left to do: numeric findings to localize, bugs to reduce, scripts to check, and the time
+budget that finishes them (the campaign's final pass asks for it; the report suggests it)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from memo.bug_files import retried
+from memo.kinds import NUMERIC_KINDS
+from memo.store import BugRow, CampaignStore
+
+S_PER_PENDING_BUG = 30.0  # time to ask for per bug still to reduce (median reduction is well under this)
+S_PER_PENDING_LOCALIZATION = 4.0
+
+
+def pending_localizations(store: CampaignStore) -> list[int]:
+    """NaN/inconsistency verdicts not yet localized, round-robin over (kind, library): the first finding
+    of every library before the second of any."""
+    done = store.triage.localizations()
+    groups: dict[tuple[str, str], list[int]] = {}
+    localized: dict[tuple[str, str], int] = {}
+    for row in store.signed_verdicts(NUMERIC_KINDS):  # their kind and library only: no result or model read
+        key = (row.kind, row.backend)
+        if row.id in done:
+            localized[key] = localized.get(key, 0) + 1
+        else:
+            groups.setdefault(key, []).append(row.id)
+    order: list[int] = []
+    depth = 0
+    while any(len(ids) > depth for ids in groups.values()):
+        for key in sorted(groups, key=lambda k: (localized.get(k, 0), k)):
+            if len(groups[key]) > depth:
+                order.append(groups[key][depth])
+        depth += 1
+    return order
+
+
+def pending_bugs(store: CampaignStore) -> list[BugRow]:
+    """Bugs to triage: without a folder, or whose reduction ran out of time; never-tried bugs first, then
+    the most frequent. Unlocalized numeric buckets are not bugs yet (their findings get localized)."""
+    todo = [bug for bug in store.triage.load_bugs() if not bug.unlocalized and bug.merged_into is None
+            and (not (bug.bug_dir and Path(bug.bug_dir).exists()) or retried(bug.reduction))]
+    return sorted(todo, key=lambda bug: (bug.attempted, -bug.occurrences, bug.first_seen))
+
+
+def seconds_for(bugs: int, localizations: int) -> float:
+    """A time budget that finishes ``bugs`` reductions and ``localizations``: the campaign's final pass asks for
+    it, and the report suggests it to continue."""
+    return S_PER_PENDING_BUG * bugs + S_PER_PENDING_LOCALIZATION * localizations
+
+
+def seconds_wanted(store: CampaignStore) -> float:
+    """:func:`seconds_for` the triage still to do in ``store``."""
+    return seconds_for(len(pending_bugs(store)), len(pending_localizations(store)))
+
+
+def unchecked_scripts(store: CampaignStore) -> list[BugRow]:
+    """Finished bugs whose script was written but never run (the pass ran out of time in between)."""
+    return [bug for bug in store.triage.load_bugs() if bug.merged_into is None and bug.reproduces is None
+            and bug.repro and Path(bug.repro).exists() and bug.bug_dir
+            and not retried(bug.reduction)]

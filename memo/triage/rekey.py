@@ -1,0 +1,39 @@
+"""Re-keying a bug by its root cause: the one place its key (:func:`memo.triage.signature.reduced_key`, a training
+bug's :func:`memo.triage.training_signature.training_key`) is computed from its folder's model and merged by
+(:meth:`memo.store.TriageTables.merge_bug`): after its reduction, after its model and script are adopted from the
+bug database, and at each pass for what memo learnt since (a root-cause rule, a float64 truth)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from memo.bug_files import IR_FILE, read_bug_file
+from memo.kinds import TRAINING_KINDS
+from memo.model.ir import ModelIR
+from memo.store import BugRow, CampaignStore
+from memo.triage.reassess import root_cause_parts
+from memo.triage.signature import reduced_key
+from memo.triage.training_signature import training_key
+
+
+def root_cause_key(bug: BugRow) -> str | None:
+    """A bug's root-cause key on its folder's model (None: no folder model): a training bug's by
+    :func:`training_key`, any other's by :func:`reduced_key` on :func:`root_cause_parts`."""
+    path = Path(bug.bug_dir) / IR_FILE if bug.bug_dir else None
+    if path is None or not path.exists():
+        return None
+    ir = ModelIR.loads(path.read_text())
+    if bug.kind in TRAINING_KINDS:
+        decision = str((read_bug_file(path.parent).get("truth") or {}).get("decision") or "")
+        return training_key(bug.parts, ir, decision)
+    return reduced_key(root_cause_parts(bug.parts, path.parent), ir)
+
+
+def rekey(store: CampaignStore, bug: BugRow | None) -> bool:
+    """The one place a bug is re-keyed: its root-cause key computed again from its folder (after its reduction, or
+    when memo learnt a new root-cause rule or a float64 truth since), and merged anew where it changed; whether it
+    changed."""
+    key = root_cause_key(bug) if bug is not None else None
+    if bug is None or key is None or key == bug.final_key:
+        return False
+    store.triage.merge_bug(bug.id, key)
+    return True
