@@ -27,8 +27,9 @@ from memo.triage.localize import localize
 from memo.triage.materialize import materialize
 from memo.triage.probe import read_inputs
 from memo.triage.reassess import pending_truths, reassess, reassess_folder, root_cause_parts
-from memo.triage.bug_reduction import mentioned_layers, reduce_bug
+from memo.triage.bug_reduction import finished_passes, mentioned_layers, reduce_bug
 from memo.triage.newest import check_and_store, pending_newest
+from memo.triage.reduce_order import triage_order
 from memo.triage.rerun import rerun_script
 from memo.triage.session import Session, TriageSummary
 from memo.kinds import NUMERIC_KINDS, TRAINING_KINDS
@@ -76,11 +77,13 @@ def pending_localizations(store: CampaignStore) -> list[int]:
 
 
 def pending_bugs(store: CampaignStore) -> list[BugRow]:
-    """Bugs to triage: without a folder, or whose reduction ran out of time; never-tried bugs first, then
-    the most frequent. Unlocalized numeric buckets are not bugs yet (their findings get localized)."""
-    todo = [bug for bug in store.triage.load_bugs() if not bug.unlocalized and bug.merged_into is None
+    """Bugs to triage: without a folder, or whose reduction ran out of time; distinct root causes first
+    (:func:`memo.triage.reduce_order.triage_order`). Unlocalized numeric buckets are not bugs yet (their findings
+    get localized)."""
+    every = store.triage.load_bugs()
+    todo = [bug for bug in every if not bug.unlocalized and bug.merged_into is None
             and (not (bug.bug_dir and Path(bug.bug_dir).exists()) or retried(bug.reduction))]
-    return sorted(todo, key=lambda bug: (bug.attempted, -bug.occurrences, bug.first_seen))
+    return triage_order(todo, every)
 
 
 def seconds_for(bugs: int, localizations: int) -> float:
@@ -180,7 +183,7 @@ def _triage_bug(session: Session, bug: BugRow) -> None:
         budget = min(HANG_TIMEOUTS * session.timeout_s if hang else PER_BUG_S, session.remaining())
         hints = mentioned_layers(start, " ".join((details.message, details.traceback, details.stderr)))
         outcome = reduce_bug(start, checker, budget_s=budget, localized=localized, hints=hints,
-                             numeric=bug.kind in NUMERIC_KINDS)
+                             numeric=bug.kind in NUMERIC_KINDS, finished=finished_passes(previous))
         final = session.work / f"{bug.id}-final"
         same, run, layer = checker.run(outcome.ir, final, recheck=True)
         if same and run.artifact is not None:
@@ -216,8 +219,8 @@ def _triage_bug(session: Session, bug: BugRow) -> None:
     if outcome is not None and not outcome.status.retried:
         merged = store.triage.merge_bug(bug.id, reduced_key(root_cause_parts(bug.parts, folder), ir))
         session.summary.merged += merged is not None
-    if has_script and session.remaining() > SCRIPT_CHECK_S:
-        _check_script(session, bug.id, folder, data)
+    if has_script and not retried(reduction) and session.remaining() > SCRIPT_CHECK_S:
+        _check_script(session, bug.id, folder, data)  # an unfinished reduction's script: its next folder's is checked
     if not retried(reduction):
         _release_artifacts(session, bug)
 
