@@ -72,8 +72,8 @@ class TriageSchedule:
         self.triaged_findings = findings
 
     def check_when_idle(self, deadline: float) -> bool:
-        """The background triage found nothing to do: check one minimal script (the most frequent bug that would be
-        ready to file) by ``deadline``; whether one was checked. Called from the triage thread."""
+        """Between two background passes: check one minimal script (the most frequent bug that would be ready to
+        file) by ``deadline``; whether one was checked. Called from the triage thread."""
         with CampaignStore(self.directory) as store:
             todos = scripts_to_check(store)
         return bool(todos) and check_one(todos[0], deadline) is not None
@@ -111,15 +111,16 @@ class TriageSchedule:
     def final_pass(self, executor: Executor | None, until: float, tick: Callable[[], None] | None = None) -> None:
         """The final triage pass, on the campaign's warm workers, until ``until`` (monotonic clock; it ends sooner
         when nothing is left), in slices of at most :data:`FINAL_SLICE_S` with a ``tick`` after each (the
-        campaign's progress line), then the minimal-script checks of every bug that would be ready to file (they
-        keep a share of the pass while bugs wait for reduction: :func:`memo.filing.final_checks.reserve_s`); its
-        failure loses nothing stored."""
+        campaign's progress line), between the minimal-script checks of every bug that would be ready to file: first
+        those ready now, last those its reductions made (they keep a share of the pass while bugs wait for
+        reduction: :func:`memo.filing.final_checks.reserve_s`); its failure loses nothing stored."""
         if executor is None or until - time.monotonic() <= MIN_STEP_S:
             return  # too little time to start a step: the summary leaves the bugs to ``memo report --triage``
         pass_s = until - time.monotonic()
         try:
             self.reporter.finding({"mutant_id": "-", "kind": "triage", "backend": "memo", "stage": "final",
                                    "message": f"final triage pass, up to {pass_s:.0f} s"})
+            first = run_checks(scripts_to_check(self.store), until)  # the cheapest entries to make ready
             while (left := until - time.monotonic() - reserve_s(len(scripts_to_check(self.store)), pass_s)) \
                     > MIN_STEP_S:
                 summary = triage_campaign(self.store, executor=executor, time_budget_s=min(FINAL_SLICE_S, left))
@@ -128,7 +129,7 @@ class TriageSchedule:
                     tick()
                 if not summary.worked and summary.seconds < min(FINAL_SLICE_S, left) - 1:
                     break  # nothing left that this pass could do
-            self.final_checks = done = run_checks(scripts_to_check(self.store), until)
+            self.final_checks = done = first.then(run_checks(scripts_to_check(self.store), until))
             if done.checked or done.left:
                 self.reporter.finding({"mutant_id": "-", "kind": "triage", "backend": "memo", "stage": "final",
                                        "message": f"minimal scripts: {done.checked} checked, {done.reproducing} "

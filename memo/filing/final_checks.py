@@ -2,11 +2,12 @@
 
 A bug is worth a check when it would be "ready to file" with one: reduced (its reduction finished), its repro.py not
 failing, not merged into another, and (a numeric bug) not set apart by its float64 truth. The campaign's final pass
-checks them, most frequent first and the newest first among equals, within its time: a check is a fresh process
-importing the library, so one starts only with :data:`memo.triage.passes.SCRIPT_CHECK_S` left, and one the deadline
-cuts short keeps nothing (``memo report NAME --issue-scripts`` does it later). While bugs still wait for reduction,
-the checks keep a share of the final pass (:func:`reserve_s`). The background triage calls :func:`check_one` when it
-is idle. The ordering and the budget are pure functions of the bugs' records, tested without a library.
+checks them first (each makes an entry ready for a few seconds, a reduction costs a minute and a check too), then
+again after its reductions, most frequent first and the newest first among equals, within its time: a check is a
+fresh process importing the library, so one starts only with :data:`memo.triage.passes.SCRIPT_CHECK_S` left, and
+one the deadline cuts short keeps nothing (``memo report NAME --issue-scripts`` does it later). While bugs still
+wait for reduction, the checks keep a share of the final pass (:func:`reserve_s`). The background triage calls
+:func:`check_one` between its passes. The ordering and the budget are pure functions of the bugs' records, tested without a library.
 """
 from __future__ import annotations
 
@@ -49,6 +50,11 @@ class ChecksDone:
     reproducing: int = 0
     left: list[str] = field(default_factory=list)
     seconds: float = 0.0
+
+    def then(self, later: "ChecksDone") -> "ChecksDone":
+        """This run and a ``later`` one together (what is left is what the later one left)."""
+        return ChecksDone(self.checked + later.checked, self.reproducing + later.reproducing, list(later.left),
+                          self.seconds + later.seconds)
 
 
 def would_be_ready(bug: BugRow, info: dict[str, object] | None = None) -> bool:

@@ -3,7 +3,13 @@
 The campaign's pipelines and this thread share one executor (``run`` is thread-safe and each worker serves
 one request at a time), so once findings exist triage gets a steady share of every worker it needs, about
 one pipeline's worth, instead of waiting for the end of the campaign. Passes are short, so new findings are
-deduplicated and picked up within a minute; when there is nothing to do the thread sleeps.
+deduplicated and picked up within a few minutes; when there is nothing to do the thread sleeps.
+
+Between two passes the thread checks one minimal script (the ``idle`` work: a bug that only needs its check is the
+cheapest entry to make ready, and a campaign whose passes always find bugs to reduce would otherwise leave every
+check to its final pass). Its share of the cores is not capped: in two 8-minute campaigns its own processes took 1-2 %
+of the CPU and its candidates 14-31 runs on 2-3 libraries beside 104-129 models fuzzed on 13 (docs/benchmarks.md,
+"Triage backlog and throughput").
 """
 from __future__ import annotations
 
@@ -18,7 +24,7 @@ from memo.triage.passes import MIN_STEP_S, triage_campaign
 from memo.triage.session import TriageSummary
 from memo.backends.executor import Executor
 
-PASS_BUDGET_S = 60.0
+PASS_BUDGET_S = 120.0  # a bug started late in a shorter pass got too little time to reduce (n40: 9 s, 1 run)
 IDLE_WAIT_S = 15.0
 
 
@@ -29,8 +35,8 @@ class TriageService:
                  on_disk_full: Callable[[], None] | None = None, ends_by: float | None = None,
                  idle: Callable[[float], bool] | None = None) -> None:
         """``on_disk_full``: called (from the thread) when a pass fails for want of disk space. ``ends_by``
-        (monotonic clock): no pass is budgeted past it (a timed campaign's slot ends then). ``idle``: work for a
-        pass that found nothing to do (the campaign's minimal-script checks), given the deadline it must end by;
+        (monotonic clock): no pass is budgeted past it (a timed campaign's slot ends then). ``idle``: work between
+        two passes (the campaign's minimal-script checks, one at a time), given the deadline it must end by;
         whether it did some."""
         self.campaign_dir = Path(campaign_dir)
         self.executor = executor
@@ -72,13 +78,14 @@ class TriageService:
                 self._wake.clear()
                 continue
             summary = self._one_pass()
-            if not summary.worked and not self._idle_work():
+            checked = self._idle_work()  # between two passes, whether or not this one found work
+            if not summary.worked and not checked:
                 self._wake.wait(IDLE_WAIT_S)
                 self._wake.clear()
 
     def _idle_work(self) -> bool:
         """The ``idle`` work within the next pass's budget; whether it did some (its failure is recorded)."""
-        if self.idle is None or self._stop.is_set():
+        if self.idle is None or self._stop.is_set() or self._budget() <= MIN_STEP_S:
             return False
         try:
             return self.idle(time.monotonic() + self._budget())

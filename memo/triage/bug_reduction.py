@@ -12,6 +12,12 @@
 
 Each candidate is judged by ``check`` (re-execution plus signature comparison, see
 :class:`memo.triage.Checker`); the whole search stops at ``deadline`` with the best model so far.
+
+Steps 1-4 are the reduction; step 5 only polishes the layers that remain. A search the deadline cuts short in
+steps 1-4 is a TIMEOUT (a later pass continues it from the model reached, skipping the steps it finished,
+:attr:`ReductionOutcome.passes`); one cut short in step 5 is DONE: its model is as small as the search makes it,
+and the bug can be checked and filed (on n40, three bugs reduced to one layer waited as "timeout" for their
+parameters, docs/benchmarks.md).
 """
 from __future__ import annotations
 
@@ -20,7 +26,7 @@ import json
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Collection
 
 from memo.bug_files import Reduction
 from memo.json_types import JsonObject
@@ -41,10 +47,13 @@ class ReductionOutcome:
     seconds: float = 0.0
     status: Reduction = Reduction.DONE  # DONE, or TIMEOUT
     steps: list[str] = field(default_factory=list)
+    # the passes finished (this search or an earlier one): STRUCTURAL_PASSES, then "parameters" unless cut short
+    passes: list[str] = field(default_factory=list)
 
     def to_json(self) -> JsonObject:
         return {"original_layers": self.original_layers, "reduced_layers": len(self.ir.body), "runs": self.runs,
-                "seconds": round(self.seconds, 2), "status": self.status.value, "steps": self.steps}
+                "seconds": round(self.seconds, 2), "status": self.status.value, "steps": self.steps,
+                "passes": self.passes}
 
 
 def drop_unused_inputs(ir: ModelIR) -> ModelIR:
@@ -196,10 +205,8 @@ class _Search:
 
     def ddmin(self) -> None:
         n = 2
-        while not self.out_of_time():
+        while len(self.outcome.ir.body) > 1 and not self.out_of_time():  # one layer: nothing to remove
             nodes = [layer.name for layer in self.outcome.ir.body]
-            if not nodes:
-                return
             n = min(n, len(nodes))
             progress = False
             for chunk in _chunks(nodes, n):
@@ -232,20 +239,42 @@ class _Search:
         return candidate
 
 
+STRUCTURAL_PASSES = ("outputs", "hinted", "prefix", "alone", "ddmin")
+"""The passes that make the model smaller, in order; a search that finished them all is DONE."""
+
+
+def finished_passes(bug_file: JsonObject | None) -> list[str]:
+    """The structural passes an earlier, unfinished reduction recorded in its ``bug.json`` (none without one)."""
+    reduction = (bug_file or {}).get("reduction")
+    passes = reduction.get("passes") if isinstance(reduction, dict) else None
+    return [name for name in passes if name in STRUCTURAL_PASSES] if isinstance(passes, list) else []
+
+
 def reduce_bug(ir: ModelIR, check: Check, *, budget_s: float, localized: str | None = None,
-               hints: list[str] | None = None, numeric: bool = False) -> ReductionOutcome:
+               hints: list[str] | None = None, numeric: bool = False,
+               finished: Collection[str] = ()) -> ReductionOutcome:
     """Reduce ``ir`` while ``check`` holds (``check(ir)`` itself is assumed true). Never raises for a
     candidate; returns the smallest model found when the budget runs out. ``hints``: nodes the error
-    names; ``numeric``: a NaN/inconsistency bug (cut at ``localized`` instead of a prefix search)."""
+    names; ``numeric``: a NaN/inconsistency bug (cut at ``localized`` instead of a prefix search);
+    ``finished``: structural passes an earlier search of this bug finished (its model is ``ir``), not redone."""
     started = time.monotonic()
     search = _Search(ir, check, started + budget_s)
-    search.outputs(localized)
-    if hints:
-        search.hinted(hints)
-    if not numeric:
-        search.prefix()
-    search.alone()
-    search.ddmin()
-    search.parameters()
+    search.outcome.passes = [name for name in STRUCTURAL_PASSES if name in finished]
+    steps: dict[str, Callable[[], None]] = {
+        "outputs": lambda: search.outputs(localized), "hinted": lambda: search.hinted(hints or []),
+        "prefix": (lambda: None) if numeric else search.prefix, "alone": search.alone, "ddmin": search.ddmin}
+    for name in STRUCTURAL_PASSES:
+        if name in search.outcome.passes:
+            continue
+        steps[name]()
+        if search.outcome.status is Reduction.TIMEOUT:
+            break
+        search.outcome.passes.append(name)
+    if search.outcome.status is not Reduction.TIMEOUT:
+        search.parameters()
+        if search.outcome.status is Reduction.TIMEOUT:  # the polish was cut short: the reduction is over
+            search.outcome.status = Reduction.DONE
+        else:
+            search.outcome.passes.append("parameters")
     search.outcome.seconds = time.monotonic() - started
     return search.outcome

@@ -21,7 +21,7 @@ from memo.oracle import judge
 from memo.triage.finding import Finding
 from memo.triage.localize import Localization, localize
 from memo.triage.materialize import find_plugin
-from memo.triage.probe import Run, alone, read_inputs, run_model
+from memo.triage.probe import Run, alone, failure_backends, read_inputs, run_model
 from memo.triage.session import Session
 from memo.kinds import NUMERIC_KINDS
 from memo.triage.signature import signature
@@ -36,6 +36,9 @@ class Checker:
         self.kind = finding.kind
         self.backend = finding.verdict.backend
         self.roles = session.roles(finding)
+        # what a candidate runs on: a numeric bug's roles (the blame needs them), a failure's own library
+        self.backends = (self.roles.backends if self.kind in NUMERIC_KINDS
+                         else failure_backends(str(self.backend), finding.reference, self.roles))
         self.inputs: dict[str, np.ndarray] | None = (read_inputs(artifact_dir / "inputs.npz")
                                                      if artifact_dir is not None else None)
         self.count = 0
@@ -57,7 +60,7 @@ class Checker:
             verdicts = judge(run.result, outputs=run.real_outputs(ir.outputs), special_values=special)
         else:
             run = run_model(executor, ir, directory, seed=self.session.seed, inputs=self.inputs,
-                            backends=self.roles.backends)
+                            backends=self.backends)
             if run.result is None:
                 return False, run, layer
             verdicts = judge(run.result, special_values=special)
@@ -92,7 +95,7 @@ class Checker:
             if self.kind == "hang" and alone(self.backend, self.roles):
                 return self.hangs_alone(ir, directory)
             run = run_model(self.session.executor, ir, directory, seed=self.session.seed, inputs=self.inputs,
-                            backends=self.roles.backends)
+                            backends=self.backends)
             if run.result is None:
                 return False
             # a numeric bug's signature needs localization, which reduction checks on every candidate

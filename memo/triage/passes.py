@@ -28,7 +28,7 @@ from memo.triage.probe import read_inputs
 from memo.triage.reassess import pending_truths, reassess, reassess_folder
 from memo.triage.rekey import rekey
 from memo.triage.blame import decide_all
-from memo.triage.bug_reduction import ReductionOutcome, mentioned_layers, reduce_bug
+from memo.triage.bug_reduction import ReductionOutcome, finished_passes, mentioned_layers, reduce_bug
 from memo.triage.newest import check_and_store, pending_newest
 from memo.triage.pending import pending_bugs, pending_localizations, unchecked_scripts
 from memo.triage.rerun import rerun_script
@@ -157,7 +157,7 @@ def _reduce(session: Session, bug: BugRow, finding: Finding, source: Path, start
     budget = min(HANG_TIMEOUTS * session.timeout_s if hang else PER_BUG_S, session.remaining())
     hints = mentioned_layers(start, " ".join((details.message, details.traceback, details.stderr)))
     outcome = reduced.outcome = reduce_bug(start, checker, budget_s=budget, localized=localized, hints=hints,
-                                           numeric=bug.kind in NUMERIC_KINDS)
+                                           numeric=bug.kind in NUMERIC_KINDS, finished=finished_passes(previous))
     same, run, layer = checker.run(outcome.ir, session.work / f"{bug.id}-final", recheck=True)
     if not same or run.artifact is None:
         # no step was taken: the original model itself did not show the bug on this last run (a hang that
@@ -200,8 +200,8 @@ def _write_folder(session: Session, bug: BugRow, finding: Finding, folder: Path,
     if outcome is not None and not outcome.status.retried:
         rekey(store, store.triage.load_bug(bug.id))
         session.summary.merged += (store.triage.load_bug(bug.id) or bug).merged_into is not None
-    if has_script and session.remaining() > SCRIPT_CHECK_S:
-        _check_script(session, bug.id, folder, data)
+    if has_script and not retried(reduction) and session.remaining() > SCRIPT_CHECK_S:
+        _check_script(session, bug.id, folder, data)  # an unfinished reduction's script: its next folder's is checked
     if not retried(reduction):
         _release_artifacts(session, bug)
 

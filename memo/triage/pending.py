@@ -7,6 +7,7 @@ from pathlib import Path
 from memo.bug_files import retried
 from memo.kinds import NUMERIC_KINDS
 from memo.store import BugRow, CampaignStore
+from memo.triage.reduce_order import triage_order
 
 S_PER_PENDING_BUG = 30.0  # time to ask for per bug still to reduce (median reduction is well under this)
 S_PER_PENDING_LOCALIZATION = 4.0
@@ -35,11 +36,13 @@ def pending_localizations(store: CampaignStore) -> list[int]:
 
 
 def pending_bugs(store: CampaignStore) -> list[BugRow]:
-    """Bugs to triage: without a folder, or whose reduction ran out of time; never-tried bugs first, then
-    the most frequent. Unlocalized numeric buckets are not bugs yet (their findings get localized)."""
-    todo = [bug for bug in store.triage.load_bugs() if not bug.unlocalized and bug.merged_into is None
+    """Bugs to triage: without a folder, or whose reduction ran out of time; distinct root causes first
+    (:func:`memo.triage.reduce_order.triage_order`). Unlocalized numeric buckets are not bugs yet (their findings
+    get localized)."""
+    every = store.triage.load_bugs()
+    todo = [bug for bug in every if not bug.unlocalized and bug.merged_into is None
             and (not (bug.bug_dir and Path(bug.bug_dir).exists()) or retried(bug.reduction))]
-    return sorted(todo, key=lambda bug: (bug.attempted, -bug.occurrences, bug.first_seen))
+    return triage_order(todo, every)
 
 
 def seconds_for(bugs: int, localizations: int) -> float:

@@ -136,3 +136,12 @@ def alone(backend: str, roles: Roles) -> tuple[str, ...]:
         return (backend,)
     produced = produced_by(backend)
     return tuple(name for name in roles.backends if name not in CONVERTERS and consumes_of(name) == produced)[:1]
+
+
+def failure_backends(backend: str, reference: str, roles: Roles) -> tuple[str, ...]:
+    """The backends a crash or hang candidate runs on: the reference and ``backend``'s own run (:func:`alone`).
+    A failure's signature is the failing library's exception, so the witness that a numeric blame on a converter
+    needs (another Keras backend, often JAX compiling for seconds) is left out. ``roles.backends`` where the
+    failure has no run of its own (the reference's, the Keras front end's)."""
+    own = alone(backend, roles) if backend not in (reference, KERAS_FRONT_END) else ()
+    return tuple(dict.fromkeys([reference, *own])) if own else roles.backends

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from memo.filing.check import MinimalScript, keep
-from memo.filing.final_checks import (CHECK_ESTIMATE_S, CHECK_SHARE, ScriptTodo, check_order, reserve_s, run_checks,
-                                      scripts_to_check, would_be_ready)
+from memo.filing.final_checks import (CHECK_ESTIMATE_S, CHECK_SHARE, ChecksDone, ScriptTodo, check_order, reserve_s,
+                                      run_checks, scripts_to_check, would_be_ready)
 from memo.filing.folder import BugFolder
 from memo.report import write_report
 from memo.report.sections import UNCHECKED
@@ -148,6 +148,12 @@ def test_a_script_killed_before_it_printed_a_line_decided_nothing_and_is_not_kep
     todo = ScriptTodo(KERAS_CRASH, tmp_path / KERAS_CRASH, 1, 0.0)
     assert check_one(todo, deadline=1e12) is None
     assert check_one(todo, deadline=0.0) is None, "no time to start one"
+
+
+def test_checks_before_and_after_the_reductions_add_up() -> None:
+    before = ChecksDone(checked=2, reproducing=1, left=["a"], seconds=30.0)
+    both = before.then(ChecksDone(checked=1, reproducing=1, left=["b"], seconds=10.0))
+    assert (both.checked, both.reproducing, both.left, both.seconds) == (3, 2, ["b"], 40.0)
 
 
 def test_the_background_triage_checks_a_script_when_idle_within_its_budget(tmp_path: Path) -> None:

@@ -1,11 +1,14 @@
 """Bug reduction (ddmin over nodes, output cuts, parameters to defaults) and localization, with pure predicates."""
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 from memo.model.ir import Layer, ModelIR
 from memo.triage.localize import first_divergence
-from memo.triage.bug_reduction import cut_at, drop_unused_inputs, layer_defaults, reduce_bug, without
+from memo.triage.bug_reduction import (cut_at, drop_unused_inputs, finished_passes, isolate, layer_defaults,
+                                       reduce_bug, without)
 
 
 def _chain(classes: list[str]) -> ModelIR:
@@ -62,6 +65,44 @@ def test_reduction_stops_at_its_deadline_with_a_valid_model() -> None:
     assert outcome.status == "timeout" and outcome.ir.dumps() == ir.copy().prune().dumps()
 
 
+def test_a_reduction_cut_short_in_its_parameters_is_done_and_one_cut_short_before_continues() -> None:
+    ir = _chain(["ReLU", "Conv1D", "ReLU", "ReLU"])
+    ir.get("n1").config = {"filters": 2, "kernel_size": 3, "strides": 2, "padding": "causal"}
+    assert isolate(ir, "n1") is not None  # Keras imported before the clock runs
+    budget_s = 1.0
+
+    def slow_parameters(candidate: ModelIR) -> bool:  # a parameter candidate waits out the whole budget
+        conv = [layer for layer in candidate.body if layer.class_name == "Conv1D"]
+        if len(candidate.body) == 1 and conv and conv[0].config != ir.get("n1").config:
+            time.sleep(budget_s + 0.05)
+        return bool(conv) and conv[0].config.get("padding") == "causal"
+
+    outcome = reduce_bug(ir, slow_parameters, budget_s=budget_s)
+    assert [layer.class_name for layer in outcome.ir.body] == ["Conv1D"]
+    assert outcome.status == "done" and "ddmin" in outcome.passes and "parameters" not in outcome.passes
+    assert outcome.to_json()["passes"] == outcome.passes
+    cut_short = reduce_bug(ir, _has("Conv1D"), budget_s=0.0)
+    assert cut_short.status == "timeout" and "prefix" not in cut_short.passes
+
+
+def test_a_continued_reduction_skips_the_passes_an_earlier_one_finished() -> None:
+    ir = _chain(["Dense"] * 6)
+    runs: list[ModelIR] = []
+
+    def check(candidate: ModelIR) -> bool:
+        runs.append(candidate)
+        return _has("Dense")(candidate)
+
+    first = reduce_bug(ir, check, budget_s=30)
+    again = len(runs)
+    runs.clear()
+    previous = {"reduction": {**first.to_json(), "passes": ["outputs", "hinted", "prefix", "alone", "ddmin", "x"]}}
+    assert finished_passes(previous) == ["outputs", "hinted", "prefix", "alone", "ddmin"]
+    assert finished_passes(None) == []
+    continued = reduce_bug(ir, check, budget_s=30, finished=finished_passes(previous))
+    assert continued.status == "done" and len(runs) < again and continued.passes[:5] == finished_passes(previous)
+
+
 def test_parameters_move_back_to_keras_defaults_when_the_bug_survives() -> None:
     ir = _chain(["Conv1D"])
     ir.get("n0").config = {"filters": 2, "kernel_size": 3, "strides": 2, "padding": "causal", "use_bias": False}
@@ -87,7 +128,7 @@ def test_first_divergence_names_the_first_node_that_differs() -> None:
 def test_roles_resolve_the_oracles_attribution_to_backends_to_run() -> None:
     from memo.oracle import Verdict
     from memo.oracle.verdict import Attribution, Comparison
-    from memo.triage.probe import roles
+    from memo.triage.probe import failure_backends, roles
 
     def verdict(backend: str, covered: tuple[str, ...] = (), same_engine: str | None = None) -> Verdict:
         attribution = Attribution(backends={name: Comparison(name) for name in covered},
@@ -103,6 +144,11 @@ def test_roles_resolve_the_oracles_attribution_to_backends_to_run() -> None:
     assert (blamed_reference.faulty, blamed_reference.good) == ("keras-tensorflow", "keras-jax")
     converter_crash = roles(verdict("tf2onnx"), "keras-tensorflow", available)
     assert converter_crash.backends == ("keras-tensorflow", "onnxruntime", "keras-jax")
+    # a failure's candidates run the reference and the failing library's own run (the converter's one reader),
+    # not the witness a numeric blame needs
+    assert failure_backends("tf2onnx", "keras-tensorflow", converter_crash) == ("keras-tensorflow", "onnxruntime")
+    assert failure_backends("onnxruntime", "keras-tensorflow", plain) == ("keras-tensorflow", "onnxruntime")
+    assert failure_backends("keras-tensorflow", "keras-tensorflow", blamed_reference) == blamed_reference.backends
     converter_numbers = roles(verdict("tf2onnx-opset11", ("mxnet",)),
                               "keras-tensorflow", available)
     assert converter_numbers.faulty == "mxnet" and "keras-jax" in converter_numbers.backends

@@ -1,0 +1,57 @@
+"""Which pending bug triage reduces first, when its time cannot reduce them all.
+
+A reduction makes an entry ready only when it is the first of its root cause: its duplicates merge into it once
+reduced. Before reduction, a bug's *root guess* tells duplicates apart cheaply: what its signature says of where
+the library failed (kind, library, stage, exception, the innermost library frames and the operators the message
+names; the message only when there are no frames; a numeric or training bug's blamed layer class). On n40, four
+keras-openvino TypeErrors and four keras-tensorflow ValueErrors with one guess each merged into one entry after
+reduction. So a pending bug whose guess is that of a bug already reduced, or of one ahead of it in the order, waits
+until every distinct guess had its turn (of two with one guess, a partly reduced one goes first: it is closer to
+ready); among equals, never-tried bugs first, then the most frequent, then the oldest.
+"""
+from __future__ import annotations
+
+import re
+from typing import Iterable
+
+from memo.bug_files import Reduction
+from memo.kinds import NUMERIC_KINDS
+from memo.store import BugRow
+
+OPERATOR = re.compile(r"\b(?:onnx|aten|prim)::(\w+)|op_type:\s*(\w+)")  # onnx::Cast, op_type:ReduceMax
+ROOT_FRAMES = 3  # innermost library frames in a root guess (the signature keeps more)
+STANDING = (Reduction.DONE, Reduction.KNOWN)  # a bug so reduced stands for its root guess
+
+
+def root_guess(bug: BugRow) -> tuple[str, ...]:
+    """What ``bug``'s signature says of its root cause before reduction (equal guesses: likely duplicates)."""
+    parts = bug.parts
+    if bug.kind in NUMERIC_KINDS:
+        return (bug.kind, bug.library, str(parts.get("layer") or ""))
+    frames = [str(frame) for frame in parts.get("frames") or []][:ROOT_FRAMES]
+    message = str(parts.get("message") or parts.get("feature") or "")
+    # the failing operator a converter's message names tells apart failures that share a helper's frames
+    operators = sorted({name for pair in OPERATOR.findall(message) for name in pair if name})
+    where = [*frames, *operators] if frames else [message]
+    return (bug.kind, bug.library, str(bug.stage or parts.get("stage") or ""), str(parts.get("exception") or ""),
+            str(parts.get("layer") or ""), *where)
+
+
+def stands_for_its_root(bug: BugRow) -> bool:
+    """Whether ``bug`` is reduced (or adopted from the bug database) and not merged: its root guess is taken."""
+    return bug.merged_into is None and bool(bug.bug_dir) and Reduction.of(bug.reduction) in STANDING
+
+
+def triage_order(pending: Iterable[BugRow], others: Iterable[BugRow]) -> list[BugRow]:
+    """``pending`` in the order to reduce them: one bug per root guess not taken by a bug of ``others`` that
+    :func:`stands_for_its_root` (a partly reduced one before a never-tried one: it is closer to ready), then the
+    likely duplicates; each part never-tried first, then by occurrences, then the oldest."""
+    taken = {root_guess(bug) for bug in others if stands_for_its_root(bug)}
+    ranked = sorted(pending, key=lambda bug: (bug.attempted, -bug.occurrences, bug.first_seen))
+    owners: dict[tuple[str, ...], str] = {}
+    for bug in sorted(ranked, key=lambda bug: not bug.attempted):  # stable: the ranking within each part
+        guess = root_guess(bug)
+        if guess not in taken:
+            owners.setdefault(guess, bug.id)
+    distinct = [bug for bug in ranked if owners.get(root_guess(bug)) == bug.id]
+    return distinct + [bug for bug in ranked if owners.get(root_guess(bug)) != bug.id]

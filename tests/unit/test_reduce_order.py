@@ -1,0 +1,46 @@
+"""Which pending bug triage reduces first (issue 38, item 5): one per root guess before the likely duplicates, a
+partly reduced one before a never-tried one of the same guess. Pure logic on bug records; no library runs here."""
+from __future__ import annotations
+
+from memo.store import BugRow
+from memo.triage.reduce_order import root_guess, triage_order
+
+SYMBOLIC = ["torch/onnx/_internal/torchscript_exporter/symbolic_helper.py:_parse_arg",
+            "torch/onnx/_internal/torchscript_exporter/symbolic_helper.py:<listcomp>"]
+
+
+def _bug(bug_id: str, occurrences: int = 1, frames: list[str] | None = None, message: str = "m",
+         **values: object) -> BugRow:
+    parts = {"kind": "crash", "library": "keras-export", "stage": "convert", "exception": "SymbolicValueError",
+             "frames": SYMBOLIC if frames is None else frames, "message": message}
+    fields: dict[str, object] = {"id": bug_id, "kind": "crash", "library": "keras-export", "stage": "convert",
+                                 "parts": parts, "first_verdict": 1, "first_mutant": 1, "first_seen": 0.0,
+                                 "last_seen": 0.0, "occurrences": occurrences}
+    fields.update(values)
+    return BugRow(**fields)  # type: ignore[arg-type]
+
+
+def test_the_operator_a_message_names_tells_apart_failures_with_the_same_frames() -> None:
+    cast = _bug("a", message="Failed to export a node '%N = onnx::Cast[to=N](%N)' (in list node prim::ListConstruct)")
+    gather = _bug("b", message="Failed to export a node '%N = onnx::Gather[axis=N](%N)'")
+    other_layer = _bug("c", message="Failed to export '%N = onnx::Cast[to=N](%N)' (prim::ListConstruct) in Dense")
+    assert root_guess(cast) != root_guess(gather) and root_guess(cast) == root_guess(other_layer)
+    assert root_guess(_bug("d", frames=[], message="x")) != root_guess(_bug("e", frames=[], message="y"))
+
+
+def test_distinct_root_guesses_come_before_likely_duplicates() -> None:
+    frequent = _bug("frequent", occurrences=9)
+    duplicate = _bug("duplicate", occurrences=5)
+    rare = _bug("rare", frames=["torch/nn/functional.py:embedding"])
+    order = [bug.id for bug in triage_order([duplicate, rare, frequent], [])]
+    assert order == ["frequent", "rare", "duplicate"]
+
+
+def test_a_reduced_bug_takes_its_guess_and_a_partly_reduced_one_goes_before_a_new_one() -> None:
+    reduced = _bug("reduced", bug_dir="/x", reduction={"status": "done"})
+    merged = _bug("merged", frames=["other"], bug_dir="/x", reduction={"status": "done"}, merged_into="reduced")
+    new = _bug("new", occurrences=3)
+    other = _bug("other", frames=["other"])
+    assert [bug.id for bug in triage_order([new, other], [reduced, merged, new, other])] == ["other", "new"]
+    partly = _bug("partly", bug_dir="/x", reduction={"status": "timeout"})
+    assert [bug.id for bug in triage_order([new, partly], [new, partly])] == ["partly", "new"]
