@@ -16,7 +16,7 @@ from memo.backends.result import stored_result
 from memo.coverage import CoverageTracker, denominators
 from memo.devices import device_of
 from memo.diskspace import tree_bytes
-from memo.kinds import BUG_KINDS, KNOWN_FAILURE_PREFIX, KNOWN_PREFIX, NUMERIC_KINDS, TRAINING_KINDS
+from memo.kinds import BUG_KINDS, KNOWN_FAILURE_PREFIX, KNOWN_PREFIX, TRAINING_KINDS
 from memo.layers import CATALOGUE
 from memo.model.ir import ModelIR
 from memo.oracle import KERAS_FRONT_END
@@ -394,7 +394,7 @@ def bug_entry(store: CampaignStore, bug: BugRow, versions: JsonObject,
     if not delegated and computing != bug.library and any(v["library"] == computing for v in entry["variants"]):
         # one defect seen through both: filed against the library whose kernels compute it
         entry["reported_by"], entry["library"] = bug.library, computing
-    opinion = blamed_library(info) if bug.kind in NUMERIC_KINDS else None
+    opinion = blamed_library(info)  # a numeric finding or an engine's crash on a converted file
     if opinion and opinion != entry["library"]:  # ONNX's reference evaluator on the same file blames another
         entry["reported_by"], entry["library"] = bug.library, opinion
     entry["upstream"] = asdict(upstream_of(entry["library"]))
