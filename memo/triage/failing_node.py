@@ -29,6 +29,7 @@ TRANSLATOR_PART = "translator"  # the importer's per-operator function a crash a
 # :func:`memo.triage.masks.library_frames` writes them) in that code names the operator that failed, whatever
 # exception the wrong translation then raises (MXNet's ``_slice`` reading the graph's first input's shape as its
 # own: an IndexError on one file, an MXNetError from ``slice_axis`` on another) and whatever layer wrote the node.
+SUBGRAPH_HOLDERS = frozenset({"Loop", "Scan", "If"})
 TRANSLATOR_FRAMES: tuple[re.Pattern[str], ...] = tuple(re.compile(pattern) for pattern in (
     r"^mxnet/contrib/onnx/onnx2mx/_op_translations\.py:_?(?P<op>\w+)$",
     r"^onnx2torch/node_converters/(?P<op>\w+)\.py:",
@@ -104,11 +105,13 @@ def translator_frame(frames: list[str] | tuple[str, ...], ops: set[str]) -> tupl
     (:data:`TRANSLATOR_FRAMES`) whose function or module is named after one of the file's operators ``ops``
     (``_slice`` -> ``Slice``); None when no frame is."""
     by_name = {_canonical(op): op for op in ops}
-    for frame in frames:
+    for index, frame in enumerate(frames):
         for pattern in TRANSLATOR_FRAMES:
             match = pattern.search(frame)
-            if match and _canonical(match.group("op")) in by_name:
-                return by_name[_canonical(match.group("op"))], frame
+            op = by_name.get(_canonical(match.group("op"))) if match else None
+            # a Loop's code around the failing frame only holds the body whose operator failed: no root cause
+            if op and not (index and op in SUBGRAPH_HOLDERS):
+                return op, frame
     return None
 
 

@@ -34,7 +34,7 @@ from memo.artifact_files import ARTIFACT_FILES
 from memo.bug_files import INPUTS_FILE, read_bug_file, write_bug_file
 from memo.backends import CONVERTERS, find_spec, produced_by, producer_of
 from memo.backends.onnx_reference import reference_outputs
-from memo.triage.failing_node import file_operators
+from memo.triage.failing_node import SUBGRAPH_HOLDERS, file_operators
 from memo.json_types import JsonObject
 from memo.oracle import Thresholds
 from memo.oracle.criterion import agree, mismatch, nan_problem
@@ -196,7 +196,6 @@ def settle(truth: Truth, opinion: Opinion | None) -> Truth:
 _NO_OPINION = re.compile(r"NotImplemented|not implemented|No implementation|not supported|Unsupported|over the limit|"
                          r"did not finish|ModuleNotFoundError|ImportError|exit -?\d+$", re.IGNORECASE)
 CRASH_FILE = "model.onnx"  # the converted file in a bug folder (memo.triage.bugdir.converted_file)
-CONTROL_FLOW = frozenset({"Loop", "Scan", "If"})
 
 
 def _shapes(shapes: list[tuple[int, ...]]) -> str:
@@ -263,6 +262,6 @@ def opine_on_crash(folder: Path, scratch: Path, timeout_s: float = 60.0) -> Opin
         inputs = {name: data[name] for name in data.files}
     evaluated = reference_outputs(path, inputs, scratch, timeout_s=timeout_s)
     opinion = judge_crash(evaluated, keras_output_shapes(info), str(info.get("reference") or "Keras"), file,
-                          producer_of(file), library, bool(set(file_operators(path)) & CONTROL_FLOW))
+                          producer_of(file), library, bool(set(file_operators(path)) & SUBGRAPH_HOLDERS))
     write_bug_file(folder, {**info, ONNX_REFERENCE_KEY: opinion.to_json()})
     return opinion
