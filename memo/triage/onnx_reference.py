@@ -34,7 +34,7 @@ from memo.artifact_files import ARTIFACT_FILES
 from memo.bug_files import INPUTS_FILE, read_bug_file, write_bug_file
 from memo.backends import CONVERTERS, find_spec, produced_by, producer_of
 from memo.backends.onnx_reference import reference_outputs
-from memo.triage.failing_node import SUBGRAPH_HOLDERS, file_operators
+from memo.triage.failing_node import SUBGRAPH_HOLDERS, culprit_operator, file_operators
 from memo.json_types import JsonObject
 from memo.oracle import Thresholds
 from memo.oracle.criterion import agree, mismatch, nan_problem
@@ -198,22 +198,40 @@ _NO_OPINION = re.compile(r"NotImplemented|not implemented|No implementation|not 
 CRASH_FILE = "model.onnx"  # the converted file in a bug folder (memo.triage.bugdir.converted_file)
 
 
+_EVALUATOR_OPERATOR = re.compile(r"\[in op_(?P<module>\w+)\]|operator '(?P<op>\w+)'")
+
+
+def _canon(name: str) -> str:
+    return name.replace("_", "").lower()
+
+
+def _failing_operator(said: str) -> str | None:
+    """The operator the evaluator failed in, from its message (``binary operator 'Add'``) or the module it raised
+    in (``[in op_conv_transpose]``)."""
+    found = [match.group("op") or match.group("module") for match in _EVALUATOR_OPERATOR.finditer(said)]
+    return found[0] if found else None
+
+
 def _shapes(shapes: list[tuple[int, ...]]) -> str:
     return ", ".join("(" + ", ".join(str(d) for d in shape) + ")" for shape in shapes)
 
 
 def judge_crash(evaluated: list[np.ndarray] | str, keras_shapes: list[tuple[int, ...]], reference_name: str,
-                file: str, converter: str | None, engine: str, subgraphs: bool = False) -> Opinion:
+                file: str, converter: str | None, engine: str, subgraphs: bool = False,
+                engine_op: str | None = None) -> Opinion:
     """The opinion on ``engine``'s crash on ``converter``'s file (of kind ``file``), given the evaluator's outputs
     on it (or why there are none) and the shapes of the reference library's outputs on the Keras model. Other
     shapes from a file with ``subgraphs`` (a Loop, a Scan, an If) decide nothing: the evaluator's control flow is
     likelier wrong there than the file (tf2onnx's ConvLSTM1D Loop: (4, 8) where Keras and ONNX Runtime give
-    (2, 4, 8))."""
+    (2, 4, 8)). The evaluator failing counts only where it fails in the operator the engine fails in
+    (``engine_op``; unknown: any), as the evaluator's message or its operator's module names it."""
     opinion = Opinion(file=file, converter=converter)
     on_file = f"{converter or 'the converter'}'s file"
     if isinstance(evaluated, str):
-        if _NO_OPINION.search(evaluated):
-            opinion.reason = f"no opinion: {evaluated}"
+        failed_in = _failing_operator(evaluated)
+        if _NO_OPINION.search(evaluated) or (failed_in and engine_op and _canon(failed_in) != _canon(engine_op)):
+            # beyond the evaluator, or failing elsewhere than the engine: not the same failure
+            opinion.reason = f"no opinion: {evaluated}" + (f" (the engine fails in {engine_op})" if engine_op else "")
             return opinion
         opinion.decision, opinion.blamed = CONVERTER, converter
         opinion.reason = (f"{EVALUATOR} fails on {on_file} too ({evaluated.rpartition('this file: ')[2]}), while "
@@ -261,7 +279,10 @@ def opine_on_crash(folder: Path, scratch: Path, timeout_s: float = 60.0) -> Opin
     with np.load(inputs_path, allow_pickle=False) as data:
         inputs = {name: data[name] for name in data.files}
     evaluated = reference_outputs(path, inputs, scratch, timeout_s=timeout_s)
+    signature = info.get("signature") if isinstance(info.get("signature"), dict) else {}
+    engine_op = culprit_operator(str(info.get("error_message") or ""), list(signature.get("frames") or []), path)
     opinion = judge_crash(evaluated, keras_output_shapes(info), str(info.get("reference") or "Keras"), file,
-                          producer_of(file), library, bool(set(file_operators(path)) & SUBGRAPH_HOLDERS))
+                          producer_of(file), library, bool(set(file_operators(path)) & SUBGRAPH_HOLDERS),
+                          engine_op.split(" ")[0] if engine_op else None)
     write_bug_file(folder, {**info, ONNX_REFERENCE_KEY: opinion.to_json()})
     return opinion

@@ -115,6 +115,14 @@ def test_the_reference_failing_on_the_file_or_giving_other_shapes_blames_the_con
     same = judge_crash([np.zeros((2, 18, 18, 416))], [(2, 18, 18, 416)], "keras-tensorflow", "onnx", "tf2onnx",
                        "onnx2torch")
     assert (same.decision, same.blamed) == (ENGINE, "onnx2torch")
+    elsewhere = judge_crash("the ONNX reference evaluator cannot run this file: ValueError: Given n_input_plane=9 "
+                            "[in op_conv_transpose]", [(2, 15, 31, 80)], "keras-tensorflow", "onnx", "tf2onnx",
+                            "onnx2torch", engine_op="Reshape")  # onnx2torch fails in a later Reshape: not the same
+    assert elsewhere.decision == UNAVAILABLE and "Reshape" in elsewhere.reason
+    same_op = judge_crash("the ONNX reference evaluator cannot run this file: TypeError: Issues with types (binary "
+                          "operator 'Add').", [(2, 18, 18, 416)], "keras-tensorflow", "onnx", "tf2onnx",
+                          "onnx2pytorch", engine_op="Add")
+    assert (same_op.decision, same_op.blamed) == (CONVERTER, "tf2onnx")
     looped = judge_crash([np.zeros((4, 8))], [(2, 4, 8)], "keras-tensorflow", "onnx", "tf2onnx", "openvino",
                          subgraphs=True)  # OpenVINO's Loop failure: ONNX Runtime gives Keras's (2, 4, 8) there
     assert looped.decision == UNAVAILABLE and looped.blamed is None and "control flow" in looped.reason
