@@ -60,6 +60,9 @@ _PREAMBLE = re.compile(r"^(?:Exception encountered when calling \S+\.|Stack trac
                        r"|File \"|\d+# |-+$)")
 
 
+_WORDS = re.compile(r"\b[A-Za-z]{2,}\b")
+
+
 def without_exception_names(text: str, exception: str) -> str:
     """``text`` without the exception's name (module-qualified or not, once or repeated) opening it:
     ``mxnet.base.MXNetError: MXNetError: Invalid ...`` -> ``Invalid ...``."""
@@ -80,13 +83,17 @@ def message_head(folder: BugFolder, checked: MinimalScript) -> str:
     bold = bold_parts(raw)
     text = without_traced_graph(without_ansi(bold[-1] if bold else raw))
     text = without_exception_names(text, folder.exception)
+    lines = []
     for line in text.splitlines():
         line = without_exception_names(line.strip(), folder.exception)
         if line.startswith(_DATA_STARTS):
             break
         if line and not _PREAMBLE.match(line):
-            return line
-    return ""
+            lines.append(line)
+    # a line announcing what follows (OpenVINO's "Exception from src/...cpp:132:", MXNet's "Arguments:") or a
+    # value it lists ("predictions: (2, 10)") states nothing
+    stated = [line for line in lines if not line.endswith(":") and len(_WORDS.findall(line)) >= 3]
+    return (stated or lines or [""])[0]
 
 
 def whole_words(text: str, limit: int) -> str:

@@ -151,3 +151,9 @@ def test_no_minimal_script_is_over_40_lines_and_none_imports_what_it_does_not_us
     assert used_imports(("import numpy as np", "from onnx import TensorProto, helper, numpy_helper"),
                         ["x = helper.make_node('Relu', ['a'], ['b'])"]) == ["import numpy as np",
                                                                             "from onnx import helper"]
+
+
+def test_actual_skips_the_lines_that_only_announce_a_location_or_a_list(tmp_path: Path) -> None:
+    folder = _folder(tmp_path, "crash-openvino-409296f83f")  # OpenVINO: "Exception from src/...cpp:84:" first
+    said = actual(folder, MinimalScript())
+    assert said.startswith("RuntimeError: ") and "Exception from src" not in said.split("(as the campaign")[0], said
