@@ -111,6 +111,8 @@ def actual(folder: BugFolder, checked: MinimalScript) -> str:
     script: the campaign's record, saying so."""
     if not folder.numeric:
         head = message_head(folder, checked)
+        if any(mark in head for mark in ("%", "::")):  # a quoted graph node: the sentence around it, without it
+            head = stated_message(folder, checked) or head
         said = f"{folder.exception}: {head}" if folder.exception and head else head or folder.exception
         unreduced = "" if error_text(folder, checked) else (" (as the campaign recorded it on the unreduced model: "
                                                             "no minimal script reproduces it)")
