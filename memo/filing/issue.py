@@ -16,7 +16,8 @@ from memo.backends.versions import distribution_versions
 from memo.bug_files import NEWEST_FILE
 from memo.newest import CANNOT_RUN, STILL_REPRODUCES
 from memo.filing.check import MinimalScript, cached_minimal, minimal_script
-from memo.filing.observed import ERROR_LINES, actual, error_excerpt, error_text, quoted, stated_message, whole_words
+from memo.filing.observed import (ERROR_LINES, actual, error_excerpt, error_text, message_head, quoted, stated_message,
+                                  whole_words)
 from memo.filing.folder import ONNX_FILE, REPRO_FILE, BugFolder
 from memo.backends.idioms import ONNX
 from memo.filing.script import KERAS_ATTACHED, NUMERIC_PRINTS, ONNX_ATTACHED, idiom_for
@@ -110,11 +111,20 @@ def culprit(folder: BugFolder, checked: MinimalScript | None = None) -> str:
 _LEADING_CODE = re.compile(r"^[^A-Za-z]*[)\]]\s*:?\s*")
 
 
+# What a checker prefixes to each failure it lists: a qualified exception name, a bracketed tag, the node it concerns
+# (ONNX's "onnx...InferenceError: [ShapeInferenceError] Inference error(s): (op_type:ConvTranspose, node name: x):").
+_TAGS = re.compile(r"^(?:\s*(?:[\w.]+(?:Error|Exception):|\[\w+\]|Inference error\(s\):|\(op_type:[^)]*\):))+")
+
+
 def stated_cause(folder: BugFolder, checked: MinimalScript | None = None) -> str:
     """A crash's cause as the checked script's run states it (the campaign's message where none reproduces): the
     message's stated line as a full clause (:func:`memo.triage.describe.full_clause`), and of a long one its first
     sentence in words."""
-    text = stated_message(folder, checked or MinimalScript())
+    checked = checked or MinimalScript()
+    head = message_head(folder, checked)
+    quoted_code = any(mark in head for mark in ("%", "::"))  # a graph node torch.onnx quotes: the sentence around it
+    text = head if head and not quoted_code else stated_message(folder, checked)
+    text = _TAGS.sub("", text).strip() or text
     if len(text) <= TITLE_CHARS // 2:
         return text
     sentences = [_LEADING_CODE.sub("", part.strip()) for part in text.split(". ") if part.strip()]
