@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import traceback
 from pathlib import Path
 
 import numpy as np
@@ -43,7 +44,11 @@ def _evaluate(model_path: str, inputs_path: str, out_path: str, max_nodes: int) 
     try:
         outputs = ReferenceEvaluator(model).run(None, feed)
     except Exception as exc:  # noqa: BLE001 - an operator the evaluator lacks is no opinion, reported as text
-        print(f"{type(exc).__name__}: {' '.join(str(exc).split())[:400]}", file=sys.stderr)
+        # the operator whose implementation raised (its module, onnx/reference/ops/op_NAME.py): what failed
+        modules = [Path(frame.filename).stem for frame in traceback.extract_tb(exc.__traceback__)
+                   if Path(frame.filename).stem.startswith("op_")]
+        where = f" [in {modules[-1]}]" if modules else ""
+        print(f"{type(exc).__name__}: {' '.join(str(exc).split())[:400]}{where}", file=sys.stderr)
         return FAILED
     np.savez(out_path, **{f"out_{i}": np.asarray(array) for i, array in enumerate(outputs)})
     return 0

@@ -18,11 +18,13 @@ from memo.bugdb.recheck import run_script
 from memo.filing.folder import BUG_FILE, IR_FILE, ONNX_FILE, BugFolder
 from memo.text import without_ansi
 from memo.filing.script import SCRIPT_FILE, Candidate, NoMinimalScript, candidates
+from memo.triage.onnx_reference import opine_on_crash
 from memo.triage.passes import SCRIPT_CHECK_S
 
-GENERATOR = "memo-minimal/2"  # changes when the scripts memo writes change: older checks are then redone
+GENERATOR = "memo-minimal/3"  # changes when the scripts memo writes change: older checks are then redone
 MINIMAL_DIR, CHECK_FILE = "minimal", "check.json"
 CHECK_TIMEOUT_S = 120.0
+REFERENCE_TIMEOUT_S, REFERENCE_MIN_S = 30.0, 5.0  # ONNX's reference evaluator on a reduced file takes seconds
 OUTPUT_TAIL = 3000
 # The exception a script raises for memo's own name of a crash: memo's converters validate their ONNX output with
 # onnx.checker (InvalidONNX), which a script calls itself.
@@ -99,7 +101,7 @@ def run_candidate(folder: BugFolder, candidate: Candidate, timeout_s: float = CH
         stdout, stderr = (without_ansi(text).replace(scratch + "/", "") for text in (run.output, run.stderr))
     stdout_lines = stdout.strip().splitlines()
     result.versions = stdout_lines[0] if stdout_lines else ""
-    result.output = (stdout + stderr)[-OUTPUT_TAIL:]
+    result.output = kept_output(stdout, stderr, symptoms(folder))
     result.reproduces = _reproduced(folder, returncode, stderr)
     if not result.reproduces and returncode < 0 and not stdout.strip():
         # killed during its imports (a SIGBUS while another process rewrote a library's files): the machine's doing
@@ -108,6 +110,17 @@ def run_candidate(folder: BugFolder, candidate: Candidate, timeout_s: float = CH
     elif not result.reproduces:
         result.reason = f"the script exited {returncode} without the bug's symptom ({', '.join(symptoms(folder))})"
     return result
+
+
+def kept_output(stdout: str, stderr: str, words: tuple[str, ...]) -> str:
+    """What a check keeps of a run's output (:data:`OUTPUT_TAIL` characters): its first line (the versions), and
+    the error output from the line that names the bug's exception on, its head kept where it is long (torch.onnx
+    quotes a whole traceback inside its message: a tail would keep that and lose the exception's name)."""
+    found = max((stderr.rfind(f"{word}:") for word in words if word), default=-1)
+    start = stderr.rfind("\n", 0, found) + 1 if found >= 0 else max(0, len(stderr) - OUTPUT_TAIL)
+    head = stdout.strip().splitlines()[:1]
+    kept = stdout if len(stdout) <= OUTPUT_TAIL // 3 else "\n".join([*head, "...", stdout[-OUTPUT_TAIL // 3:]])
+    return kept + stderr[start:start + OUTPUT_TAIL]
 
 
 class CheckCutShort(Exception):
@@ -180,6 +193,11 @@ def minimal_script(folder: Path, *, refresh: bool = False, deadline: float | Non
     """The minimal script of the bug folder at ``folder``, checked in a fresh process (kept in the folder unless the
     check was inconclusive). ``deadline`` (monotonic clock): the check ends by then (:class:`CheckCutShort` when it
     cannot start)."""
+    reference_s = REFERENCE_TIMEOUT_S if deadline is None else min(
+        REFERENCE_TIMEOUT_S, deadline - time.monotonic() - SCRIPT_CHECK_S)
+    if reference_s >= REFERENCE_MIN_S:  # an engine's crash on a converted file: the converter's where the file is
+        with tempfile.TemporaryDirectory(prefix="memo-reference-") as scratch:  # wrong (bug.json: before the key)
+            opine_on_crash(Path(folder), Path(scratch), reference_s)
     bug = BugFolder.read(folder)
     cached = None if refresh else cached_minimal(bug)
     if cached is not None:

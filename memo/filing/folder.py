@@ -2,6 +2,7 @@
 ``model.onnx``), ``inputs.npz``, ``expected.npz`` and memo's ``repro.py``."""
 from __future__ import annotations
 
+import ast
 import json
 import re
 from dataclasses import dataclass
@@ -58,6 +59,18 @@ class BugFolder:
         recorded = str(self.info.get("exception") or "")
         named = LEADING_EXCEPTION.match(str(self.info.get("error_message") or ""))
         return recorded or (named.group(1) if named else "")
+
+    @property
+    def frames(self) -> list[str]:
+        """The library frames of the campaign's traceback, innermost first (bug.json's ``signature``)."""
+        signature = self.info.get("signature")
+        if isinstance(signature, str):
+            try:
+                signature = ast.literal_eval(signature)
+            except (ValueError, SyntaxError):
+                signature = None
+        frames = signature.get("frames") if isinstance(signature, dict) else None
+        return [str(frame) for frame in frames] if isinstance(frames, list) else []
 
     @property
     def numeric(self) -> bool:

@@ -16,11 +16,15 @@ from memo.backends.versions import distribution_versions
 from memo.bug_files import NEWEST_FILE
 from memo.newest import CANNOT_RUN, STILL_REPRODUCES
 from memo.filing.check import MinimalScript, cached_minimal, minimal_script
-from memo.filing.observed import ERROR_LINES, actual, error_excerpt, error_text, quoted, stated_message
+from memo.filing.observed import (ERROR_LINES, actual, error_excerpt, error_text, message_head, quoted, stated_message,
+                                  whole_words)
 from memo.filing.folder import ONNX_FILE, REPRO_FILE, BugFolder
 from memo.backends.idioms import ONNX
 from memo.filing.script import KERAS_ATTACHED, NUMERIC_PRINTS, ONNX_ATTACHED, idiom_for
 from memo.model.ir import Layer
+from memo.triage.failing_node import culprit_operator
+from memo.triage.onnx_reference import CONVERTER, ENGINE, ONNX_REFERENCE_KEY
+from memo.triage.signature import computing_library
 from memo.backends.trackers import DESCRIBE, DUPLICATES, ENVIRONMENT, EXPECTED, LOG, REPRODUCE, GENERIC
 
 FENCE = "```"
@@ -61,14 +65,35 @@ def _classes_of(name: str) -> tuple[str, ...]:
     return (outer, inner.rstrip(")")) if inner else (outer,)
 
 
+def _engine_operator(folder: BugFolder, checked: MinimalScript | None) -> str | None:
+    """The operator of the converted file an engine's crash failed in (:func:`memo.triage.failing_node.
+    culprit_operator`), from the checked script's message or the campaign's."""
+    if folder.kind != "crash":
+        return None
+    said = error_text(folder, checked) if checked is not None else ""
+    for message in dict.fromkeys((said, str(folder.info.get("error_message") or ""))):
+        found = culprit_operator(message, folder.frames, folder.file(ONNX_FILE)) if message else None
+        if found:
+            return found
+    return None
+
+
 def culprit(folder: BugFolder, checked: MinimalScript | None = None) -> str:
-    """The layer or operator a title names, from the reduced model (a wrapper with the layer it wraps): the class
-    the checked script's error names (Keras's "X.call()"), else the class localization blamed when the reduced model
-    still has it, else the reduced model's ONNX operators (an engine's bug) or layer classes."""
+    """The layer or operator a title names, from the reduced model (a wrapper with the layer it wraps). An engine's
+    crash: the operator of the file it failed in where its message or traceback tells it, else the file's operators
+    where there are two at most (layout plumbing left out), else the Keras layers. Otherwise the class the checked
+    script's error names (Keras's "X.call()"), else the class localization blamed when the reduced model still has
+    it, else the reduced model's ONNX operators (an engine's numeric bug) or layer classes."""
     ir = folder.ir()
     classes = list(dict.fromkeys(layer_name(layer) for layer in ir.body)) if ir else []
     idiom = idiom_for(folder.library)
-    names = _operators(folder) if idiom is not None and idiom.builds == ONNX else classes
+    engine = idiom is not None and idiom.builds == ONNX and folder.filed_on == folder.library
+    operator = _engine_operator(folder, checked) if engine else None
+    if operator:
+        return operator
+    names = _operators(folder) if engine else classes
+    if engine and folder.kind == "crash" and len(names) > 2 and classes:
+        names = classes
     said = error_text(folder, checked) if checked is not None else ""
     said = said or str(folder.info.get("error_message") or "")
     localized = str(folder.info.get("layer_class") or "")
@@ -86,11 +111,20 @@ def culprit(folder: BugFolder, checked: MinimalScript | None = None) -> str:
 _LEADING_CODE = re.compile(r"^[^A-Za-z]*[)\]]\s*:?\s*")
 
 
+# What a checker prefixes to each failure it lists: a qualified exception name, a bracketed tag, the node it concerns
+# (ONNX's "onnx...InferenceError: [ShapeInferenceError] Inference error(s): (op_type:ConvTranspose, node name: x):").
+_TAGS = re.compile(r"^(?:\s*(?:[\w.]+(?:Error|Exception):|\[\w+\]|Inference error\(s\):|\(op_type:[^)]*\):))+")
+
+
 def stated_cause(folder: BugFolder, checked: MinimalScript | None = None) -> str:
     """A crash's cause as the checked script's run states it (the campaign's message where none reproduces): the
     message's stated line as a full clause (:func:`memo.triage.describe.full_clause`), and of a long one its first
     sentence in words."""
-    text = stated_message(folder, checked or MinimalScript())
+    checked = checked or MinimalScript()
+    head = message_head(folder, checked)
+    quoted_code = any(mark in head for mark in ("%", "::"))  # a graph node torch.onnx quotes: the sentence around it
+    text = head if head and not quoted_code else stated_message(folder, checked)
+    text = _TAGS.sub("", text).strip() or text
     if len(text) <= TITLE_CHARS // 2:
         return text
     sentences = [_LEADING_CODE.sub("", part.strip()) for part in text.split(". ") if part.strip()]
@@ -108,8 +142,9 @@ def title(folder: BugFolder, checked: MinimalScript | None = None) -> str:
     else:
         cause = stated_cause(folder, checked)
         what = f"{folder.exception}: {cause}" if folder.exception else cause
-    text = f"[{folder.filed_on}] {culprit(folder, checked)}: {what}"
-    return text if len(text) <= TITLE_CHARS else text[:TITLE_CHARS - 3].rstrip() + "..."
+        if folder.filed_on != folder.library:  # the converter's file, which an engine fails on
+            what = f"writes a file {folder.library} fails on ({what})"
+    return whole_words(f"[{folder.filed_on}] {culprit(folder, checked)}: {what}", TITLE_CHARS)
 
 
 def environment(folder: BugFolder, checked: MinimalScript) -> list[str]:
@@ -186,11 +221,7 @@ def _expected(folder: BugFolder, checked: MinimalScript) -> list[str]:
     named = f"{LIBRARY_NAMES[reference]} ({reference})" if reference in LIBRARY_NAMES else reference
     happened = actual(folder, checked)
     if folder.kind == "crash":
-        shapes = reference_outputs(folder)
-        returns = (f" and returns output{'s' if len(shapes) > 1 else ''} of shape {', '.join(shapes)}" if shapes
-                   else "")
-        return [f"The model runs: {named} runs this model{returns}. Instead {folder.library} raises "
-                f"`{folder.exception or 'an error'}`." + (f" Actual: {happened}" if happened else "")]
+        return [_crash_expected(folder, named) + (f" Actual: {happened}" if happened else "")]
     if folder.kind == "hang":
         return [f"The model finishes in seconds (on {named} it does); {folder.library} is still running after "
                 f"{folder.info.get('timeout_s', '?')} s."]
@@ -215,6 +246,32 @@ def _expected(folder: BugFolder, checked: MinimalScript) -> list[str]:
         lines += [f"| {name} | {value if isinstance(value, str) else format(value, '.3g')} |"
                   for name, value in truth["errors"].items()]
     return lines
+
+
+def _crash_expected(folder: BugFolder, named: str) -> str:
+    """What should have happened instead of a crash, by who says so: ONNX's reference implementation on the same
+    file (an engine's crash on a converted file), the converted file computing what the Keras model computes (the
+    converter's, where the reference fails on the file too), the reference library, or, where that is the accused
+    library itself, the output shape Keras declares for the model."""
+    shapes = reference_outputs(folder)
+    plural = "s" if len(shapes) > 1 else ""
+    returns = f" and returns output{plural} of shape {', '.join(shapes)}" if shapes else ""
+    raised = f"`{folder.exception or 'an error'}`"
+    opinion = folder.info.get(ONNX_REFERENCE_KEY) or {}
+    if opinion.get("decision") == CONVERTER and folder.filed_on != folder.library:
+        return (f"{folder.filed_on}'s file computes what the Keras model computes ({named} runs the Keras model"
+                f"{returns}). Instead ONNX's reference implementation says: {opinion.get('reason', '')}; "
+                f"{folder.library}, which reads that file, raises {raised}.")
+    if opinion.get("decision") == ENGINE and opinion.get("blamed") == folder.library:
+        also = f", as {named} does on the Keras model" if shapes else ""
+        return (f"{folder.library} runs the file: ONNX's reference implementation (`onnx.reference."
+                f"ReferenceEvaluator`, the specification's semantics) runs the same file{returns}{also}. Instead "
+                f"{folder.library} raises {raised}.")
+    if computing_library(folder.reference) == computing_library(folder.library) or not folder.reference:
+        declared = f" and returns output{plural} of shape {', '.join(shapes)}, the shape{plural} Keras declares " \
+                   f"for it" if shapes else ""
+        return f"The model runs{declared}. Instead {folder.library} raises {raised}."
+    return f"The model runs: {named} runs this model{returns}. Instead {folder.library} raises {raised}."
 
 
 def _log(folder: BugFolder, checked: MinimalScript) -> list[str]:
@@ -259,6 +316,18 @@ def kept_issue_text(folder: Path) -> tuple[str, MinimalScript] | None:
     return (render_issue(bug, checked), checked) if checked is not None else None
 
 
+def _described(bug: BugFolder, checked: MinimalScript) -> str:
+    """The bug in one sentence: the library, what goes wrong, on what, at which stage."""
+    stage = bug.info.get("stage", "?")
+    if bug.filed_on != bug.library:  # the converter's file is wrong; the engine reading it only shows it
+        return (f"{bug.filed_on} converts a model of {culprit(bug, checked)} to an ONNX file that {bug.library} "
+                f"fails on ({stage} stage); ONNX's reference implementation shows the file is wrong.") \
+            if bug.kind == "crash" \
+            else (f"{bug.filed_on} converts a model of {culprit(bug, checked)} to an ONNX file that computes "
+                  f"another result ({bug.library} {KIND_WORDS.get(bug.kind, 'fails')} on it, {stage} stage).")
+    return f"{bug.library} {KIND_WORDS.get(bug.kind, 'fails')} on a model of {culprit(bug, checked)} ({stage} stage)."
+
+
 def render_issue(bug: BugFolder, checked: MinimalScript) -> str:
     """The issue text of ``bug`` with its checked minimal script: in its tracker's form, or, for a library whose
     spec says its bugs are not filed (retired upstream), a record in the generic form saying so."""
@@ -267,9 +336,8 @@ def render_issue(bug: BugFolder, checked: MinimalScript) -> str:
     tracker = "" if upstream.record_only else upstream.tracker
     form = upstream.form if tracker else GENERIC
     parts = {
-        DESCRIBE: [f"{bug.library} {KIND_WORDS.get(bug.kind, 'fails')} on a model of {culprit(bug, checked)} "
-                   f"({bug.info.get('stage', '?')} stage). Found by memo {__version__} (coverage-guided model "
-                   f"mutation), bug `{bug.id}`; the model was reduced to what still shows the bug."],
+        DESCRIBE: [_described(bug, checked) + f" Found by memo {__version__} (coverage-guided model mutation), bug "
+                   f"`{bug.id}`; the model was reduced to what still shows the bug."],
         ENVIRONMENT: environment(bug, checked),
         REPRODUCE: _reproduce(bug, checked),
         EXPECTED: _expected(bug, checked),

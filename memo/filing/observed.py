@@ -12,7 +12,7 @@ from pathlib import Path
 import memo
 from memo.filing.check import MinimalScript, symptoms
 from memo.filing.folder import BugFolder
-from memo.text import without_ansi, without_local_paths, without_timestamps
+from memo.text import bold_parts, without_ansi, without_local_paths, without_timestamps, without_traced_graph
 from memo.triage.describe import symptom
 
 ERROR_LINES = 25
@@ -54,10 +54,69 @@ def error_excerpt(folder: BugFolder, checked: MinimalScript) -> list[str]:
     return lines[:ERROR_LINES] + (["..."] if len(lines) > ERROR_LINES else [])
 
 
+# Lines of a message that state no cause: Keras's preamble to a failing call's cause, MXNet's back-trace and C++
+# stack lines, a Python traceback's lines.
+_PREAMBLE = re.compile(r"^(?:Exception encountered when calling \S+\.|Stack trace:|\[bt\]|Traceback \(most recent"
+                       r"|File \"|\d+# |-+$)")
+
+
+_WORDS = re.compile(r"\b[A-Za-z]{2,}\b")
+
+
+def without_exception_names(text: str, exception: str) -> str:
+    """``text`` without the exception's name (module-qualified or not, once or repeated) opening it:
+    ``mxnet.base.MXNetError: MXNetError: Invalid ...`` -> ``Invalid ...``."""
+    if not exception:
+        return text.strip()
+    opening = re.compile(rf"^\s*(?:[\w.]*\.)?{re.escape(exception)}:\s*")
+    while (shorter := opening.sub("", text, count=1)) != text:
+        text = shorter
+    return text.strip()
+
+
+def message_head(folder: BugFolder, checked: MinimalScript) -> str:
+    """The first line of a crash's message that states something, from the checked script's run (the campaign's
+    record without one): the exception's name, Keras's preamble, back-traces, the arguments Keras lists and
+    torch.onnx's quoted graph left out."""
+    raw = error_text(folder, checked) or quoted(str(folder.info.get("error_message") or
+                                                   folder.info.get("message") or ""))
+    bold = bold_parts(raw)
+    text = without_traced_graph(without_ansi(bold[-1] if bold else raw))
+    text = without_exception_names(text, folder.exception)
+    lines = []
+    for line in text.splitlines():
+        line = without_exception_names(line.strip(), folder.exception)
+        if line.startswith(_DATA_STARTS):
+            break
+        if line and not _PREAMBLE.match(line):
+            lines.append(line)
+    # a line announcing what follows (OpenVINO's "Exception from src/...cpp:132:", MXNet's "Arguments:") or a
+    # value it lists ("predictions: (2, 10)") states nothing
+    stated = [line for line in lines if not line.endswith(":") and len(_WORDS.findall(line)) >= 3]
+    return (stated or lines or [""])[0]
+
+
+def whole_words(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` characters at a word's end ("..." where cut)."""
+    if len(text) <= limit:
+        return text
+    cut = text[:limit - 3].rsplit(" ", 1)[0].rstrip(" ,;:(")
+    return cut + "..."
+
+
 def actual(folder: BugFolder, checked: MinimalScript) -> str:
-    """One line of what the library did on the reduced model, from the checked script's run: the exception and its
-    stated cause, or the numeric mismatch as the script's assertion states it (its arrays left out). Without a
-    reproducing minimal script: the campaign's record, saying so."""
+    """One line of what the library did on the reduced model, from the checked script's run: for a crash the
+    exception and its message's first line that states something (the traceback stays in the log), for a numeric
+    bug the mismatch as the script's assertion states it (its arrays left out). Without a reproducing minimal
+    script: the campaign's record, saying so."""
+    if not folder.numeric:
+        head = message_head(folder, checked)
+        if any(mark in head for mark in ("%", "::")):  # a quoted graph node: the sentence around it, without it
+            head = stated_message(folder, checked) or head
+        said = f"{folder.exception}: {head}" if folder.exception and head else head or folder.exception
+        unreduced = "" if error_text(folder, checked) else (" (as the campaign recorded it on the unreduced model: "
+                                                            "no minimal script reproduces it)")
+        return whole_words(said, ACTUAL_CHARS) + unreduced if said else ""
     lines: list[str] = []
     for line in error_text(folder, checked).splitlines():
         if line.startswith(_DATA_STARTS):
@@ -69,7 +128,7 @@ def actual(folder: BugFolder, checked: MinimalScript) -> str:
         recorded = quoted(str(folder.info.get("message") or folder.info.get("error_message") or ""))
         return f"{' '.join(recorded.split())} (as the campaign recorded it on the unreduced model: no minimal " \
                f"script reproduces it)" if recorded else ""
-    return text if len(text) <= ACTUAL_CHARS else text[:ACTUAL_CHARS - 3].rstrip() + "..."
+    return whole_words(text, ACTUAL_CHARS)
 
 
 def stated_message(folder: BugFolder, checked: MinimalScript) -> str:
@@ -77,8 +136,8 @@ def stated_message(folder: BugFolder, checked: MinimalScript) -> str:
     its ``Exception:`` prefix; the campaign's message where no minimal script reproduces."""
     raw = error_text(folder, checked)
     exception = folder.exception
-    if raw and exception and raw.startswith(f"{exception}:"):
-        raw = raw[len(exception) + 1:].lstrip()
+    raw = without_exception_names(raw, exception) if raw else raw
     info = {**folder.info, "error_message": raw, "message": raw} if raw else dict(folder.info)
     text = quoted(symptom(info))
-    return text.split(f"{exception}: ", 1)[-1] if exception and f"{exception}: " in text else text.split(": ", 1)[-1]
+    cause = text.split(f"{exception}: ", 1)[-1] if exception and f"{exception}: " in text else text.split(": ", 1)[-1]
+    return without_exception_names(cause, exception)

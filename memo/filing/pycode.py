@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 INDENT = "    "
@@ -48,3 +49,23 @@ RESERVED = frozenset({"np", "keras", "model", "x", "inputs", "actual", "expected
                       "lambda", "class", "def", "from", "import", "in", "is", "not", "and", "or", "if", "else",
                       "for", "while", "return", "with", "as", "pass", "None", "True", "False", "graph", "nodes",
                       "core", "compiled", "ov", "mx", "tvm", "os"})
+
+
+_FROM_IMPORT = re.compile(r"^from\s+(\S+)\s+import\s+(.+)$")
+
+
+def used_imports(imports: tuple[str, ...] | list[str], body: list[str]) -> list[str]:
+    """``imports`` with the names of each ``from X import a, b as c`` line that ``body`` never uses left out (a line
+    none of whose names is used goes); ``import X`` lines stay (importing may be what they are for)."""
+    code = "\n".join(body)
+    kept = []
+    for line in imports:
+        match = _FROM_IMPORT.match(line)
+        if match is None:
+            kept.append(line)
+            continue
+        names = [name.strip() for name in match.group(2).split(",")]
+        used = [name for name in names if re.search(rf"\b{re.escape(name.split(' as ')[-1].strip())}\b", code)]
+        if used:
+            kept.append(f"from {match.group(1)} import {', '.join(used)}")
+    return kept

@@ -20,7 +20,7 @@ from memo.filing.folder import EXPECTED_FILE, INPUTS_FILE, KERAS_FILE, ONNX_FILE
 from memo.backends.idioms import KERAS, Idiom
 from memo.filing.keras_code import keras_model_code
 from memo.filing.onnx_code import WEIGHTS_FILE, GraphNotWritable, onnx_file_inputs, onnx_graph_code
-from memo.filing.pycode import literal
+from memo.filing.pycode import literal, used_imports
 from memo.filing.training_idiom import NoTrainingIdiom, check_lines, training_lines
 from memo.kinds import TRAINING_KINDS
 from memo.triage.onnx_reference import EVALUATED, ONNX_REFERENCE_ARRAYS
@@ -35,6 +35,9 @@ SEEDED, ATTACHED, ONNX_ATTACHED, KERAS_ATTACHED = "seeded", "attached", "onnx-fi
 # A graph with more nodes is attached as its file: helper code for it would be no minimal script (Keras's own
 # export writes hundreds of nodes for a few layers).
 MAX_HELPER_NODES = 40
+# The longest script an issue shows: a longer candidate (a graph or a model built in code) gives way to one reading
+# the model from its attached file.
+MAX_SCRIPT_LINES = 40
 
 # Bug kinds a minimal script does not show, and why (memo's repro.py handles them).
 UNSCRIPTED_KINDS: dict[str, str] = {
@@ -230,7 +233,8 @@ def candidates(folder: BugFolder) -> list[Candidate]:
             why = str(exc)
     if not out:
         raise NoMinimalScript(why)
-    return out
+    short = [candidate for candidate in out if candidate.lines <= MAX_SCRIPT_LINES]
+    return short or out
 
 
 def _candidate(folder: BugFolder, idiom: Idiom, source: str, inputs: dict[str, np.ndarray],
@@ -245,11 +249,11 @@ def _candidate(folder: BugFolder, idiom: Idiom, source: str, inputs: dict[str, n
         files[INPUTS_FILE] = _npz(dict(zip(part.inputs, arrays)))
     if folder.numeric:
         files[EXPECTED_FILE] = _npz(_expected_outputs(folder, part.outputs))
+    body = [*part.lines, *_input_lines(arrays, part.inputs, idiom, source),
+            f"print({idiom.versions})", *idiom.call_for(str(folder.info.get("stage", ""))),
+            *(idiom.collect if folder.numeric else ()), *_check_lines(folder, idiom)]
     lines = [f"# {folder.library}: memo bug {folder.id}; exits 1 (an exception) when the bug shows",
-             *_env_lines(folder.library), *idiom.imports, "",
-             *part.lines, *_input_lines(arrays, part.inputs, idiom, source),
-             f"print({idiom.versions})", *idiom.call_for(str(folder.info.get("stage", ""))),
-             *(idiom.collect if folder.numeric else ()), *_check_lines(folder, idiom)]
+             *_env_lines(folder.library), *used_imports(idiom.imports, body), "", *body]
     return Candidate("\n".join(lines) + "\n", files, python, source)
 
 

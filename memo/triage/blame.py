@@ -15,7 +15,7 @@ from typing import Sequence, TypedDict
 
 from memo.backends.documented import declared_refusal, delegated_library
 from memo.bug_files import read_bug_file
-from memo.kinds import NUMERIC_KINDS, VerdictKind
+from memo.kinds import VerdictKind
 from memo.store import BugRow, CampaignStore
 from memo.triage.dedup import variants
 from memo.triage.onnx_reference import blamed_library
@@ -67,7 +67,7 @@ def decide_all(store: CampaignStore) -> int:
         details = failure_details(finding.verdict, finding.result) if finding else FailureDetails()
         info = read_bug_file(Path(bug.bug_dir)) if bug.bug_dir else {}
         blame = decide(bug, merged.get(bug.id, []), details,
-                       blamed_library(info) if bug.kind in NUMERIC_KINDS else None)
+                       blamed_library(info))  # a numeric finding, or an engine's crash on a converted file
         if dict(blame) != bug.blame:
             changed[bug.id] = blame
     if changed:

@@ -23,6 +23,18 @@ from memo.backends.spec import MessageRules
 CODE_FLAGS = frozenset({"ceil_mode", "count_include_pad", "exclude_outside", "keepdims", "transA", "transB"})
 OPERATOR_PART = "operator"  # the part of a crash's signature parts that names the failing operator
 NODE_PART = "node"  # ...and the node's name there, masked in the message the key compares
+TRANSLATOR_PART = "translator"  # the importer's per-operator function a crash arose in (its innermost such frame)
+
+# Where an importer translates one operator of the file it reads: a traceback frame (``module/path.py:function``, as
+# :func:`memo.triage.masks.library_frames` writes them) in that code names the operator that failed, whatever
+# exception the wrong translation then raises (MXNet's ``_slice`` reading the graph's first input's shape as its
+# own: an IndexError on one file, an MXNetError from ``slice_axis`` on another) and whatever layer wrote the node.
+SUBGRAPH_HOLDERS = frozenset({"Loop", "Scan", "If"})
+TRANSLATOR_FRAMES: tuple[re.Pattern[str], ...] = tuple(re.compile(pattern) for pattern in (
+    r"^mxnet/contrib/onnx/onnx2mx/_op_translations\.py:_?(?P<op>\w+)$",
+    r"^onnx2torch/node_converters/(?P<op>\w+)\.py:",
+    r"^onnx2pytorch/operations/(?P<op>\w+)\.py:",
+))
 
 
 @dataclass(frozen=True)
@@ -82,3 +94,95 @@ def failing_operator(message: str, onnx_path: Path | None = None) -> tuple[str, 
         return None
     attributes = _file_attributes(onnx_path, found) if onnx_path is not None and onnx_path.is_file() else None
     return operator_text(found.op, attributes or {}), found.node
+
+
+def _canonical(name: str) -> str:
+    return name.replace("_", "").lower()
+
+
+def translator_frame(frames: list[str] | tuple[str, ...], ops: set[str]) -> tuple[str, str] | None:
+    """(operator, frame) of the innermost frame of ``frames`` (innermost first) in an importer's per-operator code
+    (:data:`TRANSLATOR_FRAMES`) whose function or module is named after one of the file's operators ``ops``
+    (``_slice`` -> ``Slice``); None when no frame is."""
+    by_name = {_canonical(op): op for op in ops}
+    for index, frame in enumerate(frames):
+        for pattern in TRANSLATOR_FRAMES:
+            match = pattern.search(frame)
+            op = by_name.get(_canonical(match.group("op"))) if match else None
+            # a Loop's code around the failing frame only holds the body whose operator failed: no root cause
+            if op and not (index and op in SUBGRAPH_HOLDERS):
+                return op, frame
+    return None
+
+
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_SENTENCE_START = re.compile(r"(?:^|[.:!?]\s)\s*")
+
+
+def file_operators(onnx_path: Path | None) -> dict[str, str]:
+    """Operator -> the op type of the node whose subgraph holds it ("" at the top level), for every node of the
+    file at ``onnx_path`` and of its subgraphs (a Loop's body); empty when there is no readable file."""
+    if onnx_path is None or not onnx_path.is_file():
+        return {}
+    import onnx
+
+    try:
+        graph = onnx.load(str(onnx_path), load_external_data=False).graph
+    except Exception:  # an unreadable file names no operator
+        return {}
+    found: dict[str, str] = {}
+    level = [(node, "") for node in graph.node]
+    while level:  # the top level first: an operator there is never named by a subgraph holding it too
+        for node, holder in level:
+            found.setdefault(node.op_type, holder)
+        level = [(inner, holder or node.op_type) for node, holder in level for attr in node.attribute
+                 for sub in ([attr.g] if attr.HasField("g") else list(attr.graphs)) for inner in sub.node]
+    return found
+
+
+def _producers(onnx_path: Path) -> dict[str, str]:
+    import onnx
+
+    try:
+        graph = onnx.load(str(onnx_path), load_external_data=False).graph
+    except Exception:  # noqa: BLE001 - an unreadable file names no value
+        return {}
+    return {output: node.op_type for node in graph.node for output in node.output}
+
+
+def culprit_operator(message: str, frames: list[str] | tuple[str, ...], onnx_path: Path | None) -> str | None:
+    """The operator of the file at ``onnx_path`` a converter's or an engine's crash failed in, as a title names it
+    (``Conv in a Loop body`` where only a subgraph holds it): the node the message names; else an operator the
+    message names as a word (torch's ``Conv3d`` for ``Conv``); else the importer's per-operator frame
+    (:func:`translator_frame`); else the producer of a value the message quotes (MXNet's ``KeyError: 'split2'``).
+    None when none of these names one."""
+    ops = file_operators(onnx_path)
+    named = failing_node(message)
+    op = named.op if named is not None else None
+    if op is None:  # a word opening a sentence ("Shape mismatch") names no operator unless code (Conv3d.__init__)
+        openings = {start.end() for start in _SENTENCE_START.finditer(message)}
+        words = [match.group(0) for match in _WORD.finditer(message)
+                 if match.start() not in openings or message[match.end():match.end() + 1] in (".", "(")]
+        op = next((candidate for word in words for candidate in ops
+                   if candidate[:1].isupper() and re.fullmatch(rf"{re.escape(candidate)}(?:[123][dD])?", word)), None)
+    if op is None:
+        found = translator_frame(frames, set(ops))
+        op = found[0] if found else None
+    if op is None and onnx_path is not None and onnx_path.is_file():
+        producers = _producers(onnx_path)
+        op = next((producers[value] for value in re.findall(r"'([^']+)'", message) if value in producers), None)
+    if op is None:
+        return None
+    holder = ops.get(op, "")
+    return f"{op} in a {holder} body" if holder else op
+
+
+def node_parts(message: str, frames: list[str] | tuple[str, ...], onnx_path: Path | None) -> dict[str, str]:
+    """The parts a converter's or an engine's crash adds to its root-cause key: the node its message names (its
+    operator and name), else the importer's per-operator code it failed in (the operator and that frame: one
+    translation's defect, whichever exception it raises); empty when neither is known."""
+    named = failing_operator(message, onnx_path)
+    if named is not None:
+        return {OPERATOR_PART: named[0], NODE_PART: named[1]}
+    found = translator_frame(frames, set(file_operators(onnx_path)))
+    return {OPERATOR_PART: found[0], TRANSLATOR_PART: found[1]} if found else {}

@@ -14,9 +14,16 @@ inputs. Against the reference library's outputs (Keras on TensorFlow) and the en
 
 The opinion is kept in ``bug.json`` (:data:`ONNX_REFERENCE_KEY`), decides the library an entry is filed against
 (:func:`blamed_library`) and settles a float64 truth that only special values left open (:func:`settle`).
+
+An engine's crash on a converted file gets an opinion too (:func:`opine_on_crash`): where the evaluator fails on
+that file as well (for a reason other than an operator it lacks), or returns outputs of other shapes than Keras's,
+the file is wrong and the **converter** is blamed (tf2onnx's fixed-size Resize as float scales: the engine following
+the specification gets a size Keras does not, and a later node fails); where it runs the file to Keras's shapes, the
+**engine** is.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -24,8 +31,10 @@ import numpy as np
 
 from memo.artifact import Artifact
 from memo.artifact_files import ARTIFACT_FILES
+from memo.bug_files import INPUTS_FILE, read_bug_file, write_bug_file
 from memo.backends import CONVERTERS, find_spec, produced_by, producer_of
 from memo.backends.onnx_reference import reference_outputs
+from memo.triage.failing_node import SUBGRAPH_HOLDERS, culprit_operator, file_operators
 from memo.json_types import JsonObject
 from memo.oracle import Thresholds
 from memo.oracle.criterion import agree, mismatch, nan_problem
@@ -181,3 +190,99 @@ def settle(truth: Truth, opinion: Opinion | None) -> Truth:
     what = "NaN not propagated" if opinion.nan_not_propagated else "special values against the operator's contract"
     truth.reason = f"{what}: {opinion.reason} (float64 alone: {truth.reason})"
     return truth
+
+
+# What the evaluator says when the file is beyond it, not wrong: an operator it lacks, a graph too large, too slow.
+_NO_OPINION = re.compile(r"NotImplemented|not implemented|No implementation|not supported|Unsupported|over the limit|"
+                         r"did not finish|ModuleNotFoundError|ImportError|exit -?\d+$", re.IGNORECASE)
+CRASH_FILE = "model.onnx"  # the converted file in a bug folder (memo.triage.bugdir.converted_file)
+
+
+_EVALUATOR_OPERATOR = re.compile(r"\[in op_(?P<module>\w+)\]|operator '(?P<op>\w+)'")
+
+
+def _canon(name: str) -> str:
+    return name.replace("_", "").lower()
+
+
+def _failing_operator(said: str) -> str | None:
+    """The operator the evaluator failed in, from its message (``binary operator 'Add'``) or the module it raised
+    in (``[in op_conv_transpose]``)."""
+    found = [match.group("op") or match.group("module") for match in _EVALUATOR_OPERATOR.finditer(said)]
+    return found[0] if found else None
+
+
+def _shapes(shapes: list[tuple[int, ...]]) -> str:
+    return ", ".join("(" + ", ".join(str(d) for d in shape) + ")" for shape in shapes)
+
+
+def judge_crash(evaluated: list[np.ndarray] | str, keras_shapes: list[tuple[int, ...]], reference_name: str,
+                file: str, converter: str | None, engine: str, subgraphs: bool = False,
+                engine_op: str | None = None) -> Opinion:
+    """The opinion on ``engine``'s crash on ``converter``'s file (of kind ``file``), given the evaluator's outputs
+    on it (or why there are none) and the shapes of the reference library's outputs on the Keras model. Other
+    shapes from a file with ``subgraphs`` (a Loop, a Scan, an If) decide nothing: the evaluator's control flow is
+    likelier wrong there than the file (tf2onnx's ConvLSTM1D Loop: (4, 8) where Keras and ONNX Runtime give
+    (2, 4, 8)). The evaluator failing counts only where it fails in the operator the engine fails in
+    (``engine_op``; unknown: any), as the evaluator's message or its operator's module names it."""
+    opinion = Opinion(file=file, converter=converter)
+    on_file = f"{converter or 'the converter'}'s file"
+    if isinstance(evaluated, str):
+        failed_in = _failing_operator(evaluated)
+        if _NO_OPINION.search(evaluated) or (failed_in and engine_op and _canon(failed_in) != _canon(engine_op)):
+            # beyond the evaluator, or failing elsewhere than the engine: not the same failure
+            opinion.reason = f"no opinion: {evaluated}" + (f" (the engine fails in {engine_op})" if engine_op else "")
+            return opinion
+        opinion.decision, opinion.blamed = CONVERTER, converter
+        opinion.reason = (f"{EVALUATOR} fails on {on_file} too ({evaluated.rpartition('this file: ')[2]}), while "
+                          f"{reference_name} runs the Keras model: the file is wrong, the converter's bug")
+        return opinion
+    shapes = [tuple(int(d) for d in np.shape(array)) for array in evaluated]
+    if keras_shapes and shapes != keras_shapes and subgraphs:
+        opinion.reason = (f"no opinion: {EVALUATOR} on {on_file} returns shape {_shapes(shapes)} where "
+                          f"{reference_name} returns {_shapes(keras_shapes)}, in a file with control flow")
+        return opinion
+    if keras_shapes and shapes != keras_shapes:
+        opinion.decision, opinion.blamed = CONVERTER, converter
+        opinion.reason = (f"{EVALUATOR} on {on_file} returns shape {_shapes(shapes)} where {reference_name} returns "
+                          f"{_shapes(keras_shapes)}: the file computes another shape, the converter's bug")
+        return opinion
+    opinion.decision, opinion.blamed = ENGINE, engine
+    opinion.reason = (f"{EVALUATOR} runs {on_file} and returns output{'s' if len(shapes) > 1 else ''} of shape "
+                      f"{_shapes(shapes)}" + (f", as {reference_name} does" if keras_shapes else "")
+                      + f": the file is valid, {engine}'s bug")
+    return opinion
+
+
+def keras_output_shapes(info: JsonObject) -> list[tuple[int, ...]]:
+    """The shapes of the reference library's outputs on the reduced model (``bug.json``'s ``io``)."""
+    reference = str(info.get("reference") or "")
+    rows = (info.get("io") or {}).get("outputs") or []
+    shapes = [row.get(f"{reference} shape") for row in rows if isinstance(row, dict)]
+    return [tuple(int(d) for d in shape) for shape in shapes if isinstance(shape, list)
+            and all(isinstance(d, int) for d in shape)]
+
+
+def opine_on_crash(folder: Path, scratch: Path, timeout_s: float = 60.0) -> Opinion | None:
+    """The third opinion on the crash kept in the bug folder ``folder`` of an engine reading a converted file, asked
+    once and kept in its ``bug.json`` (None: not such a crash, or no file or inputs to run)."""
+    info = read_bug_file(folder)
+    library = str(info.get("library") or "")
+    file = onnx_file_of(library)
+    if info.get("kind") != "crash" or file is None or library in CONVERTERS:
+        return None
+    if ONNX_REFERENCE_KEY in info:
+        return Opinion.from_json(info[ONNX_REFERENCE_KEY])
+    path, inputs_path = folder / CRASH_FILE, folder / INPUTS_FILE
+    if not path.is_file() or not inputs_path.is_file():
+        return None
+    with np.load(inputs_path, allow_pickle=False) as data:
+        inputs = {name: data[name] for name in data.files}
+    evaluated = reference_outputs(path, inputs, scratch, timeout_s=timeout_s)
+    signature = info.get("signature") if isinstance(info.get("signature"), dict) else {}
+    engine_op = culprit_operator(str(info.get("error_message") or ""), list(signature.get("frames") or []), path)
+    opinion = judge_crash(evaluated, keras_output_shapes(info), str(info.get("reference") or "Keras"), file,
+                          producer_of(file), library, bool(set(file_operators(path)) & SUBGRAPH_HOLDERS),
+                          engine_op.split(" ")[0] if engine_op else None)
+    write_bug_file(folder, {**info, ONNX_REFERENCE_KEY: opinion.to_json()})
+    return opinion

@@ -23,7 +23,7 @@ from memo.oracle.verdict import VerdictSummary
 from memo.store import BugRow, CampaignStore
 from memo.bug_files import INPUTS_FILE, IR_FILE, Reduction, read_bug_file, write_bug_file
 from memo.triage.bugdir import converted_file
-from memo.triage.failing_node import NODE_PART, OPERATOR_PART, failing_operator
+from memo.triage.failing_node import node_parts
 from memo.triage.finding import Finding, load_finding
 from memo.triage.onnx_reference import (ONNX_REFERENCE_ARRAYS, ONNX_REFERENCE_KEY, Opinion, ask_reference,
                                         blamed_library, onnx_file_of, settle)
@@ -123,9 +123,8 @@ def root_cause_parts(parts: JsonObject, folder: Path) -> JsonObject:
         parts = {**parts, TRUTH_DECISION: truth["decision"]}
     if parts.get("kind") == CRASH and _reads_a_converted_file(str(parts.get("library", ""))):
         # a converter's or an engine's crash: the node of the converted file its message names
-        named = failing_operator(str(data.get("error_message") or ""), folder / converted_file("onnx"))
-        if named is not None:
-            parts = {**parts, OPERATOR_PART: named[0], NODE_PART: named[1]}
+        parts = {**parts, **node_parts(str(data.get("error_message") or ""), list(parts.get("frames") or []),
+                                       folder / converted_file("onnx"))}
     located = data.get("localization") or {}
     if parts.get("kind") in NUMERIC_KINDS and located.get("layer_class"):
         # the first misbehaving layer of the REDUCED model; when it is right alone, the first of the layers that

@@ -364,6 +364,8 @@ def reduced_keys(parts: dict[str, Any], reduced: ModelIR) -> tuple[str, ...]:
                 if computing != library:  # Keras's export failing as Keras on torch does: one entry, the latter's
                     keys.append(digest({**common, "library": computing, "exception": parts["exception"],
                                         "code_path": paths, "message": pattern}))
+        if parts.get("translator"):  # an importer's translation of one operator: one defect, whatever it raises
+            keys.append(digest({**common, "operator": parts.get("operator"), "translator": parts["translator"]}))
         if described and parts.get("operator"):  # the failing node of a converted file, whichever layer wrote it
             node = str(parts.get("node") or "")
             keys.append(digest({**common, "exception": parts["exception"], "operator": parts["operator"],
