@@ -319,12 +319,16 @@ def differing_names(arrays: Arrays, reference: Arrays, stage: str,
                     thresholds: Thresholds = Thresholds()) -> list[str]:
     """What every array of ``stage`` that differs from the reference's stands for (:func:`array_name`: weight paths,
     ``input N``), not only the first: the per-weight comparison triage localizes a gradient difference with."""
-    wrong = []
-    for key in stage_keys(reference, stage):
-        if key in arrays and compare_stage("", stage, {key: arrays[key], **_names(arrays)},
-                                           {key: reference[key], **_names(reference)}, thresholds) is not None:
-            wrong.append(array_name(reference, key))
-    return wrong
+    return [array_name(reference, key) for key in stage_keys(reference, stage)
+            if key in arrays and compare_array("", stage, arrays, reference, key, thresholds) is not None]
+
+
+def compare_array(backend: str, stage: str, arrays: Arrays, reference: Arrays, key: str,
+                  thresholds: Thresholds = Thresholds()) -> TrainingVerdict | None:
+    """:func:`compare_stage` of the one array ``key`` of both (with the arrays that name it): a bug's own array
+    judged whichever other array of its stage differs first (a bug's script checks its array so)."""
+    return compare_stage(backend, stage, {key: arrays[key], **_names(arrays)},
+                         {key: reference[key], **_names(reference)}, thresholds)
 
 
 def _names(arrays: Arrays) -> dict[str, np.ndarray]:

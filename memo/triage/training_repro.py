@@ -26,6 +26,7 @@ _CODE: tuple[tuple[str, str], ...] = (
     ("memo.backends.training", "training_stages"),
     ("memo.training.judge", "COMPUTED_BY"),
     ("memo.training.judge", "compare_stage"),
+    ("memo.training.judge", "compare_array"),
     ("memo.oracle.criterion", "Thresholds"),
 )
 # Imports the frame makes itself.
@@ -64,7 +65,8 @@ def main() -> int:
         return 1
     with np.load(HERE / "expected.npz", allow_pickle=False) as data:
         expected = {{key: data[key] for key in data.files}}
-    verdict = compare_stage(BACKEND, STAGE, record, expected, THRESHOLDS)
+    verdict = (compare_array(BACKEND, STAGE, record, expected, ARRAY, THRESHOLDS)
+               if ARRAY in record and ARRAY in expected else compare_stage(BACKEND, STAGE, record, expected, THRESHOLDS))
     if verdict is None:
         print(f"{{BACKEND}} agrees with the expected {{STAGE}} arrays: not reproduced")
         return 1
