@@ -13,6 +13,7 @@ from memo.backends.plugins import PluginInfo, read_plugin
 from memo.backends.spec import ConverterSpec
 from memo.errors import UsageError
 from memo.json_types import JsonObject
+from memo.kinds import TRAINING_KINDS
 from memo.model.build import infer_shapes
 from memo.model.ir import ModelIR
 from memo.store import DB_NAME, CampaignStore
@@ -110,7 +111,7 @@ def materialize(folder: Path, source: Path, ir: ModelIR, bug: JsonObject, roles:
     shutil.copyfile(source / ARTIFACT_FILES["keras"], folder / MODEL_FILE)
     shutil.copyfile(source / INPUTS_FILE, folder / INPUTS_FILE)
     (folder / IR_FILE).write_text(ir.dumps())
-    library, stage, _others = recorded_as(bug["library"], bug.get("stage") or "")  # whose code shows it
+    library, _stage, _others = recorded_as(bug["library"], bug.get("stage") or "")  # whose code shows it
     kind = bug["kind"]
     faulty = roles.faulty if roles else library
     good = roles.good if roles else None
@@ -133,20 +134,46 @@ def materialize(folder: Path, source: Path, ir: ModelIR, bug: JsonObject, roles:
             "io": io_summary(inputs, _outputs(source / "outputs" / f"{faulty}.npz"), good_outputs,
                              (faulty, good or "reference")), **{k: v for k, v in extra.items() if k != "plugins"}}
     data["python_library"] = library if spec is not None else runs
+    write_script(folder, data, ir, plugin, has_expected=bool(good_outputs))
+    write_bug_file(folder, data)
+    return data
+
+
+def write_script(folder: Path, data: JsonObject, ir: ModelIR, plugin: PluginInfo | None, *,
+                 has_expected: bool) -> None:
+    """Write ``folder``'s ``repro.py`` from its ``bug.json`` facts (``data``, updated with how to run it) by the
+    current code; a numeric bug's needs the expected output (``has_expected``). :func:`materialize` writes it so,
+    and a bug adopted from the bug database gets its script rewritten so (:func:`refresh_script`): a script an
+    older memo wrote may not run on the newest code where the current one does."""
+    kind = data["kind"]
+    library, stage, _others = recorded_as(data["library"], data.get("stage") or "")
+    faulty = data.get("faulty") or library
+    runs = faulty if isinstance(registered(library), ConverterSpec) and kind in NUMERIC_CHECKS else library
     plugin_path = plugin.path if plugin else None
     scriptable = supported(library, plugin_path) and (runs == library or supported(runs, plugin_path))
-    if scriptable and (kind not in NUMERIC_CHECKS or good_outputs):
+    if scriptable and (kind not in NUMERIC_CHECKS or has_expected):
         text, _files = render_script(
-            bug_id=bug["id"], kind=kind, library=library, faulty=faulty, symptom=symptom_line({**bug, **extra}),
-            input_names=[layer.name for layer in ir.input_layers], reference=good or "",
-            expected_exception=bug.get("exception") or "", expected_message=bug.get("error_message") or "",
-            expected_stage=stage, timeout_s=float(extra.get("timeout_s", 60.0)),
-            plugin=plugin_path, plugin_env=plugin.env if plugin else None)
+            bug_id=data["id"], kind=kind, library=library, faulty=faulty,
+            symptom=symptom_line(data), input_names=[layer.name for layer in ir.input_layers],
+            reference=data.get("reference") or "", expected_exception=data.get("exception") or "",
+            expected_message=data.get("error_message") or "", expected_stage=stage,
+            timeout_s=float(data.get("timeout_s", 60.0)), plugin=plugin_path, plugin_env=plugin.env if plugin else None)
         (folder / "repro.py").write_text(text)
-        data["repro_command"] = "python -m memo repro " + bug["id"]
+        data.pop("repro_missing", None)
+        data["repro_command"] = "python -m memo repro " + data["id"]
         data["python"] = script_python(data["python_library"], plugin.python if plugin else None)
     else:
         data["repro_missing"] = f"no reproduction recipe for {runs}" if not scriptable else \
             "no reference output to compare with"
-    write_bug_file(folder, data)
-    return data
+
+
+def refresh_script(folder: Path, data: JsonObject) -> bool:
+    """Rewrite the ``repro.py`` of a bug folder copied from the bug database with the current code (a training
+    bug's, written by :mod:`memo.triage.training_repro`, and a plugin's are kept); whether it was rewritten."""
+    if data.get("kind") in TRAINING_KINDS or "python_library" not in data or not (folder / IR_FILE).is_file() \
+            or registered(str(data.get("faulty") or data["python_library"])) is None:
+        return False
+    before = (folder / "repro.py").read_text() if (folder / "repro.py").is_file() else ""
+    write_script(folder, data, ModelIR.loads((folder / IR_FILE).read_text()), None,
+                 has_expected=(folder / EXPECTED_FILE).is_file())
+    return (folder / "repro.py").is_file() and (folder / "repro.py").read_text() != before
