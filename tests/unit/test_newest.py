@@ -96,3 +96,22 @@ def test_the_bug_database_records_a_fix_upstream_and_its_regression(tmp_path: Pa
         assert db.get(first).status == "fixed-upstream"
         # a release recheck that no longer shows it: fixed in that release
         assert db.record_recheck(first, "fixed", "", {}, 1.0, "keras 3.16.0").startswith("fixed in")
+
+
+def test_an_issue_text_names_development_builds_only_where_they_ran(tmp_path: Path) -> None:
+    """The environment line of an issue text: "development builds" when the rerun had one (keras-nightly,
+    keras-openvino...), "the newest releases" when no library of the bug publishes one (OpenVINO alone)."""
+    import json
+
+    from memo.bug_files import NEWEST_FILE
+    from memo.filing.folder import BugFolder
+    from memo.filing.issue import newest_lines
+
+    def line(versions: dict[str, str], build: str) -> list[str]:
+        (tmp_path / NEWEST_FILE).write_text(json.dumps({"result": "reproduces", "build": build, "versions": versions}))
+        return newest_lines(BugFolder(tmp_path, {}))
+
+    assert line({"openvino": "2026.4.1"}, "openvino 2026.4.1") == [
+        "- still reproduces on the newest releases (no development build of them is published): openvino 2026.4.1"]
+    assert line({"keras-nightly": "3.16.0.dev2026102704", "jax": "0.10.2"}, "keras-nightly 3.16.0.dev2026102704") == [
+        "- still reproduces on the development builds: keras-nightly 3.16.0.dev2026102704"]
