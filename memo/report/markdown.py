@@ -171,8 +171,9 @@ def _apart(data: JsonObject) -> list[str]:
     lines: list[str] = []
     if data.get("unconfirmed"):
         lines += ["", "## Unconfirmed findings (did not show again; not bugs)", "",
-                  "| kind | library | stage | occurrences |", "|---|---|---|---|"]
-        lines += [f"| {u['kind']} | {u['library']} | {u['stage']} | {u['occurrences']} |" for u in data["unconfirmed"]]
+                  "| finding | kind | library | stage | occurrences |", "|---|---|---|---|---|"]
+        lines += [f"| {u['id']} | {u['kind']} | {u['library']} | {u['stage']} | {u['occurrences']} |"
+                  for u in data["unconfirmed"]]
     if data.get("awaiting_localization"):
         lines += ["", "## Numeric findings awaiting localization (not bugs yet)", "",
                   "NaN/inconsistency findings become bugs once their first misbehaving layer is known.", "",

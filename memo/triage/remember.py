@@ -20,7 +20,8 @@ from memo.json_types import JsonObject
 from memo.newest import FIXED_UPSTREAM
 from memo.model.ir import ModelIR
 from memo.store import BugRow, CampaignStore
-from memo.bug_files import BUG_FILE, IR_FILE, MODEL_FILE, REPRO_FILE, Reduction, read_bug_file, write_bug_file
+from memo.bug_files import (BUG_FILE, IR_FILE, MODEL_FILE, NEWEST_FILE, REPRO_FILE, Reduction, read_bug_file,
+                            write_bug_file)
 from memo.triage.bugdir import bug_folder
 from memo.triage.describe import symptom
 from memo.triage.materialize import refresh_script
@@ -141,6 +142,7 @@ def adopt_known(db: BugDatabase, store: CampaignStore, bug: BugRow) -> KnownBug 
                  "original_layers": original, "reduced_layers": len(ir.body)}
     data.update(id=bug.id, known_as=known.id, copied_from=known.origin, reduction=reduction)
     refresh_script(folder, data)  # the database's script is an older memo's: the current one runs where it runs
+    (folder / NEWEST_FILE).unlink(missing_ok=True)  # the known bug's rerun on the newest code, not this campaign's
     write_bug_file(folder, data)
     store.triage.update_bug(bug.id, bug_dir=str(folder), original_layers=original, reduced_layers=len(ir.body),
                             reduction=reduction, layer=data.get("layer"), repro=str(folder / REPRO_FILE),

@@ -22,6 +22,6 @@ def test_an_unconfirmed_finding_is_listed_apart_not_counted_as_a_bug(tmp_path: P
     assert first not in {bug["id"] for bug in data["bugs"]} and second in {bug["id"] for bug in data["bugs"]}
     assert data["triage"]["bugs"] == len(data["bugs"])
     html = write_report(directory, tmp_path / "r.html").read_text()
-    assert 'id="unconfirmed"' in html and "1 unconfirmed</a>" in html
+    assert 'id="unconfirmed"' in html and "1 unconfirmed</a>" in html and f"<td>{first}</td>" in html
     markdown = write_report(directory, tmp_path / "r.md", "markdown").read_text()
-    assert "## Unconfirmed findings" in markdown
+    assert "## Unconfirmed findings" in markdown and f"| {first} |" in markdown
