@@ -28,6 +28,8 @@ DEV_BUILDS: Mapping[str, str] = {"keras": "keras-nightly", "tensorflow-cpu": "tf
 # Distributions only the newest code needs for a library: keras-nightly loads its OpenVINO backend from the
 # keras-openvino package (a pluggable backend) where the Keras release carries it inside; a report names its version.
 NEXT_ONLY: Mapping[str, tuple[str, ...]] = {"keras-openvino": ("keras-openvino",)}
+# The distributions that are development builds or come with them: a rerun that had one ran on the development builds.
+BUILD_DISTRIBUTIONS = frozenset(DEV_BUILDS.values()) | {name for names in NEXT_ONLY.values() for name in names}
 
 # The check's results, as triage stores them with the bug (``BugRow.newest["result"]``).
 STILL_REPRODUCES, FIXED_UPSTREAM, CANNOT_RUN, NOT_APPLICABLE = "reproduces", "fixed", "error", "not applicable"

@@ -120,7 +120,6 @@ OPENVINO_TRAINER_MODULES = ("keras.src.backend.openvino.trainer", "keras_openvin
 
 def _openvino_trainer() -> Any:
     """The module whose ``ov`` is the openvino module Keras's OpenVINO trainer compiles with."""
-
     for name in OPENVINO_TRAINER_MODULES:
         try:
             return importlib.import_module(name)

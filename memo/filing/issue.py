@@ -14,7 +14,7 @@ from memo.backends import find_spec, producer_of
 from memo.backends.spec import UNKNOWN_UPSTREAM
 from memo.backends.versions import distribution_versions
 from memo.bug_files import NEWEST_FILE
-from memo.newest import CANNOT_RUN, DEV_BUILDS, NEXT_ONLY, STILL_REPRODUCES
+from memo.newest import BUILD_DISTRIBUTIONS, CANNOT_RUN, STILL_REPRODUCES
 from memo.filing.check import MinimalScript, cached_minimal, minimal_script
 from memo.filing.observed import (ERROR_LINES, actual, error_excerpt, error_text, message_head, quoted, stated_message,
                                   whole_words)
@@ -174,8 +174,7 @@ def newest_lines(folder: BugFolder) -> list[str]:
     except (OSError, ValueError):
         return []
     build = newest.get("build") or "the newest code"
-    builds = set(DEV_BUILDS.values()) | {name for names in NEXT_ONLY.values() for name in names}
-    where = "the development builds" if builds & set(newest.get("versions") or {}) else \
+    where = "the development builds" if BUILD_DISTRIBUTIONS & set(newest.get("versions") or {}) else \
         "the newest releases (no development build of them is published)"
     if newest.get("result") == STILL_REPRODUCES:
         return [f"- still reproduces on {where}: {build}"]
