@@ -61,6 +61,37 @@ class Sample:
     bugs: int
     backlog_bugs: int
     backlog_localizations: int
+    memo_cpu_s: float = 0.0
+    workers_cpu_s: float = 0.0
+    scripts_cpu_s: float = 0.0
+
+
+WORKER_MODULE = "memo.backends.worker"
+
+
+def tree_cpu(pid: int) -> tuple[float, float, float]:
+    """Cumulative CPU seconds (user + system) of memo itself (all its threads: generation, the pipeline, the triage
+    thread), of its live warm workers, and of everything else it started: live fresh processes (repro.py reruns,
+    script checks, the newest-code checks) plus every child it already reaped (those scripts, and the workers it
+    retired, whose CPU the kernel adds to the parent's ``children`` times)."""
+    try:
+        root = psutil.Process(pid)
+        times = root.cpu_times()
+        children = root.children(recursive=True)
+    except psutil.Error:
+        return 0.0, 0.0, 0.0
+    workers = others = 0.0
+    for child in children:
+        try:
+            cpu = sum(child.cpu_times()[:2])
+            is_worker = WORKER_MODULE in child.cmdline()
+        except psutil.Error:
+            continue
+        if is_worker:
+            workers += cpu
+        else:
+            others += cpu
+    return times.user + times.system, workers, others + times.children_user + times.children_system
 
 
 def tree_rss(pid: int) -> tuple[float, list[float]]:
@@ -105,12 +136,14 @@ def store_figures(campaign: Path) -> dict[str, int]:
 def take_sample(pid: int, began: float, name: str) -> Sample:
     campaign, artifacts = REPO / "campaigns" / name, REPO / "mutants" / name
     own, workers = tree_rss(pid)
+    memo_cpu, workers_cpu, scripts_cpu = tree_cpu(pid)
     sqlite_bytes = sum(path.stat().st_size for path in campaign.glob("campaign.sqlite*")) if campaign.exists() else 0
     return Sample(elapsed_s=round(time.monotonic() - began, 1), memo_mb=round(own), workers_mb=round(sum(workers)),
                   largest_worker_mb=round(max(workers, default=0.0)), workers=len(workers),
                   available_mb=round(psutil.virtual_memory().available / 2**20),
                   campaign_mb=round(tree_bytes(campaign) / 2**20, 1), artifacts_mb=round(tree_bytes(artifacts) / 2**20, 1),
-                  sqlite_mb=round(sqlite_bytes / 2**20, 2), **store_figures(campaign))
+                  sqlite_mb=round(sqlite_bytes / 2**20, 2), **store_figures(campaign),
+                  memo_cpu_s=round(memo_cpu, 1), workers_cpu_s=round(workers_cpu, 1), scripts_cpu_s=round(scripts_cpu, 1))
 
 
 def fuzz_process(name: str) -> psutil.Process | None:
@@ -160,6 +193,19 @@ def per_ten_minutes(samples: list[Sample]) -> float:
     return 600 * (samples[-1].executed - samples[0].executed) / (samples[-1].elapsed_s - samples[0].elapsed_s)
 
 
+def cpu_split(samples: list[Sample]) -> str:
+    """Where the CPU went over the samples' span: memo's own process, the warm workers, the fresh processes."""
+    alive = [s for s in samples if s.memo_cpu_s > 0]  # the sample after the campaign's exit has no process to read
+    if len(alive) < 2:
+        return "no CPU samples"
+    first, last = alive[0], alive[-1]
+    parts = {"memo": last.memo_cpu_s - first.memo_cpu_s, "workers": last.workers_cpu_s - first.workers_cpu_s,
+             "fresh processes": last.scripts_cpu_s - first.scripts_cpu_s}
+    total, wall = sum(parts.values()), max(1e-9, last.elapsed_s - first.elapsed_s)
+    shares = ", ".join(f"{name} {100 * value / max(total, 1e-9):.0f} %" for name, value in parts.items())
+    return f"{total / wall:.2f} cores busy ({shares})"
+
+
 def summary(samples: list[Sample], minutes: float, exit_code: int | None, wall_s: float) -> list[str]:
     """Issue 42's figures from the samples."""
     fuzzing_s = split_budget(60 * minutes, None)[0] or 0.0  # the slot's fuzzing share, as the campaign splits it
@@ -176,6 +222,7 @@ def summary(samples: list[Sample], minutes: float, exit_code: int | None, wall_s
              f"{peak(last_30):.0f} MB ({100 * (peak(last_30) / max(peak(first_hour), 1) - 1):+.0f} %)",
              f"- executed per 10 minutes: first hour {per_ten_minutes(first_hour):.1f}, last half hour of fuzzing "
              f"{per_ten_minutes(last_half):.1f} ({100 * per_ten_minutes(last_half) / max(per_ten_minutes(first_hour), 1e-9):.0f} %)"]
+    lines.append(f"- CPU: first hour {cpu_split(first_hour)}; last half hour of fuzzing {cpu_split(last_half)}")
     if first_hour and end_fuzz:
         lines.append(f"- triage backlog (bugs + localizations): end of the first hour "
                      f"{first_hour[-1].backlog_bugs} + {first_hour[-1].backlog_localizations}, end of fuzzing "
