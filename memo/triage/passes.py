@@ -1,10 +1,14 @@
 """A triage pass: deduplicate, then spend the time budget on units of work, most useful first.
 
-Units alternate between reducing a bug (never-tried bugs first, then by occurrences) and localizing a
-NaN/inconsistency finding (one per library before a second of the same library), so that neither a flood of
-numeric findings nor a long list of crashes starves the other. Each reduced bug gets its root-cause key
-on the reduced model and is merged with an earlier bug that has the same key; its folder, script and
-repro check are written at once, so a pass that runs out of time leaves finished bugs, not half-finished
+The kinds of unit take turns (:data:`UNIT_TURNS`): reducing a bug (never-tried bugs first, then by occurrences),
+localizing a NaN/inconsistency finding (one per library before a second of the same library), rerunning a finished
+bug on the newest code, a float64 truth, a script check left by an earlier pass; a kind without work passes its turn.
+The turn is kept in the store, so it goes on from one pass to the next (a campaign's background passes are short)
+instead of each pass starting with a bug: that starved the localizations (campaign m40 localized 3 of its 39 numeric
+findings while the bug and newest-code units took every turn; n40, before the newest-code unit, 21).
+
+Each reduced bug gets its root-cause key on the reduced model and is merged with an earlier bug that has the same
+key; its folder, script and repro check are written at once, so a pass that runs out of time leaves finished bugs, not half-finished
 ones. Idempotent: a finished bug is not redone; a reduction that ran out of time continues from its folder.
 """
 from __future__ import annotations
@@ -49,6 +53,22 @@ SCRIPT_CHECK_S = 15.0
 # each begins by running the model on every library involved (two runs for a bug: its check and, after
 # reduction, the final one), so one started with a second left overran a 5-minute campaign's slot by 28 s.
 MIN_STEP_S = 12.0
+UNIT_TURNS = ("bug", "newest", "localization", "truth", "script")
+"""The kinds of unit of a pass, in the order they take turns."""
+TURN_META = "triage_turn"
+"""The store's meta key holding the kind of unit whose turn is next."""
+
+
+def turn_order(first: object) -> tuple[str, ...]:
+    """The kinds of unit in the order a step tries them when ``first``'s turn is next (an unknown or missing turn: a
+    bug's)."""
+    start = UNIT_TURNS.index(first) if first in UNIT_TURNS else 0
+    return UNIT_TURNS[start:] + UNIT_TURNS[:start]
+
+
+def turn_after(kind: str) -> str:
+    """The kind whose turn follows ``kind``'s."""
+    return turn_order(kind)[1]
 
 
 # ---------------------------------------------------------------------------- localization
@@ -296,27 +316,29 @@ class _Units:
         self.session, self.store, self.known_db = session, session.store, known_db
         self.localizations = localizations
         self.quick = quick  # a pass without a budget (``memo report``): folders from the kept artifacts
-        self.turn = 0
         self.tried: set[str] = set()
         self.tried_truth: set[str] = set()
         self.tried_newest: set[str] = set()
         self.touched: set[str] = set()  # the bugs whose folder this pass wrote or judged: their key may change
 
     def step(self) -> bool:
-        """Do the next unit; False when the pass is over (nothing left it could do, or the campaign stops)."""
-        for unit in (self._bug, self._newest, self._localization, self._truth, self._script):
-            done = unit()
+        """Do the next unit, the kind whose turn it is first (:data:`UNIT_TURNS`); False when the pass is over
+        (nothing left it could do, or the campaign stops)."""
+        units = {"bug": self._bug, "newest": self._newest, "localization": self._localization, "truth": self._truth,
+                 "script": self._script}
+        for kind in turn_order(self.store.get_meta(TURN_META)):
+            done = units[kind]()
             if done is not None:
-                self.turn += 1
+                self.store.set_meta(TURN_META, turn_after(kind))
                 return done
         return False
 
     def _bug(self) -> bool | None:
-        """Reduce the next pending bug (or adopt it from the bug database), alternating with localizations."""
+        """Reduce the next pending bug (or adopt it from the bug database)."""
         session = self.session
         bugs = [bug for bug in pending_bugs(self.store) if bug.id not in self.tried
                 and (self.quick or _fits(session, bug))]
-        if not bugs or not (self.turn % 2 == 0 or not self.localizations or session.remaining() <= 0):
+        if not bugs:
             return None
         bug = bugs[0]
         self.tried.add(bug.id)

@@ -77,3 +77,25 @@ def test_a_pass_with_less_time_than_one_step_starts_nothing_and_leaves_the_bugs_
         assert summary.new == 0 and summary.reduced == 0 and summary.scripts == 0
         assert "keras-jax" in [bug.library for bug in pending_bugs(store)], "left to the next pass"
         assert all(bug.bug_dir is None and not bug.reduction for bug in pending_bugs(store))
+
+
+def test_the_kinds_of_unit_take_turns_from_where_the_last_pass_left() -> None:
+    from memo.triage.passes import UNIT_TURNS, turn_after, turn_order
+
+    assert turn_order(None) == UNIT_TURNS and turn_order("no such kind") == UNIT_TURNS
+    assert turn_order("localization") == ("localization", "truth", "script", "bug", "newest")
+    assert turn_after("bug") == "newest" and turn_after("script") == "bug"
+    # every kind gets a turn in one round, whichever kind starts it
+    assert all(sorted(turn_order(kind)) == sorted(UNIT_TURNS) for kind in UNIT_TURNS)
+
+
+def test_a_pass_leaves_the_turn_to_the_kind_after_its_last_unit(tmp_path: Path) -> None:
+    from memo.triage.passes import TURN_META
+
+    ir = model("Dense", "ReLU")
+    with make_campaign(tmp_path / "campaigns" / "c") as store:
+        add_finding(store, 9, ir, _crash_in_jax(str(tmp_path / "gone")),
+                    [("crash", "keras-jax", "execute", "XlaRuntimeError: boom")], str(tmp_path / "gone"))
+        store.set_meta(TURN_META, "script")  # a pass that ends on a script check: the next unit is a bug's
+        triage_campaign(store, time_budget_s=0)
+        assert store.get_meta(TURN_META) == "newest"  # the bugs' units ran (only they had work), then newest's turn
