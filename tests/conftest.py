@@ -81,7 +81,9 @@ def module_executor(backends: list[str], timeout_s: float = 60.0) -> Any:
 
 def pytest_configure(config: pytest.Config) -> None:
     """Campaigns and commands run by tests use no bug database (never the user's, and no bug known from another
-    test's campaign); the bug database's own tests name theirs."""
+    test's campaign), and run every script afresh (no remembered runs: memo.bugdb.script_runs); the bug database's
+    and the remembered runs' own tests name theirs."""
     import os
 
     os.environ.setdefault("MEMO_BUGS_DB", "none")
+    os.environ.setdefault("MEMO_SCRIPT_RUNS", "off")

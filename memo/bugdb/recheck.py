@@ -33,6 +33,7 @@ from memo.backends import find_spec
 from memo.backends.versions import MISSING
 from memo.bug_files import REPRO_FILE, Reduction, read_bug_file
 from memo.bugdb.expected import AS_RECORDED, RERUN_TIMEOUT_S, prepare
+from memo.bugdb.script_runs import remembered_runs, run_key
 from memo.json_types import JsonObject
 from memo.newest import DEV_BUILDS, installed_as
 from memo.script_exit import ALARM_SLACK_S, HANG_RERUN_MARGIN_S, expected_death, interpret
@@ -185,14 +186,36 @@ class ScriptRun:
 
 
 def run_script(folder: Path, python: str, limit_s: float, script: str = REPRO_FILE, *,
-               stderr_apart: bool = False, tail: int | None = OUTPUT_TAIL) -> ScriptRun:
+               stderr_apart: bool = False, tail: int | None = OUTPUT_TAIL, remember: bool = False) -> ScriptRun:
     """``folder/script`` in a fresh process of its own session, killed with its children at the limit (or when the
     caller is interrupted). Keras's backend is the script's own choice (``KERAS_BACKEND`` removed from the
     environment). None and the reason as output when the interpreter cannot start. ``stderr_apart``: stderr in its
     own field (the minimal-script check reads stdout's first line and the error output); ``tail``: the characters
-    kept of each (None: all). The one way memo runs a
-    bug's script: triage's check, ``memo repro``, the bug database's recheck, the newest-code check and the minimal
-    script's check all come here."""
+    kept of each (None: all). ``remember``: a run of the same files with the same installed packages is answered
+    from :mod:`memo.bugdb.script_runs` (triage's checks; ``memo repro`` and the database's recheck always run). The
+    one way memo runs a bug's script: triage's check, ``memo repro``, the bug database's recheck, the newest-code
+    check and the minimal script's check all come here."""
+    runs = remembered_runs() if remember else None
+    key = run_key(folder, python, script, f"{stderr_apart}:{tail}") if runs is not None else None
+    if runs is not None and key is not None:
+        known = runs.get(key)
+        if known is not None:
+            returncode, output, errors = known
+            return ScriptRun(returncode, output.replace(FOLDER_MARK, str(folder)),
+                             False, errors.replace(FOLDER_MARK, str(folder)))
+    run = _run_fresh(folder, python, limit_s, script, stderr_apart=stderr_apart, tail=tail)
+    if runs is not None and key is not None and run.returncode is not None and not run.timed_out:
+        runs.put(key, run.returncode, run.output.replace(str(folder), FOLDER_MARK),
+                 run.stderr.replace(str(folder), FOLDER_MARK))
+    return run
+
+
+FOLDER_MARK = "\x1dFOLDER\x1d"
+"""Where a remembered run's output named the folder it ran in (a scratch folder's name differs each time)."""
+
+
+def _run_fresh(folder: Path, python: str, limit_s: float, script: str, *, stderr_apart: bool,
+               tail: int | None) -> ScriptRun:
     env = {key: value for key, value in os.environ.items() if key != "KERAS_BACKEND"}
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     try:
@@ -305,12 +328,13 @@ def _traceback_after(output: str, verdict: str) -> bool:
 
 
 def recheck_folder(folder: Path, *, python: str | None = None, timeout_s: float = 120.0,
-                   also: tuple[str, ...] = ()) -> RecheckResult:
+                   also: tuple[str, ...] = (), remember: bool = False) -> RecheckResult:
     """Run ``folder/repro.py`` with ``python`` (None: the interpreter the bug's library needs) and classify the
     outcome: ``reproduces``, ``fixed`` (the script ran to its end and said the bug does not show) or ``error``
     (could not run: missing file or interpreter, import error, a timeout of a non-hang bug, another exception).
     ``timeout_s`` bounds the run; a hang's script gets its own limit (twice memo's per-model one) and a margin.
-    ``also``: distributions whose versions are read besides those the script needs (:data:`memo.newest.NEXT_ONLY`)."""
+    ``also``: distributions whose versions are read besides those the script needs (:data:`memo.newest.NEXT_ONLY`).
+    ``remember``: see :func:`run_script`."""
     folder = Path(folder)
     started = time.monotonic()
     if not (folder / REPRO_FILE).is_file():
@@ -338,7 +362,7 @@ def recheck_folder(folder: Path, *, python: str | None = None, timeout_s: float 
     if not found:
         return answer(ERROR, f"interpreter {interpreter} not found")
     limit_s = wall_limit_s(facts, timeout_s)
-    run = run_script(folder, interpreter, limit_s)
+    run = run_script(folder, interpreter, limit_s, remember=remember)
     returncode, output = run.returncode, run.output
     result, detail = classify(facts, returncode, output, timed_out=run.timed_out, limit_s=limit_s)
     absent = [name for name, version in versions.items() if version == MISSING]

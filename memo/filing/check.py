@@ -89,7 +89,7 @@ def run_candidate(folder: BugFolder, candidate: Candidate, timeout_s: float = CH
         for name, data in {SCRIPT_FILE: candidate.text.encode(), **candidate.files}.items():
             Path(scratch, name).write_bytes(data)
         run = run_script(Path(scratch), candidate.python or sys.executable, timeout_s, SCRIPT_FILE,
-                         stderr_apart=True, tail=None)
+                         stderr_apart=True, tail=None, remember=True)
         if run.timed_out:
             result.reason = f"the script ran past {timeout_s:.0f} s"
             result.inconclusive = timeout_s < CHECK_TIMEOUT_S

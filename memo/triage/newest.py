@@ -39,7 +39,7 @@ def has_newer_build(library: str) -> bool:
     return spec is None or not spec.python
 
 
-def newest_check(folder: Path, library: str, python: str, *, timeout_s: float) -> JsonObject:
+def newest_check(folder: Path, library: str, python: str, *, timeout_s: float, remember: bool = False) -> JsonObject:
     """Rerun ``folder``'s script with ``python`` and say what the newest code does with the bug of ``library``:
     ``result`` (reproduces, fixed, error, or not applicable), a one-line ``detail``, the ``build`` it ran on
     (``keras-nightly 3.16.0.dev2026102704, jax 0.10.2``), every needed distribution's version, when and how long."""
@@ -48,7 +48,7 @@ def newest_check(folder: Path, library: str, python: str, *, timeout_s: float) -
         return {"result": NOT_APPLICABLE, "detail": f"{library} runs in its own environment ({spec.python}); "
                 "no development build of it exists", "build": "", "versions": {}, "checked": time.time()}
     also = tuple(NEXT_ONLY.get(library, ()))
-    result = recheck_folder(folder, python=python, timeout_s=timeout_s, also=also)
+    result = recheck_folder(folder, python=python, timeout_s=timeout_s, also=also, remember=remember)
     needed = (tuple(spec.distributions) if spec is not None and spec.distributions else
               tuple(read_facts(folder).distributions)) + also
     return {"result": result.result, "detail": result.detail, "build": build_text(needed, result.versions, MISSING),
@@ -70,7 +70,7 @@ def check_and_store(store: CampaignStore, bug: BugRow, python: str, *, timeout_s
     """:func:`newest_check` of ``bug``'s folder, stored with the bug and in its folder (``newest.json``, which the
     issue text's environment quotes; bug.json stays as it is: a minimal script's check is keyed by it)."""
     folder = Path(str(bug.bug_dir))
-    outcome = newest_check(folder, bug.library, python, timeout_s=timeout_s)
+    outcome = newest_check(folder, bug.library, python, timeout_s=timeout_s, remember=True)
     store.triage.update_bug(bug.id, newest=outcome)
     (folder / NEWEST_FILE).write_text(json.dumps(outcome, indent=1, sort_keys=True))
     return outcome

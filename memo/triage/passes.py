@@ -228,7 +228,7 @@ def _write_folder(session: Session, bug: BugRow, finding: Finding, folder: Path,
 
 def _check_script(session: Session, bug_id: str, folder: Path, data: JsonObject) -> None:
     """Run the bug's repro.py in a fresh process; one that reproduces is rerun on the newest code right away."""
-    check = rerun_script(folder, data, timeout_s=session.timeout_s + 60)
+    check = rerun_script(folder, data, timeout_s=session.timeout_s + 60, remember=True)
     session.store.triage.update_bug(bug_id, reproduces=check.reproduces, checked=time.time())
     session.summary.reproduced += bool(check.reproduces)
     if check.reproduces and session.next_python and session.remaining() > SCRIPT_CHECK_S:

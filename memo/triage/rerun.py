@@ -35,12 +35,13 @@ class RerunResult:
         return "reproduces" if self.reproduces else "does not reproduce"
 
 
-def rerun_script(folder: Path, bug: JsonObject, *, timeout_s: float = 300.0) -> RerunResult:
-    """Run ``folder/repro.py`` (``bug``: the folder's bug.json data) and interpret its exit status."""
+def rerun_script(folder: Path, bug: JsonObject, *, timeout_s: float = 300.0, remember: bool = False) -> RerunResult:
+    """Run ``folder/repro.py`` (``bug``: the folder's bug.json data) and interpret its exit status (``remember``:
+    :func:`memo.bugdb.recheck.run_script`'s)."""
     python = str(bug.get("python") or sys.executable)
     started = time.monotonic()
     limit_s = wall_limit_s(read_facts(folder), timeout_s)
-    run = run_script(folder, python, limit_s)
+    run = run_script(folder, python, limit_s, remember=remember)
     output = f"{run.output}\n(timed out after {limit_s:g} s)" if run.timed_out else run.output
     return RerunResult(interpret(run.returncode, bug, timed_out=run.timed_out), run.returncode, output,
                        time.monotonic() - started, python)

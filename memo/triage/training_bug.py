@@ -205,7 +205,7 @@ def _unfinished(bug: BugRow) -> ModelIR | None:
 def _check(session: Session, bug: BugRow, folder: Path, data: JsonObject) -> None:
     if session.remaining() < SCRIPT_S:
         return  # a later pass checks it (memo.triage.passes: unchecked scripts)
-    check = rerun_script(folder, data, timeout_s=4 * session.timeout_s + 60)
+    check = rerun_script(folder, data, timeout_s=4 * session.timeout_s + 60, remember=True)
     session.store.triage.update_bug(bug.id, reproduces=check.reproduces, checked=time.time())
     session.summary.scripts += 1
     session.summary.reproduced += bool(check.reproduces)
