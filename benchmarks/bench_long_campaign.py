@@ -69,29 +69,41 @@ class Sample:
 WORKER_MODULE = "memo.backends.worker"
 
 
-def tree_cpu(pid: int) -> tuple[float, float, float]:
+class CpuTracker:
     """Cumulative CPU seconds (user + system) of memo itself (all its threads: generation, the pipeline, the triage
-    thread), of its live warm workers, and of everything else it started: live fresh processes (repro.py reruns,
-    script checks, the newest-code checks) plus every child it already reaped (those scripts, and the workers it
-    retired, whose CPU the kernel adds to the parent's ``children`` times)."""
-    try:
-        root = psutil.Process(pid)
-        times = root.cpu_times()
-        children = root.children(recursive=True)
-    except psutil.Error:
-        return 0.0, 0.0, 0.0
-    workers = others = 0.0
-    for child in children:
+    thread), of its warm workers, and of the fresh processes it starts (repro.py reruns, script checks, the newest-code
+    checks, per-node shape probes). A child memo has reaped adds its CPU to memo's ``children`` times, whatever it
+    was: a worker memo retired or restarted (a crash, a hang, the recycling bound) is counted as a worker with the
+    CPU it had at the last sample that saw it, the rest of the reaped time as fresh processes."""
+
+    def __init__(self) -> None:
+        self.live_workers: dict[int, float] = {}  # pid -> its CPU at the last sample
+        self.retired_workers = 0.0  # the last-seen CPU of workers gone since
+
+    def sample(self, pid: int) -> tuple[float, float, float]:
         try:
-            cpu = sum(child.cpu_times()[:2])
-            is_worker = WORKER_MODULE in child.cmdline()
+            root = psutil.Process(pid)
+            times = root.cpu_times()
+            children = root.children(recursive=True)
         except psutil.Error:
-            continue
-        if is_worker:
-            workers += cpu
-        else:
-            others += cpu
-    return times.user + times.system, workers, others + times.children_user + times.children_system
+            return 0.0, 0.0, 0.0
+        workers: dict[int, float] = {}
+        others = 0.0
+        for child in children:
+            try:
+                cpu = sum(child.cpu_times()[:2])
+                is_worker = WORKER_MODULE in child.cmdline()
+            except psutil.Error:
+                continue
+            if is_worker:
+                workers[child.pid] = cpu
+            else:
+                others += cpu
+        self.retired_workers += sum(cpu for gone, cpu in self.live_workers.items() if gone not in workers)
+        self.live_workers = workers
+        reaped = times.children_user + times.children_system
+        return (times.user + times.system, sum(workers.values()) + self.retired_workers,
+                others + max(0.0, reaped - self.retired_workers))
 
 
 def tree_rss(pid: int) -> tuple[float, list[float]]:
@@ -133,10 +145,10 @@ def store_figures(campaign: Path) -> dict[str, int]:
     return figures
 
 
-def take_sample(pid: int, began: float, name: str) -> Sample:
+def take_sample(pid: int, began: float, name: str, cpu: CpuTracker) -> Sample:
     campaign, artifacts = REPO / "campaigns" / name, REPO / "mutants" / name
     own, workers = tree_rss(pid)
-    memo_cpu, workers_cpu, scripts_cpu = tree_cpu(pid)
+    memo_cpu, workers_cpu, scripts_cpu = cpu.sample(pid)
     sqlite_bytes = sum(path.stat().st_size for path in campaign.glob("campaign.sqlite*")) if campaign.exists() else 0
     return Sample(elapsed_s=round(time.monotonic() - began, 1), memo_mb=round(own), workers_mb=round(sum(workers)),
                   largest_worker_mb=round(max(workers, default=0.0)), workers=len(workers),
@@ -262,18 +274,19 @@ def main() -> int:
                                  env={**os.environ, "PYTHONPATH": str(REPO)})
         pid = child.pid
     samples: list[Sample] = []
+    cpu = CpuTracker()
     out = reports / f"{args.name}-samples.csv"
     with open(out, "w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=[f.name for f in fields(Sample)])
         writer.writeheader()
         while psutil.pid_exists(pid) and (child is None or child.poll() is None):
-            samples.append(take_sample(pid, began, args.name))
+            samples.append(take_sample(pid, began, args.name, cpu))
             writer.writerow(asdict(samples[-1]))
             handle.flush()
             deadline = time.monotonic() + args.every
             while time.monotonic() < deadline and (child is None or child.poll() is None) and psutil.pid_exists(pid):
                 time.sleep(1)
-        samples.append(take_sample(pid, began, args.name))
+        samples.append(take_sample(pid, began, args.name, cpu))
         writer.writerow(asdict(samples[-1]))
     exit_code = child.wait() if child is not None else None
     wall = time.monotonic() - began
