@@ -76,9 +76,11 @@ class CpuTracker:
     was: a worker memo retired or restarted (a crash, a hang, the recycling bound) is counted as a worker with the
     CPU it had at the last sample that saw it, the rest of the reaped time as fresh processes."""
 
-    def __init__(self) -> None:
+    def __init__(self, log: Path | None = None) -> None:
         self.live_workers: dict[int, float] = {}  # pid -> its CPU at the last sample
         self.retired_workers = 0.0  # the last-seen CPU of workers gone since
+        self.log = log  # each sample's live fresh processes (pid, CPU, command line): what they are
+        self.began = time.monotonic()
 
     def sample(self, pid: int) -> tuple[float, float, float]:
         try:
@@ -99,6 +101,10 @@ class CpuTracker:
                 workers[child.pid] = cpu
             else:
                 others += cpu
+                if self.log is not None:
+                    with open(self.log, "a") as handle:
+                        handle.write(f"{time.monotonic() - self.began:.0f}\t{child.pid}\t{cpu:.1f}\t"
+                                     f"{' '.join(child.cmdline())[:300]}\n")
         self.retired_workers += sum(cpu for gone, cpu in self.live_workers.items() if gone not in workers)
         self.live_workers = workers
         reaped = times.children_user + times.children_system
@@ -274,7 +280,8 @@ def main() -> int:
                                  env={**os.environ, "PYTHONPATH": str(REPO)})
         pid = child.pid
     samples: list[Sample] = []
-    cpu = CpuTracker()
+    cpu = CpuTracker(reports / f"{args.name}-processes.log")
+    cpu.log.unlink(missing_ok=True)
     out = reports / f"{args.name}-samples.csv"
     with open(out, "w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=[f.name for f in fields(Sample)])
