@@ -280,8 +280,9 @@ def main() -> int:
                                  env={**os.environ, "PYTHONPATH": str(REPO)})
         pid = child.pid
     samples: list[Sample] = []
-    cpu = CpuTracker(reports / f"{args.name}-processes.log")
-    cpu.log.unlink(missing_ok=True)
+    processes = reports / f"{args.name}-processes.log"
+    processes.unlink(missing_ok=True)
+    cpu = CpuTracker(processes)
     out = reports / f"{args.name}-samples.csv"
     with open(out, "w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=[f.name for f in fields(Sample)])
