@@ -39,6 +39,10 @@ from memo.backends.spec import ModelInputs
 
 PREPARE_STAGE = "prepare"
 TRAINING_STAGES: tuple[str, ...] = ("forward", "gradients", "sgd", "adam")
+# The inference-mode stages (``training=False``): the outputs, then the gradient of the same loss with respect to the
+# inputs. A converted torch module (onnx2torch, onnx2pytorch: an inference graph) runs these only; Keras on
+# TensorFlow and torch (and the float64 engine) run them when the request asks (option ``inference``, or ``stages``).
+EVAL_STAGES: tuple[str, ...] = ("eval_forward", "eval_gradients")
 LOSS_SEED = 1234
 STEP_SEED = 4321
 SGD_LEARNING_RATE = 0.1
@@ -116,6 +120,19 @@ def fixed_gradients(shapes: list[tuple[int, ...]], step: int) -> list[np.ndarray
     return [rng.uniform(0.5, 1.5, shape) * rng.choice(np.array([-1.0, 1.0]), size=shape) for shape in shapes]
 
 
+def projection_terms(shapes: list[tuple[int, ...]], dtypes: list[str]) -> list[tuple[int, np.ndarray, float, bool]]:
+    """The loss ``sum_k sum(W_k * Y_k) / batch`` as terms, one per floating output (``dtypes``: the outputs' dtype
+    names): (output index, ``W_k`` (float64), the divisor ``batch``, whether the output is summed widened to float32
+    (float16 and bfloat16)). Raises :class:`RandomInTraining` when no output is floating. Every worker's loss, Keras's
+    and a converted torch module's, is built from these."""
+    terms = [(index, projection(tuple(shape), index), float(shape[0]) if len(shape) and shape[0] else 1.0,
+              dtype in LOW_PRECISION) for index, (shape, dtype) in enumerate(zip(shapes, dtypes))
+             if dtype.startswith(("float", "bfloat"))]
+    if not terms:
+        raise RandomInTraining("left out of the training check: the model has no floating output to differentiate")
+    return terms
+
+
 def _dtype_name(dtype: Any) -> str:
     from keras import backend
 
@@ -145,26 +162,15 @@ def precision_record(model: Any) -> dict[str, np.ndarray]:
             "weight_scales": np.array(scales, dtype=np.float64)}
 
 
-def _is_float_dtype(dtype: Any) -> bool:
-    from keras import backend
-
-    return backend.standardize_dtype(dtype).startswith(("float", "bfloat"))
-
-
 def _loss(outputs: Any) -> Any:
     from keras import ops
 
     total = None
-    for index, y in enumerate(outputs):
-        if not _is_float_dtype(y.dtype):
-            continue
-        if _dtype_name(y.dtype) in LOW_PRECISION:  # summed in float32: a float16 sum of many terms is noise
-            y = ops.cast(y, "float32")
-        weights = ops.convert_to_tensor(projection(tuple(y.shape), index), dtype=y.dtype)
-        term = ops.sum(ops.multiply(y, weights)) / (int(y.shape[0]) if len(y.shape) and y.shape[0] else 1)
+    terms = projection_terms([tuple(y.shape) for y in outputs], [_dtype_name(y.dtype) for y in outputs])
+    for index, weights, divisor, widen in terms:
+        y = ops.cast(outputs[index], "float32") if widen else outputs[index]
+        term = ops.sum(ops.multiply(y, ops.convert_to_tensor(weights, dtype=y.dtype))) / divisor
         total = term if total is None else total + term
-    if total is None:
-        raise RandomInTraining("left out of the training check: the model has no floating output to differentiate")
     return total
 
 
@@ -215,8 +221,18 @@ def training_stages(model: Any, inputs: ModelInputs, options: dict[str, Any] | N
              "state_names": np.array([v.path for v in model.non_trainable_weights], dtype=str),
              "notes": np.array(notes, dtype=str), **precision_record(model)}
     build = {"tensorflow": _tensorflow_stages, "jax": _jax_stages, "torch": _torch_stages}[keras.backend.backend()]
+    stages = select_stages(build(model, arrays), options)
+    return stages, {**names, "stages": np.array([name for name, _ in stages], dtype=str)}
+
+
+def select_stages(stages: list[Stage], options: dict[str, Any] | None) -> list[Stage]:
+    """The stages a request asks for: ``options["stages"]``; without it :data:`TRAINING_STAGES`, and
+    :data:`EVAL_STAGES` too when ``options["inference"]``. The prepare record lists those kept (``stages``): the
+    judge does not expect the others of this backend."""
     wanted = (options or {}).get("stages")
-    return [stage for stage in build(model, arrays) if wanted is None or stage[0] in wanted], names
+    if wanted is None:
+        wanted = [*TRAINING_STAGES, *(EVAL_STAGES if (options or {}).get("inference") else ())]
+    return [stage for stage in stages if stage[0] in wanted]
 
 
 def training_stages_wide(model: Any, inputs: ModelInputs,
@@ -225,8 +241,34 @@ def training_stages_wide(model: Any, inputs: ModelInputs,
     return training_stages(model, inputs, options, wide=True)
 
 
-def _floating(arrays: list[np.ndarray]) -> list[int]:
+def floating_positions(arrays: list[np.ndarray]) -> list[int]:
     return [i for i, a in enumerate(arrays) if np.issubdtype(a.dtype, np.floating)]
+
+
+def eval_record(outputs: list[np.ndarray] | None, input_grads: list[Any] | None,
+                arrays: list[np.ndarray]) -> dict[str, np.ndarray]:
+    """The inference-mode stages' arrays: ``eval_out_i`` (``outputs``, numpy) or ``eval_grad_P`` per floating input
+    position ``P`` (``input_grads``, numpy or None: zeros, the loss does not depend on that input)."""
+    if outputs is not None:
+        return {f"eval_out_{i}": np.array(y, copy=True) for i, y in enumerate(outputs)}
+    return {f"eval_grad_{position}": np.zeros_like(arrays[position]) if g is None else np.array(g, copy=True)
+            for position, g in zip(floating_positions(arrays), input_grads or [])}
+
+
+def _eval_stages(model: Any, arrays: list[np.ndarray],
+                 outputs_and_grads: Callable[[], tuple[list[Any], list[Any]]]) -> list[Stage]:
+    """:data:`EVAL_STAGES` of a Keras backend that differentiates eagerly: ``outputs_and_grads`` runs the model once
+    in inference mode and returns its outputs and the loss's input gradients (both stages read that one run)."""
+    done: dict[str, Any] = {}
+
+    def run() -> tuple[list[Any], list[Any]]:
+        if "run" not in done:
+            done["run"] = outputs_and_grads()
+        return done["run"]
+
+    return [("eval_forward", lambda: eval_record([_numpy(y) for y in run()[0]], None, arrays)),
+            ("eval_gradients", lambda: eval_record(None, [None if g is None else _numpy(g) for g in run()[1]],
+                                                   arrays))]
 
 
 def _forward_record(outputs: list[Any], loss: Any, state: list[Any]) -> dict[str, np.ndarray]:
@@ -241,7 +283,7 @@ def _gradient_record(weight_grads: list[Any], input_grads: list[Any], model: Any
     """Gradients as arrays; a gradient the library returns as None (the loss does not depend on it) is zeros."""
     record = {f"grad_{i}": np.zeros(tuple(v.shape), dtype=v.dtype) if g is None else _numpy(g)
               for i, (v, g) in enumerate(zip(model.trainable_weights, weight_grads))}
-    for position, g in zip(_floating(arrays), input_grads):
+    for position, g in zip(floating_positions(arrays), input_grads):
         record[f"input_grad_{position}"] = np.zeros_like(arrays[position]) if g is None else _numpy(g)
     return record
 
@@ -302,7 +344,7 @@ def _tensorflow_stages(model: Any, arrays: list[np.ndarray]) -> list[Stage]:
         import tensorflow as tf
 
         tensors = [tf.convert_to_tensor(a) for a in arrays]
-        watched = [tensors[i] for i in _floating(arrays)]
+        watched = [tensors[i] for i in floating_positions(arrays)]
         with tf.GradientTape() as tape:
             for tensor in watched:
                 tape.watch(tensor)
@@ -311,7 +353,19 @@ def _tensorflow_stages(model: Any, arrays: list[np.ndarray]) -> list[Stage]:
         grads = tape.gradient(loss, weights + watched)
         return _gradient_record(grads[:len(weights)], grads[len(weights):], model, arrays)
 
-    return _eager_stages(model, arrays, gradients)
+    def inference() -> tuple[list[Any], list[Any]]:
+        import tensorflow as tf
+
+        tensors = [tf.convert_to_tensor(a) for a in arrays]
+        watched = [tensors[i] for i in floating_positions(arrays)]
+        with tf.GradientTape() as tape:
+            for tensor in watched:
+                tape.watch(tensor)
+            outputs = _as_list(model(tensors, training=False))
+            loss = _loss(outputs)
+        return outputs, tape.gradient(loss, watched)
+
+    return _eager_stages(model, arrays, gradients) + _eval_stages(model, arrays, inference)
 
 
 def _torch_stages(model: Any, arrays: list[np.ndarray]) -> list[Stage]:
@@ -319,7 +373,7 @@ def _torch_stages(model: Any, arrays: list[np.ndarray]) -> list[Stage]:
         import keras
 
         tensors = [keras.ops.convert_to_tensor(a) for a in arrays]
-        watched = [tensors[i] for i in _floating(arrays)]
+        watched = [tensors[i] for i in floating_positions(arrays)]
         for tensor in watched:
             tensor.requires_grad_(True)
         for variable in model.trainable_weights:
@@ -328,7 +382,18 @@ def _torch_stages(model: Any, arrays: list[np.ndarray]) -> list[Stage]:
         grads = [v.value.grad for v in model.trainable_weights]
         return _gradient_record(grads, [t.grad for t in watched], model, arrays)
 
-    return _eager_stages(model, arrays, gradients)
+    def inference() -> tuple[list[Any], list[Any]]:
+        import keras
+
+        tensors = [keras.ops.convert_to_tensor(a) for a in arrays]
+        watched = [tensors[i] for i in floating_positions(arrays)]
+        for tensor in watched:
+            tensor.requires_grad_(True)
+        outputs = _as_list(model(tensors, training=False))
+        _loss(outputs).backward()
+        return [y.detach() for y in outputs], [t.grad for t in watched]
+
+    return _eager_stages(model, arrays, gradients) + _eval_stages(model, arrays, inference)
 
 
 def _jax_stages(model: Any, arrays: list[np.ndarray]) -> list[Stage]:
@@ -340,7 +405,7 @@ def _jax_stages(model: Any, arrays: list[np.ndarray]) -> list[Stage]:
     non_trainable = [v.value for v in model.non_trainable_variables]
     weight_ids = {id(v) for v in model.non_trainable_weights}
     state_positions = [i for i, v in enumerate(model.non_trainable_variables) if id(v) in weight_ids]
-    floating = _floating(arrays)
+    floating = floating_positions(arrays)
     others = [a for i, a in enumerate(arrays) if i not in floating]
 
     def loss_of(weights: Any, float_inputs: Any) -> Any:

@@ -32,8 +32,8 @@ from memo.oracle import Verdict
 from memo.store import BugRow, CampaignStore
 from memo.training.check import (NUMERIC, TrainingCheck, TruthTrainer, stored_verdicts, trainers,
                                  training_reference)
-from memo.training.judge import (DESCRIPTIVE_KEYS, Arrays, TrainingVerdict, differing_names, judge_training,
-                                 read_arrays, stage_keys, worker_stages)
+from memo.training.judge import (DESCRIPTIVE_KEYS, JUDGED_STAGES, Arrays, TrainingVerdict, differing_names,
+                                 judge_training, read_arrays, stage_keys, worker_stages)
 from memo.training.truth import ENGINE, assess_verdict
 from memo.triage.bug_reduction import reduce_bug
 from memo.bug_files import (EXPECTED_FILE, INPUTS_FILE, IR_FILE, MODEL_FILE, Reduction, read_bug_file, retried,
@@ -93,6 +93,9 @@ class TrainingChecker:
             return TrainingRun(error=str(exc))
         if self.inputs:
             _keep_inputs(artifact, self.inputs)
+        converted = [name for name in self.backends if executor.members[name].consumes != "keras"]
+        if converted:  # a converted module trains on the file its converter writes (tf2onnx's ONNX file)
+            executor.run(artifact, converted)
         results = executor.train(artifact, self.backends, directory / "training", self.options)
         arrays = {name: read_arrays(result.outputs_path) for name, result in results.items()}
         judgement = judge_training({name: result.stages for name, result in results.items()}, arrays, self.reference)
@@ -155,7 +158,7 @@ def write_folder(folder: Path, ir: ModelIR, run: TrainingRun, data: JsonObject) 
     (folder / IR_FILE).write_text(ir.dumps())
     reference = run.arrays.get(str(data["reference"]), {})
     stage = str(data["stage"])
-    keys = stage_keys(reference, stage) if stage in ("forward", "loss", "state", "gradients", "sgd", "adam") else []
+    keys = stage_keys(reference, stage) if stage in JUDGED_STAGES else []
     np.savez(folder / EXPECTED_FILE, **{key: reference[key] for key in keys},
              **{key: reference[key] for key in DESCRIPTIVE_KEYS if key in reference})
     (folder / "repro.py").write_text(render_training_script(data, [layer.name for layer in ir.input_layers]))
