@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from memo.artifact import Artifact, prepare_artifact
+from memo.backends import load_spec
 from memo.backends.executor import DifferentialExecutor, ExecutionAbandoned
 from memo.errors import InvalidModelError
 from memo.json_types import JsonObject
@@ -44,7 +45,7 @@ from memo.triage.probe import _keep_inputs, read_inputs
 from memo.triage.rerun import rerun_script
 from memo.triage.repro import script_python
 from memo.triage.session import Session
-from memo.triage.training_repro import render_training_script
+from memo.triage.training_repro import model_file_of, render_training_script
 from memo.triage.training_signature import crash_exception, first_in_backward_order, training_parts, weight_owner
 from memo.truth import UNAVAILABLE
 
@@ -154,6 +155,9 @@ def write_folder(folder: Path, ir: ModelIR, run: TrainingRun, data: JsonObject) 
     assert run.artifact is not None
     folder.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(run.artifact.keras_path, folder / MODEL_FILE)
+    consumes = load_spec(str(data["library"])).consumes
+    if consumes != "keras":  # a converted module's bug: the file it converts (tf2onnx's ONNX file), for repro.py
+        shutil.copyfile(run.artifact.path_for(consumes), folder / model_file_of(consumes))
     shutil.copyfile(run.artifact.inputs_path, folder / INPUTS_FILE)
     (folder / IR_FILE).write_text(ir.dumps())
     reference = run.arrays.get(str(data["reference"]), {})
