@@ -60,7 +60,7 @@ def run_training_check(executor: DifferentialExecutor, artifact: Artifact, scrat
     """The check of ``artifact`` on ``backends`` (default: every trainer the executor runs); ``truth``: judge each
     numeric verdict by float64 (a worker of its own, started only when there is one)."""
     names = [name for name in trainers(backends if backends is not None else executor.backend_names)
-             if name in executor.backend_names and artifact.path_for(executor.members[name].consumes).exists()]
+             if name in executor.backend_names and inference_passed(executor, artifact, name)]
     if not names:
         return TrainingCheck(reference="", judgement=Judgement(left_out="no backend with a training check selected"))
     started = time.perf_counter()
@@ -84,6 +84,13 @@ def run_training_check(executor: DifferentialExecutor, artifact: Artifact, scrat
             verdict.truth = assess_verdict(verdict, arrays, wide, moved, check.reference, thresholds)
         check.truth_seconds = time.perf_counter() - started
     return check
+
+
+def inference_passed(executor: DifferentialExecutor, artifact: Artifact, name: str) -> bool:
+    """Whether trainer ``name`` is checked on ``artifact``: a Keras backend always; a converted module (onnx2torch,
+    onnx2pytorch) where its inference run wrote outputs (a conversion or forward failure is the inference check's
+    finding, not reported twice; its ONNX file exists then)."""
+    return executor.members[name].consumes == "keras" or artifact.outputs_path(name).exists()
 
 
 class TruthTrainer:
@@ -154,11 +161,8 @@ def train_if_chosen(executor: object, artifact: Artifact, result: ExecutionResul
     if not train_chosen(artifact.directory.name, share) or reference is None or reference.status != "ok" \
             or not isinstance(executor, DifferentialExecutor):
         return None
-    # a converted module trains where its inference run passed: a conversion or forward failure is inference's finding
-    names = [name for name in trainers(executor.backend_names) if executor.members[name].consumes == "keras"
-             or ((own := result.backends.get(name)) is not None and own.status == "ok")]
     try:
-        return run_training_check(executor, artifact, artifact.directory / "training", names, truth=False)
+        return run_training_check(executor, artifact, artifact.directory / "training", truth=False)
     except Exception as exc:  # noqa: BLE001  (a defect of the check must not cost the model its inference result)
         return TrainingCheck(reference=result.reference, judgement=Judgement(
             left_out=f"{CHECK_FAILED}: {type(exc).__name__}: {exc}"[:500]))
