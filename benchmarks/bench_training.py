@@ -1,14 +1,16 @@
 """Benchmark: the training check's CPU seconds per model per Keras backend, beside the same backends' inference run.
 
     .venv/bin/python benchmarks/bench_training.py [--seeds lenet5,alexnet_cifar10,lstm_sine_wave,mobilenet_v2]
-                                                  [--mutants 2] [--seed 0]
+                                                  [--mutants 2] [--seed 0] [--converters]
 
 The models are bundled seeds, reduced as a campaign reduces them, and ``--mutants`` mutants of each (operators taken
 in turn, a fixed random state per mutant). Each model is run on Keras on TensorFlow, JAX and torch through one warm
 DifferentialExecutor: first inference (``run``), then the training check (``memo.training.check``: the ``train``
 request, judging, and the float64 truth when a verdict is numeric). The first model pays the workers' cold start and
 is left out. Prints, per backend, the median and p90 CPU seconds (user + system of its worker process) of inference
-and of the training check, the ratio, and every model's verdicts.
+and of the training check, the ratio, and every model's verdicts. ``--converters``: onnx2torch and onnx2pytorch
+train too (their inference run includes tf2onnx's conversion, whose worker is not a trainer and is not listed), and
+TensorFlow's check then includes the inference-mode stages they are judged by.
 """
 from __future__ import annotations
 
@@ -34,6 +36,7 @@ from memo.seeds import discover_seeds, reduced_seed  # noqa: E402
 from memo.training.check import run_training_check  # noqa: E402
 
 TRAINERS = ["keras-tensorflow", "keras-jax", "keras-torch"]
+CONVERTED = ["onnx2torch", "onnx2pytorch"]
 
 
 def models(seed_names: list[str], mutants: int, base_seed: int) -> list[tuple[str, ModelIR]]:
@@ -62,21 +65,24 @@ def main() -> int:
     parser.add_argument("--seeds", default="lenet5,alexnet_cifar10,lstm_sine_wave,mobilenet_v2")
     parser.add_argument("--mutants", type=int, default=2, help="mutants per seed (default 2)")
     parser.add_argument("--seed", type=int, default=0, help="mutation, weights and inputs seed (default 0)")
+    parser.add_argument("--converters", action="store_true", help="onnx2torch and onnx2pytorch train too")
     args = parser.parse_args()
     chosen = models(args.seeds.split(","), args.mutants, args.seed)
-    inference: dict[str, list[float]] = {name: [] for name in TRAINERS}
-    training: dict[str, list[float]] = {name: [] for name in TRAINERS}
+    trainers = TRAINERS + (CONVERTED if args.converters else [])
+    inference: dict[str, list[float]] = {name: [] for name in trainers}
+    training: dict[str, list[float]] = {name: [] for name in trainers}
     truth_seconds: list[float] = []
-    with DifferentialExecutor(TRAINERS, timeout_s=120) as executor, tempfile.TemporaryDirectory() as scratch:
+    with DifferentialExecutor(trainers, timeout_s=120) as executor, tempfile.TemporaryDirectory() as scratch:
+        groups = {name: executor.members[name].group for name in trainers}
         for index, (name, ir) in enumerate(chosen):
             artifact = prepare_artifact(ir, Path(scratch) / f"m{index}", seed=args.seed)
             pids = executor.worker_pids()
             before = group_cpu(pids)
-            executor.run(artifact, TRAINERS)
+            executor.run(artifact, trainers)
             middle_pids = executor.worker_pids()
             middle = group_cpu(middle_pids)
             began = time.perf_counter()
-            check = run_training_check(executor, artifact, Path(scratch) / f"t{index}", TRAINERS)
+            check = run_training_check(executor, artifact, Path(scratch) / f"t{index}", trainers)
             wall = time.perf_counter() - began
             after_pids = executor.worker_pids()
             after = group_cpu(after_pids)
@@ -91,14 +97,14 @@ def main() -> int:
                   f"{'' if stable else '  [cold start or restart: left out]'}  {verdicts}", flush=True)
             if not stable:
                 continue
-            for group in TRAINERS:
-                inference[group].append(middle[group] - before[group])
-                training[group].append(after[group] - middle[group])
+            for name, group in groups.items():
+                inference[name].append(middle.get(group, 0.0) - before.get(group, 0.0))
+                training[name].append(after.get(group, 0.0) - middle.get(group, 0.0))
             if check.truth_seconds:
                 truth_seconds.append(check.truth_seconds)
     print(f"\nCPU seconds per model over {len(training[TRAINERS[0]])} warm models (median / p90):")
     print(f"{'backend':18s} {'inference':>16s} {'training check':>16s} {'ratio of medians':>17s}")
-    for group in TRAINERS:
+    for group in trainers:
         inf, train = inference[group], training[group]
         ratio = percentile(train, 50) / percentile(inf, 50) if inf and percentile(inf, 50) > 0 else float("nan")
         print(f"{group:18s} {percentile(inf, 50):7.2f} / {percentile(inf, 90):6.2f} "

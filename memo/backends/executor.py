@@ -361,7 +361,8 @@ class DifferentialExecutor:
             out.unlink(missing_ok=True)
             with self._lease(member.group) as worker:
                 started = time.perf_counter()
-                reply = worker.request({"op": "train", "backend": member.name, "model": str(artifact.keras_path),
+                model = artifact.path_for(member.consumes)  # a converted module's: the ONNX file it converts
+                reply = worker.request({"op": "train", "backend": member.name, "model": str(model),
                                         "inputs": str(artifact.inputs_path), "input_names": input_names,
                                         "out": str(out), "options": options or {}},
                                        TIME_FACTOR * max(member.timeout_s or 0.0, self.timeout_s))

@@ -12,7 +12,8 @@ from memo.library_coverage.measured import MeasuredCode
 from memo.backends import trackers
 from memo.backends.idioms import ONNX, ONNX_IMPORTS, TORCH_COLLECT, TORCH_MODULE, Idiom
 from memo.backends.spec import BackendSpec, ReproRecipe, Upstream
-from memo.backends.torch_common import TORCH_INTERPOLATE_RESIZE, TORCH_MESSAGES, eval_module, run_module, setup_torch
+from memo.backends.torch_common import (TORCH_INTERPOLATE_RESIZE, TORCH_MESSAGES, eval_module, run_module, setup_torch,
+                                        train_module)
 from memo.backends.versions import distribution_versions
 
 DISTRIBUTIONS = ("onnx2pytorch", "torch", "onnx")
@@ -47,4 +48,4 @@ IDIOM = Idiom(ONNX, (*ONNX_IMPORTS, "from importlib.metadata import version", "i
 SPEC = BackendSpec(name="onnx2pytorch", consumes="onnx", convert=_convert, load=eval_module, run=run_module,
                    setup=_setup, distributions=DISTRIBUTIONS, repro=ReproRecipe(), upstream=UPSTREAM,
                    messages=TORCH_MESSAGES, library_code=(MeasuredCode("onnx2pytorch", ("onnx2pytorch",)),),
-                   documented_differences=(TORCH_INTERPOLATE_RESIZE,), idiom=IDIOM)
+                   documented_differences=(TORCH_INTERPOLATE_RESIZE,), idiom=IDIOM, train=train_module)

@@ -14,7 +14,8 @@ from memo.backends import trackers
 from memo.backends.idioms import onnx2torch_idiom
 from memo.backends.spec import BackendSpec, ReproRecipe, Upstream
 from memo.backends.torch_common import (TORCH_INTERPOLATE_RESIZE, TORCH_MESSAGES, eval_module, run_module,
-                                        run_module_cuda, setup_torch, setup_torch_cuda, to_cuda)
+                                        run_module_cuda, setup_torch, setup_torch_cuda, to_cuda,
+                                        train_module)
 from memo.backends.versions import distribution_versions
 
 DISTRIBUTIONS = ("onnx2torch", "torch", "onnx")
@@ -47,8 +48,8 @@ UPSTREAM = Upstream("maintenance", "https://github.com/ENOT-AutoDL/onnx2torch/is
 SPEC = BackendSpec(name="onnx2torch", consumes="onnx", convert=_convert, load=eval_module, run=run_module,
                    setup=_setup, distributions=DISTRIBUTIONS, repro=ReproRecipe(), upstream=UPSTREAM,
                    messages=TORCH_MESSAGES, library_code=(MeasuredCode("onnx2torch", ("onnx2torch",)),),
-                   documented_differences=(TORCH_INTERPOLATE_RESIZE,), idiom=onnx2torch_idiom())
+                   documented_differences=(TORCH_INTERPOLATE_RESIZE,), idiom=onnx2torch_idiom(), train=train_module)
 # onnx2torch's module run eagerly on the GPU (cuBLAS, cuDNN and torch's own CUDA kernels); judged against the
 # reference and against the same module on the CPU (``onnx2torch``).
 SPEC_CUDA = dataclasses.replace(SPEC, name="onnx2torch-cuda", load=to_cuda, run=run_module_cuda, setup=_setup_cuda,
-                                device="cuda", cpu_twin="onnx2torch", idiom=None)
+                                device="cuda", cpu_twin="onnx2torch", idiom=None, train=None)

@@ -8,7 +8,11 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+import numpy as np
+
 from memo.backends.cuda import device_banner, set_torch_precision
+from memo.backends.training import (EVAL_STAGES, SGD_LEARNING_RATE, Stage, eval_record, floating_positions,
+                                    projection_terms, select_stages)
 from memo.backends.spec import DifferenceExample, DocumentedDifference, MessageMask, MessageRules, ModelInputs
 from memo.text import TRACED_GRAPH_TAIL
 
@@ -38,11 +42,76 @@ def run_module_on(module: Any, inputs: ModelInputs, device: str) -> list[Any]:
 
     with torch.no_grad():
         outputs = module(*(torch.from_numpy(array).to(device) for array in inputs.values()))
+    return [out.detach().cpu().numpy() for out in _output_list(outputs)]
+
+
+def _output_list(outputs: Any) -> list[Any]:
     if isinstance(outputs, dict):
-        outputs = list(outputs.values())
-    if not isinstance(outputs, (list, tuple)):
-        outputs = [outputs]
-    return [out.detach().cpu().numpy() for out in outputs]
+        return list(outputs.values())
+    return list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
+
+
+class ForwardFails(NotImplementedError):
+    """The converted module's forward pass fails without autograd too: the inference check's finding (the module's
+    ``execute`` stage), not the training check's (status ``unsupported``: recorded, no verdict)."""
+
+
+def train_module(module: Any, inputs: ModelInputs,
+                 options: dict[str, Any]) -> tuple[list[Stage], dict[str, np.ndarray]]:
+    """The training check of a converted ``torch.nn.Module`` (``BackendSpec.train``; docs/training.md): the module in
+    eval mode (an inference graph: BatchNormalization folded, no dropout), its outputs with autograd on
+    (``eval_forward``), then ``loss.backward()`` of the check's loss (:func:`memo.backends.training.projection_terms`)
+    and the inputs' gradients (``eval_gradients``), followed by one ``torch.optim.SGD`` step of the module's
+    parameters (a step that raises, an in-place update of a tensor autograd needs, is a finding; its result is not
+    compared). A forward pass that fails with autograd on but runs under ``torch.no_grad`` is a training crash (an
+    in-place operation on a leaf that requires grad); one that fails under both is :class:`ForwardFails`."""
+    import torch
+
+    arrays = [np.asarray(array) for array in inputs.values()]
+    floating = floating_positions(arrays)
+    done: dict[str, Any] = {}
+
+    def forward() -> dict[str, np.ndarray]:
+        tensors = [torch.from_numpy(np.array(a, copy=True)) for a in arrays]
+        for position in floating:
+            tensors[position].requires_grad_(True)
+        try:
+            outputs = _output_list(module.eval()(*tensors))
+        except Exception as exc:
+            try:
+                with torch.no_grad():
+                    module(*(torch.from_numpy(np.array(a, copy=True)) for a in arrays))
+            except Exception:  # noqa: BLE001  (fails in inference too: not the training check's finding)
+                raise ForwardFails(f"the forward pass fails without autograd too: {type(exc).__name__}: {exc}") \
+                    from exc
+            raise
+        done["run"] = (tensors, outputs)
+        return eval_record([y.detach().cpu().numpy() for y in outputs], None, arrays)
+
+    def gradients() -> dict[str, np.ndarray]:
+        if "run" not in done:  # asked for this stage alone (a bug's repro.py)
+            forward()
+        tensors, outputs = done["run"]
+        loss = None
+        terms = projection_terms([tuple(y.shape) for y in outputs], [str(y.dtype).replace("torch.", "")
+                                                                     for y in outputs])
+        for index, weights, divisor, widen in terms:
+            y = outputs[index].float() if widen else outputs[index]
+            term = (y * torch.from_numpy(weights).to(y.dtype)).sum() / divisor
+            loss = term if loss is None else loss + term
+        if loss.requires_grad:  # else nothing differentiable reaches it (an Embedding's integer indices; a converter
+            loss.backward()     # that detached): every input's gradient is 0, as TensorFlow's None, judged by value
+        record = eval_record(None, [None if tensors[p].grad is None else tensors[p].grad.numpy() for p in floating],
+                             arrays)
+        parameters = [p for p in module.parameters() if p.requires_grad and p.grad is not None]
+        if parameters:
+            torch.optim.SGD(parameters, lr=SGD_LEARNING_RATE).step()
+        return record
+
+    stages = select_stages([("eval_forward", forward), ("eval_gradients", gradients)],
+                           {"stages": list(EVAL_STAGES), **options})
+    return stages, {"stages": np.array([name for name, _ in stages], dtype=str),
+                    "names": np.array([], dtype=str), "state_names": np.array([], dtype=str)}
 
 
 def setup_torch_cuda() -> None:

@@ -14,6 +14,9 @@ the weights as loaded (TensorFlow and torch reset them; JAX's stateless calls ne
   autograd's ``backward``).
 * ``sgd`` and ``adam``: the optimizer's own update (``optimizer.apply`` on TensorFlow and torch, whose torch
   optimizers run ``torch._foreach`` kernels; a jitted ``stateless_apply`` on JAX) of a fixed gradient.
+* ``eval_forward`` and ``eval_gradients`` (:data:`EVAL_STAGES`, TensorFlow and torch, when the request asks): the
+  outputs in inference mode and the loss's input gradients, what a converted torch module is judged against
+  (:func:`memo.backends.torch_common.train_module`).
 
 The loss is a fixed random projection of the outputs, ``sum_k sum(W_k * Y_k) / batch`` with ``W_k`` standard normal
 drawn from a fixed seed: its cotangent ``W_k / batch`` is the same on every backend whatever the forward pass
@@ -36,15 +39,19 @@ from typing import Any, Callable
 import numpy as np
 
 from memo.backends.spec import ModelInputs
+from memo.backends.training_weights import dtype_name, perturb_weights, precision_record, to_numpy
 
 PREPARE_STAGE = "prepare"
 TRAINING_STAGES: tuple[str, ...] = ("forward", "gradients", "sgd", "adam")
+# The inference-mode stages (``training=False``): the outputs, then the gradient of the same loss with respect to the
+# inputs. A converted torch module (onnx2torch, onnx2pytorch: an inference graph) runs these only; Keras on
+# TensorFlow and torch (and the float64 engine) run them when the request asks (option ``inference``, or ``stages``).
+EVAL_STAGES: tuple[str, ...] = ("eval_forward", "eval_gradients")
 LOSS_SEED = 1234
 STEP_SEED = 4321
 SGD_LEARNING_RATE = 0.1
 ADAM_LEARNING_RATE = 0.1  # large enough that (after - before) / lr is not float32 cancellation of the weights
 ADAM_STEPS = 2
-PERTURBATION_ULPS = 4  # the float64 truth's weight perturbation, as memo.truth's of the inputs
 # The check's time limit per model, in per-model limits of inference: it runs the model four times (forward, forward
 # and backward, two optimizers) and Keras on JAX compiles two XLA programs where inference compiles one (several
 # times inference's CPU there: docs/benchmarks.md, "Training check"), so a model inference runs in time is no hang.
@@ -116,84 +123,33 @@ def fixed_gradients(shapes: list[tuple[int, ...]], step: int) -> list[np.ndarray
     return [rng.uniform(0.5, 1.5, shape) * rng.choice(np.array([-1.0, 1.0]), size=shape) for shape in shapes]
 
 
-def _dtype_name(dtype: Any) -> str:
-    from keras import backend
-
-    return str(backend.standardize_dtype(dtype))
-
-
-def precision_record(model: Any) -> dict[str, np.ndarray]:
-    """What the judge's tolerance needs to know of the model's precision (:func:`memo.training.judge.thresholds_for`):
-    ``compute_dtype``, the least precise floating dtype any layer computes or keeps its weights in (a float16 layer
-    deep inside makes every gradient flowing through it float16 noise, even a float32 weight's); per trainable
-    weight its dtype (``weight_dtypes``) and largest magnitude (``weight_scales``): an update is read as
-    ``(after - before) / lr``, so rounding the weight to its dtype moves it by ``eps * |w| / lr``."""
-    order = ("float64", "float32", "float16", "bfloat16")  # each less precise than the one before
-    least = "float32"
-    for layer in model._flatten_layers(include_self=True, recursive=True):
-        for dtype in (getattr(layer, "compute_dtype", None), getattr(layer, "variable_dtype", None)):
-            name = _dtype_name(dtype) if dtype else ""
-            if name in order and order.index(name) > order.index(least):
-                least = name
-    scales = []
-    for variable in model.trainable_weights:
-        values = _numpy(variable.value).astype(np.float64)
-        finite = np.abs(values[np.isfinite(values)])
-        scales.append(float(finite.max()) if finite.size else 0.0)
-    return {"compute_dtype": np.array(least), "weight_dtypes": np.array([_dtype_name(v.dtype) for v in
-                                                                         model.trainable_weights], dtype=str),
-            "weight_scales": np.array(scales, dtype=np.float64)}
-
-
-def _is_float_dtype(dtype: Any) -> bool:
-    from keras import backend
-
-    return backend.standardize_dtype(dtype).startswith(("float", "bfloat"))
+def projection_terms(shapes: list[tuple[int, ...]], dtypes: list[str]) -> list[tuple[int, np.ndarray, float, bool]]:
+    """The loss ``sum_k sum(W_k * Y_k) / batch`` as terms, one per floating output (``dtypes``: the outputs' dtype
+    names): (output index, ``W_k`` (float64), the divisor ``batch``, whether the output is summed widened to float32
+    (float16 and bfloat16)). Raises :class:`RandomInTraining` when no output is floating. Every worker's loss, Keras's
+    and a converted torch module's, is built from these."""
+    terms = [(index, projection(tuple(shape), index), float(shape[0]) if len(shape) and shape[0] else 1.0,
+              dtype in LOW_PRECISION) for index, (shape, dtype) in enumerate(zip(shapes, dtypes))
+             if dtype.startswith(("float", "bfloat"))]
+    if not terms:
+        raise RandomInTraining("left out of the training check: the model has no floating output to differentiate")
+    return terms
 
 
 def _loss(outputs: Any) -> Any:
     from keras import ops
 
     total = None
-    for index, y in enumerate(outputs):
-        if not _is_float_dtype(y.dtype):
-            continue
-        if _dtype_name(y.dtype) in LOW_PRECISION:  # summed in float32: a float16 sum of many terms is noise
-            y = ops.cast(y, "float32")
-        weights = ops.convert_to_tensor(projection(tuple(y.shape), index), dtype=y.dtype)
-        term = ops.sum(ops.multiply(y, weights)) / (int(y.shape[0]) if len(y.shape) and y.shape[0] else 1)
+    terms = projection_terms([tuple(y.shape) for y in outputs], [dtype_name(y.dtype) for y in outputs])
+    for index, weights, divisor, widen in terms:
+        y = ops.cast(outputs[index], "float32") if widen else outputs[index]
+        term = ops.sum(ops.multiply(y, ops.convert_to_tensor(weights, dtype=y.dtype))) / divisor
         total = term if total is None else total + term
-    if total is None:
-        raise RandomInTraining("left out of the training check: the model has no floating output to differentiate")
     return total
-
-
-def _numpy(value: Any) -> np.ndarray:
-    from keras import ops
-
-    return np.array(ops.convert_to_numpy(value), copy=True)  # never a view of a variable reset afterwards
 
 
 def _as_list(outputs: Any) -> list[Any]:
     return list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
-
-
-def perturb_weights(model: Any, index: int) -> None:
-    """Move every floating weight by :data:`PERTURBATION_ULPS` float32 ulps (random signs seeded by ``index``), relative
-    to the larger of the element and the weight's mean magnitude (1 for a weight of zeros), as
-    :func:`memo.truth.perturb` moves the inputs: the float64 truth's conditioning check, so that a result decided by a
-    tie the inputs do not move (a pre-activation exactly 0 from zero weights: a ReLU at 0) is ill-conditioned too."""
-    rng = np.random.default_rng(2000 + index)
-    step = PERTURBATION_ULPS * float(np.finfo(np.float32).eps)
-    for variable in model.weights:
-        values = _numpy(variable.value)
-        if not np.issubdtype(values.dtype, np.floating) or values.size == 0:
-            continue
-        wide = values.astype(np.float64)
-        finite = np.abs(wide[np.isfinite(wide)])
-        typical = float(finite.mean()) if finite.size and finite.any() else 1.0  # all zeros: moved at scale 1
-        signs = rng.choice(np.array([-1.0, 1.0]), size=values.shape)
-        variable.assign((wide + step * signs * np.maximum(np.abs(wide), typical)).astype(values.dtype))
 
 
 def training_stages(model: Any, inputs: ModelInputs, options: dict[str, Any] | None = None,
@@ -215,8 +171,18 @@ def training_stages(model: Any, inputs: ModelInputs, options: dict[str, Any] | N
              "state_names": np.array([v.path for v in model.non_trainable_weights], dtype=str),
              "notes": np.array(notes, dtype=str), **precision_record(model)}
     build = {"tensorflow": _tensorflow_stages, "jax": _jax_stages, "torch": _torch_stages}[keras.backend.backend()]
+    stages = select_stages(build(model, arrays), options)
+    return stages, {**names, "stages": np.array([name for name, _ in stages], dtype=str)}
+
+
+def select_stages(stages: list[Stage], options: dict[str, Any] | None) -> list[Stage]:
+    """The stages a request asks for: ``options["stages"]``; without it :data:`TRAINING_STAGES`, and
+    :data:`EVAL_STAGES` too when ``options["inference"]``. The prepare record lists those kept (``stages``): the
+    judge does not expect the others of this backend."""
     wanted = (options or {}).get("stages")
-    return [stage for stage in build(model, arrays) if wanted is None or stage[0] in wanted], names
+    if wanted is None:
+        wanted = [*TRAINING_STAGES, *(EVAL_STAGES if (options or {}).get("inference") else ())]
+    return [stage for stage in stages if stage[0] in wanted]
 
 
 def training_stages_wide(model: Any, inputs: ModelInputs,
@@ -225,29 +191,55 @@ def training_stages_wide(model: Any, inputs: ModelInputs,
     return training_stages(model, inputs, options, wide=True)
 
 
-def _floating(arrays: list[np.ndarray]) -> list[int]:
+def floating_positions(arrays: list[np.ndarray]) -> list[int]:
     return [i for i, a in enumerate(arrays) if np.issubdtype(a.dtype, np.floating)]
 
 
+def eval_record(outputs: list[np.ndarray] | None, input_grads: list[Any] | None,
+                arrays: list[np.ndarray]) -> dict[str, np.ndarray]:
+    """The inference-mode stages' arrays: ``eval_out_i`` (``outputs``, numpy) or ``eval_grad_P`` per floating input
+    position ``P`` (``input_grads``, numpy or None: zeros, the loss does not depend on that input)."""
+    if outputs is not None:
+        return {f"eval_out_{i}": np.array(y, copy=True) for i, y in enumerate(outputs)}
+    return {f"eval_grad_{position}": np.zeros_like(arrays[position]) if g is None else np.array(g, copy=True)
+            for position, g in zip(floating_positions(arrays), input_grads or [])}
+
+
+def _eval_stages(model: Any, arrays: list[np.ndarray],
+                 outputs_and_grads: Callable[[], tuple[list[Any], list[Any]]]) -> list[Stage]:
+    """:data:`EVAL_STAGES` of a Keras backend that differentiates eagerly: ``outputs_and_grads`` runs the model once
+    in inference mode and returns its outputs and the loss's input gradients (both stages read that one run)."""
+    done: dict[str, Any] = {}
+
+    def run() -> tuple[list[Any], list[Any]]:
+        if "run" not in done:
+            done["run"] = outputs_and_grads()
+        return done["run"]
+
+    return [("eval_forward", lambda: eval_record([to_numpy(y) for y in run()[0]], None, arrays)),
+            ("eval_gradients", lambda: eval_record(None, [None if g is None else to_numpy(g) for g in run()[1]],
+                                                   arrays))]
+
+
 def _forward_record(outputs: list[Any], loss: Any, state: list[Any]) -> dict[str, np.ndarray]:
-    record = {f"out_{i}": _numpy(y) for i, y in enumerate(outputs)}
-    record["loss"] = _numpy(loss).reshape(())
-    record.update({f"state_{i}": _numpy(s) for i, s in enumerate(state)})
+    record = {f"out_{i}": to_numpy(y) for i, y in enumerate(outputs)}
+    record["loss"] = to_numpy(loss).reshape(())
+    record.update({f"state_{i}": to_numpy(s) for i, s in enumerate(state)})
     return record
 
 
 def _gradient_record(weight_grads: list[Any], input_grads: list[Any], model: Any,
                      arrays: list[np.ndarray]) -> dict[str, np.ndarray]:
     """Gradients as arrays; a gradient the library returns as None (the loss does not depend on it) is zeros."""
-    record = {f"grad_{i}": np.zeros(tuple(v.shape), dtype=v.dtype) if g is None else _numpy(g)
+    record = {f"grad_{i}": np.zeros(tuple(v.shape), dtype=v.dtype) if g is None else to_numpy(g)
               for i, (v, g) in enumerate(zip(model.trainable_weights, weight_grads))}
-    for position, g in zip(_floating(arrays), input_grads):
-        record[f"input_grad_{position}"] = np.zeros_like(arrays[position]) if g is None else _numpy(g)
+    for position, g in zip(floating_positions(arrays), input_grads):
+        record[f"input_grad_{position}"] = np.zeros_like(arrays[position]) if g is None else to_numpy(g)
     return record
 
 
 def _update_record(prefix: str, before: list[np.ndarray], after: list[Any], rate: float) -> dict[str, np.ndarray]:
-    return {f"{prefix}_{i}": (_numpy(a).astype(np.float64) - b.astype(np.float64)) / rate
+    return {f"{prefix}_{i}": (to_numpy(a).astype(np.float64) - b.astype(np.float64)) / rate
             for i, (b, a) in enumerate(zip(before, after))}
 
 
@@ -264,7 +256,7 @@ def _eager_stages(model: Any, arrays: list[np.ndarray], gradients: Callable[[], 
     import keras
 
     initial = model.get_weights()
-    trainable = [_numpy(v.value) for v in model.trainable_weights]
+    trainable = [to_numpy(v.value) for v in model.trainable_weights]
 
     def forward() -> dict[str, np.ndarray]:
         model.set_weights(initial)
@@ -302,7 +294,7 @@ def _tensorflow_stages(model: Any, arrays: list[np.ndarray]) -> list[Stage]:
         import tensorflow as tf
 
         tensors = [tf.convert_to_tensor(a) for a in arrays]
-        watched = [tensors[i] for i in _floating(arrays)]
+        watched = [tensors[i] for i in floating_positions(arrays)]
         with tf.GradientTape() as tape:
             for tensor in watched:
                 tape.watch(tensor)
@@ -311,7 +303,19 @@ def _tensorflow_stages(model: Any, arrays: list[np.ndarray]) -> list[Stage]:
         grads = tape.gradient(loss, weights + watched)
         return _gradient_record(grads[:len(weights)], grads[len(weights):], model, arrays)
 
-    return _eager_stages(model, arrays, gradients)
+    def inference() -> tuple[list[Any], list[Any]]:
+        import tensorflow as tf
+
+        tensors = [tf.convert_to_tensor(a) for a in arrays]
+        watched = [tensors[i] for i in floating_positions(arrays)]
+        with tf.GradientTape() as tape:
+            for tensor in watched:
+                tape.watch(tensor)
+            outputs = _as_list(model(tensors, training=False))
+            loss = _loss(outputs)
+        return outputs, tape.gradient(loss, watched)
+
+    return _eager_stages(model, arrays, gradients) + _eval_stages(model, arrays, inference)
 
 
 def _torch_stages(model: Any, arrays: list[np.ndarray]) -> list[Stage]:
@@ -319,7 +323,7 @@ def _torch_stages(model: Any, arrays: list[np.ndarray]) -> list[Stage]:
         import keras
 
         tensors = [keras.ops.convert_to_tensor(a) for a in arrays]
-        watched = [tensors[i] for i in _floating(arrays)]
+        watched = [tensors[i] for i in floating_positions(arrays)]
         for tensor in watched:
             tensor.requires_grad_(True)
         for variable in model.trainable_weights:
@@ -328,7 +332,18 @@ def _torch_stages(model: Any, arrays: list[np.ndarray]) -> list[Stage]:
         grads = [v.value.grad for v in model.trainable_weights]
         return _gradient_record(grads, [t.grad for t in watched], model, arrays)
 
-    return _eager_stages(model, arrays, gradients)
+    def inference() -> tuple[list[Any], list[Any]]:
+        import keras
+
+        tensors = [keras.ops.convert_to_tensor(a) for a in arrays]
+        watched = [tensors[i] for i in floating_positions(arrays)]
+        for tensor in watched:
+            tensor.requires_grad_(True)
+        outputs = _as_list(model(tensors, training=False))
+        _loss(outputs).backward()
+        return [y.detach() for y in outputs], [t.grad for t in watched]
+
+    return _eager_stages(model, arrays, gradients) + _eval_stages(model, arrays, inference)
 
 
 def _jax_stages(model: Any, arrays: list[np.ndarray]) -> list[Stage]:
@@ -340,7 +355,7 @@ def _jax_stages(model: Any, arrays: list[np.ndarray]) -> list[Stage]:
     non_trainable = [v.value for v in model.non_trainable_variables]
     weight_ids = {id(v) for v in model.non_trainable_weights}
     state_positions = [i for i, v in enumerate(model.non_trainable_variables) if id(v) in weight_ids]
-    floating = _floating(arrays)
+    floating = floating_positions(arrays)
     others = [a for i, a in enumerate(arrays) if i not in floating]
 
     def loss_of(weights: Any, float_inputs: Any) -> Any:

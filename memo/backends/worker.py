@@ -158,7 +158,9 @@ class Worker:
         if train is None:
             records.append({"stage": "prepare", "status": "skipped", "message": f"{spec.name} has no training check"})
             return {"event": "done", "id": request_id, "stages": records, "outputs": None}
-        ok, handle = self.stage(request_id, "load", spec, records, lambda: spec.load(Path(request["model"])))
+        convert = getattr(spec, "convert", None)  # a converted module (onnx2torch): converted from the ONNX file
+        ok, handle = self.stage(request_id, "load", spec, records, lambda: spec.load(
+            convert(Path(request["model"])) if convert is not None else Path(request["model"])))
         arrays: dict[str, np.ndarray] = {}
         if ok:
             options = request.get("options") or {}

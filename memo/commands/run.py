@@ -118,11 +118,11 @@ def print_training(check: TrainingCheck) -> None:
     from rich.table import Table
 
     from memo.training.judge import PREPARE
-    from memo.backends.training import TRAINING_STAGES
+    from memo.backends.training import EVAL_STAGES, TRAINING_STAGES
 
     console = Console(width=max(Console().width, 110))
     table = Table(title=f"training check  (reference: {check.reference}, {check.seconds:.2f} s)")
-    columns = ("load", PREPARE, *TRAINING_STAGES)
+    columns = ("load", PREPARE, *TRAINING_STAGES, *EVAL_STAGES)
     for column in ("library", *columns, "seconds"):
         table.add_column(column)
     for name, result in check.results.items():

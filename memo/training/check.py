@@ -18,6 +18,7 @@ from memo.backends.supervisor import WorkerCommand, WorkerProcess
 from memo.kinds import TRAINING_KINDS
 from memo.oracle import Verdict
 from memo.oracle.criterion import Thresholds
+from memo.backends.training import EVAL_STAGES, TRAINING_STAGES
 from memo.training.judge import NUMERIC_KINDS, Arrays, Judgement, judge_training, read_arrays
 from memo.training.truth import ENGINE, assess_verdict
 from memo.truth import PERTURBATIONS, perturb
@@ -59,12 +60,14 @@ def run_training_check(executor: DifferentialExecutor, artifact: Artifact, scrat
     """The check of ``artifact`` on ``backends`` (default: every trainer the executor runs); ``truth``: judge each
     numeric verdict by float64 (a worker of its own, started only when there is one)."""
     names = [name for name in trainers(backends if backends is not None else executor.backend_names)
-             if name in executor.backend_names]
+             if name in executor.backend_names and inference_passed(executor, artifact, name)]
     if not names:
         return TrainingCheck(reference="", judgement=Judgement(left_out="no backend with a training check selected"))
     started = time.perf_counter()
     check = TrainingCheck(reference=training_reference(names, executor.reference))
-    check.results = executor.train(artifact, names, scratch)
+    converted = any(executor.members[name].consumes != "keras" for name in names)
+    # with a converted module among them, the Keras trainers add the inference-mode stages it is judged by
+    check.results = executor.train(artifact, names, scratch, {"inference": True} if converted else None)
     arrays = {name: read_arrays(result.outputs_path) for name, result in check.results.items()}
     check.judgement = judge_training({name: result.stages for name, result in check.results.items()}, arrays,
                                      check.reference, thresholds)
@@ -74,13 +77,20 @@ def run_training_check(executor: DifferentialExecutor, artifact: Artifact, scrat
         started = time.perf_counter()
         runner = TruthTrainer(scratch / "truth")
         try:
-            wide, moved = runner.runs(artifact)
+            wide, moved = runner.runs(artifact, [*TRAINING_STAGES, *EVAL_STAGES] if converted else None)
         finally:
             runner.close()
         for verdict in numeric:
             verdict.truth = assess_verdict(verdict, arrays, wide, moved, check.reference, thresholds)
         check.truth_seconds = time.perf_counter() - started
     return check
+
+
+def inference_passed(executor: DifferentialExecutor, artifact: Artifact, name: str) -> bool:
+    """Whether trainer ``name`` is checked on ``artifact``: a Keras backend always; a converted module (onnx2torch,
+    onnx2pytorch) where its inference run wrote outputs (a conversion or forward failure is the inference check's
+    finding, not reported twice; its ONNX file exists then)."""
+    return executor.members[name].consumes == "keras" or artifact.outputs_path(name).exists()
 
 
 class TruthTrainer:

@@ -32,17 +32,28 @@ if TYPE_CHECKING:
     from memo.backends.result import StageResult
     from memo.truth import Truth
 
-JUDGED_STAGES: tuple[str, ...] = ("forward", "loss", "state", "gradients", "sgd", "adam")
-CHAINS: tuple[tuple[str, ...], ...] = (("forward", "loss", "state", "gradients"), ("sgd",), ("adam",))
+JUDGED_STAGES: tuple[str, ...] = ("forward", "loss", "state", "gradients", "sgd", "adam", "eval_forward",
+                                   "eval_gradients")
+# The inference-mode chain: a converted torch module's outputs and input gradients (training=False) against the
+# reference's (memo.backends.training.EVAL_STAGES)
+EVAL_CHAIN: tuple[str, ...] = ("eval_forward", "eval_gradients")
+CHAINS: tuple[tuple[str, ...], ...] = (("forward", "loss", "state", "gradients"), ("sgd",), ("adam",), EVAL_CHAIN)
 COMPUTED_BY: dict[str, str] = {"forward": "forward", "loss": "forward", "state": "forward", "gradients": "gradients",
-                               "sgd": "sgd", "adam": "adam"}
+                               "sgd": "sgd", "adam": "adam", "eval_forward": "eval_forward",
+                               "eval_gradients": "eval_gradients"}
+# Stages whose numeric difference is another check's finding: the outputs in inference mode are the inference
+# check's (a converted module whose forward pass differs has its inference verdict already). A difference there
+# ends the chain without a verdict; a crash there (autograd on, where the inference run passed) is still one.
+INFERENCE_JUDGED: frozenset[str] = frozenset({"eval_forward"})
 # Array keys of each judged stage in a worker's .npz (memo.backends.training)
 _PREFIXES: dict[str, tuple[str, ...]] = {"forward": ("out",), "loss": ("loss",), "state": ("state",),
-                                         "gradients": ("grad", "input_grad"), "sgd": ("sgd",), "adam": ("adam",)}
-_KEY = re.compile(r"^(out|loss|state|grad|input_grad|sgd|adam)(?:_(\d+))?$")
+                                         "gradients": ("grad", "input_grad"), "sgd": ("sgd",), "adam": ("adam",),
+                                         "eval_forward": ("eval_out",), "eval_gradients": ("eval_grad",)}
+_KEY = re.compile(r"^(out|loss|state|grad|input_grad|sgd|adam|eval_out|eval_grad)(?:_(\d+))?$")
 PREPARE = "prepare"
 # What the worker records beside the arrays (memo.backends.training): weight names, and the model's precision
-DESCRIPTIVE_KEYS: tuple[str, ...] = ("names", "state_names", "compute_dtype", "weight_dtypes", "weight_scales")
+DESCRIPTIVE_KEYS: tuple[str, ...] = ("names", "state_names", "compute_dtype", "weight_dtypes", "weight_scales",
+                                     "stages")
 # Machine epsilon per floating dtype name (bfloat16 has 8 significand bits)
 EPS: dict[str, float] = {"float64": 2.0 ** -52, "float32": 2.0 ** -23, "float16": 2.0 ** -10, "bfloat16": 2.0 ** -7}
 # Per optimizer stage: (learning rate, steps): its update is (after - before) / lr, after that many roundings
@@ -117,7 +128,8 @@ def array_name(arrays: Arrays, key: str) -> str:
     names = {"grad": "names", "sgd": "names", "adam": "names", "state": "state_names"}.get(prefix)
     if names and names in arrays and index < len(arrays[names]):
         return str(arrays[names][index])
-    return {"input_grad": f"input {index}", "out": f"output {index}", "loss": "loss"}.get(prefix, key)
+    return {"input_grad": f"input {index}", "eval_grad": f"input {index}", "out": f"output {index}",
+            "eval_out": f"output {index}", "loss": "loss"}.get(prefix, key)
 
 
 def _status(stages: Sequence[StageResult], worker_stage: str) -> StageResult | None:
@@ -289,6 +301,8 @@ def _judge_chain(backend: str, chain: Sequence[str], own: Sequence[StageResult],
     early = next((s for s in own if s.stage in ("start", "load", PREPARE) and s.status != StageStatus.OK.value), None)
     if early is not None or _status(own, PREPARE) is None:  # a backend that could not prepare the model: one verdict
         return _failure_verdict(backend, PREPARE, early)
+    if not runs_chain(own_arrays, chain):
+        return None
     for stage in chain:
         worker_stage = COMPUTED_BY[stage]
         ref_status, status = _status(ref_stages, worker_stage), _status(own, worker_stage)
@@ -300,8 +314,22 @@ def _judge_chain(backend: str, chain: Sequence[str], own: Sequence[StageResult],
             return None
         verdict = compare_stage(backend, stage, own_arrays, ref_arrays, thresholds)
         if verdict is not None:
-            return verdict
+            return None if stage in INFERENCE_JUDGED else verdict
     return None
+
+
+def runs_chain(arrays: Arrays, chain: Sequence[str]) -> bool:
+    """Whether the backend whose arrays these are is judged on ``chain``: the worker stages it prepared (``stages``,
+    recorded at ``prepare``) include the chain's first. The inference-mode chain (:data:`EVAL_CHAIN`) is a converted
+    module's only: a Keras backend that trains is judged in training mode, its inference-mode arrays serve as the
+    reference's (a record without the list: a Keras backend, every training-mode chain)."""
+    listed = arrays.get("stages")
+    if listed is None:
+        return tuple(chain) != EVAL_CHAIN
+    names = {str(name) for name in np.asarray(listed).ravel()}
+    if tuple(chain) == EVAL_CHAIN and COMPUTED_BY["forward"] in names:
+        return False
+    return COMPUTED_BY[chain[0]] in names
 
 
 def _failure_verdict(backend: str, stage: str, status: StageResult | None) -> TrainingVerdict | None:

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from memo.artifact import Artifact, prepare_artifact
+from memo.backends import load_spec
 from memo.backends.executor import DifferentialExecutor, ExecutionAbandoned
 from memo.errors import InvalidModelError
 from memo.json_types import JsonObject
@@ -32,8 +33,8 @@ from memo.oracle import Verdict
 from memo.store import BugRow, CampaignStore
 from memo.training.check import (NUMERIC, TrainingCheck, TruthTrainer, stored_verdicts, trainers,
                                  training_reference)
-from memo.training.judge import (DESCRIPTIVE_KEYS, Arrays, TrainingVerdict, differing_names, judge_training,
-                                 read_arrays, stage_keys, worker_stages)
+from memo.training.judge import (DESCRIPTIVE_KEYS, JUDGED_STAGES, Arrays, TrainingVerdict, differing_names,
+                                 judge_training, read_arrays, stage_keys, worker_stages)
 from memo.training.truth import ENGINE, assess_verdict
 from memo.triage.bug_reduction import reduce_bug
 from memo.bug_files import (EXPECTED_FILE, INPUTS_FILE, IR_FILE, MODEL_FILE, Reduction, read_bug_file, retried,
@@ -44,7 +45,7 @@ from memo.triage.probe import _keep_inputs, read_inputs
 from memo.triage.rerun import rerun_script
 from memo.triage.repro import script_python
 from memo.triage.session import Session
-from memo.triage.training_repro import render_training_script
+from memo.triage.training_repro import model_file_of, render_training_script
 from memo.triage.training_signature import crash_exception, first_in_backward_order, training_parts, weight_owner
 from memo.truth import UNAVAILABLE
 
@@ -93,6 +94,9 @@ class TrainingChecker:
             return TrainingRun(error=str(exc))
         if self.inputs:
             _keep_inputs(artifact, self.inputs)
+        converted = [name for name in self.backends if executor.members[name].consumes != "keras"]
+        if converted:  # a converted module trains on the file its converter writes (tf2onnx's ONNX file)
+            executor.run(artifact, converted)
         results = executor.train(artifact, self.backends, directory / "training", self.options)
         arrays = {name: read_arrays(result.outputs_path) for name, result in results.items()}
         judgement = judge_training({name: result.stages for name, result in results.items()}, arrays, self.reference)
@@ -151,11 +155,14 @@ def write_folder(folder: Path, ir: ModelIR, run: TrainingRun, data: JsonObject) 
     assert run.artifact is not None
     folder.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(run.artifact.keras_path, folder / MODEL_FILE)
+    consumes = load_spec(str(data["library"])).consumes
+    if consumes != "keras":  # a converted module's bug: the file it converts (tf2onnx's ONNX file), for repro.py
+        shutil.copyfile(run.artifact.path_for(consumes), folder / model_file_of(consumes))
     shutil.copyfile(run.artifact.inputs_path, folder / INPUTS_FILE)
     (folder / IR_FILE).write_text(ir.dumps())
     reference = run.arrays.get(str(data["reference"]), {})
     stage = str(data["stage"])
-    keys = stage_keys(reference, stage) if stage in ("forward", "loss", "state", "gradients", "sgd", "adam") else []
+    keys = stage_keys(reference, stage) if stage in JUDGED_STAGES else []
     np.savez(folder / EXPECTED_FILE, **{key: reference[key] for key in keys},
              **{key: reference[key] for key in DESCRIPTIVE_KEYS if key in reference})
     (folder / "repro.py").write_text(render_training_script(data, [layer.name for layer in ir.input_layers]))

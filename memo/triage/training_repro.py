@@ -19,11 +19,11 @@ from memo.kinds import VerdictKind
 from memo.oracle.criterion import Thresholds
 from memo.triage.inline import Bundle
 
-# memo code the script inlines: (module, name)
+# memo code the script inlines: (module, name), beside the blamed spec's own convert, load and train (a Keras
+# backend's: keras_common._load, training.training_stages; a converted module's: its _convert, eval_module,
+# torch_common.train_module)
 _CODE: tuple[tuple[str, str], ...] = (
     ("memo.backends.worker", "_read_inputs"),
-    ("memo.backends.keras_common", "_load"),
-    ("memo.backends.training", "training_stages"),
     ("memo.training.judge", "COMPUTED_BY"),
     ("memo.training.judge", "compare_stage"),
     ("memo.training.judge", "compare_array"),
@@ -42,11 +42,11 @@ THRESHOLDS = Thresholds({thresholds})
 
 
 def main() -> int:
-    model = _load(HERE / "model.keras")
+    model = {load}
     inputs = _read_inputs(HERE / "inputs.npz", INPUT_NAMES)
     record = {{}}
     try:
-        stages, names = training_stages(model, inputs, {{}})
+        stages, names = {train}(model, inputs, {{"stages": [COMPUTED_BY.get(STAGE, STAGE)]}})
         record.update(names)
         wanted = COMPUTED_BY.get(STAGE, STAGE)
         for name, action in stages:
@@ -79,6 +79,12 @@ if __name__ == "__main__":
 '''
 
 
+def model_file_of(consumes: str) -> str:
+    """The file a bug folder keeps for a trainer consuming ``consumes``: ``model.keras``, a converted module's
+    ``model.onnx``."""
+    return f"model.{consumes}"
+
+
 def render_training_script(bug: JsonObject, input_names: list[str], thresholds: Thresholds = Thresholds()) -> str:
     """The script's text for ``bug`` (its bug.json data: ``id``, ``kind``, ``library``, ``stage``, ``training``:
     the array and weight the verdict names, ``exception`` for a crash)."""
@@ -87,6 +93,9 @@ def render_training_script(bug: JsonObject, input_names: list[str], thresholds: 
     bundle = Bundle()
     for module, name in _CODE:
         bundle.add(module, name)
+    convert, load, train = (bundle.add_object(function) if function is not None else None
+                            for function in (spec.convert, spec.load, spec.train))
+    model_file = f"HERE / {model_file_of(spec.consumes)!r}"
     code = bundle.take()
     training = bug.get("training") or {}
     environment = "\n".join(f"os.environ[{key!r}] = {value!r}" for key, value in spec.env.items())
@@ -95,7 +104,7 @@ def render_training_script(bug: JsonObject, input_names: list[str], thresholds: 
     header = (f'"""memo {__version__}: training bug {bug["id"]}\n\n'
               f'{kind} on {library} at training stage {bug.get("stage")}'
               f'{": " + str(training.get("name")) if training.get("name") else ""}.\n'
-              f'Runs the stage as memo\'s Keras worker does and compares it with the reference\'s arrays '
+              f'Runs the stage as memo\'s worker does and compares it with the reference\'s arrays '
               f'(expected.npz, {bug.get("reference") or "the reference"}).\n\n'
               f'    KERAS_BACKEND={backend} python repro.py    # needs {", ".join(spec.distributions)}, numpy\n\n'
               f'Exit status: 0 reproduces, 1 does not.\n"""\n')
@@ -103,7 +112,8 @@ def render_training_script(bug: JsonObject, input_names: list[str], thresholds: 
              "from pathlib import Path\n\nimport numpy as np\n" + imports + "\n\n\n"
              "# ---- memo's own code, inlined verbatim (memo.backends.worker, memo.backends.keras_common, "
              "memo.backends.training, memo.training.judge, memo.oracle.criterion)\n" + code + "\n")
-    main = _MAIN.format(backend=library, kind=kind, stage=str(bug.get("stage") or ""),
+    main = _MAIN.format(load=f"{load}({convert}({model_file}))" if convert else f"{load}({model_file})", train=train,
+                        backend=library, kind=kind, stage=str(bug.get("stage") or ""),
                         array=str(training.get("array") or "") if kind != VerdictKind.TRAINING_CRASH.value else "",
                         exception=str(bug.get("exception") or ""), input_names=list(input_names),
                         thresholds=", ".join(f"{k}={v!r}" for k, v in dataclasses.asdict(thresholds).items()))
