@@ -113,3 +113,11 @@ def test_a_numeric_issue_quotes_the_numbers_its_script_printed(tmp_path: Path) -
     assert "Max absolute difference among violations: 0.0213" in actual and "0.0166" not in actual
     assert "0.0166" not in text, "the campaign's figures on the unreduced model are not quoted"
     assert "not printed by the script" in text  # the float64 truth's table says whose figures those are
+
+
+def test_an_importers_crash_is_titled_by_the_operator_its_dispatch_was_converting(tmp_path: Path) -> None:
+    """m40's crash-onnx2pytorch-7b11d35ea8: "Unexpected number of parameters: 0" from convert_linear_layer, which
+    onnx2pytorch's convert_operations calls for Gemm only; the model's Keras layer (MultiHeadAttention) is no title."""
+    folder = _folder(tmp_path, "crash-onnx2pytorch-7b11d35ea8")
+    assert culprit(folder) == "Gemm"
+    assert title(folder).startswith("[onnx2pytorch] Gemm: ValueError: Unexpected number of parameters: 0")
