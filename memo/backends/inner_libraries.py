@@ -17,6 +17,7 @@ what torch.onnx raises:
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from memo.backends import trackers
@@ -28,19 +29,26 @@ class InnerLibrary:
     """``name``: what its bugs are filed under; ``code``: the path prefix of its frames (as
     :func:`memo.triage.masks.library_frames` writes them); ``refusals``: exception types by which it declines a value
     of its caller (those stay with the caller); ``writes``: exception types memo records for an invalid file it
-    wrote; ``upstream``: its tracker."""
+    wrote; ``upstream``: its tracker; ``entry_frames``: a pattern of the frame (``module/path.py:function``) of its
+    per-operator code, whose ``module`` and ``function`` name what failed; ``node``: a pattern of the invalid node's
+    ``op`` in a checker's message; ``duty``: what it should have done, as an issue's Expected part says it."""
 
     name: str
     code: str
     refusals: tuple[str, ...]
     writes: tuple[str, ...]
     upstream: Upstream
+    entry_frames: str = ""
+    node: str = r"op_type:\s*(?P<op>\w+)"
+    duty: str = "does its part"
 
 
 TORCH_ONNX = InnerLibrary(
     "torch.onnx", "torch/onnx/", ("SymbolicValueError",), ("InvalidONNX",),
     Upstream("active", "https://github.com/pytorch/pytorch/issues",
-             "torch.onnx is released with PyTorch, several times a year", trackers.PYTORCH))
+             "torch.onnx is released with PyTorch, several times a year", trackers.PYTORCH),
+    entry_frames=r"/(?P<module>symbolic_opset\d+)\.py:(?P<function>\w+)$",
+    duty="exports the traced model to a valid ONNX file, which onnx.checker accepts")
 
 # backend or converter name -> the library inside its stack
 INSIDE: dict[str, InnerLibrary] = {"keras-export": TORCH_ONNX, "keras-export-opset15": TORCH_ONNX}
@@ -58,4 +66,18 @@ def inner_library(backend: str, exception: str, frames: list[str]) -> str | None
     return None
 
 
-__all__ = ["INSIDE", "LIBRARIES", "InnerLibrary", "inner_library"]
+def inner_culprit(name: str, message: str, frames: list[str]) -> str | None:
+    """What a title names for a failure inside the library ``name``: the invalid node's operator a checker names
+    (``ReduceMax``), else its per-operator function the traceback went through (``symbolic_opset11.squeeze``)."""
+    inner = LIBRARIES.get(name)
+    if inner is None:
+        return None
+    node = re.search(inner.node, message) if inner.node else None
+    if node:
+        return node.group("op")
+    entries = [re.search(inner.entry_frames, frame) for frame in frames] if inner.entry_frames else []
+    entry = next((match for match in entries if match), None)
+    return f"{entry.group('module')}.{entry.group('function')}" if entry else None
+
+
+__all__ = ["INSIDE", "LIBRARIES", "InnerLibrary", "inner_culprit", "inner_library"]

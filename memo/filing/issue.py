@@ -11,7 +11,8 @@ from urllib.parse import quote_plus
 
 from memo import __version__
 from memo.backends import find_spec, producer_of
-from memo.backends.spec import UNKNOWN_UPSTREAM
+from memo.backends.documented import upstream_of
+from memo.backends.inner_libraries import LIBRARIES, inner_culprit
 from memo.backends.versions import distribution_versions
 from memo.bug_files import NEWEST_FILE
 from memo.newest import BUILD_DISTRIBUTIONS, CANNOT_RUN, STILL_REPRODUCES
@@ -84,10 +85,13 @@ def culprit(folder: BugFolder, checked: MinimalScript | None = None) -> str:
     where there are two at most (layout plumbing left out), else the Keras layers. Otherwise the class the checked
     script's error names (Keras's "X.call()"), else the class localization blamed when the reduced model still has
     it, else the reduced model's ONNX operators (an engine's numeric bug) or layer classes."""
-    ir = folder.ir()
-    classes = list(dict.fromkeys(layer_name(layer) for layer in ir.body)) if ir else []
+    inner = inner_culprit(folder.inside, str(folder.info.get("error_message") or ""), folder.frames) \
+        if folder.inside else None
+    if inner:  # a failure inside a library of the stack: its operator, not the Keras layers around it
+        return inner
+    classes = layer_classes(folder)
     idiom = idiom_for(folder.library)
-    engine = idiom is not None and idiom.builds == ONNX and folder.filed_on == folder.library
+    engine = idiom is not None and idiom.builds == ONNX and not folder.converter_blamed
     operator = _engine_operator(folder, checked) if engine else None
     if operator:
         return operator
@@ -142,7 +146,7 @@ def title(folder: BugFolder, checked: MinimalScript | None = None) -> str:
     else:
         cause = stated_cause(folder, checked)
         what = f"{folder.exception}: {cause}" if folder.exception else cause
-        if folder.filed_on != folder.library:  # the converter's file, which an engine fails on
+        if folder.converter_blamed:  # the converter's file, which an engine fails on
             what = f"writes a file {folder.library} fails on ({what})"
     return whole_words(f"[{folder.filed_on}] {culprit(folder, checked)}: {what}", TITLE_CHARS)
 
@@ -199,7 +203,8 @@ def _reproduce(folder: BugFolder, checked: MinimalScript) -> list[str]:
 
 # How an issue names the reference libraries a maintainer knows by another name.
 LIBRARY_NAMES = {"keras-tensorflow": "Keras on TensorFlow", "keras-jax": "Keras on JAX", "keras-torch": "Keras on "
-                 "PyTorch", "keras-openvino": "Keras on OpenVINO"}
+                 "PyTorch", "keras-openvino": "Keras on OpenVINO",
+                 "keras-export": "Keras's `model.export(format=\"onnx\")` on the torch backend (torch.onnx underneath)"}
 
 
 def reference_outputs(folder: BugFolder) -> list[str]:
@@ -259,10 +264,15 @@ def _crash_expected(folder: BugFolder, named: str) -> str:
     returns = f" and returns output{plural} of shape {', '.join(shapes)}" if shapes else ""
     raised = f"`{folder.exception or 'an error'}`"
     opinion = folder.info.get(ONNX_REFERENCE_KEY) or {}
-    if opinion.get("decision") == CONVERTER and folder.filed_on != folder.library:
+    if folder.converter_blamed:
         return (f"{folder.filed_on}'s file computes what the Keras model computes ({named} runs the Keras model"
                 f"{returns}). Instead ONNX's reference implementation says: {opinion.get('reason', '')}; "
                 f"{folder.library}, which reads that file, raises {raised}.")
+    if folder.inside:  # a library the backend calls: it should have done its part
+        return (f"{folder.inside} {LIBRARIES[folder.inside].duty} ({named} "
+                f"runs this model{returns}). Instead {raised} is raised"
+                + (" by onnx.checker on the file it wrote." if folder.exception in LIBRARIES[folder.inside].writes
+                   else f" inside {folder.inside}."))
     if opinion.get("decision") == ENGINE and opinion.get("blamed") == folder.library:
         also = f", as {named} does on the Keras model" if shapes else ""
         return (f"{folder.library} runs the file: ONNX's reference implementation (`onnx.reference."
@@ -320,20 +330,31 @@ def kept_issue_text(folder: Path) -> tuple[str, MinimalScript] | None:
 def _described(bug: BugFolder, checked: MinimalScript) -> str:
     """The bug in one sentence: the library, what goes wrong, on what, at which stage."""
     stage = bug.info.get("stage", "?")
-    if bug.filed_on != bug.library:  # the converter's file is wrong; the engine reading it only shows it
+    if bug.converter_blamed:  # the converter's file is wrong; the engine reading it only shows it
         return (f"{bug.filed_on} converts a model of {culprit(bug, checked)} to an ONNX file that {bug.library} "
                 f"fails on ({stage} stage); ONNX's reference implementation shows the file is wrong.") \
             if bug.kind == "crash" \
             else (f"{bug.filed_on} converts a model of {culprit(bug, checked)} to an ONNX file that computes "
                   f"another result ({bug.library} {KIND_WORDS.get(bug.kind, 'fails')} on it, {stage} stage).")
+    if bug.inside:  # the crash arises inside a library that the backend calls
+        calls = " -> ".join(frame.rpartition("/")[2] for frame in reversed(bug.frames[:3]))
+        where = (f"{bug.inside} writes an invalid ONNX file" if bug.exception in LIBRARIES[bug.inside].writes
+                 else f"the exception is raised inside {bug.inside} ({calls})")
+        return (f"{LIBRARY_NAMES.get(bug.library, bug.library)} fails on a model of "
+                f"{', '.join(layer_classes(bug)) or '?'} ({stage} stage): {where}.")
     return f"{bug.library} {KIND_WORDS.get(bug.kind, 'fails')} on a model of {culprit(bug, checked)} ({stage} stage)."
+
+
+def layer_classes(bug: BugFolder) -> list[str]:
+    """The reduced model's layers as a title names them (:func:`layer_name`)."""
+    ir = bug.ir()
+    return list(dict.fromkeys(layer_name(layer) for layer in ir.body)) if ir else []
 
 
 def render_issue(bug: BugFolder, checked: MinimalScript) -> str:
     """The issue text of ``bug`` with its checked minimal script: in its tracker's form, or, for a library whose
     spec says its bugs are not filed (retired upstream), a record in the generic form saying so."""
-    spec = find_spec(bug.filed_on)
-    upstream = spec.upstream if spec is not None else UNKNOWN_UPSTREAM
+    upstream = upstream_of(bug.filed_on)
     tracker = "" if upstream.record_only else upstream.tracker
     form = upstream.form if tracker else GENERIC
     parts = {
