@@ -32,8 +32,11 @@ def _feed(model: Any, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
             else dict(zip(args, inputs.values())))
 
 
-def _reference_shapes(model_path: str, inputs: dict[str, np.ndarray]) -> Shapes:
-    """Every top-level node's output shapes by ONNX Runtime, else by ONNX's reference evaluator."""
+ONNXRUNTIME, EVALUATOR = "ONNX Runtime", "onnx.reference.ReferenceEvaluator"
+
+
+def _reference_shapes(model_path: str, inputs: dict[str, np.ndarray]) -> tuple[str, Shapes]:
+    """Who computed them (:data:`ONNXRUNTIME`, else :data:`EVALUATOR`) and every top-level node's output shapes."""
     import onnx
 
     model = onnx.load(model_path)
@@ -46,12 +49,12 @@ def _reference_shapes(model_path: str, inputs: dict[str, np.ndarray]) -> Shapes:
         model.graph.output.extend(onnx.ValueInfoProto(name=name) for name in names if name not in listed)
         session = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
         wanted = [output.name for output in session.get_outputs()]
-        values = dict(zip(wanted, session.run(wanted, feed)))
+        values, by = dict(zip(wanted, session.run(wanted, feed))), ONNXRUNTIME
     except Exception:  # noqa: BLE001 - ONNX Runtime cannot run it: the evaluator's intermediate results
         from onnx.reference import ReferenceEvaluator
 
-        values = ReferenceEvaluator(onnx.load(model_path)).run(None, feed, intermediate=True)
-    return {node.name: [list(np.shape(values[output])) for output in node.output if output in values]
+        values, by = ReferenceEvaluator(onnx.load(model_path)).run(None, feed, intermediate=True), EVALUATOR
+    return by, {node.name: [list(np.shape(values[output])) for output in node.output if output in values]
             for node in model.graph.node if all(output in values for output in node.output if output)}
 
 
@@ -84,14 +87,16 @@ def _engine_shapes(engine: str, model_path: str, inputs: dict[str, np.ndarray]) 
 
 
 def _measure(engine: str, model_path: str, inputs_path: str, out_path: str) -> int:
-    """In the child: both sets of shapes, written as JSON (``reference``, ``engine``)."""
+    """In the child: both sets of shapes, written as JSON (``reference``, ``engine``, and ``by``: who computed the
+    reference's)."""
     with np.load(inputs_path, allow_pickle=False) as data:
         inputs = {name: data[name] for name in data.files}
     found: dict[str, Any] = {}
     for side, measure in (("reference", lambda: _reference_shapes(model_path, inputs)),
-                          ("engine", lambda: _engine_shapes(engine, model_path, inputs))):
+                          ("engine", lambda: ("", _engine_shapes(engine, model_path, inputs)))):
         try:
-            found[side] = measure()
+            by, found[side] = measure()
+            found["by"] = found.get("by") or by
         except Exception as exc:  # noqa: BLE001 - one side missing: no comparison, said as text
             found[side] = f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}"
     Path(out_path).write_text(json.dumps(found))
@@ -100,7 +105,7 @@ def _measure(engine: str, model_path: str, inputs_path: str, out_path: str) -> i
 
 def node_shapes(engine: str, model_path: Path, inputs: dict[str, np.ndarray], scratch: Path,
                 timeout_s: float = TIMEOUT_S) -> dict[str, Shapes | str]:
-    """``{"reference": shapes, "engine": shapes}`` for the file at ``model_path`` on ``inputs`` (a side that could
+    """``{"reference": shapes, "engine": shapes, "by": who computed the reference's}`` for the file at ``model_path`` on ``inputs`` (a side that could
     not run: why, as text; both, when the child did not finish)."""
     scratch.mkdir(parents=True, exist_ok=True)
     inputs_path, out = scratch / "node-shapes.inputs.npz", scratch / "node-shapes.json"

@@ -7,6 +7,7 @@ import json
 import platform
 import re
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote_plus
 
 from memo import __version__
@@ -23,8 +24,8 @@ from memo.filing.folder import ONNX_FILE, REPRO_FILE, BugFolder
 from memo.backends.idioms import ONNX
 from memo.filing.script import KERAS_ATTACHED, NUMERIC_PRINTS, ONNX_ATTACHED, idiom_for
 from memo.model.ir import Layer
-from memo.triage.failing_node import culprit_operator
-from memo.triage.onnx_reference import CONVERTER, ENGINE, ONNX_REFERENCE_KEY
+from memo.triage.failing_node import culprit_operator, node_attributes
+from memo.triage.onnx_reference import CONVERTER, ENGINE, ONNX_REFERENCE_KEY, SHAPE_ORIGIN_KEY
 from memo.triage.signature import computing_library
 from memo.backends.trackers import DESCRIBE, DUPLICATES, ENVIRONMENT, EXPECTED, LOG, REPRODUCE, GENERIC
 
@@ -79,6 +80,17 @@ def _engine_operator(folder: BugFolder, checked: MinimalScript | None) -> str | 
     return None
 
 
+def wrong_shape(folder: BugFolder) -> dict[str, Any]:
+    """The first node whose output shape the engine got otherwise than the reference on the same file, before it
+    crashed (:func:`memo.triage.onnx_reference.trace_shape_origin`); empty where none is known."""
+    found = folder.info.get(SHAPE_ORIGIN_KEY)
+    return found if isinstance(found, dict) and found.get("op") else {}
+
+
+def _shape_text(shapes: list[list[int]]) -> str:
+    return ", ".join("(" + ", ".join(str(d) for d in shape) + ")" for shape in shapes)
+
+
 def culprit(folder: BugFolder, checked: MinimalScript | None = None) -> str:
     """The layer or operator a title names, from the reduced model (a wrapper with the layer it wraps). An engine's
     crash: the operator of the file it failed in where its message or traceback tells it, else the file's operators
@@ -92,9 +104,10 @@ def culprit(folder: BugFolder, checked: MinimalScript | None = None) -> str:
     classes = layer_classes(folder)
     idiom = idiom_for(folder.library)
     engine = idiom is not None and idiom.builds == ONNX and not folder.converter_blamed
-    operator = _engine_operator(folder, checked) if engine else None
+    origin = wrong_shape(folder) if engine else {}
+    operator = origin.get("op") or (_engine_operator(folder, checked) if engine else None)
     if operator:
-        return operator
+        return str(operator)
     names = _operators(folder) if engine else classes
     if engine and folder.kind == "crash" and len(names) > 2 and classes:
         names = classes
@@ -143,6 +156,10 @@ def title(folder: BugFolder, checked: MinimalScript | None = None) -> str:
         what = KIND_WORDS[folder.kind]
         if folder.kind in ("nan", "inconsistency") and folder.reference:
             what += f" (against {'the ONNX reference evaluator' if folder.against_evaluator else folder.reference})"
+    elif wrong_shape(folder) and not folder.converter_blamed:  # where the shapes went wrong, before the crash
+        origin = wrong_shape(folder)
+        what = (f"output shape {_shape_text(origin['engine'])} where {origin.get('by') or 'the reference'} gives "
+                f"{_shape_text(origin['reference'])}")
     else:
         cause = stated_cause(folder, checked)
         what = f"{folder.exception}: {cause}" if folder.exception else cause
@@ -342,6 +359,16 @@ def _described(bug: BugFolder, checked: MinimalScript) -> str:
                  else f"the exception is raised inside {bug.inside} ({calls})")
         return (f"{LIBRARY_NAMES.get(bug.library, bug.library)} fails on a model of "
                 f"{', '.join(layer_classes(bug)) or '?'} ({stage} stage): {where}.")
+    origin = wrong_shape(bug)
+    if origin:  # the crash follows from a node whose output shape is already wrong
+        failing = _engine_operator(bug, checked)
+        attributes = node_attributes(bug.file(ONNX_FILE), str(origin["op"]), str(origin["node"]))
+        listed = ", ".join(f"{name}={value}" for name, value in sorted(attributes.items())
+                           if isinstance(value, (int, float, str, list)) and len(str(value)) <= 40)
+        return (f"{bug.library} computes output shape {_shape_text(origin['engine'])} for the {origin['op']} node "
+                f"`{origin['node']}`{f' ({listed})' if listed else ''} of the attached ONNX file, where {origin.get('by') or 'the reference'} gives "
+                f"{_shape_text(origin['reference'])} on the same file and inputs (the first node whose output shape "
+                f"differs); a later node{f' ({failing})' if failing else ''} then fails on it ({stage} stage).")
     return f"{bug.library} {KIND_WORDS.get(bug.kind, 'fails')} on a model of {culprit(bug, checked)} ({stage} stage)."
 
 

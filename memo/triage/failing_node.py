@@ -88,6 +88,14 @@ def _file_attributes(onnx_path: Path, found: FailingNode) -> dict[str, object] |
     return None
 
 
+def node_attributes(onnx_path: Path | None, op: str, node: str) -> dict[str, object]:
+    """The attributes of the ``op`` node named ``node`` (or producing an output so named) of the file at
+    ``onnx_path``; empty where there is no such node."""
+    if onnx_path is None or not onnx_path.is_file():
+        return {}
+    return _file_attributes(onnx_path, FailingNode(op, node)) or {}
+
+
 def failing_operator(message: str, onnx_path: Path | None = None) -> tuple[str, str] | None:
     """(operator, node name) of the node a crash ``message`` names, the operator with its code-selecting attributes
     where the converted file at ``onnx_path`` holds that node; None when the message names no node."""
