@@ -70,7 +70,7 @@ def folder_key(folder: BugFolder) -> str:
 
 def symptoms(folder: BugFolder) -> tuple[str, ...]:
     """The words whose presence in the script's error output says the bug showed."""
-    if folder.numeric:
+    if folder.numeric or folder.converter_blamed:  # a converter's script asserts on the file it wrote
         return NUMERIC_SYMPTOM
     exception = folder.exception
     return (exception, *EXCEPTION_ALIASES.get(exception, ())) if exception else ()

@@ -104,7 +104,7 @@ def culprit(folder: BugFolder, checked: MinimalScript | None = None) -> str:
     classes = layer_classes(folder)
     idiom = idiom_for(folder.library)
     engine = idiom is not None and idiom.builds == ONNX and not folder.converter_blamed
-    origin = wrong_shape(folder) if engine else {}
+    origin = wrong_shape(folder) if idiom is not None and idiom.builds == ONNX else {}
     operator = origin.get("op") or (_engine_operator(folder, checked) if engine else None)
     if operator:
         return str(operator)
@@ -156,10 +156,13 @@ def title(folder: BugFolder, checked: MinimalScript | None = None) -> str:
         what = KIND_WORDS[folder.kind]
         if folder.kind in ("nan", "inconsistency") and folder.reference:
             what += f" (against {'the ONNX reference evaluator' if folder.against_evaluator else folder.reference})"
-    elif wrong_shape(folder) and not folder.converter_blamed:  # where the shapes went wrong, before the crash
+    elif wrong_shape(folder):  # where the shapes went wrong, before the crash
         origin = wrong_shape(folder)
         what = (f"output shape {_shape_text(origin['engine'])} where {origin.get('by') or 'the reference'} gives "
                 f"{_shape_text(origin['reference'])}")
+        if folder.converter_blamed:  # the converter's node, which engines following the spec size differently
+            what = (f"output shape {_shape_text(origin['engine'])} in {folder.library}, "
+                    f"{_shape_text(origin['reference'])} in {origin.get('by') or 'the reference'}")
     else:
         cause = stated_cause(folder, checked)
         what = f"{folder.exception}: {cause}" if folder.exception else cause
@@ -239,12 +242,23 @@ def printed_figures(checked: MinimalScript) -> list[str]:
     return [line.strip() for line in checked.output.splitlines() if line.strip().startswith(heads)]
 
 
+def _converter_prints(folder: BugFolder, checked: MinimalScript) -> list[str]:
+    """What a converter's script prints of its file (:func:`memo.filing.script.converter_file_lines`): the constant
+    inputs of the node where shapes part, the output shapes."""
+    op = str(wrong_shape(folder).get("op") or "\0")
+    if not (folder.converter_blamed and checked.reproduces):
+        return []
+    return [line.strip() for line in checked.output.splitlines() if line.startswith((f"{op} {{", "output shapes:"))]
+
+
 def _expected(folder: BugFolder, checked: MinimalScript) -> list[str]:
     reference = folder.reference or "the reference library"
     named = f"{LIBRARY_NAMES[reference]} ({reference})" if reference in LIBRARY_NAMES else reference
     happened = actual(folder, checked)
     if folder.kind == "crash":
-        return [_crash_expected(folder, named) + (f" Actual: {happened}" if happened else "")]
+        shown = _converter_prints(folder, checked)
+        return [_crash_expected(folder, named) + (f" Actual: {happened}" if happened else ""),
+                *(["", "The script prints:", "", _fenced("\n".join(quoted(line) for line in shown))] if shown else [])]
     if folder.kind == "hang":
         return [f"The model finishes in seconds (on {named} it does); {folder.library} is still running after "
                 f"{folder.info.get('timeout_s', '?')} s."]
@@ -347,28 +361,32 @@ def kept_issue_text(folder: Path) -> tuple[str, MinimalScript] | None:
 def _described(bug: BugFolder, checked: MinimalScript) -> str:
     """The bug in one sentence: the library, what goes wrong, on what, at which stage."""
     stage = bug.info.get("stage", "?")
+    origin = wrong_shape(bug)
     if bug.converter_blamed:  # the converter's file is wrong; the engine reading it only shows it
-        return (f"{bug.filed_on} converts a model of {culprit(bug, checked)} to an ONNX file that {bug.library} "
-                f"fails on ({stage} stage); ONNX's reference implementation shows the file is wrong.") \
-            if bug.kind == "crash" \
-            else (f"{bug.filed_on} converts a model of {culprit(bug, checked)} to an ONNX file that computes "
-                  f"another result ({bug.library} {KIND_WORDS.get(bug.kind, 'fails')} on it, {stage} stage).")
+        parted = (f" {bug.library} and {origin.get('by') or 'the reference'} part at its {origin['op']} node: output "
+                  f"shape {_shape_text(origin['engine'])} against {_shape_text(origin['reference'])}; the script "
+                  f"prints that node's constant inputs." if origin else "")
+        what = f"that {bug.library} fails on ({stage} stage)" if bug.kind == "crash" else \
+            f"that computes another result ({bug.library} {KIND_WORDS.get(bug.kind, 'fails')} on it, {stage} stage)"
+        return (f"{bug.filed_on} converts a model of {', '.join(layer_classes(bug)) or '?'} to an ONNX file {what}."
+                f"{parted} The script below runs {bug.filed_on} on the Keras model and the file it writes on ONNX's "
+                f"reference implementation (`onnx.reference`), which differs from Keras on it (or fails).")
     if bug.inside:  # the crash arises inside a library that the backend calls
         calls = " -> ".join(frame.rpartition("/")[2] for frame in reversed(bug.frames[:3]))
         where = (f"{bug.inside} writes an invalid ONNX file" if bug.exception in LIBRARIES[bug.inside].writes
                  else f"the exception is raised inside {bug.inside} ({calls})")
         return (f"{LIBRARY_NAMES.get(bug.library, bug.library)} fails on a model of "
                 f"{', '.join(layer_classes(bug)) or '?'} ({stage} stage): {where}.")
-    origin = wrong_shape(bug)
     if origin:  # the crash follows from a node whose output shape is already wrong
         failing = _engine_operator(bug, checked)
         attributes = node_attributes(bug.file(ONNX_FILE), str(origin["op"]), str(origin["node"]))
         listed = ", ".join(f"{name}={value}" for name, value in sorted(attributes.items())
                            if isinstance(value, (int, float, str, list)) and len(str(value)) <= 40)
         return (f"{bug.library} computes output shape {_shape_text(origin['engine'])} for the {origin['op']} node "
-                f"`{origin['node']}`{f' ({listed})' if listed else ''} of the attached ONNX file, where {origin.get('by') or 'the reference'} gives "
-                f"{_shape_text(origin['reference'])} on the same file and inputs (the first node whose output shape "
-                f"differs); a later node{f' ({failing})' if failing else ''} then fails on it ({stage} stage).")
+                f"`{origin['node']}`{f' ({listed})' if listed else ''} of the attached ONNX file, where "
+                f"{origin.get('by') or 'the reference'} gives {_shape_text(origin['reference'])} on the same file and "
+                f"inputs (the first node whose output shape differs); a later node{f' ({failing})' if failing else ''}"
+                f" then fails on it ({stage} stage).")
     return f"{bug.library} {KIND_WORDS.get(bug.kind, 'fails')} on a model of {culprit(bug, checked)} ({stage} stage)."
 
 

@@ -290,16 +290,21 @@ def opine_on_crash(folder: Path, scratch: Path, timeout_s: float = 60.0) -> Opin
     return opinion
 
 
-def first_wrong_shape(shapes: dict[str, object], order: list[tuple[str, str]]) -> JsonObject:
-    """The first node of the file (``order``: its nodes' names and op types, in the file's order) whose output shapes
-    the engine gets otherwise than the reference (``shapes``: :func:`memo.backends.node_shapes.node_shapes`), as
-    ``{"node", "op", "engine", "reference", "by"}``; empty when every node both ran agrees (or a side did not run)."""
+def first_wrong_shape(shapes: dict[str, object], order: list[tuple[str, str, list[str]]]) -> JsonObject:
+    """The first node of the file (``order``: its nodes' names, op types and output names, in the file's order) whose
+    first output's shape the engine gets otherwise than the reference (``shapes``:
+    :func:`memo.backends.node_shapes.node_shapes`), as ``{"node", "op", "engine", "reference", "by"}``; empty when
+    every node both ran agrees (or a side did not run). An engine's module is a node's where it is named after the
+    node or after its first output (onnx2pytorch's ``Resize_model/resize:0``)."""
     engine, reference = shapes.get("engine"), shapes.get("reference")
     if not isinstance(engine, dict) or not isinstance(reference, dict):
         return {}
-    for name, op in order:
-        if name in engine and name in reference and engine[name] != reference[name]:
-            return {"node": name, "op": op, "engine": engine[name], "reference": reference[name],
+    for name, op, outputs in order:
+        ran = engine.get(name) or next((value for key, value in engine.items()
+                                        if outputs and outputs[0] and key.endswith(outputs[0])), None)
+        expected = reference.get(name)
+        if ran and expected and ran[0] != expected[0]:
+            return {"node": name, "op": op, "engine": ran[:1], "reference": expected[:1],
                     "by": str(shapes.get("by") or "")}
     return {}
 
@@ -320,7 +325,8 @@ def trace_shape_origin(folder: Path, scratch: Path, timeout_s: float = 60.0) -> 
         return None
     import onnx
 
-    order = [(node.name, node.op_type) for node in onnx.load(str(path), load_external_data=False).graph.node]
+    order = [(node.name, node.op_type, list(node.output))
+             for node in onnx.load(str(path), load_external_data=False).graph.node]
     with np.load(inputs_path, allow_pickle=False) as data:
         inputs = {name: data[name] for name in data.files}
     found = first_wrong_shape(dict(node_shapes(library, path, inputs, scratch, timeout_s)), order)

@@ -247,5 +247,11 @@ def test_an_engines_crash_is_traced_to_the_first_node_whose_output_shape_differs
 
 def test_no_node_is_named_where_the_engine_gets_every_shape_the_reference_gets() -> None:
     same = {"engine": {"a": [[2, 3]], "b": [[2, 3]]}, "reference": {"a": [[2, 3]], "b": [[2, 3]], "c": [[6]]}}
-    assert first_wrong_shape(same, [("a", "Relu"), ("b", "Conv"), ("c", "Reshape")]) == {}
-    assert first_wrong_shape({"engine": "RuntimeError: x", "reference": {}}, [("a", "Relu")]) == {}
+    assert first_wrong_shape(same, [("a", "Relu", ["a:0"]), ("b", "Conv", ["b:0"]), ("c", "Reshape", ["c:0"])]) == {}
+    assert first_wrong_shape({"engine": "RuntimeError: x", "reference": {}}, [("a", "Relu", ["a:0"])]) == {}
+    # onnx2pytorch names a node's module after its op and first output, and its MaxPool returns indices too
+    pytorch = {"engine": {"MaxPool_m/pool:0": [[2, 3, 9, 9], [2, 3, 9, 9]], "Resize_m/resize:0": [[2, 8, 16, 4]]},
+               "reference": {"m/pool": [[2, 3, 9, 9]], "m/resize": [[2, 8, 17, 4]]}, "by": "ONNX Runtime"}
+    order = [("m/pool", "MaxPool", ["m/pool:0"]), ("m/resize", "Resize", ["m/resize:0"])]
+    assert first_wrong_shape(pytorch, order) == {"node": "m/resize", "op": "Resize", "engine": [[2, 8, 16, 4]],
+                                                 "reference": [[2, 8, 17, 4]], "by": "ONNX Runtime"}
