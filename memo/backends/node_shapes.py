@@ -22,6 +22,10 @@ from typing import Any
 import numpy as np
 
 TIMEOUT_S = 60.0
+# Engines whose loaded model is a torch module with one child per ONNX node (named after the node, or after its op
+# and first output): the only ones whose per-node shapes forward hooks give. Asking any other engine loads it for
+# nothing (OpenVINO compiles the whole model).
+PER_NODE_MODULES = frozenset({"onnx2torch", "onnx2pytorch"})
 Shapes = dict[str, list[list[int]]]  # node name -> the shape of each of its outputs
 
 

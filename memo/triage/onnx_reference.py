@@ -33,7 +33,7 @@ from memo.artifact import Artifact
 from memo.artifact_files import ARTIFACT_FILES
 from memo.bug_files import INPUTS_FILE, read_bug_file, write_bug_file
 from memo.backends import CONVERTERS, find_spec, produced_by, producer_of
-from memo.backends.node_shapes import node_shapes
+from memo.backends.node_shapes import PER_NODE_MODULES, node_shapes
 from memo.backends.onnx_reference import reference_outputs
 from memo.triage.failing_node import SUBGRAPH_HOLDERS, culprit_operator, file_operators
 from memo.json_types import JsonObject
@@ -310,13 +310,13 @@ def first_wrong_shape(shapes: dict[str, object], order: list[tuple[str, str, lis
 
 
 def trace_shape_origin(folder: Path, scratch: Path, timeout_s: float = 60.0) -> JsonObject | None:
-    """For an engine's crash while running a converted file (stage ``execute``), the first node whose output shape
+    """For an engine's crash while running a converted file (stage ``execute``; an engine of per-node torch modules,
+    :data:`memo.backends.node_shapes.PER_NODE_MODULES`), the first node whose output shape
     it gets otherwise than ONNX Runtime on the same file (:func:`first_wrong_shape`), found once and kept in the
     folder's ``bug.json``; None when not such a crash or there is no file or inputs to run."""
     info = read_bug_file(folder)
     library = str(info.get("library") or "")
-    if info.get("kind") != "crash" or info.get("stage") != "execute" or onnx_file_of(library) is None \
-            or library in CONVERTERS:
+    if info.get("kind") != "crash" or info.get("stage") != "execute" or library not in PER_NODE_MODULES:
         return None
     if SHAPE_ORIGIN_KEY in info:
         return info[SHAPE_ORIGIN_KEY]
