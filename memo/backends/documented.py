@@ -11,6 +11,7 @@ import re
 from typing import Any
 
 from memo.backends import find_spec
+from memo.backends.inner_libraries import LIBRARIES
 from memo.backends.spec import NEVER_UNSUPPORTED, UNKNOWN_UPSTREAM, BackendSpec, DocumentedDifference, UnsupportedPhrase, Upstream
 from memo.model.ir import Layer, ModelIR
 
@@ -40,6 +41,8 @@ def upstream_of(name: str) -> Upstream:
     """The upstream status a registered backend or converter declares; for any other name (a plugin) "active"
     with no tracker (:data:`memo.backends.spec.UNKNOWN_UPSTREAM`)."""
     spec = find_spec(name)
+    if spec is None and name in LIBRARIES:  # a library inside a backend's stack (torch.onnx under Keras's export)
+        return LIBRARIES[name].upstream
     return spec.upstream if spec is not None else UNKNOWN_UPSTREAM
 
 

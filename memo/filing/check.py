@@ -18,7 +18,7 @@ from memo.bugdb.recheck import run_script
 from memo.filing.folder import BUG_FILE, IR_FILE, ONNX_FILE, BugFolder
 from memo.text import without_ansi
 from memo.filing.script import SCRIPT_FILE, Candidate, NoMinimalScript, candidates
-from memo.triage.onnx_reference import opine_on_crash
+from memo.triage.onnx_reference import opine_on_crash, trace_shape_origin
 from memo.triage.passes import SCRIPT_CHECK_S
 
 GENERATOR = "memo-minimal/3"  # changes when the scripts memo writes change: older checks are then redone
@@ -70,7 +70,7 @@ def folder_key(folder: BugFolder) -> str:
 
 def symptoms(folder: BugFolder) -> tuple[str, ...]:
     """The words whose presence in the script's error output says the bug showed."""
-    if folder.numeric:
+    if folder.numeric or folder.converter_blamed:  # a converter's script asserts on the file it wrote
         return NUMERIC_SYMPTOM
     exception = folder.exception
     return (exception, *EXCEPTION_ALIASES.get(exception, ())) if exception else ()
@@ -198,6 +198,7 @@ def minimal_script(folder: Path, *, refresh: bool = False, deadline: float | Non
     if reference_s >= REFERENCE_MIN_S:  # an engine's crash on a converted file: the converter's where the file is
         with tempfile.TemporaryDirectory(prefix="memo-reference-") as scratch:  # wrong (bug.json: before the key)
             opine_on_crash(Path(folder), Path(scratch), reference_s)
+            trace_shape_origin(Path(folder), Path(scratch), reference_s)  # where an engine's shapes went wrong
     bug = BugFolder.read(folder)
     cached = None if refresh else cached_minimal(bug)
     if cached is not None:

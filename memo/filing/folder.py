@@ -11,6 +11,7 @@ from pathlib import Path
 from memo.errors import UsageError
 from memo.json_types import JsonObject
 from memo.model.ir import ModelIR
+from memo.backends.inner_libraries import inner_library
 from memo.triage.onnx_reference import CONVERTER, ENGINE, ONNX_REFERENCE_ARRAYS, ONNX_REFERENCE_KEY
 
 BUG_FILE, IR_FILE, KERAS_FILE, ONNX_FILE = "bug.json", "ir.json", "model.keras", "model.onnx"
@@ -85,11 +86,23 @@ class BugFolder:
                 and self.file(ONNX_REFERENCE_ARRAYS) is not None)
 
     @property
+    def converter_blamed(self) -> str | None:
+        """The converter whose file ONNX's reference evaluator found wrong (the engine reading it only shows it), or
+        None."""
+        opinion = self.info.get(ONNX_REFERENCE_KEY) or {}
+        return str(opinion.get("blamed") or self.library) if opinion.get("decision") == CONVERTER else None
+
+    @property
+    def inside(self) -> str | None:
+        """The library inside this backend's stack the crash arises in (torch.onnx under Keras's export,
+        :mod:`memo.backends.inner_libraries`), or None."""
+        return inner_library(self.library, self.exception, self.frames) if self.kind == "crash" else None
+
+    @property
     def filed_on(self) -> str:
         """The library whose tracker gets the issue: the converter, where ONNX's reference evaluator found that the
-        converted file itself computes another result, else the bug's library."""
-        opinion = self.info.get(ONNX_REFERENCE_KEY) or {}
-        return str(opinion.get("blamed") or self.library) if opinion.get("decision") == CONVERTER else self.library
+        converted file itself is wrong; the library inside the stack a crash arises in; else the bug's library."""
+        return self.converter_blamed or self.inside or self.library
 
     def file(self, name: str) -> Path | None:
         """The folder's file ``name``, None when it is missing."""

@@ -7,11 +7,13 @@ import json
 import platform
 import re
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote_plus
 
 from memo import __version__
 from memo.backends import find_spec, producer_of
-from memo.backends.spec import UNKNOWN_UPSTREAM
+from memo.backends.documented import upstream_of
+from memo.backends.inner_libraries import LIBRARIES, inner_culprit
 from memo.backends.versions import distribution_versions
 from memo.bug_files import NEWEST_FILE
 from memo.newest import BUILD_DISTRIBUTIONS, CANNOT_RUN, STILL_REPRODUCES
@@ -22,8 +24,8 @@ from memo.filing.folder import ONNX_FILE, REPRO_FILE, BugFolder
 from memo.backends.idioms import ONNX
 from memo.filing.script import KERAS_ATTACHED, NUMERIC_PRINTS, ONNX_ATTACHED, idiom_for
 from memo.model.ir import Layer
-from memo.triage.failing_node import culprit_operator
-from memo.triage.onnx_reference import CONVERTER, ENGINE, ONNX_REFERENCE_KEY
+from memo.triage.failing_node import culprit_operator, node_attributes
+from memo.triage.onnx_reference import CONVERTER, ENGINE, ONNX_REFERENCE_KEY, SHAPE_ORIGIN_KEY
 from memo.triage.signature import computing_library
 from memo.backends.trackers import DESCRIBE, DUPLICATES, ENVIRONMENT, EXPECTED, LOG, REPRODUCE, GENERIC
 
@@ -78,19 +80,34 @@ def _engine_operator(folder: BugFolder, checked: MinimalScript | None) -> str | 
     return None
 
 
+def wrong_shape(folder: BugFolder) -> dict[str, Any]:
+    """The first node whose output shape the engine got otherwise than the reference on the same file, before it
+    crashed (:func:`memo.triage.onnx_reference.trace_shape_origin`); empty where none is known."""
+    found = folder.info.get(SHAPE_ORIGIN_KEY)
+    return found if isinstance(found, dict) and found.get("op") else {}
+
+
+def _shape_text(shapes: list[list[int]]) -> str:
+    return ", ".join("(" + ", ".join(str(d) for d in shape) + ")" for shape in shapes)
+
+
 def culprit(folder: BugFolder, checked: MinimalScript | None = None) -> str:
     """The layer or operator a title names, from the reduced model (a wrapper with the layer it wraps). An engine's
     crash: the operator of the file it failed in where its message or traceback tells it, else the file's operators
     where there are two at most (layout plumbing left out), else the Keras layers. Otherwise the class the checked
     script's error names (Keras's "X.call()"), else the class localization blamed when the reduced model still has
     it, else the reduced model's ONNX operators (an engine's numeric bug) or layer classes."""
-    ir = folder.ir()
-    classes = list(dict.fromkeys(layer_name(layer) for layer in ir.body)) if ir else []
+    inner = inner_culprit(folder.inside, str(folder.info.get("error_message") or ""), folder.frames) \
+        if folder.inside else None
+    if inner:  # a failure inside a library of the stack: its operator, not the Keras layers around it
+        return inner
+    classes = layer_classes(folder)
     idiom = idiom_for(folder.library)
-    engine = idiom is not None and idiom.builds == ONNX and folder.filed_on == folder.library
-    operator = _engine_operator(folder, checked) if engine else None
+    engine = idiom is not None and idiom.builds == ONNX and not folder.converter_blamed
+    origin = wrong_shape(folder) if idiom is not None and idiom.builds == ONNX else {}
+    operator = origin.get("op") or (_engine_operator(folder, checked) if engine else None)
     if operator:
-        return operator
+        return str(operator)
     names = _operators(folder) if engine else classes
     if engine and folder.kind == "crash" and len(names) > 2 and classes:
         names = classes
@@ -139,10 +156,17 @@ def title(folder: BugFolder, checked: MinimalScript | None = None) -> str:
         what = KIND_WORDS[folder.kind]
         if folder.kind in ("nan", "inconsistency") and folder.reference:
             what += f" (against {'the ONNX reference evaluator' if folder.against_evaluator else folder.reference})"
+    elif wrong_shape(folder):  # where the shapes went wrong, before the crash
+        origin = wrong_shape(folder)
+        what = (f"output shape {_shape_text(origin['engine'])} where {origin.get('by') or 'the reference'} gives "
+                f"{_shape_text(origin['reference'])}")
+        if folder.converter_blamed:  # the converter's node, which engines following the spec size differently
+            what = (f"output shape {_shape_text(origin['engine'])} in {folder.library}, "
+                    f"{_shape_text(origin['reference'])} in {origin.get('by') or 'the reference'}")
     else:
         cause = stated_cause(folder, checked)
         what = f"{folder.exception}: {cause}" if folder.exception else cause
-        if folder.filed_on != folder.library:  # the converter's file, which an engine fails on
+        if folder.converter_blamed:  # the converter's file, which an engine fails on
             what = f"writes a file {folder.library} fails on ({what})"
     return whole_words(f"[{folder.filed_on}] {culprit(folder, checked)}: {what}", TITLE_CHARS)
 
@@ -199,7 +223,8 @@ def _reproduce(folder: BugFolder, checked: MinimalScript) -> list[str]:
 
 # How an issue names the reference libraries a maintainer knows by another name.
 LIBRARY_NAMES = {"keras-tensorflow": "Keras on TensorFlow", "keras-jax": "Keras on JAX", "keras-torch": "Keras on "
-                 "PyTorch", "keras-openvino": "Keras on OpenVINO"}
+                 "PyTorch", "keras-openvino": "Keras on OpenVINO",
+                 "keras-export": "Keras's `model.export(format=\"onnx\")` on the torch backend (torch.onnx underneath)"}
 
 
 def reference_outputs(folder: BugFolder) -> list[str]:
@@ -217,12 +242,23 @@ def printed_figures(checked: MinimalScript) -> list[str]:
     return [line.strip() for line in checked.output.splitlines() if line.strip().startswith(heads)]
 
 
+def _converter_prints(folder: BugFolder, checked: MinimalScript) -> list[str]:
+    """What a converter's script prints of its file (:func:`memo.filing.script.converter_file_lines`): the constant
+    inputs of the node where shapes part, the output shapes."""
+    op = str(wrong_shape(folder).get("op") or "\0")
+    if not (folder.converter_blamed and checked.reproduces):
+        return []
+    return [line.strip() for line in checked.output.splitlines() if line.startswith((f"{op} {{", "output shapes:"))]
+
+
 def _expected(folder: BugFolder, checked: MinimalScript) -> list[str]:
     reference = folder.reference or "the reference library"
     named = f"{LIBRARY_NAMES[reference]} ({reference})" if reference in LIBRARY_NAMES else reference
     happened = actual(folder, checked)
     if folder.kind == "crash":
-        return [_crash_expected(folder, named) + (f" Actual: {happened}" if happened else "")]
+        shown = _converter_prints(folder, checked)
+        return [_crash_expected(folder, named) + (f" Actual: {happened}" if happened else ""),
+                *(["", "The script prints:", "", _fenced("\n".join(quoted(line) for line in shown))] if shown else [])]
     if folder.kind == "hang":
         return [f"The model finishes in seconds (on {named} it does); {folder.library} is still running after "
                 f"{folder.info.get('timeout_s', '?')} s."]
@@ -259,10 +295,15 @@ def _crash_expected(folder: BugFolder, named: str) -> str:
     returns = f" and returns output{plural} of shape {', '.join(shapes)}" if shapes else ""
     raised = f"`{folder.exception or 'an error'}`"
     opinion = folder.info.get(ONNX_REFERENCE_KEY) or {}
-    if opinion.get("decision") == CONVERTER and folder.filed_on != folder.library:
+    if folder.converter_blamed:
         return (f"{folder.filed_on}'s file computes what the Keras model computes ({named} runs the Keras model"
                 f"{returns}). Instead ONNX's reference implementation says: {opinion.get('reason', '')}; "
                 f"{folder.library}, which reads that file, raises {raised}.")
+    if folder.inside:  # a library the backend calls: it should have done its part
+        return (f"{folder.inside} {LIBRARIES[folder.inside].duty} ({named} "
+                f"runs this model{returns}). Instead {raised} is raised"
+                + (" by onnx.checker on the file it wrote." if folder.exception in LIBRARIES[folder.inside].writes
+                   else f" inside {folder.inside}."))
     if opinion.get("decision") == ENGINE and opinion.get("blamed") == folder.library:
         also = f", as {named} does on the Keras model" if shapes else ""
         return (f"{folder.library} runs the file: ONNX's reference implementation (`onnx.reference."
@@ -320,20 +361,45 @@ def kept_issue_text(folder: Path) -> tuple[str, MinimalScript] | None:
 def _described(bug: BugFolder, checked: MinimalScript) -> str:
     """The bug in one sentence: the library, what goes wrong, on what, at which stage."""
     stage = bug.info.get("stage", "?")
-    if bug.filed_on != bug.library:  # the converter's file is wrong; the engine reading it only shows it
-        return (f"{bug.filed_on} converts a model of {culprit(bug, checked)} to an ONNX file that {bug.library} "
-                f"fails on ({stage} stage); ONNX's reference implementation shows the file is wrong.") \
-            if bug.kind == "crash" \
-            else (f"{bug.filed_on} converts a model of {culprit(bug, checked)} to an ONNX file that computes "
-                  f"another result ({bug.library} {KIND_WORDS.get(bug.kind, 'fails')} on it, {stage} stage).")
+    origin = wrong_shape(bug)
+    if bug.converter_blamed:  # the converter's file is wrong; the engine reading it only shows it
+        parted = (f" {bug.library} and {origin.get('by') or 'the reference'} part at its {origin['op']} node: output "
+                  f"shape {_shape_text(origin['engine'])} against {_shape_text(origin['reference'])}; the script "
+                  f"prints that node's constant inputs." if origin else "")
+        what = f"that {bug.library} fails on ({stage} stage)" if bug.kind == "crash" else \
+            f"that computes another result ({bug.library} {KIND_WORDS.get(bug.kind, 'fails')} on it, {stage} stage)"
+        return (f"{bug.filed_on} converts a model of {', '.join(layer_classes(bug)) or '?'} to an ONNX file {what}."
+                f"{parted} The script below runs {bug.filed_on} on the Keras model and the file it writes on ONNX's "
+                f"reference implementation (`onnx.reference`), which differs from Keras on it (or fails).")
+    if bug.inside:  # the crash arises inside a library that the backend calls
+        calls = " -> ".join(frame.rpartition("/")[2] for frame in reversed(bug.frames[:3]))
+        where = (f"{bug.inside} writes an invalid ONNX file" if bug.exception in LIBRARIES[bug.inside].writes
+                 else f"the exception is raised inside {bug.inside} ({calls})")
+        return (f"{LIBRARY_NAMES.get(bug.library, bug.library)} fails on a model of "
+                f"{', '.join(layer_classes(bug)) or '?'} ({stage} stage): {where}.")
+    if origin:  # the crash follows from a node whose output shape is already wrong
+        failing = _engine_operator(bug, checked)
+        attributes = node_attributes(bug.file(ONNX_FILE), str(origin["op"]), str(origin["node"]))
+        listed = ", ".join(f"{name}={value}" for name, value in sorted(attributes.items())
+                           if isinstance(value, (int, float, str, list)) and len(str(value)) <= 40)
+        return (f"{bug.library} computes output shape {_shape_text(origin['engine'])} for the {origin['op']} node "
+                f"`{origin['node']}`{f' ({listed})' if listed else ''} of the attached ONNX file, where "
+                f"{origin.get('by') or 'the reference'} gives {_shape_text(origin['reference'])} on the same file and "
+                f"inputs (the first node whose output shape differs); a later node{f' ({failing})' if failing else ''}"
+                f" then fails on it ({stage} stage).")
     return f"{bug.library} {KIND_WORDS.get(bug.kind, 'fails')} on a model of {culprit(bug, checked)} ({stage} stage)."
+
+
+def layer_classes(bug: BugFolder) -> list[str]:
+    """The reduced model's layers as a title names them (:func:`layer_name`)."""
+    ir = bug.ir()
+    return list(dict.fromkeys(layer_name(layer) for layer in ir.body)) if ir else []
 
 
 def render_issue(bug: BugFolder, checked: MinimalScript) -> str:
     """The issue text of ``bug`` with its checked minimal script: in its tracker's form, or, for a library whose
     spec says its bugs are not filed (retired upstream), a record in the generic form saying so."""
-    spec = find_spec(bug.filed_on)
-    upstream = spec.upstream if spec is not None else UNKNOWN_UPSTREAM
+    upstream = upstream_of(bug.filed_on)
     tracker = "" if upstream.record_only else upstream.tracker
     form = upstream.form if tracker else GENERIC
     parts = {

@@ -109,7 +109,7 @@ def actual(folder: BugFolder, checked: MinimalScript) -> str:
     exception and its message's first line that states something (the traceback stays in the log), for a numeric
     bug the mismatch as the script's assertion states it (its arrays left out). Without a reproducing minimal
     script: the campaign's record, saying so."""
-    if not folder.numeric:
+    if not folder.numeric and not (folder.converter_blamed and checked.reproduces):  # a converter's: an assertion
         head = message_head(folder, checked)
         if any(mark in head for mark in ("%", "::")):  # a quoted graph node: the sentence around it, without it
             head = stated_message(folder, checked) or head

@@ -23,7 +23,7 @@ from memo.filing.onnx_code import WEIGHTS_FILE, GraphNotWritable, onnx_file_inpu
 from memo.filing.pycode import literal, used_imports
 from memo.filing.training_idiom import NoTrainingIdiom, check_lines, training_lines
 from memo.kinds import TRAINING_KINDS
-from memo.triage.onnx_reference import EVALUATED, ONNX_REFERENCE_ARRAYS
+from memo.triage.onnx_reference import EVALUATED, ONNX_REFERENCE_ARRAYS, SHAPE_ORIGIN_KEY
 
 SCRIPT_FILE = "bug_repro.py"
 # Worker settings that only pin memo's own throughput (one thread per worker): not part of a bug.
@@ -109,7 +109,36 @@ def _input_lines(arrays: list[np.ndarray], names: list[str], idiom: Idiom, sourc
     return lines + [f"feed = {{{', '.join(f'{n!r}: {v}' for n, v in zip(names, values))}}}"]
 
 
+def converter_file_lines(folder: BugFolder, converter: str) -> list[str]:
+    """A converter's bug (its file is wrong: the engine reading it only shows it): after the conversion, the constant
+    inputs of the file's nodes of the operator whose output shape the engine and ONNX Runtime part on (where
+    :func:`memo.triage.onnx_reference.trace_shape_origin` found one), then the file run by ONNX's reference
+    implementation against the Keras model: the same output shapes (and, for a numeric bug, values), else it raises
+    ``AssertionError``."""
+    origin = folder.info.get(SHAPE_ORIGIN_KEY) or {}
+    op = str(origin.get("op") or "") if isinstance(origin, dict) else ""
+    lines = ["consts = {t.name: onnx.numpy_helper.to_array(t) for t in onnx_model.graph.initializer}",
+             f"for node in onnx_model.graph.node:  # the {op} node: its output shape depends on these constants",
+             f"    if node.op_type == {op!r}:",
+             "        print(node.op_type, {i: consts[i].tolist() for i in node.input if i in consts})"] if op else []
+    lines += ["expected = [np.asarray(out) for out in keras.tree.flatten(model(x))]",
+              "feed = dict(zip([i.name for i in onnx_model.graph.input], x if isinstance(x, list) else [x]))",
+              "try:  # the specification's semantics, on the file as written",
+              "    got = ReferenceEvaluator(onnx_model).run(None, feed)",
+              "except Exception as exc:",
+              f'    raise AssertionError(f"ONNX\'s reference implementation fails on {converter}\'s file: {{exc}}")',
+              'print("output shapes: Keras", [e.shape for e in expected], "file", [g.shape for g in got])',
+              f'assert [g.shape for g in got] == [e.shape for e in expected], "{converter}\'s file: other shapes"']
+    if folder.numeric:
+        lines += ["for want, got in zip(expected, got):",
+                  f"    {NUMERIC_PRINTS.get(folder.kind, NUMERIC_PRINTS['inconsistency'])}",
+                  "    np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-3 * max(1, np.abs(want).mean()))"]
+    return lines
+
+
 def _check_lines(folder: BugFolder, idiom: Idiom) -> list[str]:
+    if folder.converter_blamed:
+        return converter_file_lines(folder, folder.converter_blamed)
     if not folder.numeric:
         return ['print("no error: the bug does not reproduce")']
     reference = ("ONNX's reference implementation (onnx.reference)" if folder.against_evaluator
@@ -213,17 +242,18 @@ def candidates(folder: BugFolder) -> list[Candidate]:
         raise NoMinimalScript(UNSCRIPTED_KINDS[folder.kind])
     if folder.kind in TRAINING_KINDS:
         return [_training_candidate(folder)]
-    idiom = idiom_for(folder.library)
+    library = script_library(folder)
+    idiom = idiom_for(library)
     if idiom is None:
-        raise NoMinimalScript(f"memo writes no minimal script for {folder.library!r}")
-    if folder.numeric and not idiom.numeric:
+        raise NoMinimalScript(f"memo writes no minimal script for {library!r}")
+    if folder.numeric and not idiom.numeric and not folder.converter_blamed:
         raise NoMinimalScript(f"a numeric bug of converter {folder.library!r} needs an engine to show")
-    if folder.numeric and folder.file(EXPECTED_FILE) is None:
+    if folder.numeric and folder.file(EXPECTED_FILE) is None and not folder.converter_blamed:
         raise NoMinimalScript("the folder has no expected.npz")
     inputs = _read_npz(folder.file(INPUTS_FILE))
     if not inputs:
         raise NoMinimalScript("the folder has no inputs.npz")
-    spec = find_spec(folder.library)
+    spec = find_spec(library)
     out: list[Candidate] = []
     why = ""
     for source in _sources(folder, idiom, all(array.dtype.kind == "f" for array in inputs.values())):
@@ -237,6 +267,12 @@ def candidates(folder: BugFolder) -> list[Candidate]:
     return short or out
 
 
+def script_library(folder: BugFolder) -> str:
+    """The library a bug's minimal script runs: the converter whose file is wrong (it shows what is wrong in that
+    file), else the bug's library."""
+    return folder.converter_blamed or folder.library
+
+
 def _candidate(folder: BugFolder, idiom: Idiom, source: str, inputs: dict[str, np.ndarray],
                python: str) -> Candidate:
     part = _keras_part(folder, source) if idiom.builds == KERAS else _onnx_part(folder, source)
@@ -247,13 +283,17 @@ def _candidate(folder: BugFolder, idiom: Idiom, source: str, inputs: dict[str, n
     files = dict(part.files)
     if source != SEEDED:
         files[INPUTS_FILE] = _npz(dict(zip(part.inputs, arrays)))
-    if folder.numeric:
+    converter = folder.converter_blamed
+    if folder.numeric and not converter:
         files[EXPECTED_FILE] = _npz(_expected_outputs(folder, part.outputs))
+    stage = "" if converter else str(folder.info.get("stage", ""))  # the engine's stage is not the converter's
     body = [*part.lines, *_input_lines(arrays, part.inputs, idiom, source),
-            f"print({idiom.versions})", *idiom.call_for(str(folder.info.get("stage", ""))),
-            *(idiom.collect if folder.numeric else ()), *_check_lines(folder, idiom)]
-    lines = [f"# {folder.library}: memo bug {folder.id}; exits 1 (an exception) when the bug shows",
-             *_env_lines(folder.library), *used_imports(idiom.imports, body), "", *body]
+            f"print({idiom.versions})", *idiom.call_for(stage),
+            *(idiom.collect if folder.numeric and not converter else ()), *_check_lines(folder, idiom)]
+    library = script_library(folder)
+    imports = (*idiom.imports, "from onnx.reference import ReferenceEvaluator") if converter else idiom.imports
+    lines = [f"# {library}: memo bug {folder.id}; exits 1 (an exception) when the bug shows",
+             *_env_lines(library), *used_imports(imports, body), "", *body]
     return Candidate("\n".join(lines) + "\n", files, python, source)
 
 

@@ -2,7 +2,8 @@
 renders it.
 
 The oracle names the library a verdict blames (:mod:`memo.oracle.attribution`); triage refines it once the bug is
-known: a crash a backend reports from inside the library under it (its spec's ``delegates``), one defect seen
+known: a crash a backend reports from inside the library under it (its spec's ``delegates``, or where in its stack
+it arises: :mod:`memo.backends.inner_libraries`), one defect seen
 through a backend and the library whose kernels compute it (:func:`memo.triage.signature.computing_library`, when
 an entry holds both), and a numeric bug the ONNX reference evaluator blames on the converter or the engine
 (:func:`memo.triage.onnx_reference.blamed_library`). A failure matching the library's declared refusals (its spec)
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Sequence, TypedDict
 
 from memo.backends.documented import declared_refusal, delegated_library
+from memo.backends.inner_libraries import inner_library
 from memo.bug_files import read_bug_file
 from memo.kinds import VerdictKind
 from memo.store import BugRow, CampaignStore
@@ -39,7 +41,11 @@ def decide(bug: BugRow, merged: Sequence[BugRow], details: FailureDetails, opini
     """The blame of ``bug`` (an entry, with the bugs ``merged`` into it), from its first finding's failure
     ``details`` and its folder's ONNX reference ``opinion``."""
     library, reported_by = bug.library, None
-    delegated = delegated_library(bug.library, details.message or "") if bug.kind == CRASH else None
+    delegated = None
+    if bug.kind == CRASH:  # by the library's own message, else by where in its stack it arises
+        delegated = (delegated_library(bug.library, details.message or "")
+                     or inner_library(bug.library, details.exception or str(bug.parts.get("exception") or ""),
+                                      list(bug.parts.get("frames") or [])))
     if delegated:  # reported by one backend, failing inside the library under it
         library, reported_by = delegated, bug.library
     computing = computing_library(bug.library)

@@ -8,6 +8,10 @@
    same shapes and dtypes); most bugs are one layer, and this finds it in a handful of runs;
 4. delta debugging (ddmin) over the body nodes: a removed node's consumers read its first input
    instead (the edits of :mod:`memo.seed_reduction.edits`); Keras rejecting the result is a cheap "no";
+   then each node that is left alone, last first, fed by fresh inputs of the shapes it had: removing the
+   layers before a node changes what it reads, and a failure that needs its input shape (a MaxPooling2D
+   'same' on 71x71x256 in m40's crash-keras-export-65a337de54, with a SeparableConv2D before it and an Add
+   of a strided Conv2D after it) survives only when a fresh input of that shape replaces them;
 5. parameters back toward their Keras defaults, a layer at a time, then a parameter at a time.
 
 Each candidate is judged by ``check`` (re-execution plus signature comparison, see
@@ -219,6 +223,14 @@ class _Search:
                     return
                 n = min(len(nodes), 2 * n)
 
+    def each_alone(self) -> None:
+        """Each body node alone (:func:`isolate`), the last first, until one shows the bug."""
+        for name in reversed([layer.name for layer in self.outcome.ir.body]):
+            if len(self.outcome.ir.body) <= 1 or self.out_of_time():
+                return
+            if self.accept(isolate(self.outcome.ir, name), f"{name} alone"):
+                return
+
     def parameters(self) -> None:
         for name in [layer.name for layer in self.outcome.ir.body]:
             layer = self.outcome.ir.get(name)
@@ -239,7 +251,7 @@ class _Search:
         return candidate
 
 
-STRUCTURAL_PASSES = ("outputs", "hinted", "prefix", "alone", "ddmin")
+STRUCTURAL_PASSES = ("outputs", "hinted", "prefix", "alone", "ddmin", "each alone")
 """The passes that make the model smaller, in order; a search that finished them all is DONE."""
 
 
@@ -262,7 +274,8 @@ def reduce_bug(ir: ModelIR, check: Check, *, budget_s: float, localized: str | N
     search.outcome.passes = [name for name in STRUCTURAL_PASSES if name in finished]
     steps: dict[str, Callable[[], None]] = {
         "outputs": lambda: search.outputs(localized), "hinted": lambda: search.hinted(hints or []),
-        "prefix": (lambda: None) if numeric else search.prefix, "alone": search.alone, "ddmin": search.ddmin}
+        "prefix": (lambda: None) if numeric else search.prefix, "alone": search.alone, "ddmin": search.ddmin,
+        "each alone": search.each_alone}
     for name in STRUCTURAL_PASSES:
         if name in search.outcome.passes:
             continue

@@ -11,6 +11,8 @@ report of every operation it could not convert) may follow from it, a cascade, n
 """
 from __future__ import annotations
 
+import ast
+import importlib.util
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -86,6 +88,14 @@ def _file_attributes(onnx_path: Path, found: FailingNode) -> dict[str, object] |
     return None
 
 
+def node_attributes(onnx_path: Path | None, op: str, node: str) -> dict[str, object]:
+    """The attributes of the ``op`` node named ``node`` (or producing an output so named) of the file at
+    ``onnx_path``; empty where there is no such node."""
+    if onnx_path is None or not onnx_path.is_file():
+        return {}
+    return _file_attributes(onnx_path, FailingNode(op, node)) or {}
+
+
 def failing_operator(message: str, onnx_path: Path | None = None) -> tuple[str, str] | None:
     """(operator, node name) of the node a crash ``message`` names, the operator with its code-selecting attributes
     where the converted file at ``onnx_path`` holds that node; None when the message names no node."""
@@ -112,6 +122,58 @@ def translator_frame(frames: list[str] | tuple[str, ...], ops: set[str]) -> tupl
             # a Loop's code around the failing frame only holds the body whose operator failed: no root cause
             if op and not (index and op in SUBGRAPH_HOLDERS):
                 return op, frame
+    return None
+
+
+def dispatch_table(source: str) -> dict[str, str]:
+    """Function name -> operator, from an importer's dispatch code (``source``): the functions called in exactly one
+    ``if node.op_type == "Gemm":`` branch (or ``in ("A", "B")`` with one operator), as onnx2pytorch's
+    ``convert_operations`` calls ``convert_linear_layer`` for Gemm only. A helper several branches call names none."""
+    called: dict[str, set[str]] = {}
+    for branch in ast.walk(ast.parse(source)):
+        ops = _compared_op_types(branch.test) if isinstance(branch, ast.If) else set()
+        for statement in branch.body if ops else ():
+            for call in ast.walk(statement):
+                if isinstance(call, ast.Call):
+                    name = call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", "")
+                    called.setdefault(name, set()).update(ops)
+    return {name: next(iter(ops)) for name, ops in called.items() if name and len(ops) == 1}
+
+
+def _compared_op_types(test: ast.expr) -> set[str]:
+    """The operators an ``if`` compares ``<node>.op_type`` with (``==`` a string, ``in`` a tuple of strings)."""
+    if not (isinstance(test, ast.Compare) and isinstance(test.left, ast.Attribute) and test.left.attr == "op_type"
+            and len(test.ops) == 1):
+        return set()
+    right = test.comparators[0]
+    values = right.elts if isinstance(test.ops[0], ast.In) and isinstance(right, (ast.Tuple, ast.List, ast.Set)) \
+        else [right] if isinstance(test.ops[0], ast.Eq) else []
+    return {value.value for value in values if isinstance(value, ast.Constant) and isinstance(value.value, str)}
+
+
+@lru_cache(maxsize=16)
+def _library_dispatch(frame_file: str) -> dict[str, str]:
+    """:func:`dispatch_table` of an installed library's file (``onnx2pytorch/convert/operations.py``), located without
+    importing the library; empty where it is not installed or not readable."""
+    package, _, relative = frame_file.partition("/")
+    try:
+        found = importlib.util.find_spec(package)
+        roots = list(found.submodule_search_locations or []) if found else []
+        return dispatch_table((Path(roots[0]) / relative).read_text()) if roots else {}
+    except (ImportError, ValueError, OSError, SyntaxError):
+        return {}
+
+
+def dispatched_operator(frames: list[str] | tuple[str, ...], ops: set[str]) -> str | None:
+    """The operator of the file (``ops``) whose dispatch branch called a function of the traceback (``frames``,
+    innermost first, ``package/path.py:function``): the innermost frame a dispatching frame further out calls for one
+    operator only (:func:`dispatch_table`); None when none is."""
+    for index, frame in enumerate(frames):
+        function = frame.rpartition(":")[2]
+        for outer in frames[index + 1:]:
+            op = _library_dispatch(outer.rpartition(":")[0]).get(function)
+            if op in ops:
+                return op
     return None
 
 
@@ -154,7 +216,7 @@ def culprit_operator(message: str, frames: list[str] | tuple[str, ...], onnx_pat
     """The operator of the file at ``onnx_path`` a converter's or an engine's crash failed in, as a title names it
     (``Conv in a Loop body`` where only a subgraph holds it): the node the message names; else an operator the
     message names as a word (torch's ``Conv3d`` for ``Conv``); else the importer's per-operator frame
-    (:func:`translator_frame`); else the producer of a value the message quotes (MXNet's ``KeyError: 'split2'``).
+    (:func:`translator_frame`) or the function its dispatch calls for one operator (:func:`dispatched_operator`); else the producer of a value the message quotes (MXNet's ``KeyError: 'split2'``).
     None when none of these names one."""
     ops = file_operators(onnx_path)
     named = failing_node(message)
@@ -167,7 +229,7 @@ def culprit_operator(message: str, frames: list[str] | tuple[str, ...], onnx_pat
                    if candidate[:1].isupper() and re.fullmatch(rf"{re.escape(candidate)}(?:[123][dD])?", word)), None)
     if op is None:
         found = translator_frame(frames, set(ops))
-        op = found[0] if found else None
+        op = found[0] if found else dispatched_operator(frames, set(ops))
     if op is None and onnx_path is not None and onnx_path.is_file():
         producers = _producers(onnx_path)
         op = next((producers[value] for value in re.findall(r"'([^']+)'", message) if value in producers), None)

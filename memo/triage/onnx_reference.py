@@ -33,6 +33,7 @@ from memo.artifact import Artifact
 from memo.artifact_files import ARTIFACT_FILES
 from memo.bug_files import INPUTS_FILE, read_bug_file, write_bug_file
 from memo.backends import CONVERTERS, find_spec, produced_by, producer_of
+from memo.backends.node_shapes import PER_NODE_MODULES, node_shapes
 from memo.backends.onnx_reference import reference_outputs
 from memo.triage.failing_node import SUBGRAPH_HOLDERS, culprit_operator, file_operators
 from memo.json_types import JsonObject
@@ -41,6 +42,7 @@ from memo.oracle.criterion import agree, mismatch, nan_problem
 from memo.truth import CONFIRMED, ILL_CONDITIONED, Truth
 
 ONNX_REFERENCE_KEY = "onnx_reference"
+SHAPE_ORIGIN_KEY = "shape_origin"  # the first node whose output shape an engine gets wrong (bug.json)
 ONNX_REFERENCE_ARRAYS = "onnx_reference.npz"  # the evaluator's outputs, in the bug folder
 EVALUATED = "onnx-reference"  # their name there and in a precision corpus case
 EVALUATOR = "onnx.reference.ReferenceEvaluator"
@@ -286,3 +288,47 @@ def opine_on_crash(folder: Path, scratch: Path, timeout_s: float = 60.0) -> Opin
                           engine_op.split(" ")[0] if engine_op else None)
     write_bug_file(folder, {**info, ONNX_REFERENCE_KEY: opinion.to_json()})
     return opinion
+
+
+def first_wrong_shape(shapes: dict[str, object], order: list[tuple[str, str, list[str]]]) -> JsonObject:
+    """The first node of the file (``order``: its nodes' names, op types and output names, in the file's order) whose
+    first output's shape the engine gets otherwise than the reference (``shapes``:
+    :func:`memo.backends.node_shapes.node_shapes`), as ``{"node", "op", "engine", "reference", "by"}``; empty when
+    every node both ran agrees (or a side did not run). An engine's module is a node's where it is named after the
+    node or after its first output (onnx2pytorch's ``Resize_model/resize:0``)."""
+    engine, reference = shapes.get("engine"), shapes.get("reference")
+    if not isinstance(engine, dict) or not isinstance(reference, dict):
+        return {}
+    for name, op, outputs in order:
+        ran = engine.get(name) or next((value for key, value in engine.items()
+                                        if outputs and outputs[0] and key.endswith(outputs[0])), None)
+        expected = reference.get(name)
+        if ran and expected and ran[0] != expected[0]:
+            return {"node": name, "op": op, "engine": ran[:1], "reference": expected[:1],
+                    "by": str(shapes.get("by") or "")}
+    return {}
+
+
+def trace_shape_origin(folder: Path, scratch: Path, timeout_s: float = 60.0) -> JsonObject | None:
+    """For an engine's crash while running a converted file (stage ``execute``; an engine of per-node torch modules,
+    :data:`memo.backends.node_shapes.PER_NODE_MODULES`), the first node whose output shape
+    it gets otherwise than ONNX Runtime on the same file (:func:`first_wrong_shape`), found once and kept in the
+    folder's ``bug.json``; None when not such a crash or there is no file or inputs to run."""
+    info = read_bug_file(folder)
+    library = str(info.get("library") or "")
+    if info.get("kind") != "crash" or info.get("stage") != "execute" or library not in PER_NODE_MODULES:
+        return None
+    if SHAPE_ORIGIN_KEY in info:
+        return info[SHAPE_ORIGIN_KEY]
+    path, inputs_path = folder / CRASH_FILE, folder / INPUTS_FILE
+    if not path.is_file() or not inputs_path.is_file():
+        return None
+    import onnx
+
+    order = [(node.name, node.op_type, list(node.output))
+             for node in onnx.load(str(path), load_external_data=False).graph.node]
+    with np.load(inputs_path, allow_pickle=False) as data:
+        inputs = {name: data[name] for name in data.files}
+    found = first_wrong_shape(dict(node_shapes(library, path, inputs, scratch, timeout_s)), order)
+    write_bug_file(folder, {**info, SHAPE_ORIGIN_KEY: found})
+    return found

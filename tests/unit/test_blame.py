@@ -2,6 +2,11 @@
 renders it (tests/unit/test_onnx_reference.py follows one decision into the report)."""
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
+from memo.backends.documented import upstream_of
+
 from memo.store import BugRow
 from memo.triage.blame import decide
 from memo.triage.signature import FailureDetails
@@ -26,3 +31,35 @@ def test_a_crash_reported_from_inside_the_library_under_a_backend_is_filed_again
 def test_the_onnx_reference_evaluators_opinion_moves_a_numeric_bug() -> None:
     blame = decide(_bug("inconsistency", "onnx2torch"), [], FailureDetails(), "tf2onnx")
     assert blame["library"] == "tf2onnx" and blame["reported_by"] == "onnx2torch" and blame["opinion"] == "tf2onnx"
+
+
+# Every keras-export bug folder of campaigns m40 and n40 (tests/corpus/bugs/): who each is filed against, by where in
+# Keras's export stack it arises. torch.onnx's own failures: a symbolic function crashing (854d28faff: squeeze ->
+# _get_const) and an invalid node it wrote (a97aa25f99: ReduceMax on a rank-0 input). Keras's: torch.onnx refusing
+# a value Keras's code traced (SymbolicValueError: not constant, a Generator constant, memory_format), and failures
+# inside torch.nn under Keras's layer call.
+KERAS_EXPORT_FOLDERS = {
+    "854d28faff": "torch.onnx", "a97aa25f99": "torch.onnx",
+    "65a337de54": "keras-export", "29156d8f9f": "keras-export", "c7007cde43": "keras-export",
+    "e8fc34bfa7": "keras-export", "6cf387dadf": "keras-export", "6de5ba0de8": "keras-export",
+    "b2823094c4": "keras-export", "cc1a54ba10": "keras-export", "382bc26d01": "keras-export",
+    "5ac8f16133": "keras-export",
+}
+BUGS = Path(__file__).resolve().parents[1] / "corpus" / "bugs"
+
+
+def _recorded(folder: Path) -> tuple[BugRow, list[BugRow], FailureDetails, None]:
+    info = json.loads((folder / "bug.json").read_text())
+    parts = info["signature"]
+    row = BugRow(info["id"], info["kind"], info["library"], info["stage"], parts, 1, 1, 0.0, 0.0, 1)
+    return row, [], FailureDetails(info["exception"], info["error_message"]), None  # decide's arguments
+
+
+def test_a_keras_export_crash_is_filed_where_in_the_export_stack_it_arises() -> None:
+    blamed = {key: decide(*_recorded(BUGS / f"crash-keras-export-{key}"))["library"] for key in KERAS_EXPORT_FOLDERS}
+    assert blamed == KERAS_EXPORT_FOLDERS
+
+
+def test_torch_onnx_is_filed_at_pytorchs_tracker() -> None:
+    upstream = upstream_of("torch.onnx")
+    assert upstream.tracker == "https://github.com/pytorch/pytorch/issues" and upstream.form.project == "PyTorch"

@@ -113,3 +113,27 @@ def test_a_numeric_issue_quotes_the_numbers_its_script_printed(tmp_path: Path) -
     assert "Max absolute difference among violations: 0.0213" in actual and "0.0166" not in actual
     assert "0.0166" not in text, "the campaign's figures on the unreduced model are not quoted"
     assert "not printed by the script" in text  # the float64 truth's table says whose figures those are
+
+
+def test_an_importers_crash_is_titled_by_the_operator_its_dispatch_was_converting(tmp_path: Path) -> None:
+    """m40's crash-onnx2pytorch-7b11d35ea8: "Unexpected number of parameters: 0" from convert_linear_layer, which
+    onnx2pytorch's convert_operations calls for Gemm only; the model's Keras layer (MultiHeadAttention) is no title."""
+    folder = _folder(tmp_path, "crash-onnx2pytorch-7b11d35ea8")
+    assert culprit(folder) == "Gemm"
+    assert title(folder).startswith("[onnx2pytorch] Gemm: ValueError: Unexpected number of parameters: 0")
+
+
+def test_a_crash_inside_torch_onnx_is_filed_at_pytorch_and_titled_by_its_symbolic_or_invalid_node(
+        tmp_path: Path) -> None:
+    """m40's keras-export crashes arising inside torch.onnx: a symbolic function failing (854d28faff) and an invalid
+    node it wrote (a97aa25f99); torch.onnx refusing a value Keras traced (65a337de54) stays with Keras."""
+    squeeze = _folder(tmp_path, "crash-keras-export-854d28faff")
+    assert squeeze.filed_on == "torch.onnx"
+    assert title(squeeze).startswith("[torch.onnx] symbolic_opset11.squeeze: ValueError: only one element tensors")
+    text = render_issue(squeeze, MinimalScript(reason="not checked"))
+    assert "File at: https://github.com/pytorch/pytorch/issues (PyTorch)" in text
+    assert "raised inside torch.onnx (symbolic_opset11.py:squeeze -> " in text
+    reduce_max = _folder(tmp_path, "crash-keras-export-a97aa25f99")
+    assert title(reduce_max).startswith("[torch.onnx] ReduceMax: InvalidONNX: ")
+    assert "torch.onnx writes an invalid ONNX file" in render_issue(reduce_max, MinimalScript(reason="not checked"))
+    assert _folder(tmp_path, "crash-keras-export-65a337de54").filed_on == "keras-export"

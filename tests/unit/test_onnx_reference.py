@@ -13,7 +13,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from memo.backends.onnx_reference import reference_outputs
 from memo.truth import CONFIRMED, ILL_CONDITIONED, Truth, assess_runs
-from memo.triage.onnx_reference import (AGREES, BOTH, CONVERTER, ENGINE, ENGINES, UNAVAILABLE, Opinion,
+from memo.triage.onnx_reference import (first_wrong_shape, AGREES, BOTH, CONVERTER, ENGINE, ENGINES, UNAVAILABLE, Opinion,
                                         blamed_library, judge_opinion, onnx_file_of, settle)
 
 REF = "keras-tensorflow"
@@ -223,3 +223,35 @@ def test_a_bug_on_a_converted_file_triaged_before_the_evaluator_is_judged_again(
         (Path(str(bug.bug_dir)) / "bug.json").write_text(json.dumps({"truth": Truth(decision=CONFIRMED).to_json(),
                                                                      "onnx_reference": Opinion().to_json()}))
         assert pending_truths(store) == []
+
+
+def test_an_engines_crash_is_traced_to_the_first_node_whose_output_shape_differs(tmp_path: Path) -> None:
+    """m40's crash-onnx2torch-1425eca44b: onnx2torch's Reshape fails on 78120 elements because its ConvTranspose,
+    earlier, ignored the node's ``output_shape`` (30x62): 31x63, where ONNX Runtime gives 30x62 on the same file.
+    Both run here (onnx2torch in a child process); the issue is titled and described by that node."""
+    from memo.filing.folder import BugFolder
+    from memo.filing.issue import render_issue, title
+    from memo.filing.check import MinimalScript
+    from memo.triage.onnx_reference import trace_shape_origin
+
+    name = "crash-onnx2torch-1425eca44b"
+    folder = Path(shutil.copytree(Path(__file__).resolve().parents[1] / "corpus" / "bugs" / name, tmp_path / name))
+    found = trace_shape_origin(folder, tmp_path / "scratch")
+    assert found == {"node": "alexnet_cifar10_1/conv2d_transpose_1/BiasAdd", "op": "ConvTranspose",
+                     "engine": [[2, 20, 31, 63]], "reference": [[2, 20, 30, 62]], "by": "ONNX Runtime"}
+    bug = BugFolder.read(folder)
+    assert title(bug) == ("[onnx2torch] ConvTranspose: output shape (2, 20, 31, 63) where ONNX Runtime gives "
+                          "(2, 20, 30, 62)")
+    assert "output_shape=[30, 62]" in render_issue(bug, MinimalScript(reason="not checked"))
+
+
+def test_no_node_is_named_where_the_engine_gets_every_shape_the_reference_gets() -> None:
+    same = {"engine": {"a": [[2, 3]], "b": [[2, 3]]}, "reference": {"a": [[2, 3]], "b": [[2, 3]], "c": [[6]]}}
+    assert first_wrong_shape(same, [("a", "Relu", ["a:0"]), ("b", "Conv", ["b:0"]), ("c", "Reshape", ["c:0"])]) == {}
+    assert first_wrong_shape({"engine": "RuntimeError: x", "reference": {}}, [("a", "Relu", ["a:0"])]) == {}
+    # onnx2pytorch names a node's module after its op and first output, and its MaxPool returns indices too
+    pytorch = {"engine": {"MaxPool_m/pool:0": [[2, 3, 9, 9], [2, 3, 9, 9]], "Resize_m/resize:0": [[2, 8, 16, 4]]},
+               "reference": {"m/pool": [[2, 3, 9, 9]], "m/resize": [[2, 8, 17, 4]]}, "by": "ONNX Runtime"}
+    order = [("m/pool", "MaxPool", ["m/pool:0"]), ("m/resize", "Resize", ["m/resize:0"])]
+    assert first_wrong_shape(pytorch, order) == {"node": "m/resize", "op": "Resize", "engine": [[2, 8, 16, 4]],
+                                                 "reference": [[2, 8, 17, 4]], "by": "ONNX Runtime"}

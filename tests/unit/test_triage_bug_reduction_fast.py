@@ -5,9 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from memo.model.ir import Layer, ModelIR
+from memo.mutation.analysis import analyse
 from memo.triage.bug_reduction import isolate, mentioned_layers, reduce_bug
 from memo.triage.signature import normalize_message, reduced_key, reduced_keys
 from tests.unit.triage_store import add_finding, crash_result, make_campaign, model
+
+BUGS = Path(__file__).resolve().parents[1] / "corpus" / "bugs"
 
 
 def _chain(classes: list[str]) -> ModelIR:
@@ -101,3 +104,25 @@ def test_bugs_whose_reduced_forms_coincide_merge_into_the_earliest(tmp_path: Pat
         assert store.triage.merge_bug(earlier.id, key) is None  # the earlier bug is the primary entry
         merged = {bug.id: bug.merged_into for bug in store.triage.load_bugs()}
         assert merged[later.id] == earlier.id and merged[earlier.id] is None
+
+
+def _odd_same_pooling(ir: ModelIR) -> bool:
+    """torch.onnx's failure in m40's crash-keras-export-65a337de54 (checked by running the export): a MaxPooling2D
+    with 'same' padding and stride 2 on an odd spatial size (71x71 fails, 8x8 exports)."""
+    shapes = analyse(ir)
+    return any(layer.class_name == "MaxPooling2D" and layer.config.get("padding") == "same"
+               and list(layer.config.get("pool_size") or ()) == [3, 3] and list(layer.config.get("strides") or ()) == [2, 2]
+               and shapes[layer.inputs[0]].shape[1] % 2 == 1 for layer in ir.body)
+
+
+def test_a_layer_whose_failure_needs_its_input_shape_is_reduced_to_that_layer_alone() -> None:
+    """m40's reduction stopped at these 4 layers: removing the SeparableConv2D or the Conv2D breaks the Add, removing
+    the Add prunes the pooling. The pooling alone on a fresh 71x71x256 input is the bug."""
+    ir = ModelIR.loads((BUGS / "crash-keras-export-65a337de54" / "ir.json").read_text())
+    check, calls = _counting(_odd_same_pooling)
+    assert check(ir)
+    outcome = reduce_bug(ir, check, budget_s=60, finished=("outputs", "hinted", "prefix", "alone", "ddmin"))
+    assert [layer.class_name for layer in outcome.ir.body] == ["MaxPooling2D"]
+    assert outcome.ir.layers[0].config["batch_shape"] == [None, 71, 71, 256]
+    assert outcome.steps[0] == "block3_pool alone"
+    assert [[layer.name for layer in run.body] for run in calls[1:3]] == [["add_3"], ["block3_pool"]]  # last first
