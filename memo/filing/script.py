@@ -262,7 +262,8 @@ def _training_candidate(folder: BugFolder) -> Candidate:
     its weights attached, its inputs, the blamed stage in the backend's idiom, the check against expected.npz."""
     stage = str(folder.info.get("stage", ""))
     try:
-        imports, call, prefix = training_lines(folder.library, stage, folder.kind)
+        imports, call, prefix = training_lines(folder.library, stage, folder.kind,
+                                               str((folder.info.get("training") or {}).get("optimizer") or "") or None)
     except NoTrainingIdiom as exc:
         raise NoMinimalScript(str(exc)) from exc
     inputs = _read_npz(folder.file(INPUTS_FILE))

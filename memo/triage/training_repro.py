@@ -36,6 +36,7 @@ _FRAME_IMPORTS = frozenset({"import os", "import sys", "import traceback", "from
 _MAIN = '''
 HERE = Path(__file__).resolve().parent
 BACKEND, KIND, STAGE, ARRAY = {backend!r}, {kind!r}, {stage!r}, {array!r}
+OPTIMIZER = {optimizer!r}  # the optimizer stage's catalogue entry (memo.backends.training_optimizers)
 EXCEPTION = {exception!r}
 INPUT_NAMES = {input_names!r}
 THRESHOLDS = Thresholds({thresholds})
@@ -46,7 +47,7 @@ def main() -> int:
     inputs = _read_inputs(HERE / "inputs.npz", INPUT_NAMES)
     record = {{}}
     try:
-        stages, names = {train}(model, inputs, {{"stages": [COMPUTED_BY.get(STAGE, STAGE)]}})
+        stages, names = {train}(model, inputs, {{"stages": [COMPUTED_BY.get(STAGE, STAGE)], "optimizer": OPTIMIZER}})
         record.update(names)
         wanted = COMPUTED_BY.get(STAGE, STAGE)
         for name, action in stages:
@@ -116,5 +117,6 @@ def render_training_script(bug: JsonObject, input_names: list[str], thresholds: 
                         backend=library, kind=kind, stage=str(bug.get("stage") or ""),
                         array=str(training.get("array") or "") if kind != VerdictKind.TRAINING_CRASH.value else "",
                         exception=str(bug.get("exception") or ""), input_names=list(input_names),
+                        optimizer=str(training.get("optimizer") or "") or None,
                         thresholds=", ".join(f"{k}={v!r}" for k, v in dataclasses.asdict(thresholds).items()))
     return header + frame + main
