@@ -60,7 +60,8 @@ def run_training_check(executor: DifferentialExecutor, artifact: Artifact, scrat
                        thresholds: Thresholds = Thresholds(), optimizer: str | None = None) -> TrainingCheck:
     """The check of ``artifact`` on ``backends`` (default: every trainer the executor runs); ``truth``: judge each
     numeric verdict by float64 (a worker of its own, started only when there is one); ``optimizer``: the catalogue
-    entry of the ``optimizer`` stage (default: the model's, :func:`choose_optimizer` of its folder's name)."""
+    entry of the ``optimizer`` stage (default: the model's, :func:`choose_optimizer` of its folder's name; ``""``:
+    no such stage)."""
     names = [name for name in trainers(backends if backends is not None else executor.backend_names)
              if name in executor.backend_names and inference_passed(executor, artifact, name)]
     if not names:
@@ -68,10 +69,11 @@ def run_training_check(executor: DifferentialExecutor, artifact: Artifact, scrat
     started = time.perf_counter()
     check = TrainingCheck(reference=training_reference(names, executor.reference))
     converted = any(executor.members[name].consumes != "keras" for name in names)
-    chosen = optimizer or choose_optimizer(artifact.directory.name)
+    chosen = choose_optimizer(artifact.directory.name) if optimizer is None else optimizer or None
     # with a converted module among them, the Keras trainers add the inference-mode stages it is judged by
     check.results = executor.train(artifact, names, scratch,
-                                   {"optimizer": chosen, **({"inference": True} if converted else {})})
+                                   {**({"optimizer": chosen} if chosen else {}),
+                                    **({"inference": True} if converted else {})})
     arrays = {name: read_arrays(result.outputs_path) for name, result in check.results.items()}
     check.judgement = judge_training({name: result.stages for name, result in check.results.items()}, arrays,
                                      check.reference, thresholds)
