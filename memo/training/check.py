@@ -39,6 +39,12 @@ class TrainingCheck:
     seconds: float = 0.0
     truth_seconds: float = 0.0
 
+    def summary(self) -> dict[str, object]:
+        """What a campaign keeps of the check with the model's execution (``training`` in its result): which
+        optimizer entry it stepped, whether it was left out, how many verdicts (the report counts them)."""
+        return {"optimizer": self.judgement.optimizer, "left_out": self.judgement.left_out,
+                "verdicts": len(self.judgement.verdicts)}
+
     def to_json(self) -> dict[str, object]:
         return {"reference": self.reference, "seconds": self.seconds, "truth_seconds": self.truth_seconds,
                 "stages": {name: [stage.to_json() for stage in result.stages] for name, result in self.results.items()},

@@ -112,3 +112,30 @@ def test_the_update_tolerance_counts_the_entrys_steps_and_learning_rate() -> Non
     assert np.isclose(atol("adadelta"), eps * 3 * 2.0 / 1.0)
     assert atol("nadam") > thresholds_for({"weight_dtypes": np.array(["float16"]), "weight_scales": np.array([2.0]),
                                            "adam_0": np.ones(3)}, "adam_0").atol  # Adam's two steps
+
+
+def test_the_report_counts_the_optimizer_configurations_the_checks_stepped(tmp_path: object) -> None:
+    from pathlib import Path
+
+    from memo.model.ir import Layer, ModelIR
+    from memo.report.training import training_optimizers
+    from memo.store import CampaignStore, MutantRecord
+
+    store = CampaignStore(Path(str(tmp_path)), create=True)
+    ir = ModelIR(layers=[Layer(name="x", class_name="InputLayer", config={"batch_shape": [None, 3]})], outputs=["x"])
+    checks = [{"optimizer": "nadam", "left_out": None, "verdicts": 2}, {"optimizer": "nadam", "left_out": None},
+              {"optimizer": "lion", "left_out": "the reference did not prepare the model"}, None]
+    for iteration, check in enumerate(checks):
+        mutant = store.add_mutant(MutantRecord(iteration, "s", "NLA", "seed:s", "s", {}, ir.dumps(), True,
+                                               diverse=True))
+        result = {"reference": "keras-tensorflow", "backends": {}, **({"training": check} if check else {})}
+        store.add_execution(mutant, result, 1.0, None)
+        if iteration == 0:
+            for stage in (OPTIMIZER_STAGE, "gradients"):  # only the optimizer stage's finding is the entry's
+                store.add_verdict(mutant, Verdict("training-nan", "keras-tensorflow", stage, "m",
+                                                  extra={"training": {"optimizer": "nadam"}}))
+    assert training_optimizers(store) == [
+        {"optimizer": "nadam", "constructor": "keras.optimizers.Nadam(learning_rate=0.1)", "models": 2,
+         "left_out": 0, "findings": 1},
+        {"optimizer": "lion", "constructor": "keras.optimizers.Lion(learning_rate=0.1)", "models": 1, "left_out": 1,
+         "findings": 0}]
