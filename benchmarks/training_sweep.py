@@ -16,7 +16,7 @@ the ONNX file they convert), and a converter trains where its inference run pass
 writes into them) instead of the catalogue's. ``--optimizers``: each model checked once per named entry of the
 optimizer catalogue (``all``: every entry; default: the model's own, as a campaign chooses it);
 ``--dtype``: the samples' layers compute and keep their weights in that dtype (``float16``, ``bfloat16``: the
-DType mutation operator's), the float32 inputs and the model's last layer staying float32.
+DType mutation operator's), the inputs staying float32.
 """
 from __future__ import annotations
 
@@ -59,12 +59,11 @@ def check_one(executor: DifferentialExecutor, artifact: Artifact, scratch: Path,
 
 
 def in_dtype(ir: ModelIR, dtype: str) -> ModelIR:
-    """``ir`` with every layer but its inputs and outputs in ``dtype`` (a layer's ``dtype`` setting, as the DType
-    mutation operator sets it)."""
+    """``ir`` with every layer but its inputs in ``dtype`` (a layer's ``dtype`` setting, as the DType mutation operator
+    sets it)."""
     changed = ir.copy()
     for layer in changed.body:
-        if layer.name not in changed.outputs:
-            layer.config["dtype"] = dtype
+        layer.config["dtype"] = dtype
     return changed
 
 

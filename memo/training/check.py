@@ -18,9 +18,8 @@ from memo.backends.supervisor import WorkerCommand, WorkerProcess
 from memo.kinds import TRAINING_KINDS
 from memo.oracle import Verdict
 from memo.oracle.criterion import Thresholds
-from memo.backends.training import EVAL_STAGES, TRAINING_STAGES
 from memo.backends.training_optimizers import choose_optimizer
-from memo.training.judge import NUMERIC_KINDS, Arrays, Judgement, judge_training, read_arrays
+from memo.training.judge import NUMERIC_KINDS, Arrays, Judgement, judge_training, read_arrays, worker_stages
 from memo.training.truth import ENGINE, assess_verdict
 from memo.truth import PERTURBATIONS, perturb
 
@@ -89,7 +88,9 @@ def run_training_check(executor: DifferentialExecutor, artifact: Artifact, scrat
         started = time.perf_counter()
         runner = TruthTrainer(scratch / "truth")
         try:
-            wide, moved = runner.runs(artifact, [*TRAINING_STAGES, *EVAL_STAGES] if converted else None, chosen)
+            # the stages the verdicts need only: an optimizer verdict's truth does not depend on the forward pass
+            needed = list(dict.fromkeys(stage for verdict in numeric for stage in worker_stages(verdict.stage)))
+            wide, moved = runner.runs(artifact, needed, chosen)
         finally:
             runner.close()
         for verdict in numeric:
