@@ -114,9 +114,11 @@ def check_lines(kind: str, prefix: str, reference: str) -> list[str]:
     if kind == VerdictKind.TRAINING_CRASH.value:
         return ['print("no error: the bug does not reproduce")']
     key = '"loss"' if prefix == "loss" else f'f"{prefix}_{{i}}"'
+    finite = ["    assert np.all(np.isfinite(got)), f'{np.count_nonzero(~np.isfinite(got))} non-finite values'"] \
+        if kind == VerdictKind.TRAINING_NAN.value else []  # assert_allclose calls NaN equal to NaN
     return [f"expected = np.load('expected.npz')  # what {reference or 'the reference'} computes",
             "for i, got in enumerate(actual):",
             f"    want = expected[{key}]",
             '    print(i, "max |actual - expected|:", np.abs(got - want).max(), "expected magnitude:", '
-            "np.abs(want).mean())",
+            "np.abs(want).mean())", *finite,
             "    np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-3 * max(1, np.abs(want).mean()))"]

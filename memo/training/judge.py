@@ -295,34 +295,41 @@ def worker_stages(stage: str) -> list[str]:
 def _nonfinite_updates(stages: Mapping[str, Sequence[StageResult]], arrays: Mapping[str, Arrays],
                        reference: str) -> list[TrainingVerdict]:
     """``training-nan`` verdicts against the reference at an optimizer stage whose update holds NaN/Inf where the
-    weights were finite (``weights_finite``): the step applies fixed gradients of magnitude 0.5 to 1.5, so no float64
-    answer is needed to call it wrong (Nadam on a bfloat16 variable). The other backends are judged against the
-    reference only where its arrays are finite, so a backend making the same NaN is named in this verdict (one root
-    cause, one verdict), and one computing finite numbers is right."""
-    ref = arrays.get(reference, {})
-    finite = ref.get("weights_finite")
-    if finite is None:
-        return []
+    weights were finite (:func:`nonfinite_update`). The other backends are judged against the reference only where
+    its arrays are finite, so a backend making the same NaN is named in this verdict (one root cause, one verdict),
+    and one computing finite numbers is right."""
     found = []
     for stage in UPDATE_STAGES:
         done = _status(stages.get(reference, ()), COMPUTED_BY[stage])
-        if done is None or done.status != StageStatus.OK.value:
+        verdict = nonfinite_update(reference, stage, arrays.get(reference, {})) \
+            if done is not None and done.status == StageStatus.OK.value else None
+        if verdict is None:
             continue
-        bad = [key for key in stage_keys(ref, stage) if (m := _KEY.match(key)) is not None
-               and int(m[2] or 0) < len(finite) and bool(finite[int(m[2] or 0)])
-               and not np.all(np.isfinite(np.asarray(ref[key], dtype=np.float64)))]
-        if not bad:
-            continue
-        key = bad[0]
-        same = [name for name, own in arrays.items() if name != reference and key in own
-                and not np.all(np.isfinite(np.asarray(own[key], dtype=np.float64)))]
-        count = int(np.count_nonzero(~np.isfinite(np.asarray(ref[key], dtype=np.float64))))
-        name = array_name(ref, key)
-        found.append(TrainingVerdict(
-            VerdictKind.TRAINING_NAN.value, reference, stage,
-            f"{stage}: {name}: {count} non-finite values in the update of a finite weight by finite gradients"
-            + (f" (also on {', '.join(same)})" if same else ""), key, name))
+        same = [name for name, own in arrays.items() if name != reference and verdict.array in own
+                and not np.all(np.isfinite(np.asarray(own[str(verdict.array)], dtype=np.float64)))]
+        verdict.message += f" (also on {', '.join(same)})" if same else ""
+        found.append(verdict)
     return found
+
+
+def nonfinite_update(backend: str, stage: str, arrays: Arrays) -> TrainingVerdict | None:
+    """``training-nan`` when ``backend``'s update at optimizer ``stage`` holds NaN/Inf for a weight that was finite
+    (``weights_finite``): the step applies fixed gradients of magnitude 0.5 to 1.5, so no reference and no float64
+    answer is needed to call it wrong (Nadam on a bfloat16 variable). None otherwise (a bug's repro.py asks this of
+    a NaN the reference makes too)."""
+    finite = arrays.get("weights_finite")
+    if finite is None or stage not in UPDATE_STAGES:
+        return None
+    for key in stage_keys(arrays, stage):
+        match = _KEY.match(key)
+        index = int(match[2] or 0) if match is not None else len(finite)
+        values = np.asarray(arrays[key], dtype=np.float64)
+        if index < len(finite) and bool(finite[index]) and not np.all(np.isfinite(values)):
+            name = array_name(arrays, key)
+            return TrainingVerdict(VerdictKind.TRAINING_NAN.value, backend, stage,
+                                   f"{stage}: {name}: {int(np.count_nonzero(~np.isfinite(values)))} non-finite values "
+                                   "in the update of a finite weight by finite gradients", key, name)
+    return None
 
 
 def _reference_failures(stages: Mapping[str, Sequence[StageResult]], reference: str,

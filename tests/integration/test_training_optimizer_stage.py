@@ -42,6 +42,23 @@ def test_nadam_on_a_bfloat16_variable_is_nan_on_tensorflow_and_jax_and_a_crash_o
         assert stored.extra["training"]["optimizer"] == "nadam"
         assert training_parts(stored, dense("bfloat16"))["optimizer"] == "Nadam"
 
+    # each bug's folder as triage writes it: its repro.py constructs the same optimizer and shows the bug again
+    from memo.training.judge import read_arrays
+    from memo.triage.rerun import rerun_script
+    from memo.triage.training_bug import TrainingRun, write_folder
+    from memo.triage.training_signature import crash_exception
+
+    run = TrainingRun(artifact, {name: read_arrays(r.outputs_path) for name, r in check.results.items()})
+    for verdict in (nan, crash):
+        folder = tmp_path / f"bug-{verdict.kind}"
+        data = write_folder(folder, dense("bfloat16"), run, {
+            "id": f"b-{verdict.kind}", "kind": verdict.kind, "library": verdict.backend, "stage": verdict.stage,
+            "reference": check.reference, "training": verdict.to_json(),
+            "exception": crash_exception(verdict.message)[0] if verdict is crash else ""})
+        assert "OPTIMIZER = 'nadam'" in (folder / "repro.py").read_text()
+        rerun = rerun_script(folder, data, timeout_s=240)
+        assert rerun.reproduces, rerun.output[-2000:]
+
     control = prepare_artifact(dense("float32"), tmp_path / "f32", seed=3)
     agreed = run_training_check(executor, control, tmp_path / "train32", TRAINERS, optimizer="nadam")
     assert agreed.judgement.verdicts == [], agreed.judgement.verdicts
