@@ -11,8 +11,8 @@ RMSprop, Adagrad, Adadelta and Lion (``keras/src/backend/torch/optimizers/``); T
 of ``BaseOptimizer.apply``: momentum and nesterov, amsgrad, centered, weight decay, gradient clipping (``clipnorm``,
 ``clipvalue``, ``global_clipnorm``), ``use_ema``, ``gradient_accumulation_steps``, ``initial_accumulator_value``.
 
-Stdlib only: the worker builds the optimizer (:func:`build_optimizer`), the judge reads its learning rate and steps,
-the minimal script writes its constructor (:func:`constructor_text`).
+Stdlib at module level: the worker builds the optimizers (:func:`stage_optimizers`, importing Keras), the judge reads
+an entry's learning rate and steps, the minimal script writes its constructor (:func:`constructor_text`).
 """
 from __future__ import annotations
 
@@ -84,6 +84,13 @@ def optimizer_entry(name: str) -> OptimizerEntry:
         return CATALOGUE[name]
     except KeyError:
         raise KeyError(f"unknown optimizer configuration {name!r} (known: {', '.join(sorted(CATALOGUE))})") from None
+
+
+def recorded_optimizer(record: object) -> str | None:
+    """The entry a training record names (``optimizer`` of a verdict's ``training`` metrics, of bug.json's
+    ``training``, of a check's summary); None for a record without one (or no record)."""
+    value = record.get("optimizer") if isinstance(record, dict) else None
+    return str(value) if value else None
 
 
 def optimizer_class(name: str) -> str:

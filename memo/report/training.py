@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from memo.backends.training_optimizers import CATALOGUE, OPTIMIZER_STAGE, constructor_text
+from memo.backends.training_optimizers import CATALOGUE, OPTIMIZER_STAGE, constructor_text, recorded_optimizer
 from memo.json_types import JsonObject
 from memo.kinds import TRAINING_KINDS
 from memo.store import CampaignStore
@@ -17,14 +17,14 @@ def training_optimizers(store: CampaignStore) -> list[JsonObject]:
     checked: Counter[str] = Counter()
     left_out: Counter[str] = Counter()
     for row in store.executions():
-        record = (row.result or {}).get("training") if isinstance(row.result, dict) else None
-        if not isinstance(record, dict) or not record.get("optimizer"):
+        record = row.result.get("training") if isinstance(row.result, dict) else None
+        name = recorded_optimizer(record)
+        if name is None:
             continue
-        name = str(record["optimizer"])
         checked[name] += 1
-        left_out[name] += bool(record.get("left_out"))
+        left_out[name] += bool(isinstance(record, dict) and record.get("left_out"))
     found: Counter[str] = Counter(
-        str((stored.verdict.extra.get("training") or {}).get("optimizer") or "")
+        recorded_optimizer(stored.verdict.extra.get("training")) or ""
         for stored in store.verdicts(tuple(sorted(TRAINING_KINDS))) if stored.verdict.stage == OPTIMIZER_STAGE)
     return [{"optimizer": name, "constructor": constructor_text(name) if name in CATALOGUE else "",
              "models": count, "left_out": left_out[name], "findings": found[name]}

@@ -10,13 +10,13 @@ from memo.backends.training_optimizers import (ADAM_LEARNING_RATE, ADAM_STEPS, C
                                                SGD_LEARNING_RATE, UPDATE_PREFIXES, constructor_text)
 
 
-
 class Named(Protocol):
     """What :func:`name_optimizer` sets on a verdict (:class:`memo.training.judge.TrainingVerdict`)."""
 
     stage: str
     message: str
     optimizer: str | None
+
 
 # Per optimizer array prefix: (learning rate, steps): its update is (after - before) / lr, after that many roundings
 # (``opt``: the catalogue entry's, read from the record's ``optimizer``: :func:`update_steps`)

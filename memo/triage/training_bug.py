@@ -25,6 +25,7 @@ import numpy as np
 from memo.artifact import Artifact, prepare_artifact
 from memo.backends import load_spec
 from memo.backends.executor import DifferentialExecutor, ExecutionAbandoned
+from memo.backends.training_optimizers import recorded_optimizer
 from memo.errors import InvalidModelError
 from memo.json_types import JsonObject
 from memo.kinds import VerdictKind
@@ -33,8 +34,8 @@ from memo.oracle import Verdict
 from memo.store import BugRow, CampaignStore
 from memo.training.check import (NUMERIC, TrainingCheck, TruthTrainer, stored_verdicts, trainers,
                                  training_reference)
-from memo.training.judge import (DESCRIPTIVE_KEYS, JUDGED_STAGES, UPDATE_STAGES, Arrays, TrainingVerdict, differing_names,
-                                 judge_training, read_arrays, stage_keys, worker_stages)
+from memo.training.judge import (DESCRIPTIVE_KEYS, JUDGED_STAGES, UPDATE_STAGES, Arrays, TrainingVerdict,
+                                 differing_names, judge_training, read_arrays, stage_keys, worker_stages)
 from memo.training.truth import ENGINE, assess_verdict
 from memo.triage.bug_reduction import reduce_bug
 from memo.bug_files import (EXPECTED_FILE, INPUTS_FILE, IR_FILE, MODEL_FILE, Reduction, read_bug_file, retried,
@@ -122,11 +123,6 @@ class TrainingChecker:
             return False
         finally:
             shutil.rmtree(directory, ignore_errors=True)
-
-
-def finding_optimizer(verdict: Verdict) -> str | None:
-    """The catalogue entry of the optimizer stage the finding's check ran (its training record's ``optimizer``)."""
-    return str((verdict.extra.get("training") or {}).get("optimizer") or "") or None
 
 
 def localization(ir: ModelIR, run: TrainingRun, reference: str, library: str, stage: str) -> JsonObject:
@@ -238,7 +234,8 @@ def triage_training_bug(session: Session, bug: BugRow) -> None:
     source = session.artifact_of(finding, execute=False)
     inputs = read_inputs(source / INPUTS_FILE) if source is not None and (source / INPUTS_FILE).exists() else None
     reference = training_reference([name for name in executor.backend_names], executor.reference)
-    checker = TrainingChecker(session, bug, reference, inputs, finding_optimizer(finding.verdict))
+    checker = TrainingChecker(session, bug, reference, inputs,
+                              recorded_optimizer(finding.verdict.extra.get("training")))
     start = checker.run(finding.ir, session.work / f"{bug.id}-tstart")
     if start.verdict is None:
         _not_again(session, bug, finding.ir, start, reference)
@@ -296,7 +293,7 @@ def training_truth(session: Session, bug: BugRow) -> None:
     folder = Path(str(bug.bug_dir))
     data = read_bug_file(folder)
     checker = TrainingChecker(session, bug, str(data.get("reference") or ""), read_inputs(folder / INPUTS_FILE),
-                              str((data.get("training") or {}).get("optimizer") or "") or None)
+                              recorded_optimizer(data.get("training")))
     run = checker.run(ModelIR.loads((folder / IR_FILE).read_text()), session.work / f"{bug.id}-ttruth")
     try:
         data["truth"] = _truth(session, run, checker.reference, checker.optimizer) if run.verdict is not None else {

@@ -14,6 +14,7 @@ import dataclasses
 
 from memo import __version__
 from memo.backends import load_spec
+from memo.backends.training_optimizers import recorded_optimizer
 from memo.json_types import JsonObject
 from memo.kinds import VerdictKind
 from memo.oracle.criterion import Thresholds
@@ -120,6 +121,6 @@ def render_training_script(bug: JsonObject, input_names: list[str], thresholds: 
                         backend=library, kind=kind, stage=str(bug.get("stage") or ""),
                         array=str(training.get("array") or "") if kind != VerdictKind.TRAINING_CRASH.value else "",
                         exception=str(bug.get("exception") or ""), input_names=list(input_names),
-                        optimizer=str(training.get("optimizer") or "") or None,
+                        optimizer=recorded_optimizer(training),
                         thresholds=", ".join(f"{k}={v!r}" for k, v in dataclasses.asdict(thresholds).items()))
     return header + frame + main

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import Any, Iterable, Sequence
 
-from memo.backends.training_optimizers import OPTIMIZER_STAGE, optimizer_class
+from memo.backends.training_optimizers import OPTIMIZER_STAGE, optimizer_class, recorded_optimizer
 from memo.json_types import JsonObject
 from memo.kinds import BUG_KINDS, TRAINING_KINDS, VerdictKind
 from memo.model.ir import Layer, ModelIR
@@ -96,7 +96,7 @@ def training_parts(verdict: Verdict, ir: ModelIR | None) -> dict[str, Any]:
     kind, stage = str(verdict.kind), str(verdict.stage or "")
     parts: dict[str, Any] = {"kind": kind, "library": str(verdict.backend or ""), "stage": stage}
     if stage == OPTIMIZER_STAGE:  # the catalogue entry's Keras class: a Nadam defect and a Lion defect are two bugs
-        parts["optimizer"] = optimizer_class(str(training_record(verdict).get("optimizer") or ""))
+        parts["optimizer"] = optimizer_class(recorded_optimizer(training_record(verdict)) or "")
     if kind == VerdictKind.TRAINING_CRASH.value:
         exception, message = crash_exception(str(verdict.message or ""))
         parts["exception"] = exception
