@@ -1,7 +1,7 @@
 """The training check over the layer catalogue: every entry's own float32 samples, side by side in models of 25.
 
     .venv/bin/python benchmarks/training_sweep.py [--seed 7] [--batch 25] [--apis SpectralNormalization,...]
-        [--converters] [--artifacts DIR] [--optimizers nadam,lion|all] [--dtype bfloat16]
+        [--converters] [--artifacts DIR] [--optimizers nadam,lion|all] [--dtype bfloat16 [--mixed]]
 
 Each catalogue entry gives one sample per input rank (``memo.layers.probe.entry_samples``; random augmentation
 layers left out: the check leaves their models out); ``--batch`` samples run as one model (``samples_ir``), through
@@ -16,7 +16,9 @@ the ONNX file they convert), and a converter trains where its inference run pass
 writes into them) instead of the catalogue's. ``--optimizers``: each model checked once per named entry of the
 optimizer catalogue (``all``: every entry; default: the model's own, as a campaign chooses it);
 ``--dtype``: the samples' layers compute and keep their weights in that dtype (``float16``, ``bfloat16``: the
-DType mutation operator's), the inputs staying float32.
+DType mutation operator's), the inputs staying float32; with ``--mixed`` the model's last sample stays float32, so
+that the optimizers step variables of both precisions together (a model the DType operator changed one layer of:
+global gradient clipping and Keras on torch's per-step scalars see both).
 """
 from __future__ import annotations
 
@@ -58,12 +60,14 @@ def check_one(executor: DifferentialExecutor, artifact: Artifact, scratch: Path,
         print(f"  {verdict.kind} {verdict.backend} at {verdict.stage}: {verdict.message[:240]}{truth}", flush=True)
 
 
-def in_dtype(ir: ModelIR, dtype: str) -> ModelIR:
+def in_dtype(ir: ModelIR, dtype: str, mixed: bool = False) -> ModelIR:
     """``ir`` with every layer but its inputs in ``dtype`` (a layer's ``dtype`` setting, as the DType mutation operator
-    sets it)."""
+    sets it); ``mixed``: the layer of its last output stays as it is (float32)."""
     changed = ir.copy()
+    kept = {changed.outputs[-1]} if mixed and changed.outputs else set()
     for layer in changed.body:
-        layer.config["dtype"] = dtype
+        if layer.name not in kept:
+            layer.config["dtype"] = dtype
     return changed
 
 
@@ -79,6 +83,7 @@ def main() -> int:
     parser.add_argument("--optimizers", help="optimizer catalogue entries, comma-separated, or all "
                                              "(default: each model's own)")
     parser.add_argument("--dtype", help="the samples' layers in this dtype (float16, bfloat16; default float32)")
+    parser.add_argument("--mixed", action="store_true", help="with --dtype: each model's last sample stays float32")
     args = parser.parse_args()
     entries: list[str | None] = [None] if not args.optimizers else sorted(OPTIMIZERS) \
         if args.optimizers == "all" else args.optimizers.split(",")
@@ -98,8 +103,8 @@ def main() -> int:
     with DifferentialExecutor(trainers, timeout_s=60) as executor, tempfile.TemporaryDirectory() as scratch:
         for index, batch in enumerate(batches(samples, args.batch)):
             ir = samples_ir(batch, f"sweep{index}")
-            artifact = prepare_artifact(in_dtype(ir, args.dtype) if args.dtype else ir, Path(scratch) / f"b{index}",
-                                        seed=5)
+            artifact = prepare_artifact(in_dtype(ir, args.dtype, args.mixed) if args.dtype else ir,
+                                        Path(scratch) / f"b{index}", seed=5)
             for entry in entries:
                 check_one(executor, artifact, Path(scratch) / f"t{index}-{entry}", trainers,
                           f"model {index}: {', '.join(s.api for s in batch)}", entry)
