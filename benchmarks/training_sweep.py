@@ -1,7 +1,7 @@
 """The training check over the layer catalogue: every entry's own float32 samples, side by side in models of 25.
 
     .venv/bin/python benchmarks/training_sweep.py [--seed 7] [--batch 25] [--apis SpectralNormalization,...]
-        [--converters] [--artifacts DIR]
+        [--converters] [--artifacts DIR] [--optimizers nadam,lion|all] [--dtype bfloat16 [--mixed]]
 
 Each catalogue entry gives one sample per input rank (``memo.layers.probe.entry_samples``; random augmentation
 layers left out: the check leaves their models out); ``--batch`` samples run as one model (``samples_ir``), through
@@ -13,7 +13,12 @@ the entries concerned again with ``--apis`` and ``--batch 1`` to see the others'
 inference mode against TensorFlow's, the ``eval_*`` stages); each model is first run for inference (tf2onnx writes
 the ONNX file they convert), and a converter trains where its inference run passed, as in a campaign.
 ``--artifacts DIR``: the models of a campaign's artifact folders (``DIR/<id>/model.keras``; a COPY: the check
-writes into them) instead of the catalogue's.
+writes into them) instead of the catalogue's. ``--optimizers``: each model checked once per named entry of the
+optimizer catalogue (``all``: every entry; default: the model's own, as a campaign chooses it);
+``--dtype``: the samples' layers compute and keep their weights in that dtype (``float16``, ``bfloat16``: the
+DType mutation operator's), the inputs staying float32; with ``--mixed`` the model's last sample stays float32, so
+that the optimizers step variables of both precisions together (a model the DType operator changed one layer of:
+global gradient clipping and Keras on torch's per-step scalars see both).
 """
 from __future__ import annotations
 
@@ -30,6 +35,8 @@ from memo.artifact import Artifact, artifact_in, prepare_artifact  # noqa: E402
 from memo.backends.executor import DifferentialExecutor  # noqa: E402
 from memo.layers import CATALOGUE  # noqa: E402
 from memo.layers.probe import batches, entry_samples, samples_ir  # noqa: E402
+from memo.backends.training_optimizers import CATALOGUE as OPTIMIZERS  # noqa: E402
+from memo.model.ir import ModelIR  # noqa: E402
 from memo.training.check import run_training_check  # noqa: E402
 
 TRAINERS = ["keras-tensorflow", "keras-jax", "keras-torch"]
@@ -37,18 +44,31 @@ CONVERTED = ["onnx2torch", "onnx2pytorch"]  # trained on the ONNX file tf2onnx w
 
 
 def check_one(executor: DifferentialExecutor, artifact: Artifact, scratch: Path, trainers: list[str],
-              title: str) -> None:
-    """Print the check of one artifact: its title and seconds, then every verdict with its float64 decision."""
+              title: str, optimizer: str | None = None) -> None:
+    """Print the check of one artifact (``optimizer``: that catalogue entry, else the model's own): its title and
+    seconds, then every verdict with its float64 decision."""
     began = time.perf_counter()
     if any(name in CONVERTED for name in trainers):  # tf2onnx, then them: they train where this run passed
         executor.run(artifact, [name for name in trainers if name in CONVERTED])
-    check = run_training_check(executor, artifact, scratch, trainers)
+    check = run_training_check(executor, artifact, scratch, trainers, optimizer=optimizer)
     seconds = {name: round(result.seconds, 2) for name, result in check.results.items()}
-    print(f"{title} ({time.perf_counter() - began:.1f} s; train seconds {seconds})"
+    print(f"{title} [optimizer {check.judgement.optimizer}] ({time.perf_counter() - began:.1f} s; "
+          f"train seconds {seconds})"
           + (f"; left out: {check.judgement.left_out}" if check.judgement.left_out else ""), flush=True)
     for verdict in check.judgement.verdicts:
         truth = f" | float64: {verdict.truth.decision}: {verdict.truth.reason}" if verdict.truth else ""
         print(f"  {verdict.kind} {verdict.backend} at {verdict.stage}: {verdict.message[:240]}{truth}", flush=True)
+
+
+def in_dtype(ir: ModelIR, dtype: str, mixed: bool = False) -> ModelIR:
+    """``ir`` with every layer but its inputs in ``dtype`` (a layer's ``dtype`` setting, as the DType mutation operator
+    sets it); ``mixed``: the layer of its last output stays as it is (float32)."""
+    changed = ir.copy()
+    kept = {changed.outputs[-1]} if mixed and changed.outputs else set()
+    for layer in changed.body:
+        if layer.name not in kept:
+            layer.config["dtype"] = dtype
+    return changed
 
 
 def main() -> int:
@@ -60,13 +80,21 @@ def main() -> int:
     parser.add_argument("--artifacts", type=Path, help="a copy of a campaign's artifact folders to check instead")
     parser.add_argument("--limit", type=int, help="the first N artifact folders only")
     parser.add_argument("--backends", help="comma-separated trainers (default: the three Keras backends)")
+    parser.add_argument("--optimizers", help="optimizer catalogue entries, comma-separated, or all "
+                                             "(default: each model's own)")
+    parser.add_argument("--dtype", help="the samples' layers in this dtype (float16, bfloat16; default float32)")
+    parser.add_argument("--mixed", action="store_true", help="with --dtype: each model's last sample stays float32")
     args = parser.parse_args()
+    entries: list[str | None] = [None] if not args.optimizers else sorted(OPTIMIZERS) \
+        if args.optimizers == "all" else args.optimizers.split(",")
     trainers = args.backends.split(",") if args.backends else TRAINERS + (CONVERTED if args.converters else [])
     if args.artifacts:
         with DifferentialExecutor(trainers, timeout_s=60) as executor, tempfile.TemporaryDirectory() as scratch:
             folders = sorted(p for p in args.artifacts.iterdir() if (p / "model.keras").exists())
             for folder in folders[:args.limit]:
-                check_one(executor, artifact_in(folder), Path(scratch) / folder.name, trainers, f"artifact {folder.name}")
+                for entry in entries:
+                    check_one(executor, artifact_in(folder), Path(scratch) / f"{folder.name}-{entry}", trainers,
+                              f"artifact {folder.name}", entry)
         return 0
     apis = args.apis.split(",") if args.apis else [name for name in CATALOGUE if not name.startswith("Random")]
     samples = [sample for name in apis for sample in entry_samples(CATALOGUE[name], args.seed, per_rank=1)
@@ -74,9 +102,12 @@ def main() -> int:
     print(f"{len(samples)} samples of {len(apis)} entries", flush=True)
     with DifferentialExecutor(trainers, timeout_s=60) as executor, tempfile.TemporaryDirectory() as scratch:
         for index, batch in enumerate(batches(samples, args.batch)):
-            artifact = prepare_artifact(samples_ir(batch, f"sweep{index}"), Path(scratch) / f"b{index}", seed=5)
-            check_one(executor, artifact, Path(scratch) / f"t{index}", trainers,
-                      f"model {index}: {', '.join(s.api for s in batch)}")
+            ir = samples_ir(batch, f"sweep{index}")
+            artifact = prepare_artifact(in_dtype(ir, args.dtype, args.mixed) if args.dtype else ir,
+                                        Path(scratch) / f"b{index}", seed=5)
+            for entry in entries:
+                check_one(executor, artifact, Path(scratch) / f"t{index}-{entry}", trainers,
+                          f"model {index}: {', '.join(s.api for s in batch)}", entry)
             if args.batch == 1:
                 print(f"  shapes {batch[0].shapes}, config {batch[0].config}")
     return 0

@@ -12,8 +12,10 @@ the weights as loaded (TensorFlow and torch reset them; JAX's stateless calls ne
 * ``gradients``: the gradient of the loss with respect to every trainable weight and every floating input
   (``tf.GradientTape``; ``jax.value_and_grad`` of ``stateless_call``, jitted as Keras's JAX trainer does; torch
   autograd's ``backward``).
-* ``sgd`` and ``adam``: the optimizer's own update (``optimizer.apply`` on TensorFlow and torch, whose torch
-  optimizers run ``torch._foreach`` kernels; a jitted ``stateless_apply`` on JAX) of a fixed gradient.
+* ``sgd``, ``adam`` and ``optimizer``: the optimizer's own update (``optimizer.apply`` on TensorFlow and torch, whose
+  torch optimizers run ``torch._foreach`` kernels; a jitted ``stateless_apply`` on JAX) of a fixed gradient;
+  ``optimizer`` is the catalogue entry the request names (option ``optimizer``:
+  :mod:`memo.backends.training_optimizers`), absent without one.
 * ``eval_forward`` and ``eval_gradients`` (:data:`EVAL_STAGES`, TensorFlow and torch, when the request asks): the
   outputs in inference mode and the loss's input gradients, what a converted torch module is judged against
   (:func:`memo.backends.torch_common.train_module`).
@@ -39,19 +41,19 @@ from typing import Any, Callable
 import numpy as np
 
 from memo.backends.spec import ModelInputs
+from memo.backends.training_optimizers import SGD_LEARNING_RATE  # noqa: F401  (re-exported: torch_common's)
+from memo.backends.training_optimizers import (OPTIMIZER_STAGE, UPDATE_PREFIXES, Optimizer, optimizer_entry,
+                                               stage_optimizers)
 from memo.backends.training_weights import dtype_name, perturb_weights, precision_record, to_numpy
 
 PREPARE_STAGE = "prepare"
-TRAINING_STAGES: tuple[str, ...] = ("forward", "gradients", "sgd", "adam")
+TRAINING_STAGES: tuple[str, ...] = ("forward", "gradients", "sgd", "adam", OPTIMIZER_STAGE)
 # The inference-mode stages (``training=False``): the outputs, then the gradient of the same loss with respect to the
 # inputs. A converted torch module (onnx2torch, onnx2pytorch: an inference graph) runs these only; Keras on
 # TensorFlow and torch (and the float64 engine) run them when the request asks (option ``inference``, or ``stages``).
 EVAL_STAGES: tuple[str, ...] = ("eval_forward", "eval_gradients")
 LOSS_SEED = 1234
 STEP_SEED = 4321
-SGD_LEARNING_RATE = 0.1
-ADAM_LEARNING_RATE = 0.1  # large enough that (after - before) / lr is not float32 cancellation of the weights
-ADAM_STEPS = 2
 # The check's time limit per model, in per-model limits of inference: it runs the model four times (forward, forward
 # and backward, two optimizers) and Keras on JAX compiles two XLA programs where inference compiles one (several
 # times inference's CPU there: docs/benchmarks.md, "Training check"), so a model inference runs in time is no hang.
@@ -158,7 +160,8 @@ def training_stages(model: Any, inputs: ModelInputs, options: dict[str, Any] | N
     paths; ``state_names``: non-trainable weights'; ``notes``: what was set to 0; :func:`precision_record`).
     ``wide``: inputs widened to float64 (the float64 truth, whose model is widened already). ``options`` (the
     request's): ``perturb``, an index: the weights moved by :func:`perturb_weights` first; ``stages``: the worker
-    stages to run (all when absent: triage's reduction runs only those its finding needs)."""
+    stages to run (all when absent: triage's reduction runs only those its finding needs); ``optimizer``: the
+    catalogue entry of the ``optimizer`` stage (no such stage without it), recorded as ``optimizer``."""
     import keras
 
     notes = neutralize(model)
@@ -170,8 +173,12 @@ def training_stages(model: Any, inputs: ModelInputs, options: dict[str, Any] | N
     names = {"names": np.array([v.path for v in model.trainable_weights], dtype=str),
              "state_names": np.array([v.path for v in model.non_trainable_weights], dtype=str),
              "notes": np.array(notes, dtype=str), **precision_record(model)}
+    chosen = (options or {}).get("optimizer")
+    if chosen:
+        optimizer_entry(str(chosen))  # an unknown name fails the prepare stage, not a later one
+        names["optimizer"] = np.array(str(chosen))
     build = {"tensorflow": _tensorflow_stages, "jax": _jax_stages, "torch": _torch_stages}[keras.backend.backend()]
-    stages = select_stages(build(model, arrays), options)
+    stages = select_stages(build(model, arrays, stage_optimizers(chosen)), options)
     return stages, {**names, "stages": np.array([name for name, _ in stages], dtype=str)}
 
 
@@ -243,14 +250,8 @@ def _update_record(prefix: str, before: list[np.ndarray], after: list[Any], rate
             for i, (b, a) in enumerate(zip(before, after))}
 
 
-def _optimizers() -> list[tuple[str, Any, int, float]]:
-    import keras
-
-    return [("sgd", keras.optimizers.SGD(learning_rate=SGD_LEARNING_RATE), 1, SGD_LEARNING_RATE),
-            ("adam", keras.optimizers.Adam(learning_rate=ADAM_LEARNING_RATE), ADAM_STEPS, ADAM_LEARNING_RATE)]
-
-
-def _eager_stages(model: Any, arrays: list[np.ndarray], gradients: Callable[[], dict[str, np.ndarray]]) -> list[Stage]:
+def _eager_stages(model: Any, arrays: list[np.ndarray], gradients: Callable[[], dict[str, np.ndarray]],
+                  optimizers: list[Optimizer]) -> list[Stage]:
     """The stages of a backend that trains eagerly on the model's variables (TensorFlow, torch): each starts from
     the weights as loaded."""
     import keras
@@ -272,7 +273,7 @@ def _eager_stages(model: Any, arrays: list[np.ndarray], gradients: Callable[[], 
         finally:
             model.set_weights(initial)
 
-    def step(prefix: str, optimizer: Any, steps: int, rate: float) -> Callable[[], dict[str, np.ndarray]]:
+    def step(stage: str, optimizer: Any, steps: int, rate: float) -> Callable[[], dict[str, np.ndarray]]:
         def run() -> dict[str, np.ndarray]:
             model.set_weights(initial)
             variables = model.trainable_variables
@@ -280,16 +281,16 @@ def _eager_stages(model: Any, arrays: list[np.ndarray], gradients: Callable[[], 
                 grads = fixed_gradients([tuple(v.shape) for v in variables], index)
                 optimizer.apply([keras.ops.convert_to_tensor(g, dtype=v.dtype) for g, v in zip(grads, variables)],
                                 variables)
-            record = _update_record(prefix, trainable, [v.value for v in variables], rate)
+            record = _update_record(UPDATE_PREFIXES[stage], trainable, [v.value for v in variables], rate)
             model.set_weights(initial)
             return record
         return run
 
     return [("forward", forward), ("gradients", gradient_stage),
-            *[(prefix, step(prefix, optimizer, steps, rate)) for prefix, optimizer, steps, rate in _optimizers()]]
+            *[(stage, step(stage, optimizer, steps, rate)) for stage, optimizer, steps, rate in optimizers]]
 
 
-def _tensorflow_stages(model: Any, arrays: list[np.ndarray]) -> list[Stage]:
+def _tensorflow_stages(model: Any, arrays: list[np.ndarray], optimizers: list[Optimizer]) -> list[Stage]:
     def gradients() -> dict[str, np.ndarray]:
         import tensorflow as tf
 
@@ -315,10 +316,10 @@ def _tensorflow_stages(model: Any, arrays: list[np.ndarray]) -> list[Stage]:
             loss = _loss(outputs)
         return outputs, tape.gradient(loss, watched)
 
-    return _eager_stages(model, arrays, gradients) + _eval_stages(model, arrays, inference)
+    return _eager_stages(model, arrays, gradients, optimizers) + _eval_stages(model, arrays, inference)
 
 
-def _torch_stages(model: Any, arrays: list[np.ndarray]) -> list[Stage]:
+def _torch_stages(model: Any, arrays: list[np.ndarray], optimizers: list[Optimizer]) -> list[Stage]:
     def gradients() -> dict[str, np.ndarray]:
         import keras
 
@@ -343,10 +344,10 @@ def _torch_stages(model: Any, arrays: list[np.ndarray]) -> list[Stage]:
         _loss(outputs).backward()
         return [y.detach() for y in outputs], [t.grad for t in watched]
 
-    return _eager_stages(model, arrays, gradients) + _eval_stages(model, arrays, inference)
+    return _eager_stages(model, arrays, gradients, optimizers) + _eval_stages(model, arrays, inference)
 
 
-def _jax_stages(model: Any, arrays: list[np.ndarray]) -> list[Stage]:
+def _jax_stages(model: Any, arrays: list[np.ndarray], optimizers: list[Optimizer]) -> list[Stage]:
     """Keras on JAX as its trainer runs: ``stateless_call`` under ``jax.value_and_grad``, ``stateless_apply``,
     each jitted; the model's variables are never assigned."""
     import jax
@@ -394,8 +395,6 @@ def _jax_stages(model: Any, arrays: list[np.ndarray]) -> list[Stage]:
         _, (weight_grads, input_grads) = result
         return _gradient_record(list(weight_grads), list(input_grads), model, arrays)
 
-    optimizers = _optimizers()
-
     def start(position: int) -> tuple[Any, Any]:
         """An optimizer's state and its fixed gradients per step (built once)."""
         if position not in done:
@@ -427,15 +426,15 @@ def _jax_stages(model: Any, arrays: list[np.ndarray]) -> list[Stage]:
 
     def step(position: int) -> Callable[[], dict[str, np.ndarray]]:
         def run() -> dict[str, np.ndarray]:
-            prefix, _, _, rate = optimizers[position]
+            stage, _, _, rate = optimizers[position]
             updates = every_update()
             if isinstance(updates, Exception):
                 weights = jax.jit(lambda state, grads, weights: stepped(position, state, grads, weights))(
                     *start(position), trainable)
             else:
                 weights = updates[position]
-            return _update_record(prefix, [np.asarray(w) for w in trainable], list(weights), rate)
+            return _update_record(UPDATE_PREFIXES[stage], [np.asarray(w) for w in trainable], list(weights), rate)
         return run
 
     return [("forward", forward), ("gradients", gradients),
-            *[(prefix, step(position)) for position, (prefix, *_) in enumerate(optimizers)]]
+            *[(stage, step(position)) for position, (stage, *_) in enumerate(optimizers)]]

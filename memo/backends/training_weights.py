@@ -31,20 +31,24 @@ def precision_record(model: Any) -> dict[str, np.ndarray]:
             name = dtype_name(dtype) if dtype else ""
             if name in order and order.index(name) > order.index(least):
                 least = name
-    scales = []
+    scales, whole = [], []
     for variable in model.trainable_weights:
         values = to_numpy(variable.value).astype(np.float64)
         finite = np.abs(values[np.isfinite(values)])
         scales.append(float(finite.max()) if finite.size else 0.0)
+        whole.append(finite.size == values.size)
     return {"compute_dtype": np.array(least), "weight_dtypes": np.array([dtype_name(v.dtype) for v in
                                                                          model.trainable_weights], dtype=str),
-            "weight_scales": np.array(scales, dtype=np.float64)}
+            "weight_scales": np.array(scales, dtype=np.float64),
+            "weights_finite": np.array(whole, dtype=bool)}  # an optimizer step of finite weights must stay finite
 
 
 def to_numpy(value: Any) -> np.ndarray:
     from keras import ops
 
-    return np.array(ops.convert_to_numpy(value), copy=True)  # never a view of a variable reset afterwards
+    array = np.array(ops.convert_to_numpy(value), copy=True)  # never a view of a variable reset afterwards
+    # bfloat16 (ml_dtypes) is no numpy floating dtype: an .npz keeps it as raw bytes; float32 holds it exactly
+    return array.astype(np.float32) if array.dtype.name == "bfloat16" else array
 
 
 def perturb_weights(model: Any, index: int) -> None:

@@ -275,6 +275,8 @@ class Pipeline:
             self.outcomes[execution.mutant_id] = NOT_RUN
             return
         result_json = result.without_library_lines().to_json()  # the lines go to the library tables
+        if training is not None:  # which models were trained, with which optimizer entry (the report counts them)
+            result_json["training"] = training.summary()
         if mentions_disk_full(result_json):  # a worker could not write its outputs: no finding, run it again
             self.stop.disk_full()
             return

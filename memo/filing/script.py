@@ -18,6 +18,7 @@ import numpy as np
 from memo.backends import find_spec
 from memo.filing.folder import EXPECTED_FILE, INPUTS_FILE, KERAS_FILE, ONNX_FILE, BugFolder
 from memo.backends.idioms import KERAS, Idiom
+from memo.backends.training_optimizers import recorded_optimizer
 from memo.filing.keras_code import keras_model_code
 from memo.filing.onnx_code import WEIGHTS_FILE, GraphNotWritable, onnx_file_inputs, onnx_graph_code
 from memo.filing.pycode import literal, used_imports
@@ -302,7 +303,8 @@ def _training_candidate(folder: BugFolder) -> Candidate:
     its weights attached, its inputs, the blamed stage in the backend's idiom, the check against expected.npz."""
     stage = str(folder.info.get("stage", ""))
     try:
-        imports, call, prefix = training_lines(folder.library, stage, folder.kind)
+        imports, call, prefix = training_lines(folder.library, stage, folder.kind,
+                                               recorded_optimizer(folder.info.get("training")))
     except NoTrainingIdiom as exc:
         raise NoMinimalScript(str(exc)) from exc
     inputs = _read_npz(folder.file(INPUTS_FILE))

@@ -6,15 +6,18 @@ backend writes it, and the check against the reference's arrays (``expected.npz`
   ``tf.GradientTape`` on TensorFlow, ``jax.grad`` of ``model.stateless_call`` on JAX, ``loss.backward()`` on torch;
   ``actual`` is every trainable weight's gradient;
 * ``forward`` and ``loss``: the outputs of ``model(x, training=True)`` and that loss;
-* ``sgd`` and ``adam``: the optimizer's own ``apply`` of memo's fixed gradients, ``actual`` the update
-  ``(after - before) / lr``.
+* ``sgd``, ``adam`` and ``optimizer``: the optimizer's own ``apply`` of memo's fixed gradients, ``actual`` the
+  update ``(after - before) / lr``; ``optimizer`` constructs the catalogue entry the bug's check ran
+  (:mod:`memo.backends.training_optimizers`, bug.json's ``training.optimizer``).
 
 The script raises (exits 1) when the bug shows: ``np.testing.assert_allclose`` against the expected arrays with the
 oracle's tolerance (a numeric bug), the library's own exception (a ``training-crash``).
 """
 from __future__ import annotations
 
-from memo.backends.training import ADAM_LEARNING_RATE, ADAM_STEPS, LOSS_SEED, SGD_LEARNING_RATE, STEP_SEED
+from memo.backends.training import LOSS_SEED, STEP_SEED
+from memo.backends.training_optimizers import (ADAM_LEARNING_RATE, ADAM_STEPS, CATALOGUE, OPTIMIZER_STAGE,
+                                               SGD_LEARNING_RATE, constructor_text)
 from memo.kinds import VerdictKind
 
 # The loss every stage uses: memo's fixed random projection of the outputs (cotangent W / batch on every backend).
@@ -47,7 +50,7 @@ _MODULES = {"tensorflow": "import tensorflow as tf", "jax": "import jax", "torch
 _OPTIMIZERS = {"sgd": ("sgd", f"keras.optimizers.SGD(learning_rate={SGD_LEARNING_RATE})", 1, SGD_LEARNING_RATE),
                "adam": ("adam", f"keras.optimizers.Adam(learning_rate={ADAM_LEARNING_RATE})", ADAM_STEPS,
                         ADAM_LEARNING_RATE)}
-STAGES = ("forward", "loss", "gradients", "sgd", "adam")
+STAGES = ("forward", "loss", "gradients", "sgd", "adam", OPTIMIZER_STAGE)
 
 
 class NoTrainingIdiom(Exception):
@@ -61,8 +64,19 @@ def _backend(library: str) -> str:
     return backend
 
 
-def _optimizer_lines(stage: str) -> tuple[list[str], str]:
-    prefix, constructor, steps, rate = _OPTIMIZERS[stage]
+def _optimizer_of(stage: str, optimizer: str | None) -> tuple[str, str, int, float]:
+    """(array prefix, constructor, steps, learning rate) of an optimizer stage; ``optimizer``: the catalogue entry of
+    stage ``optimizer``."""
+    if stage != OPTIMIZER_STAGE:
+        return _OPTIMIZERS[stage]
+    entry = CATALOGUE.get(optimizer or "")
+    if entry is None:
+        raise NoTrainingIdiom(f"the bug names no known optimizer configuration ({optimizer!r})")
+    return "opt", constructor_text(str(optimizer)), entry.steps, entry.learning_rate
+
+
+def _optimizer_lines(stage: str, optimizer: str | None) -> tuple[list[str], str]:
+    prefix, constructor, steps, rate = _optimizer_of(stage, optimizer)
     return [f"optimizer = {constructor}",
             "before = [keras.ops.convert_to_numpy(v.value).astype(np.float64) for v in model.trainable_variables]",
             f"for step in range({steps}):  # memo's fixed gradients, the same on every backend",
@@ -75,17 +89,19 @@ def _optimizer_lines(stage: str) -> tuple[list[str], str]:
             f"{rate} for v, b in zip(model.trainable_variables, before)]"], prefix
 
 
-def training_lines(library: str, stage: str, kind: str) -> tuple[list[str], list[str], str]:
+def training_lines(library: str, stage: str, kind: str,
+                   optimizer: str | None = None) -> tuple[list[str], list[str], str]:
     """(imports after Keras's, the lines computing ``actual`` from ``model`` and ``x``, the prefix of the expected
-    arrays it is compared with: ``grad``, ``out``, ``loss``, ``sgd``, ``adam``)."""
+    arrays it is compared with: ``grad``, ``out``, ``loss``, ``sgd``, ``adam``, ``opt``); ``optimizer``: the
+    catalogue entry of stage ``optimizer``."""
     backend = _backend(library)
     if stage not in STAGES:
         raise NoTrainingIdiom(f"memo writes no training script for stage {stage!r}")
     imports = [_MODULES[backend]]
     if stage == "gradients":
         return imports, [*LOSS_LINES, *_GRADIENTS[backend]], "grad"
-    if stage in _OPTIMIZERS:
-        lines, prefix = _optimizer_lines(stage)
+    if stage in (*_OPTIMIZERS, OPTIMIZER_STAGE):
+        lines, prefix = _optimizer_lines(stage, optimizer)
         return imports, lines, prefix
     forward = ["outputs = model(x, training=True)"]
     if stage == "loss":
@@ -98,9 +114,11 @@ def check_lines(kind: str, prefix: str, reference: str) -> list[str]:
     if kind == VerdictKind.TRAINING_CRASH.value:
         return ['print("no error: the bug does not reproduce")']
     key = '"loss"' if prefix == "loss" else f'f"{prefix}_{{i}}"'
+    finite = ["    assert np.all(np.isfinite(got)), f'{np.count_nonzero(~np.isfinite(got))} non-finite values'"] \
+        if kind == VerdictKind.TRAINING_NAN.value else []  # assert_allclose calls NaN equal to NaN
     return [f"expected = np.load('expected.npz')  # what {reference or 'the reference'} computes",
             "for i, got in enumerate(actual):",
             f"    want = expected[{key}]",
             '    print(i, "max |actual - expected|:", np.abs(got - want).max(), "expected magnitude:", '
-            "np.abs(want).mean())",
+            "np.abs(want).mean())", *finite,
             "    np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-3 * max(1, np.abs(want).mean()))"]

@@ -188,6 +188,12 @@ def _apart(data: JsonObject) -> list[str]:
         lines += ["", "## Training check (all findings; triaged as the bugs above, forward differences of an inference bug folded)", "",
                   "| kind | library | stage | findings |", "|---|---|---|---|"]
         lines += [f"| {g['kind']} | {g['library']} | {g['stage']} | {g['count']} |" for g in data["training"]]
+    if data.get("training_optimizers"):
+        lines += ["", "## Training check: optimizer configurations stepped (one per checked model, beside SGD and Adam)",
+                  "", "| configuration | constructor | models | left out | findings at stage optimizer |",
+                  "|---|---|---|---|---|"]
+        lines += [f"| {o['optimizer']} | `{o['constructor']}` | {o['models']} | {o['left_out']} | {o['findings']} |"
+                  for o in data["training_optimizers"]]
     return lines
 
 

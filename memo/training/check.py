@@ -18,8 +18,8 @@ from memo.backends.supervisor import WorkerCommand, WorkerProcess
 from memo.kinds import TRAINING_KINDS
 from memo.oracle import Verdict
 from memo.oracle.criterion import Thresholds
-from memo.backends.training import EVAL_STAGES, TRAINING_STAGES
-from memo.training.judge import NUMERIC_KINDS, Arrays, Judgement, judge_training, read_arrays
+from memo.backends.training_optimizers import choose_optimizer
+from memo.training.judge import NUMERIC_KINDS, Arrays, Judgement, judge_training, read_arrays, worker_stages
 from memo.training.truth import ENGINE, assess_verdict
 from memo.truth import PERTURBATIONS, perturb
 
@@ -37,6 +37,12 @@ class TrainingCheck:
     judgement: Judgement = field(default_factory=Judgement)
     seconds: float = 0.0
     truth_seconds: float = 0.0
+
+    def summary(self) -> dict[str, object]:
+        """What a campaign keeps of the check with the model's execution (``training`` in its result): which
+        optimizer entry it stepped, whether it was left out, how many verdicts (the report counts them)."""
+        return {"optimizer": self.judgement.optimizer, "left_out": self.judgement.left_out,
+                "verdicts": len(self.judgement.verdicts)}
 
     def to_json(self) -> dict[str, object]:
         return {"reference": self.reference, "seconds": self.seconds, "truth_seconds": self.truth_seconds,
@@ -56,9 +62,11 @@ def training_reference(backends: Sequence[str], reference: str) -> str:
 
 def run_training_check(executor: DifferentialExecutor, artifact: Artifact, scratch: Path,
                        backends: Sequence[str] | None = None, truth: bool = True,
-                       thresholds: Thresholds = Thresholds()) -> TrainingCheck:
+                       thresholds: Thresholds = Thresholds(), optimizer: str | None = None) -> TrainingCheck:
     """The check of ``artifact`` on ``backends`` (default: every trainer the executor runs); ``truth``: judge each
-    numeric verdict by float64 (a worker of its own, started only when there is one)."""
+    numeric verdict by float64 (a worker of its own, started only when there is one); ``optimizer``: the catalogue
+    entry of the ``optimizer`` stage (default: the model's, :func:`choose_optimizer` of its folder's name; ``""``:
+    no such stage)."""
     names = [name for name in trainers(backends if backends is not None else executor.backend_names)
              if name in executor.backend_names and inference_passed(executor, artifact, name)]
     if not names:
@@ -66,8 +74,11 @@ def run_training_check(executor: DifferentialExecutor, artifact: Artifact, scrat
     started = time.perf_counter()
     check = TrainingCheck(reference=training_reference(names, executor.reference))
     converted = any(executor.members[name].consumes != "keras" for name in names)
+    chosen = choose_optimizer(artifact.directory.name) if optimizer is None else optimizer or None
     # with a converted module among them, the Keras trainers add the inference-mode stages it is judged by
-    check.results = executor.train(artifact, names, scratch, {"inference": True} if converted else None)
+    check.results = executor.train(artifact, names, scratch,
+                                   {**({"optimizer": chosen} if chosen else {}),
+                                    **({"inference": True} if converted else {})})
     arrays = {name: read_arrays(result.outputs_path) for name, result in check.results.items()}
     check.judgement = judge_training({name: result.stages for name, result in check.results.items()}, arrays,
                                      check.reference, thresholds)
@@ -77,7 +88,9 @@ def run_training_check(executor: DifferentialExecutor, artifact: Artifact, scrat
         started = time.perf_counter()
         runner = TruthTrainer(scratch / "truth")
         try:
-            wide, moved = runner.runs(artifact, [*TRAINING_STAGES, *EVAL_STAGES] if converted else None)
+            # the stages the verdicts need only: an optimizer verdict's truth does not depend on the forward pass
+            needed = list(dict.fromkeys(stage for verdict in numeric for stage in worker_stages(verdict.stage)))
+            wide, moved = runner.runs(artifact, needed, chosen)
         finally:
             runner.close()
         for verdict in numeric:
@@ -107,11 +120,15 @@ class TruthTrainer:
             startup_timeout_s=180.0)
 
     def arrays(self, artifact: Artifact, inputs: dict[str, np.ndarray], tag: str,
-               perturb: int | None = None, stages: list[str] | None = None) -> Arrays | str:
+               perturb: int | None = None, stages: list[str] | None = None,
+               optimizer: str | None = None) -> Arrays | str:
         """The float64 arrays of every stage (``stages``: those worker stages only) on ``inputs`` (``perturb``: with
-        the weights moved, seeded by it), or why there are none."""
+        the weights moved, seeded by it; ``optimizer``: the catalogue entry of the ``optimizer`` stage), or why there
+        are none."""
         self.scratch.mkdir(parents=True, exist_ok=True)
-        options = {"stages": stages} if stages is not None else {}
+        options: dict[str, object] = {"stages": stages} if stages is not None else {}
+        if optimizer:
+            options["optimizer"] = optimizer
         inputs_path, out = self.scratch / f"{tag}.inputs.npz", self.scratch / f"{tag}.train.npz"
         np.savez(inputs_path, **inputs)
         reply = self.worker.request({"op": "train", "backend": ENGINE, "model": str(artifact.keras_path.resolve()),
@@ -124,16 +141,18 @@ class TruthTrainer:
                 if failed is not None else f"{ENGINE} wrote nothing"
         return read_arrays(reply.outputs)
 
-    def runs(self, artifact: Artifact, stages: list[str] | None = None) -> tuple[Arrays | str, list[Arrays]]:
+    def runs(self, artifact: Artifact, stages: list[str] | None = None,
+             optimizer: str | None = None) -> tuple[Arrays | str, list[Arrays]]:
         """(the float64 arrays on the artifact's inputs or why there are none, those with the inputs and the weights
-        perturbed); ``stages``: those worker stages only."""
+        perturbed); ``stages``: those worker stages only; ``optimizer``: the catalogue entry of the ``optimizer``
+        stage (none without it)."""
         names = [layer.name for layer in artifact.read_ir().input_layers]
         with np.load(artifact.inputs_path, allow_pickle=False) as data:
             inputs = {name: data[name] for name in names}
-        wide = self.arrays(artifact, inputs, "truth", stages=stages)
+        wide = self.arrays(artifact, inputs, "truth", stages=stages, optimizer=optimizer)
         if isinstance(wide, str):
             return wide, []
-        moved = [self.arrays(artifact, perturb(inputs, index), f"perturbed{index}", index, stages)
+        moved = [self.arrays(artifact, perturb(inputs, index), f"perturbed{index}", index, stages, optimizer)
                  for index in range(PERTURBATIONS)]
         failed = next((run for run in moved if isinstance(run, str)), None)
         if failed is not None:

@@ -3,7 +3,8 @@
 Judged stages (:data:`JUDGED_STAGES`) and the worker stage computing each (:data:`COMPUTED_BY`): ``forward`` (the
 outputs in training mode), ``loss``, ``state`` (the non-trainable weights after that forward call: BatchNormalization's
 moving statistics) and ``gradients`` (weights' and inputs') form one chain, each depending on the one before; the
-optimizer stages ``sgd`` and ``adam`` step a fixed gradient (:mod:`memo.backends.training`), so each is judged on its
+optimizer stages ``sgd``, ``adam`` and ``optimizer`` (the model's catalogue entry:
+:mod:`memo.backends.training_optimizers`) step a fixed gradient (:mod:`memo.backends.training`), so each is judged on its
 own. Per backend and chain the first stage that differs gives one verdict:
 
 * ``training-crash``: the backend failed (error, crash, hang) a stage the reference finished; or the reference
@@ -24,23 +25,25 @@ from typing import TYPE_CHECKING, Mapping, Sequence
 
 import numpy as np
 
-from memo.backends.training import ADAM_LEARNING_RATE, ADAM_STEPS, SGD_LEARNING_RATE
+from memo.backends.training_optimizers import OPTIMIZER_STAGE
 from memo.kinds import StageStatus, VerdictKind
 from memo.oracle.criterion import Thresholds, mismatch, nan_problem, output_scale
+from memo.training.optimizer_stage import name_optimizer, optimizer_name, update_steps
 
 if TYPE_CHECKING:
     from memo.backends.result import StageResult
     from memo.truth import Truth
 
-JUDGED_STAGES: tuple[str, ...] = ("forward", "loss", "state", "gradients", "sgd", "adam", "eval_forward",
-                                   "eval_gradients")
+JUDGED_STAGES: tuple[str, ...] = ("forward", "loss", "state", "gradients", "sgd", "adam", OPTIMIZER_STAGE,
+                                   "eval_forward", "eval_gradients")
 # The inference-mode chain: a converted torch module's outputs and input gradients (training=False) against the
 # reference's (memo.backends.training.EVAL_STAGES)
 EVAL_CHAIN: tuple[str, ...] = ("eval_forward", "eval_gradients")
-CHAINS: tuple[tuple[str, ...], ...] = (("forward", "loss", "state", "gradients"), ("sgd",), ("adam",), EVAL_CHAIN)
+CHAINS: tuple[tuple[str, ...], ...] = (("forward", "loss", "state", "gradients"), ("sgd",), ("adam",),
+                                        (OPTIMIZER_STAGE,), EVAL_CHAIN)
 COMPUTED_BY: dict[str, str] = {"forward": "forward", "loss": "forward", "state": "forward", "gradients": "gradients",
-                               "sgd": "sgd", "adam": "adam", "eval_forward": "eval_forward",
-                               "eval_gradients": "eval_gradients"}
+                               "sgd": "sgd", "adam": "adam", OPTIMIZER_STAGE: OPTIMIZER_STAGE,
+                               "eval_forward": "eval_forward", "eval_gradients": "eval_gradients"}
 # Stages whose numeric difference is another check's finding: the outputs in inference mode are the inference
 # check's (a converted module whose forward pass differs has its inference verdict already). A difference there
 # ends the chain without a verdict; a crash there (autograd on, where the inference run passed) is still one.
@@ -48,16 +51,18 @@ INFERENCE_JUDGED: frozenset[str] = frozenset({"eval_forward"})
 # Array keys of each judged stage in a worker's .npz (memo.backends.training)
 _PREFIXES: dict[str, tuple[str, ...]] = {"forward": ("out",), "loss": ("loss",), "state": ("state",),
                                          "gradients": ("grad", "input_grad"), "sgd": ("sgd",), "adam": ("adam",),
-                                         "eval_forward": ("eval_out",), "eval_gradients": ("eval_grad",)}
-_KEY = re.compile(r"^(out|loss|state|grad|input_grad|sgd|adam|eval_out|eval_grad)(?:_(\d+))?$")
+                                         OPTIMIZER_STAGE: ("opt",), "eval_forward": ("eval_out",),
+                                         "eval_gradients": ("eval_grad",)}
+_KEY = re.compile(r"^(out|loss|state|grad|input_grad|sgd|adam|opt|eval_out|eval_grad)(?:_(\d+))?$")
 PREPARE = "prepare"
 # What the worker records beside the arrays (memo.backends.training): weight names, and the model's precision
 DESCRIPTIVE_KEYS: tuple[str, ...] = ("names", "state_names", "compute_dtype", "weight_dtypes", "weight_scales",
-                                     "stages")
+                                     "weights_finite", "stages", "optimizer")
+# The stages stepping an optimizer on the fixed, finite gradients: NaN/Inf in their updates is a defect wherever
+# the weights were finite, the reference's included (:func:`_nonfinite_updates`)
+UPDATE_STAGES: tuple[str, ...] = ("sgd", "adam", OPTIMIZER_STAGE)
 # Machine epsilon per floating dtype name (bfloat16 has 8 significand bits)
 EPS: dict[str, float] = {"float64": 2.0 ** -52, "float32": 2.0 ** -23, "float16": 2.0 ** -10, "bfloat16": 2.0 ** -7}
-# Per optimizer stage: (learning rate, steps): its update is (after - before) / lr, after that many roundings
-UPDATES: dict[str, tuple[float, int]] = {"sgd": (SGD_LEARNING_RATE, 1), "adam": (ADAM_LEARNING_RATE, ADAM_STEPS)}
 
 NUMERIC_KINDS = frozenset({VerdictKind.TRAINING_NAN.value, VerdictKind.TRAINING_INCONSISTENCY.value})
 
@@ -78,6 +83,7 @@ class TrainingVerdict:
     name: str | None = None
     figures: dict[str, float] = field(default_factory=dict)
     truth: Truth | None = None
+    optimizer: str | None = None  # the check's catalogue entry (memo.backends.training_optimizers)
 
     def to_json(self) -> dict[str, object]:
         data = asdict(self)
@@ -93,9 +99,11 @@ class Judgement:
     verdicts: list[TrainingVerdict] = field(default_factory=list)
     left_out: str | None = None
     notes: list[str] = field(default_factory=list)
+    optimizer: str | None = None  # the catalogue entry of the optimizer stage, None when it did not run
 
     def to_json(self) -> dict[str, object]:
-        return {"left_out": self.left_out, "notes": self.notes, "verdicts": [v.to_json() for v in self.verdicts]}
+        return {"left_out": self.left_out, "notes": self.notes, "optimizer": self.optimizer,
+                "verdicts": [v.to_json() for v in self.verdicts]}
 
 
 def read_arrays(path: str | Path | None) -> dict[str, np.ndarray]:
@@ -125,7 +133,7 @@ def array_name(arrays: Arrays, key: str) -> str:
     if match is None:
         return key
     prefix, index = match[1], int(match[2] or 0)
-    names = {"grad": "names", "sgd": "names", "adam": "names", "state": "state_names"}.get(prefix)
+    names = {"grad": "names", "sgd": "names", "adam": "names", "opt": "names", "state": "state_names"}.get(prefix)
     if names and names in arrays and index < len(arrays[names]):
         return str(arrays[names][index])
     return {"input_grad": f"input {index}", "eval_grad": f"input {index}", "out": f"output {index}",
@@ -154,12 +162,13 @@ def thresholds_for(reference: Arrays, key: str, thresholds: Thresholds = Thresho
     """
     match = _KEY.match(key)
     prefix, index = (match[1], int(match[2] or 0)) if match else ("", 0)
-    if prefix in UPDATES:
+    steps_of = update_steps(reference, prefix)
+    if steps_of is not None:
         dtypes, scales = reference.get("weight_dtypes"), reference.get("weight_scales")
         if dtypes is None or scales is None or index >= len(dtypes) or index >= len(scales):
             return thresholds
         eps = EPS.get(str(dtypes[index]), EPS["float32"])
-        rate, steps = UPDATES[prefix]
+        rate, steps = steps_of
         precision = thresholds.eps_factor * eps
         rounding = precision * steps * float(scales[index]) / rate
         scale = output_scale(np.asarray(reference[key]))
@@ -212,7 +221,17 @@ def judge_training(stages: Mapping[str, Sequence[StageResult]], arrays: Mapping[
     """The verdicts of one model's training check: ``stages`` and ``arrays`` per backend (the reference's included),
     as the workers returned them."""
     ref_stages, ref_arrays = stages.get(reference, ()), arrays.get(reference, {})
-    judgement = Judgement(notes=[str(note) for note in ref_arrays.get("notes", ())])
+    judgement = Judgement(notes=[str(note) for note in ref_arrays.get("notes", ())],
+                          optimizer=next((name for own in [ref_arrays, *arrays.values()]
+                                          if (name := optimizer_name(own))), None))
+    _judged(judgement, stages, arrays, reference, thresholds)
+    name_optimizer(judgement.verdicts, judgement.optimizer)
+    return judgement
+
+
+def _judged(judgement: Judgement, stages: Mapping[str, Sequence[StageResult]], arrays: Mapping[str, Arrays],
+            reference: str, thresholds: Thresholds) -> Judgement:
+    ref_stages, ref_arrays = stages.get(reference, ()), arrays.get(reference, {})
     ref_prepare = _status(ref_stages, PREPARE)
     if ref_prepare is None or ref_prepare.status != StageStatus.OK.value:
         first = next((s for s in ref_stages if s.status != StageStatus.OK.value), ref_prepare)
@@ -221,6 +240,7 @@ def judge_training(stages: Mapping[str, Sequence[StageResult]], arrays: Mapping[
         judgement.verdicts += _reference_failures(stages, reference, ((PREPARE,),))
         return judgement
     judgement.verdicts += _reference_failures(stages, reference, CHAINS)
+    judgement.verdicts += _nonfinite_updates(stages, arrays, reference)
     found: list[TrainingVerdict] = []
     for backend, own in stages.items():
         if backend == reference:
@@ -270,6 +290,46 @@ def worker_stages(stage: str) -> list[str]:
         if stage in chain:
             return list(dict.fromkeys(COMPUTED_BY[name] for name in chain[:chain.index(stage) + 1]))
     return []
+
+
+def _nonfinite_updates(stages: Mapping[str, Sequence[StageResult]], arrays: Mapping[str, Arrays],
+                       reference: str) -> list[TrainingVerdict]:
+    """``training-nan`` verdicts against the reference at an optimizer stage whose update holds NaN/Inf where the
+    weights were finite (:func:`nonfinite_update`). The other backends are judged against the reference only where
+    its arrays are finite, so a backend making the same NaN is named in this verdict (one root cause, one verdict),
+    and one computing finite numbers is right."""
+    found = []
+    for stage in UPDATE_STAGES:
+        done = _status(stages.get(reference, ()), COMPUTED_BY[stage])
+        verdict = nonfinite_update(reference, stage, arrays.get(reference, {})) \
+            if done is not None and done.status == StageStatus.OK.value else None
+        if verdict is None:
+            continue
+        same = [name for name, own in arrays.items() if name != reference and verdict.array in own
+                and not np.all(np.isfinite(np.asarray(own[str(verdict.array)], dtype=np.float64)))]
+        verdict.message += f" (also on {', '.join(same)})" if same else ""
+        found.append(verdict)
+    return found
+
+
+def nonfinite_update(backend: str, stage: str, arrays: Arrays) -> TrainingVerdict | None:
+    """``training-nan`` when ``backend``'s update at optimizer ``stage`` holds NaN/Inf for a weight that was finite
+    (``weights_finite``): the step applies fixed gradients of magnitude 0.5 to 1.5, so no reference and no float64
+    answer is needed to call it wrong (Nadam on a bfloat16 variable). None otherwise (a bug's repro.py asks this of
+    a NaN the reference makes too)."""
+    finite = arrays.get("weights_finite")
+    if finite is None or stage not in UPDATE_STAGES:
+        return None
+    for key in stage_keys(arrays, stage):
+        match = _KEY.match(key)
+        index = int(match[2] or 0) if match is not None else len(finite)
+        values = np.asarray(arrays[key], dtype=np.float64)
+        if index < len(finite) and bool(finite[index]) and not np.all(np.isfinite(values)):
+            name = array_name(arrays, key)
+            return TrainingVerdict(VerdictKind.TRAINING_NAN.value, backend, stage,
+                                   f"{stage}: {name}: {int(np.count_nonzero(~np.isfinite(values)))} non-finite values "
+                                   "in the update of a finite weight by finite gradients", key, name)
+    return None
 
 
 def _reference_failures(stages: Mapping[str, Sequence[StageResult]], reference: str,

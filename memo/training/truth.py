@@ -14,8 +14,9 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from memo.oracle.criterion import Thresholds
-from memo.training.judge import Arrays, TrainingVerdict, stage_keys, thresholds_for
-from memo.truth import UNAVAILABLE, Truth, assess_runs, engine_method
+from memo.kinds import VerdictKind
+from memo.training.judge import UPDATE_STAGES, Arrays, TrainingVerdict, stage_keys, thresholds_for
+from memo.truth import CONFIRMED, UNAVAILABLE, Truth, assess_runs, engine_method
 
 ENGINE = "float64-torch"
 # The engine runs torch's kernels: where torch is accused, the truth shares its code (said in the reason).
@@ -46,6 +47,14 @@ def assess_verdict(verdict: TrainingVerdict, arrays: Mapping[str, Arrays], truth
                                                                 for p in perturbed])}
     result = assess_runs(outputs, runs, [verdict.backend], witnesses, reference, own)
     result.method = method
+    if verdict.kind == VerdictKind.TRAINING_NAN.value and stage in UPDATE_STAGES and result.decision != CONFIRMED \
+            and all(np.all(np.isfinite(np.asarray(truth[key], dtype=np.float64))) for key in keys) \
+            and verdict.backend in outputs \
+            and not all(np.all(np.isfinite(np.asarray(a, dtype=np.float64))) for a in outputs[verdict.backend]):
+        # an optimizer step of fixed, finite gradients: float64's finite update says the NaN is wrong, whoever else
+        # makes it too (the witnesses share Keras's generic update code)
+        result.decision, result.blamed = CONFIRMED, "accused"
+        result.reason = f"float64 computes a finite update; {verdict.backend} does not ({result.reason})"
     if verdict.backend == ENGINE_LIBRARY:
         result.reason += " (the float64 engine runs torch's kernels too)"
     return result

@@ -25,6 +25,7 @@ import numpy as np
 from memo.artifact import Artifact, prepare_artifact
 from memo.backends import load_spec
 from memo.backends.executor import DifferentialExecutor, ExecutionAbandoned
+from memo.backends.training_optimizers import recorded_optimizer
 from memo.errors import InvalidModelError
 from memo.json_types import JsonObject
 from memo.kinds import VerdictKind
@@ -33,8 +34,8 @@ from memo.oracle import Verdict
 from memo.store import BugRow, CampaignStore
 from memo.training.check import (NUMERIC, TrainingCheck, TruthTrainer, stored_verdicts, trainers,
                                  training_reference)
-from memo.training.judge import (DESCRIPTIVE_KEYS, JUDGED_STAGES, Arrays, TrainingVerdict, differing_names,
-                                 judge_training, read_arrays, stage_keys, worker_stages)
+from memo.training.judge import (DESCRIPTIVE_KEYS, JUDGED_STAGES, UPDATE_STAGES, Arrays, TrainingVerdict,
+                                 differing_names, judge_training, read_arrays, stage_keys, worker_stages)
 from memo.training.truth import ENGINE, assess_verdict
 from memo.triage.bug_reduction import reduce_bug
 from memo.bug_files import (EXPECTED_FILE, INPUTS_FILE, IR_FILE, MODEL_FILE, Reduction, read_bug_file, retried,
@@ -70,7 +71,8 @@ class TrainingRun:
 class TrainingChecker:
     """Trains candidates on the reference and the accused backend; true when the bug's signature comes back."""
 
-    def __init__(self, session: Session, bug: BugRow, reference: str, inputs: dict[str, np.ndarray] | None) -> None:
+    def __init__(self, session: Session, bug: BugRow, reference: str, inputs: dict[str, np.ndarray] | None,
+                 optimizer: str | None = None) -> None:
         self.session, self.bug = session, bug
         names = trainers(session.executor.backend_names) if session.executor is not None else []
         # a verdict against the reference is judged against the others (a crash: one finishing the stage; a numeric
@@ -80,8 +82,11 @@ class TrainingChecker:
         self.reference = reference
         self.inputs = inputs
         self.count = 0
-        # only the stages that judging the bug's stage needs: one XLA program on JAX, not four
-        self.options = {"stages": worker_stages(str(bug.stage or ""))}
+        # only the stages that judging the bug's stage needs: one XLA program on JAX, not four; the optimizer stage's
+        # catalogue entry the finding's check ran (its record's ``optimizer``)
+        self.optimizer = optimizer
+        self.options: dict[str, Any] = {"stages": worker_stages(str(bug.stage or "")),
+                                        **({"optimizer": optimizer} if optimizer else {})}
 
     def run(self, ir: ModelIR, directory: Path) -> TrainingRun:
         executor = self.session.executor
@@ -125,7 +130,7 @@ def localization(ir: ModelIR, run: TrainingRun, reference: str, library: str, st
     first differing array (the verdict's)."""
     record = (run.verdict.extra.get("training") if run.verdict is not None else None) or {}
     wrong = differing_names(run.arrays.get(library, {}), run.arrays.get(reference, {}), stage) \
-        if stage in ("gradients", "sgd", "adam") and run.arrays.get(reference) else []
+        if stage in ("gradients", *UPDATE_STAGES) and run.arrays.get(reference) else []
     layer = first_in_backward_order(ir, wrong) if wrong else weight_owner(ir, str(record.get("name") or ""))
     return {"layer": layer.name if layer is not None else None,
             "layer_class": layer.class_name if layer is not None else None,
@@ -134,7 +139,7 @@ def localization(ir: ModelIR, run: TrainingRun, reference: str, library: str, st
             "differing": wrong[:20], "alone": None, "together": []}
 
 
-def _truth(session: Session, run: TrainingRun, reference: str) -> JsonObject:
+def _truth(session: Session, run: TrainingRun, reference: str, optimizer: str | None) -> JsonObject:
     """The float64 truth of the run's numeric verdict (bug.json's ``truth``), {} for a crash."""
     verdict = run.verdict
     if verdict is None or verdict.kind not in NUMERIC or run.artifact is None:
@@ -144,7 +149,7 @@ def _truth(session: Session, run: TrainingRun, reference: str) -> JsonObject:
                           record.get("array"), record.get("name"))
     runner = TruthTrainer(session.work / "training-truth", worker=session.truth_runner().worker(ENGINE))
     try:
-        wide, moved = runner.runs(run.artifact, worker_stages(str(verdict.stage)))
+        wide, moved = runner.runs(run.artifact, worker_stages(str(verdict.stage)), optimizer)
     finally:
         runner.close()
     return assess_verdict(own, run.arrays, wide, moved, reference).to_json()
@@ -229,7 +234,8 @@ def triage_training_bug(session: Session, bug: BugRow) -> None:
     source = session.artifact_of(finding, execute=False)
     inputs = read_inputs(source / INPUTS_FILE) if source is not None and (source / INPUTS_FILE).exists() else None
     reference = training_reference([name for name in executor.backend_names], executor.reference)
-    checker = TrainingChecker(session, bug, reference, inputs)
+    checker = TrainingChecker(session, bug, reference, inputs,
+                              recorded_optimizer(finding.verdict.extra.get("training")))
     start = checker.run(finding.ir, session.work / f"{bug.id}-tstart")
     if start.verdict is None:
         _not_again(session, bug, finding.ir, start, reference)
@@ -261,7 +267,7 @@ def triage_training_bug(session: Session, bug: BugRow) -> None:
         "reduction": reduction, "timeout_s": session.timeout_s}
     if session.remaining() > TRUTH_S:
         try:
-            data["truth"] = _truth(session, run, reference)
+            data["truth"] = _truth(session, run, reference, checker.optimizer)
         except Exception as exc:  # noqa: BLE001  (the bug keeps its folder; the report lists why it has no truth)
             session.error(bug.id, "float64 truth of a training bug", exc)
     write_folder(folder, ir, run, data)
@@ -286,10 +292,11 @@ def training_truth(session: Session, bug: BugRow) -> None:
     """The float64 truth of a training bug's folder: its model trained again (the verdict's arrays), then judged."""
     folder = Path(str(bug.bug_dir))
     data = read_bug_file(folder)
-    checker = TrainingChecker(session, bug, str(data.get("reference") or ""), read_inputs(folder / INPUTS_FILE))
+    checker = TrainingChecker(session, bug, str(data.get("reference") or ""), read_inputs(folder / INPUTS_FILE),
+                              recorded_optimizer(data.get("training")))
     run = checker.run(ModelIR.loads((folder / IR_FILE).read_text()), session.work / f"{bug.id}-ttruth")
     try:
-        data["truth"] = _truth(session, run, checker.reference) if run.verdict is not None else {
+        data["truth"] = _truth(session, run, checker.reference, checker.optimizer) if run.verdict is not None else {
             "method": ENGINE, "decision": UNAVAILABLE, "reason": "the folder's model did not show the bug again"}
     finally:
         shutil.rmtree(session.work / f"{bug.id}-ttruth", ignore_errors=True)

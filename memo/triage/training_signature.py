@@ -2,7 +2,7 @@
 bugs, and their localization in backward order: pure, no execution (docs/training.md, "Triage").
 
 A training verdict's bug is its kind, library, judged stage (``forward``, ``loss``, ``state``, ``gradients``,
-``sgd``, ``adam``) and the class of the layer owning the first array that differs (the verdict names the weight by
+``sgd``, ``adam``, ``optimizer``: then also the Keras class of the model's catalogue entry) and the class of the layer owning the first array that differs (the verdict names the weight by
 its Keras path, ``dense/kernel``, mapped to the layer through the mutant's IR; a wrapper's inner layer is the
 wrapper's); a ``training-crash`` is its exception and masked message instead. A ``prepare``, ``forward`` or ``loss``
 verdict on a model whose inference run shows a verdict against the same backend is that inference bug again: it is
@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from typing import Any, Iterable, Sequence
 
+from memo.backends.training_optimizers import OPTIMIZER_STAGE, optimizer_class, recorded_optimizer
 from memo.json_types import JsonObject
 from memo.kinds import BUG_KINDS, TRAINING_KINDS, VerdictKind
 from memo.model.ir import Layer, ModelIR
@@ -94,6 +95,8 @@ def training_parts(verdict: Verdict, ir: ModelIR | None) -> dict[str, Any]:
     """The signature parts of a training verdict (see the module docstring), as a JSON-able dict."""
     kind, stage = str(verdict.kind), str(verdict.stage or "")
     parts: dict[str, Any] = {"kind": kind, "library": str(verdict.backend or ""), "stage": stage}
+    if stage == OPTIMIZER_STAGE:  # the catalogue entry's Keras class: a Nadam defect and a Lion defect are two bugs
+        parts["optimizer"] = optimizer_class(recorded_optimizer(training_record(verdict)) or "")
     if kind == VerdictKind.TRAINING_CRASH.value:
         exception, message = crash_exception(str(verdict.message or ""))
         parts["exception"] = exception

@@ -44,7 +44,7 @@ def test_gradients_and_steps_agree_across_tensorflow_jax_and_torch(checked: tupl
     _, check, arrays = checked
     for name, result in check.results.items():
         assert [(s.stage, s.status) for s in result.stages] == [
-            (stage, "ok") for stage in ("load", "prepare", "forward", "gradients", "sgd", "adam")], name
+            (stage, "ok") for stage in ("load", "prepare", "forward", "gradients", "sgd", "adam", "optimizer")], name
     assert check.judgement.left_out is None and check.judgement.verdicts == []
     assert check.judgement.notes == ["drop: Dropout.rate 0.5 -> 0"]
     reference = arrays["keras-tensorflow"]

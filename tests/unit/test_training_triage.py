@@ -129,12 +129,17 @@ def test_the_training_idiom_writes_each_backends_own_training_code() -> None:
              "keras-torch": ".backward()"}
     for library, call in calls.items():
         for stage in STAGES:
-            imports, lines, prefix = training_lines(library, stage, "training-inconsistency")
+            imports, lines, prefix = training_lines(library, stage, "training-inconsistency", "nadam")
             text = "\n".join([*imports, *lines, *check_lines("training-inconsistency", prefix, "keras-tensorflow")])
             ast.parse(text)
             assert (call in text) == (stage == "gradients"), (library, stage)
-            assert prefix == {"gradients": "grad", "forward": "out"}.get(stage, stage)
+            assert prefix == {"gradients": "grad", "forward": "out", "optimizer": "opt"}.get(stage, stage)
         assert "optimizer.apply(" in "\n".join(training_lines(library, "adam", "training-nan")[1])
+        # the optimizer stage constructs the bug's own catalogue entry, stepped as often as the check stepped it
+        nadam = "\n".join(training_lines(library, "optimizer", "training-nan", "nadam")[1])
+        assert "optimizer = keras.optimizers.Nadam(learning_rate=0.1)" in nadam and "range(3)" in nadam
+        with pytest.raises(NoTrainingIdiom):
+            training_lines(library, "optimizer", "training-nan", None)
     assert check_lines("training-crash", "grad", "") == ['print("no error: the bug does not reproduce")']
     with pytest.raises(NoTrainingIdiom):
         training_lines("keras-openvino", "gradients", "training-inconsistency")

@@ -1,0 +1,129 @@
+"""The training check's optimizer catalogue: Keras optimizer configurations stepped beside SGD and Adam.
+
+Each checked model gets one entry (:func:`choose_optimizer`, a hash of its artifact folder's name, so a campaign
+covers every entry and every rerun of a finding gets the same one), run as the worker stage ``optimizer``: the
+entry's optimizer applies :data:`OPTIMIZER_STEPS` of the check's fixed gradients
+(:func:`memo.backends.training.fixed_gradients`), its update recorded as ``(after - before) / lr``.
+
+Why these: Keras on torch runs its own ``torch._foreach`` implementations of SGD, Adam, AdamW, Adamax, Nadam,
+RMSprop, Adagrad, Adadelta and Lion (``keras/src/backend/torch/optimizers/``); TensorFlow and JAX run the generic
+``update_step``; Ftrl, Adafactor, Lamb and Muon are generic on every backend. The options take the other code paths
+of ``BaseOptimizer.apply``: momentum and nesterov, amsgrad, centered, weight decay, gradient clipping (``clipnorm``,
+``clipvalue``, ``global_clipnorm``), ``use_ema``, ``gradient_accumulation_steps``, ``initial_accumulator_value``.
+
+Stdlib at module level: the worker builds the optimizers (:func:`stage_optimizers`, importing Keras), the judge reads
+an entry's learning rate and steps, the minimal script writes its constructor (:func:`constructor_text`).
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any
+
+OPTIMIZER_STAGE = "optimizer"
+SGD_LEARNING_RATE = 0.1
+ADAM_LEARNING_RATE = 0.1  # large enough that (after - before) / lr is not float32 cancellation of the weights
+ADAM_STEPS = 2
+# Each optimizer stage's array prefix in a worker's .npz (``opt_3``: the catalogue entry's update of weight 3)
+UPDATE_PREFIXES: dict[str, str] = {"sgd": "sgd", "adam": "adam", OPTIMIZER_STAGE: "opt"}
+Optimizer = tuple[str, Any, int, float]  # (stage, the Keras optimizer, steps, learning rate)
+OPTIMIZER_STEPS = 3  # enough for momentum, moments, accumulation (applied at step 2) and EMA to matter
+OPTIMIZER_LEARNING_RATE = 0.1
+
+
+@dataclass(frozen=True)
+class OptimizerEntry:
+    """One configuration: ``keras.optimizers.<class_name>(learning_rate=..., **config)``."""
+
+    class_name: str
+    config: dict[str, Any] = field(default_factory=dict)
+    learning_rate: float = OPTIMIZER_LEARNING_RATE
+    steps: int = OPTIMIZER_STEPS
+
+    def arguments(self) -> dict[str, Any]:
+        return {"learning_rate": self.learning_rate, **self.config}
+
+
+# name -> entry. Names are stable: they key the choice, the findings' dedup keys and the report's counts.
+CATALOGUE: dict[str, OptimizerEntry] = {
+    "sgd-nesterov": OptimizerEntry("SGD", {"momentum": 0.9, "nesterov": True}),
+    "sgd-momentum-decay": OptimizerEntry("SGD", {"momentum": 0.9, "weight_decay": 0.01}),
+    "sgd-clipvalue": OptimizerEntry("SGD", {"clipvalue": 0.8}),
+    "adam-amsgrad": OptimizerEntry("Adam", {"amsgrad": True}),
+    "adam-accumulate": OptimizerEntry("Adam", {"gradient_accumulation_steps": 2}),
+    "adam-ema": OptimizerEntry("Adam", {"use_ema": True, "ema_momentum": 0.5, "ema_overwrite_frequency": 2}),
+    "adam-global-clipnorm": OptimizerEntry("Adam", {"global_clipnorm": 1.0}),
+    "adamw": OptimizerEntry("AdamW", {"weight_decay": 0.04}),
+    "adamw-amsgrad-clipnorm": OptimizerEntry("AdamW", {"amsgrad": True, "clipnorm": 1.0}),
+    "adamax": OptimizerEntry("Adamax"),
+    "nadam": OptimizerEntry("Nadam"),
+    "rmsprop": OptimizerEntry("RMSprop"),
+    "rmsprop-centered-momentum": OptimizerEntry("RMSprop", {"centered": True, "momentum": 0.9}),
+    "adagrad": OptimizerEntry("Adagrad", {"initial_accumulator_value": 0.5}),
+    "adadelta": OptimizerEntry("Adadelta", {"epsilon": 0.001}, learning_rate=1.0),
+    "lion": OptimizerEntry("Lion"),
+    "ftrl": OptimizerEntry("Ftrl", {"l1_regularization_strength": 0.01, "l2_regularization_strength": 0.01,
+                                    "initial_accumulator_value": 0.5}),
+    "adafactor": OptimizerEntry("Adafactor"),
+    "lamb": OptimizerEntry("Lamb"),
+    "muon": OptimizerEntry("Muon"),
+}
+
+
+def choose_optimizer(name: str) -> str:
+    """The catalogue entry of the model in artifact folder ``name`` (a hash of the name, independent of
+    :func:`memo.training.check.train_chosen`'s: the same entry whichever pipeline, order or resume runs it)."""
+    digest = int.from_bytes(hashlib.sha256(f"optimizer:{name}".encode()).digest()[:4], "big")
+    names = sorted(CATALOGUE)
+    return names[digest % len(names)]
+
+
+def optimizer_entry(name: str) -> OptimizerEntry:
+    """The entry ``name``; a ``KeyError`` naming the catalogue for an unknown one."""
+    try:
+        return CATALOGUE[name]
+    except KeyError:
+        raise KeyError(f"unknown optimizer configuration {name!r} (known: {', '.join(sorted(CATALOGUE))})") from None
+
+
+def recorded_optimizer(record: object) -> str | None:
+    """The entry a training record names (``optimizer`` of a verdict's ``training`` metrics, of bug.json's
+    ``training``, of a check's summary); None for a record without one (or no record)."""
+    value = record.get("optimizer") if isinstance(record, dict) else None
+    return str(value) if value else None
+
+
+def optimizer_class(name: str) -> str:
+    """The Keras class of entry ``name`` (a bug's dedup key names it: a Nadam defect and a Lion defect are two root
+    causes); ``name`` itself for an entry the catalogue no longer holds."""
+    entry = CATALOGUE.get(name)
+    return entry.class_name if entry is not None else name
+
+
+def constructor_text(name: str) -> str:
+    """The entry's constructor as Python source: ``keras.optimizers.Nadam(learning_rate=0.1)``."""
+    entry = optimizer_entry(name)
+    arguments = ", ".join(f"{key}={value!r}" for key, value in entry.arguments().items())
+    return f"keras.optimizers.{entry.class_name}({arguments})"
+
+
+def build_optimizer(name: str) -> Any:
+    """The entry's Keras optimizer (worker only: imports Keras)."""
+    import keras
+
+    entry = optimizer_entry(name)
+    return getattr(keras.optimizers, entry.class_name)(**entry.arguments())
+
+
+def stage_optimizers(chosen: str | None) -> list[Optimizer]:
+    """The worker's optimizer stages: SGD (one step), Adam (two), and the catalogue entry ``chosen`` (none when
+    None); worker only."""
+    import keras
+
+    optimizers: list[Optimizer] = [
+        ("sgd", keras.optimizers.SGD(learning_rate=SGD_LEARNING_RATE), 1, SGD_LEARNING_RATE),
+        ("adam", keras.optimizers.Adam(learning_rate=ADAM_LEARNING_RATE), ADAM_STEPS, ADAM_LEARNING_RATE)]
+    if chosen:
+        entry = optimizer_entry(chosen)
+        optimizers.append((OPTIMIZER_STAGE, build_optimizer(chosen), entry.steps, entry.learning_rate))
+    return optimizers
