@@ -23,6 +23,7 @@ from memo.triage.bugdir import converted_file
 from memo.triage.probe import Roles, read_inputs
 from memo.triage.repro import NUMERIC_CHECKS, PLUGIN_FILE, registered, render_script, script_python, supported
 from memo.triage.signature import recorded_as
+from memo.triage.training_repro import render_training_script
 
 
 def _consumed_kind(library: str, plugin: PluginInfo | None) -> str:
@@ -169,11 +170,19 @@ def write_script(folder: Path, data: JsonObject, ir: ModelIR, plugin: PluginInfo
 
 def refresh_script(folder: Path, data: JsonObject) -> bool:
     """Rewrite the ``repro.py`` of a bug folder copied from the bug database with the current code (a training
-    bug's, written by :mod:`memo.triage.training_repro`, and a plugin's are kept); whether it was rewritten."""
-    if data.get("kind") in TRAINING_KINDS or "python_library" not in data or not (folder / IR_FILE).is_file() \
-            or registered(str(data.get("faulty") or data["python_library"])) is None:
+    bug's by :mod:`memo.triage.training_repro`: campaign p40's adopted SpectralNormalization bug kept an older
+    script that judged another array than its own; a plugin's is kept); whether it was rewritten."""
+    if not (folder / IR_FILE).is_file():
         return False
+    ir = ModelIR.loads((folder / IR_FILE).read_text())
     before = (folder / "repro.py").read_text() if (folder / "repro.py").is_file() else ""
-    write_script(folder, data, ModelIR.loads((folder / IR_FILE).read_text()), None,
-                 has_expected=(folder / EXPECTED_FILE).is_file())
+    if data.get("kind") in TRAINING_KINDS:
+        if not data.get("library") or registered(str(data["library"])) is None:
+            return False
+        (folder / "repro.py").write_text(render_training_script(data, [layer.name for layer in ir.input_layers]))
+        data.update(repro_command=f"python {folder / 'repro.py'}", python=script_python(str(data["library"])))
+    elif "python_library" not in data or registered(str(data.get("faulty") or data["python_library"])) is None:
+        return False
+    else:
+        write_script(folder, data, ir, None, has_expected=(folder / EXPECTED_FILE).is_file())
     return (folder / "repro.py").is_file() and (folder / "repro.py").read_text() != before

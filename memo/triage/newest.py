@@ -48,9 +48,10 @@ def newest_check(folder: Path, library: str, python: str, *, timeout_s: float, r
         return {"result": NOT_APPLICABLE, "detail": f"{library} runs in its own environment ({spec.python}); "
                 "no development build of it exists", "build": "", "versions": {}, "checked": time.time()}
     also = tuple(NEXT_ONLY.get(library, ()))
-    result = recheck_folder(folder, python=python, timeout_s=timeout_s, also=also, remember=remember)
-    needed = (tuple(spec.distributions) if spec is not None and spec.distributions else
-              tuple(read_facts(folder).distributions)) + also
+    # the library's own distributions are read whatever the script's header names (a training script's names none)
+    own = tuple(spec.distributions) if spec is not None and spec.distributions else ()
+    result = recheck_folder(folder, python=python, timeout_s=timeout_s, also=own + also, remember=remember)
+    needed = (own or tuple(read_facts(folder).distributions)) + also
     return {"result": result.result, "detail": result.detail, "build": build_text(needed, result.versions, MISSING),
             "versions": dict(result.versions), "python": python, "seconds": round(result.seconds, 1),
             "checked": time.time()}

@@ -1,6 +1,7 @@
 """A bug adopted from the bug database gets its repro.py rewritten by the current code (memo.triage.materialize
 .refresh_script): an older memo's script may not run on the newest code (Keras on OpenVINO's trainer moved to the
-keras-openvino package) where the current one does. The folder is a real recorded bug's (tests/corpus/bugs)."""
+keras-openvino package) where the current one does; a training bug's too. The folders are real recorded bugs'
+(tests/corpus/bugs)."""
 from __future__ import annotations
 
 import shutil
@@ -23,9 +24,16 @@ def test_a_copied_folder_gets_the_current_script_once(tmp_path: Path) -> None:
     assert not refresh_script(folder, data)  # the current code's script stays as it is
 
 
-def test_a_training_bug_keeps_its_own_script(tmp_path: Path) -> None:
-    folder = Path(shutil.copytree(CORPUS_BUG, tmp_path / CORPUS_BUG.name))
-    (folder / "repro.py").write_text("# a training step's script\n")
-    data = {**read_bug_file(folder), "kind": "training-inconsistency"}
+TRAINING_BUG = CORPUS_BUG.parent / "training-inconsistency-keras-jax-3a5ed06add"
+
+
+def test_a_training_bug_gets_the_current_training_script(tmp_path: Path) -> None:
+    # campaign p40 adopted this bug with m40's script, which judged another array than its own on the newest code
+    folder = Path(shutil.copytree(TRAINING_BUG, tmp_path / TRAINING_BUG.name))
+    (folder / "repro.py").write_text("# an older memo's training script\n")
+    data = read_bug_file(folder)
+    assert refresh_script(folder, data)
+    text = (folder / "repro.py").read_text()
+    assert "training bug training-inconsistency-keras-jax-3a5ed06add" in text and "'grad_0'" in text
+    assert data["repro_command"] == f"python {folder / 'repro.py'}"  # not the folder it was copied from
     assert not refresh_script(folder, data)
-    assert (folder / "repro.py").read_text() == "# a training step's script\n"
