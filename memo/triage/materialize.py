@@ -23,7 +23,7 @@ from memo.triage.bugdir import converted_file
 from memo.triage.probe import Roles, read_inputs
 from memo.triage.repro import NUMERIC_CHECKS, PLUGIN_FILE, registered, render_script, script_python, supported
 from memo.triage.signature import recorded_as
-from memo.triage.training_repro import render_training_script
+from memo.triage.training_repro import write_training_script
 
 
 def _consumed_kind(library: str, plugin: PluginInfo | None) -> str:
@@ -179,8 +179,7 @@ def refresh_script(folder: Path, data: JsonObject) -> bool:
     if data.get("kind") in TRAINING_KINDS:
         if not data.get("library") or registered(str(data["library"])) is None:
             return False
-        (folder / "repro.py").write_text(render_training_script(data, [layer.name for layer in ir.input_layers]))
-        data.update(repro_command=f"python {folder / 'repro.py'}", python=script_python(str(data["library"])))
+        write_training_script(folder, data, [layer.name for layer in ir.input_layers])
     elif "python_library" not in data or registered(str(data.get("faulty") or data["python_library"])) is None:
         return False
     else:

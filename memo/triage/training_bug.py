@@ -44,9 +44,8 @@ from memo.triage.bugdir import bug_folder
 from memo.triage.finding import load_finding
 from memo.triage.probe import _keep_inputs, read_inputs
 from memo.triage.rerun import rerun_script
-from memo.triage.repro import script_python
 from memo.triage.session import Session
-from memo.triage.training_repro import model_file_of, render_training_script
+from memo.triage.training_repro import model_file_of, write_training_script
 from memo.triage.training_signature import crash_exception, first_in_backward_order, training_parts, weight_owner
 from memo.truth import UNAVAILABLE
 
@@ -170,9 +169,7 @@ def write_folder(folder: Path, ir: ModelIR, run: TrainingRun, data: JsonObject) 
     keys = stage_keys(reference, stage) if stage in JUDGED_STAGES else []
     np.savez(folder / EXPECTED_FILE, **{key: reference[key] for key in keys},
              **{key: reference[key] for key in DESCRIPTIVE_KEYS if key in reference})
-    (folder / "repro.py").write_text(render_training_script(data, [layer.name for layer in ir.input_layers]))
-    data["repro_command"] = f"python {folder / 'repro.py'}"
-    data["python"] = script_python(str(data["library"]))
+    write_training_script(folder, data, [layer.name for layer in ir.input_layers])
     write_bug_file(folder, data)
     return data
 

@@ -11,6 +11,7 @@ memo's code is inlined verbatim (:mod:`memo.triage.inline`): the script needs Ke
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 from memo import __version__
 from memo.backends import load_spec
@@ -19,6 +20,7 @@ from memo.json_types import JsonObject
 from memo.kinds import VerdictKind
 from memo.oracle.criterion import Thresholds
 from memo.triage.inline import Bundle
+from memo.triage.repro import script_python
 
 # memo code the script inlines: (module, name), beside the blamed spec's own convert, load and train (a Keras
 # backend's: keras_common._load, training.training_stages; a converted module's: its _convert, eval_module,
@@ -128,3 +130,10 @@ def render_training_script(bug: JsonObject, input_names: list[str], thresholds: 
                         optimizer=recorded_optimizer(training),
                         thresholds=", ".join(f"{k}={v!r}" for k, v in dataclasses.asdict(thresholds).items()))
     return header + frame + main
+
+
+def write_training_script(folder: Path, data: JsonObject, input_names: list[str]) -> None:
+    """``folder``'s ``repro.py`` for the training bug ``data`` (its bug.json facts, updated with how to run it): by
+    triage when it writes the folder, and when a bug adopted from the bug database gets the current code's script."""
+    (folder / "repro.py").write_text(render_training_script(data, input_names))
+    data.update(repro_command=f"python {folder / 'repro.py'}", python=script_python(str(data["library"])))
