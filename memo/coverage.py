@@ -36,7 +36,7 @@ from memo.coverage_realizable import is_identity, is_inert
 from memo.json_types import JsonObject
 from memo.layers import CATALOGUE, possible_pairs
 from memo.layers.spec import Bucket, Shape
-from memo.model.ir import INPUT_CLASS, Layer, ModelIR, input_dtype, input_shape
+from memo.model.ir import INPUT_CLASS, Layer, ModelIR, input_dtype, input_shape, policy_name
 
 PRIMARY = ("types", "pairs", "params")
 SECONDARY = ("input_ranks", "dtypes", "shapes", "in_degrees", "out_degrees")
@@ -227,10 +227,7 @@ def _policy_dtype(layer: Layer) -> str:
     spec = CATALOGUE.get(layer.class_name)
     if spec is not None and spec.output_dtype:
         return spec.output_dtype
-    policy = layer.config.get("dtype", "float32")
-    if isinstance(policy, dict):
-        policy = policy.get("config", {}).get("name", "float32")
-    policy = str(policy or "float32")
+    policy = policy_name(layer.config)
     return policy.split("_", 1)[1] if policy.startswith("mixed_") else policy
 
 

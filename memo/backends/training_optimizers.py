@@ -72,7 +72,7 @@ CATALOGUE: dict[str, OptimizerEntry] = {
 
 def choose_optimizer(name: str) -> str:
     """The catalogue entry of the model in artifact folder ``name`` (a hash of the name, independent of
-    :func:`memo.training.check.train_chosen`'s: the same entry whichever pipeline, order or resume runs it)."""
+    :func:`memo.training.selection.train_chosen`'s: the same entry whichever pipeline, order or resume runs it)."""
     digest = int.from_bytes(hashlib.sha256(f"optimizer:{name}".encode()).digest()[:4], "big")
     names = sorted(CATALOGUE)
     return names[digest % len(names)]

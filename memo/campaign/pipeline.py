@@ -38,6 +38,7 @@ from memo.mutation.nan import has_injection
 from memo.oracle import Verdict, judge
 from memo.store import CampaignStore, Signed, SignedVerdict
 from memo.training.check import CHECK_FAILED, TrainingCheck, stored_verdicts, train_if_chosen
+from memo.training.selection import TrainingSelection
 from memo.triage import sign
 
 
@@ -86,6 +87,8 @@ class Pipeline:
         self.known = KnownOutcomes()  # what each library is known to decline: not run again (memo.campaign.known)
         self.unlearnt: dict[int, tuple[ModelIR, ExecutionResult]] = {}  # stored, outcome not taken yet
         self.known.rebuild(store)  # what a resumed campaign's earlier executions taught
+        # which models get the training check (a resumed campaign's novelty starts afresh: it trains a few more)
+        self.training = TrainingSelection(config.train_share)
         self.library = LibraryCoverage()  # --library-coverage: every line reached so far (first reacher in the store)
         # --library-coverage feedback: the lines of the models whose outcome generation took (in its fixed order, so
         # that what counts as new does not depend on which model finished first), and those stored, not taken yet
@@ -146,7 +149,7 @@ class Pipeline:
         seed = self.config.seed
         worker_sets = self.worker_sets
         known = self.known
-        train_share = self.config.train_share
+        train = self.training.choose(directory.name, ir)
 
         def work() -> tuple[ExecutionResult, float, TrainingCheck | None]:
             executor = worker_sets.get()
@@ -155,7 +158,7 @@ class Pipeline:
                 artifact = prepare_artifact(ir, directory, seed=seed)
                 result = executor.run(artifact, skip=known.skips(ir, directory.name), library=library)
                 seconds = time.perf_counter() - began
-                training = train_if_chosen(executor, artifact, result, train_share) if train_share else None
+                training = train_if_chosen(executor, artifact, result, train) if train else None
                 return result, seconds, training
             finally:
                 worker_sets.put(executor)

@@ -30,6 +30,14 @@ Shape = tuple[int | None, ...]  # a tensor shape, batch dimension first (None)
 LayerConfig = JsonObject  # a Keras layer's config (what get_config() returns): its keys depend on the class
 
 
+def policy_name(config: LayerConfig) -> str:
+    """The dtype a layer config computes in (float32 when unset)."""
+    dtype = config.get("dtype") or "float32"
+    if isinstance(dtype, dict):
+        return str(dtype.get("config", {}).get("name", "float32"))
+    return str(dtype)
+
+
 @dataclass
 class Layer:
     """One node of the graph: a layer API, its settings, and the nodes that feed it."""

@@ -19,7 +19,7 @@ from memo.errors import InvalidModelError, one_line
 from memo.json_types import JsonObject
 from memo.layers import CATALOGUE, family_members
 from memo.model.build import build_keras_model
-from memo.model.ir import Layer, LayerConfig, ModelIR, Shape, input_dtype, input_shape
+from memo.model.ir import Layer, LayerConfig, ModelIR, Shape, input_dtype, input_shape, policy_name
 from memo.model.keras_runtime import deserialize_layer, keras_module, weights_deferred
 
 _ANALYSIS_CACHE_SIZE = 512
@@ -253,14 +253,6 @@ def call_layer(layer: Layer, inputs: Sequence[TensorInfo]) -> TensorInfo:
         raise
     _calls.put(key, result)
     return result
-
-
-def policy_name(config: LayerConfig) -> str:
-    """The dtype a layer config computes in (float32 when unset)."""
-    dtype = config.get("dtype") or "float32"
-    if isinstance(dtype, dict):
-        return str(dtype.get("config", {}).get("name", "float32"))
-    return str(dtype)
 
 
 def _symbolic_call(layer: Layer, inputs: Sequence[TensorInfo]) -> TensorInfo:

@@ -31,7 +31,7 @@ from memo.report.entry import BugEntry, Documented, FilingView, MergedBug, Model
 from memo.report.known import known_figures, mark_known
 from memo.report.library import library_data
 from memo.report.markdown import issue_markdown
-from memo.report.training import training_optimizers
+from memo.report.training import training_coverage, training_optimizers
 from memo.report.sections import READY, SECTION_RANK, UNCHECKED, section_counts, section_of, status_text
 from memo.store import BugRow, CampaignStore
 from memo.triage import dedup, pending_bugs, pending_localizations, seconds_for
@@ -80,7 +80,8 @@ def collect(store: CampaignStore, bugs_db: Path | None = None) -> JsonObject:
                              "occurrences": e["occurrences"], "message": e["message"]}
                             for e in entries if unconfirmed(e)],
             "special": store.special_groups(), "training": store.training_groups(),
-            "training_optimizers": training_optimizers(store), "triage": triage_status(bugs, rows),
+            "training_optimizers": training_optimizers(store), "training_coverage": training_coverage(store),
+            "triage": triage_status(bugs, rows),
             "sections": section_counts(bugs),
             "triage_errors": [{"bug": error.bug_id, "step": error.step, "message": error.message}
                               for error in store.triage.errors()],

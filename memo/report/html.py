@@ -66,6 +66,7 @@ def render_html(data: JsonObject) -> str:
         triage=data["triage"], left=data["triage_left"], sections=data.get("sections") or [],
         awaiting_localization=data["awaiting_localization"], unconfirmed=data["unconfirmed"], special=data["special"],
         training=data.get("training") or [], training_optimizers=data.get("training_optimizers") or [],
+        training_coverage=data.get("training_coverage") or {},
         triage_errors=data["triage_errors"], known=data.get("known") or {"database": None},
         newest=data.get("newest") or {"python": None},
         library=library, library_charts=library_charts)

@@ -184,6 +184,11 @@ def _apart(data: JsonObject) -> list[str]:
         lines += ["", "## Special-value semantics (NaN/Inf injected on purpose; not bugs)", "",
                   "| library | findings |", "|---|---|"]
         lines += [f"| {g['library']} | {g['count']} |" for g in data["special"]]
+    checked = data.get("training_coverage") or {}
+    if checked:
+        lines += ["", f"Training check: {checked['models']} models checked ({checked['by_share']} by the hash share, "
+                  f"{checked['by_novelty']} by novelty, {checked['left_out']} left out), holding {checked['types']} "
+                  f"layer types, {checked['pairs']} pairs, {checked['params']} parameter values."]
     if data.get("training"):
         lines += ["", "## Training check (all findings; triaged as the bugs above, forward differences of an inference bug folded)", "",
                   "| kind | library | stage | findings |", "|---|---|---|---|"]

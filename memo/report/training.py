@@ -1,13 +1,41 @@
-"""The report's training section beyond its findings: which optimizer configurations of the catalogue
-(:mod:`memo.backends.training_optimizers`) the campaign's training checks stepped, and what each found."""
+"""The report's training section beyond its findings: which models the campaign's training checks ran on and the
+coverage they exercised, and which optimizer configurations of the catalogue
+(:mod:`memo.backends.training_optimizers`) they stepped, and what each found."""
 from __future__ import annotations
 
 from collections import Counter
 
 from memo.backends.training_optimizers import CATALOGUE, OPTIMIZER_STAGE, constructor_text, recorded_optimizer
 from memo.json_types import JsonObject
+from memo.coverage import Coverage, model_coverage
 from memo.kinds import TRAINING_KINDS
+from memo.model.ir import ModelIR
 from memo.store import CampaignStore
+
+
+def training_coverage(store: CampaignStore) -> JsonObject:
+    """The models the campaign's training check ran on (``chosen``: by the hash share or by novelty,
+    :mod:`memo.training.selection`; ``left_out``: the check declined them) and the layer types, pairs and parameter
+    values those models hold (inert items included); {} when no model was checked."""
+    checked: list[int] = []
+    chosen: Counter[str] = Counter()
+    left_out = 0
+    for row in store.executions():
+        record = row.result.get("training") if isinstance(row.result, dict) else None
+        if not isinstance(record, dict):
+            continue
+        checked.append(row.mutant_id)
+        chosen[str(record.get("chosen") or "share")] += 1
+        left_out += bool(record.get("left_out"))
+    if not checked:
+        return {}
+    covered = Coverage()
+    for text in store.mutant_irs(checked).values():
+        if text:  # every item: what is inert at inference (a regularizer, Dropout) is not inert in training
+            covered = covered | model_coverage(ModelIR.loads(text))
+    return {"models": len(checked), "left_out": left_out, "by_share": chosen["share"],
+            "by_novelty": chosen["novelty"], "types": len(covered.types), "pairs": len(covered.pairs),
+            "params": len(covered.params)}
 
 
 def training_optimizers(store: CampaignStore) -> list[JsonObject]:

@@ -2,7 +2,6 @@
 workers, judged against the reference, numeric verdicts judged by float64 (``memo run --train``)."""
 from __future__ import annotations
 
-import hashlib
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,12 +36,13 @@ class TrainingCheck:
     judgement: Judgement = field(default_factory=Judgement)
     seconds: float = 0.0
     truth_seconds: float = 0.0
+    chosen: str = ""  # why a campaign checked the model (memo.training.selection)
 
     def summary(self) -> dict[str, object]:
         """What a campaign keeps of the check with the model's execution (``training`` in its result): which
         optimizer entry it stepped, whether it was left out, how many verdicts (the report counts them)."""
         return {"optimizer": self.judgement.optimizer, "left_out": self.judgement.left_out,
-                "verdicts": len(self.judgement.verdicts)}
+                "verdicts": len(self.judgement.verdicts), **({"chosen": self.chosen} if self.chosen else {})}
 
     def to_json(self) -> dict[str, object]:
         return {"reference": self.reference, "seconds": self.seconds, "truth_seconds": self.truth_seconds,
@@ -165,23 +165,19 @@ class TruthTrainer:
 
 
 
-def train_chosen(name: str, share: float) -> bool:
-    """Whether the model in artifact folder ``name`` is in the check's ``share`` (by a hash of the name: the same
-    models whichever pipeline, order or resume runs them)."""
-    digest = int.from_bytes(hashlib.sha256(name.encode()).digest()[:4], "big")
-    return share > 0 and digest < share * 2**32
-
-
 def train_if_chosen(executor: object, artifact: Artifact, result: ExecutionResult,
-                    share: float) -> TrainingCheck | None:
-    """The check of a model a campaign executed, when it is in ``share`` and the reference ran it; None otherwise,
-    and on an executor without a training check (a cluster's). No float64 truth: that is triage's."""
+                    chosen: str) -> TrainingCheck | None:
+    """The check of a model a campaign executed, when it was ``chosen`` (why: :class:`memo.training.selection.
+    TrainingSelection`, kept in the check's summary) and the reference ran it; None otherwise, and on an executor without a training check (a
+    cluster's). No float64 truth: that is triage's."""
     reference = result.backends.get(result.reference)
-    if not train_chosen(artifact.directory.name, share) or reference is None or reference.status != "ok" \
+    if not chosen or reference is None or reference.status != "ok" \
             or not isinstance(executor, DifferentialExecutor):
         return None
     try:
-        return run_training_check(executor, artifact, artifact.directory / "training", truth=False)
+        check = run_training_check(executor, artifact, artifact.directory / "training", truth=False)
+        check.chosen = chosen
+        return check
     except Exception as exc:  # noqa: BLE001  (a defect of the check must not cost the model its inference result)
         return TrainingCheck(reference=result.reference, judgement=Judgement(
             left_out=f"{CHECK_FAILED}: {type(exc).__name__}: {exc}"[:500]))

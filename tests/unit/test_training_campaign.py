@@ -13,7 +13,8 @@ from memo.campaign.config import Budget, CampaignConfig
 from memo.errors import UsageError
 from memo.report.markdown import _apart
 from memo.store import CampaignStore, MutantRecord
-from memo.training.check import TrainingCheck, stored_verdicts, train_chosen, train_if_chosen
+from memo.training.check import TrainingCheck, stored_verdicts, train_if_chosen
+from memo.training.selection import BY_NOVELTY, BY_SHARE, NOVELTY_CAP, TrainingSelection, train_chosen, training_keys
 from memo.training.judge import Judgement, TrainingVerdict
 
 
@@ -25,6 +26,47 @@ def test_the_share_is_chosen_by_name_and_close_to_the_fraction() -> None:
     assert not any(train_chosen(name, 0.0) for name in names) and all(train_chosen(name, 1.0) for name in names)
 
 
+def _model(*classes: str, dtype: str = "float32") -> "ModelIR":
+    from memo.model.ir import Layer, ModelIR
+
+    layers = [Layer(name="x", class_name="InputLayer", config={"batch_shape": [None, 3]})]
+    for i, name in enumerate(classes):
+        config = {} if dtype == "float32" else {"dtype": {"class_name": "DTypePolicy", "config": {"name": dtype}}}
+        layers.append(Layer(name=f"l{i}", class_name=name, config=config, inputs=[layers[-1].name]))
+    return ModelIR(layers=layers, outputs=[layers[-1].name])
+
+
+def test_training_keys_are_layer_classes_and_classes_in_other_precisions() -> None:
+    assert training_keys(_model("Dense", "ReLU")) == {"Dense", "ReLU"}
+    assert training_keys(_model("Dense", dtype="mixed_bfloat16")) == {"Dense", "Dense@mixed_bfloat16"}
+
+
+def test_novelty_trains_the_first_model_of_a_class_within_the_cap() -> None:
+    names = [str(i) for i in range(400)]
+    hashed = [name for name in names if train_chosen(name, 0.1)]
+    selection = TrainingSelection(0.1)
+    reasons = [selection.choose(name, _model("Dense")) for name in names]
+    # a class seen before is not new: beyond the first model, only the hash share is checked
+    assert [name for name, why in zip(names, reasons) if why == BY_SHARE] == hashed
+    assert reasons.count(BY_NOVELTY) == (0 if names[0] in hashed else 1)
+    # a rare class is trained the first time it shows, a rare precision of a known class too
+    fresh = next(name for name in ("a", "b", "c", "d") if not train_chosen(name, 0.1))
+    assert selection.choose(fresh, _model("SpectralNormalization")) == BY_NOVELTY
+    assert selection.choose(fresh + "x" if not train_chosen(fresh + "x", 0.1) else fresh,
+                            _model("Dense", dtype="mixed_float16")) == BY_NOVELTY
+    assert selection.choose(fresh, _model("SpectralNormalization")) in ("", BY_SHARE)
+    assert selection.by_novelty == reasons.count(BY_NOVELTY) + 2
+
+
+def test_novelty_stops_at_the_cap_and_without_a_share_nothing_is_trained() -> None:
+    selection = TrainingSelection(0.05)
+    for i in range(300):  # every model brings a new class
+        selection.choose(f"m{i}", _model(f"Class{i}"))
+    assert selection.chosen <= NOVELTY_CAP * selection.submitted + 1
+    assert selection.by_novelty > 0
+    assert TrainingSelection(0.0).choose("m", _model("Dense")) == ""
+
+
 def test_no_check_where_the_reference_did_not_run_or_the_executor_cannot_train(tmp_path: Path) -> None:
     from memo.artifact import Artifact
 
@@ -32,11 +74,11 @@ def test_no_check_where_the_reference_did_not_run_or_the_executor_cannot_train(t
     failed = ExecutionResult(artifact_dir=str(tmp_path), reference="keras-tensorflow")
     failed.backends["keras-tensorflow"] = BackendResult(name="keras-tensorflow", consumes="keras",
                                                         stages=[StageResult("execute", "error")])
-    assert train_if_chosen(object(), artifact, failed, 1.0) is None
+    assert train_if_chosen(object(), artifact, failed, BY_SHARE) is None
     ran = ExecutionResult(artifact_dir=str(tmp_path), reference="keras-tensorflow")
     ran.backends["keras-tensorflow"] = BackendResult(name="keras-tensorflow", consumes="keras",
                                                      stages=[StageResult("execute", "ok")])
-    assert train_if_chosen(object(), artifact, ran, 1.0) is None  # a cluster's executor has no training check
+    assert train_if_chosen(object(), artifact, ran, BY_SHARE) is None  # a cluster's executor has no training check
 
 
 def test_a_check_that_fails_in_memo_is_left_out_not_raised(tmp_path: Path) -> None:
@@ -52,7 +94,7 @@ def test_a_check_that_fails_in_memo_is_left_out_not_raised(tmp_path: Path) -> No
     ran = ExecutionResult(artifact_dir=str(tmp_path), reference="keras-tensorflow")
     ran.backends["keras-tensorflow"] = BackendResult(name="keras-tensorflow", consumes="keras",
                                                      stages=[StageResult("execute", "ok")])
-    check = train_if_chosen(Broken(), artifact, ran, 1.0)
+    check = train_if_chosen(Broken(), artifact, ran, BY_SHARE)
     assert check is not None and (check.judgement.left_out or "").startswith(CHECK_FAILED)
 
 
@@ -60,7 +102,7 @@ def test_the_share_is_a_fraction() -> None:
     with pytest.raises(UsageError, match="--train-share"):
         CampaignConfig(name="c", seed=0, budget=Budget(seconds=1.0), train_share=1.5)
     stored = CampaignConfig(name="c", seed=0, budget=Budget(seconds=1.0)).to_json()
-    assert CampaignConfig.from_json(stored).train_share == DEFAULT_TRAIN_SHARE == 0.2  # on by default
+    assert CampaignConfig.from_json(stored).train_share == DEFAULT_TRAIN_SHARE == 0.1  # on by default
     del stored["train_share"]  # a campaign stored before the check existed resumes without it
     assert CampaignConfig.from_json(stored).train_share == 0.0
 

@@ -118,7 +118,7 @@ def test_the_report_counts_the_optimizer_configurations_the_checks_stepped(tmp_p
     from pathlib import Path
 
     from memo.model.ir import Layer, ModelIR
-    from memo.report.training import training_optimizers
+    from memo.report.training import training_coverage, training_optimizers
     from memo.store import CampaignStore, MutantRecord
 
     store = CampaignStore(Path(str(tmp_path)), create=True)
@@ -134,6 +134,8 @@ def test_the_report_counts_the_optimizer_configurations_the_checks_stepped(tmp_p
             for stage in (OPTIMIZER_STAGE, "gradients"):  # only the optimizer stage's finding is the entry's
                 store.add_verdict(mutant, Verdict("training-nan", "keras-tensorflow", stage, "m",
                                                   extra={"training": {"optimizer": "nadam"}}))
+    assert training_coverage(store) == {"models": 3, "left_out": 1, "by_share": 3, "by_novelty": 0, "types": 0,
+                                        "pairs": 0, "params": 0}  # the models hold no layer but their input
     assert training_optimizers(store) == [
         {"optimizer": "nadam", "constructor": "keras.optimizers.Nadam(learning_rate=0.1)", "models": 2,
          "left_out": 0, "findings": 1},
