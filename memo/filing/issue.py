@@ -21,6 +21,8 @@ from memo.filing.check import MinimalScript, cached_minimal, minimal_script
 from memo.filing.observed import (ERROR_LINES, actual, error_excerpt, error_text, message_head, quoted, stated_message,
                                   whole_words)
 from memo.filing.folder import ONNX_FILE, REPRO_FILE, BugFolder
+from memo.filing.training_idiom import training_symptom
+from memo.kinds import TRAINING_KINDS
 from memo.backends.idioms import ONNX
 from memo.filing.script import KERAS_ATTACHED, NUMERIC_PRINTS, ONNX_ATTACHED, idiom_for
 from memo.model.ir import Layer
@@ -152,7 +154,12 @@ def stated_cause(folder: BugFolder, checked: MinimalScript | None = None) -> str
 
 def title(folder: BugFolder, checked: MinimalScript | None = None) -> str:
     """``[library] Culprit: symptom`` in one line, from the reduced model and the checked script's run."""
-    if folder.kind in KIND_WORDS:
+    training = folder.info.get("training") if folder.kind in TRAINING_KINDS else None
+    symptom = training_symptom(str(folder.info.get("stage", "")), folder.kind, training, folder.reference) \
+        if isinstance(training, dict) else ""
+    if symptom:  # a training stage's array, named with the figures its check prints
+        what = symptom
+    elif folder.kind in KIND_WORDS:
         what = KIND_WORDS[folder.kind]
         if folder.kind in ("nan", "inconsistency") and folder.reference:
             what += f" (against {'the ONNX reference evaluator' if folder.against_evaluator else folder.reference})"

@@ -122,3 +122,27 @@ def check_lines(kind: str, prefix: str, reference: str) -> list[str]:
             '    print(i, "max |actual - expected|:", np.abs(got - want).max(), "expected magnitude:", '
             "np.abs(want).mean())", *finite,
             "    np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-3 * max(1, np.abs(want).mean()))"]
+
+
+# What a title calls the array a training stage computes (``{name}``: the weight path or ``input N``)
+STAGE_ARRAYS: dict[str, str] = {"forward": "training-mode output {name}", "loss": "training loss",
+                                "state": "state {name} after a training call", "gradients": "gradient of {name}",
+                                "sgd": "SGD update of {name}", "adam": "Adam update of {name}",
+                                OPTIMIZER_STAGE: "{optimizer} update of {name}",
+                                "eval_forward": "inference-mode output {name}",
+                                "eval_gradients": "inference-mode gradient of {name}"}
+
+
+def training_symptom(stage: str, kind: str, training: dict[str, object], reference: str) -> str:
+    """What a training bug's title says after its layer: the array of the stage that goes wrong and how, with the
+    figures its check prints (``training``: bug.json's ``training`` record), "" for a crash (its message says it)."""
+    if kind == VerdictKind.TRAINING_CRASH.value:
+        return ""
+    entry = CATALOGUE.get(str(training.get("optimizer") or ""))
+    array = STAGE_ARRAYS.get(stage, stage + " {name}").format(
+        name=training.get("name") or training.get("array") or "", optimizer=entry.class_name if entry else "optimizer")
+    if kind == VerdictKind.TRAINING_NAN.value:
+        return f"{array} is NaN/Inf where {reference} computes it finite"
+    figures = training.get("figures") if isinstance(training.get("figures"), dict) else {}
+    biggest = f" by {float(figures['max_abs_diff']):.3g}" if figures and "max_abs_diff" in figures else ""
+    return f"{array} differs from {reference}{biggest}"
