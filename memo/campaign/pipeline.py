@@ -150,6 +150,7 @@ class Pipeline:
         worker_sets = self.worker_sets
         known = self.known
         train = self.training.choose(directory.name, ir)
+        optimizer = self.training.optimizer(directory.name, ir) if train else None
 
         def work() -> tuple[ExecutionResult, float, TrainingCheck | None]:
             executor = worker_sets.get()
@@ -158,7 +159,7 @@ class Pipeline:
                 artifact = prepare_artifact(ir, directory, seed=seed)
                 result = executor.run(artifact, skip=known.skips(ir, directory.name), library=library)
                 seconds = time.perf_counter() - began
-                training = train_if_chosen(executor, artifact, result, train) if train else None
+                training = train_if_chosen(executor, artifact, result, train, optimizer) if train else None
                 return result, seconds, training
             finally:
                 worker_sets.put(executor)

@@ -166,16 +166,18 @@ class TruthTrainer:
 
 
 def train_if_chosen(executor: object, artifact: Artifact, result: ExecutionResult,
-                    chosen: str) -> TrainingCheck | None:
+                    chosen: str, optimizer: str | None = None) -> TrainingCheck | None:
     """The check of a model a campaign executed, when it was ``chosen`` (why: :class:`memo.training.selection.
-    TrainingSelection`, kept in the check's summary) and the reference ran it; None otherwise, and on an executor without a training check (a
+    TrainingSelection`, kept in the check's summary) and the reference ran it, stepping catalogue entry ``optimizer``
+    (default: the model's hashed one); None otherwise, and on an executor without a training check (a
     cluster's). No float64 truth: that is triage's."""
     reference = result.backends.get(result.reference)
     if not chosen or reference is None or reference.status != "ok" \
             or not isinstance(executor, DifferentialExecutor):
         return None
     try:
-        check = run_training_check(executor, artifact, artifact.directory / "training", truth=False)
+        check = run_training_check(executor, artifact, artifact.directory / "training", truth=False,
+                                   optimizer=optimizer)
         check.chosen = chosen
         return check
     except Exception as exc:  # noqa: BLE001  (a defect of the check must not cost the model its inference result)

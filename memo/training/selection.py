@@ -7,6 +7,12 @@ class seen once with the share's chance, so a rare class is most often never tra
 first model of each layer class, and of each class in each non-float32 dtype policy, as long as the checked models
 stay within :data:`NOVELTY_CAP` of those submitted (the check costs about as much CPU as the inference run).
 
+The optimizer catalogue's entry a checked model steps (:mod:`memo.backends.training_optimizers`) follows the same
+idea: the first entry not yet stepped on a model whose weights have the same set of dtypes (float32 only; float32
+and float16; ...), in an order that starts at the model's hashed entry; the hashed entry once all were. An optimizer
+kernel fails in one precision (Nadam in bfloat16, a global norm over float16 and float32 gradients), so a precision
+a campaign builds rarely meets every entry of the catalogue instead of one in twenty.
+
 Pure logic, no library: the choice is made when the campaign submits a model, in generation order, so the same
 ``--seed`` trains the same models (completion order of the pipelines does not enter).
 """
@@ -15,6 +21,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 
+from memo.backends.training_optimizers import CATALOGUE, choose_optimizer
 from memo.model.ir import ModelIR, policy_name
 
 BY_SHARE, BY_NOVELTY = "share", "novelty"  # why a model was checked (kept with its check's summary)
@@ -43,6 +50,19 @@ def training_keys(ir: ModelIR) -> frozenset[str]:
     return frozenset(keys)
 
 
+def weight_dtypes(ir: ModelIR) -> tuple[str, ...]:
+    """The dtypes a model's weights can have, by its layers' policies (a mixed policy keeps float32 variables)."""
+    policies = {policy_name(layer.config) for layer in ir.layers if not layer.is_input}
+    return tuple(sorted({"float32" if policy.startswith("mixed_") else policy for policy in policies}))
+
+
+def optimizer_order(name: str) -> list[str]:
+    """The catalogue's entries in the order model ``name`` tries them: from its hashed entry on, wrapping."""
+    names = sorted(CATALOGUE)
+    first = names.index(choose_optimizer(name))
+    return names[first:] + names[:first]
+
+
 @dataclass
 class TrainingSelection:
     """The campaign's choice of models for the training check (``share``: by hash; ``novelty``: also the first model
@@ -51,6 +71,7 @@ class TrainingSelection:
     share: float
     novelty: bool = True
     trained: set[str] = field(default_factory=set)
+    stepped: set[tuple[str, tuple[str, ...]]] = field(default_factory=set)  # (entry, weight dtypes) stepped so far
     submitted: int = 0
     chosen: int = 0
     by_novelty: int = 0
@@ -72,5 +93,15 @@ class TrainingSelection:
         self.trained |= keys
         return BY_SHARE if by_hash else BY_NOVELTY
 
+    def optimizer(self, name: str, ir: ModelIR) -> str:
+        """The catalogue entry a checked model (folder ``name``, IR ``ir``) steps: the first in its order not yet
+        stepped on weights of the same dtypes, else its hashed entry; records the choice."""
+        dtypes = weight_dtypes(ir)
+        order = optimizer_order(name)
+        entry = next((entry for entry in order if (entry, dtypes) not in self.stepped), order[0])
+        self.stepped.add((entry, dtypes))
+        return entry
 
-__all__ = ["BY_NOVELTY", "BY_SHARE", "NOVELTY_CAP", "TrainingSelection", "train_chosen", "training_keys"]
+
+__all__ = ["BY_NOVELTY", "BY_SHARE", "NOVELTY_CAP", "TrainingSelection", "optimizer_order", "train_chosen",
+           "training_keys", "weight_dtypes"]

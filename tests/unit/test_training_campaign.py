@@ -152,3 +152,18 @@ def test_memo_run_prints_and_serializes_a_check(capsys: pytest.CaptureFixture[st
     import json
 
     json.dumps(data)
+
+
+def test_each_weight_precision_meets_every_optimizer_entry_before_any_repeats() -> None:
+    from memo.backends.training_optimizers import CATALOGUE, choose_optimizer
+    from memo.training.selection import optimizer_order, weight_dtypes
+
+    assert weight_dtypes(_model("Dense", dtype="mixed_float16")) == ("float32",)
+    assert weight_dtypes(_model("Dense", dtype="float16")) == ("float16",)
+    assert optimizer_order("m7")[0] == choose_optimizer("m7") and sorted(optimizer_order("m7")) == sorted(CATALOGUE)
+    selection = TrainingSelection(0.1)
+    float32 = [selection.optimizer(f"a{i}", _model("Dense")) for i in range(len(CATALOGUE))]
+    assert sorted(float32) == sorted(CATALOGUE)  # every entry once on float32 weights
+    half = selection.optimizer("b0", _model("Dense", dtype="float16"))
+    assert half == choose_optimizer("b0")  # another precision starts over at the model's own entry
+    assert selection.optimizer("a99", _model("Dense")) == choose_optimizer("a99")  # all stepped: the hashed one
