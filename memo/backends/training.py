@@ -26,6 +26,8 @@ computed, so the gradients test the backward pass alone; it is not degenerate wh
 sum of a softmax, or of a normalization's outputs, has a gradient of 0, and a mean squared error's cotangent carries
 the forward pass's differences into the gradients); and each output element's cotangent is of order 1, so the
 gradients are not shrunk below the criterion's absolute floor by the output's size, as a mean would shrink them.
+To it the training-mode stages add the model's own losses (weight and activity regularizers, ``add_loss``), as
+Keras's trainer does: regularizers run only in training, and no inference check reaches them.
 
 The optimizers step on a fixed seeded gradient, not on the backend's own: an update difference is then the optimizer's alone, and Adam's first step (``lr * g / (|g| + eps)``) does not
 turn float noise in a near-zero gradient into a sign. Adam takes two steps (the first is ``lr * sign(g)`` up to
@@ -36,7 +38,7 @@ Stdlib and numpy at module level; the libraries are imported inside the function
 from __future__ import annotations
 
 import inspect
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -138,7 +140,10 @@ def projection_terms(shapes: list[tuple[int, ...]], dtypes: list[str]) -> list[t
     return terms
 
 
-def _loss(outputs: Any) -> Any:
+def _loss(outputs: Any, losses: Sequence[Any] = ()) -> Any:
+    """The check's loss: the projection of the outputs (:func:`projection_terms`), plus ``losses``, the model's own
+    (weight and activity regularizers, ``add_loss``), each cast to the loss's dtype, as Keras's trainer adds them to
+    the loss it differentiates: regularizers are training-only code no inference run reaches."""
     from keras import ops
 
     total = None
@@ -147,6 +152,8 @@ def _loss(outputs: Any) -> Any:
         y = ops.cast(outputs[index], "float32") if widen else outputs[index]
         term = ops.sum(ops.multiply(y, ops.convert_to_tensor(weights, dtype=y.dtype))) / divisor
         total = term if total is None else total + term
+    for extra in losses:
+        total = total + ops.cast(extra, total.dtype)
     return total
 
 
@@ -262,7 +269,7 @@ def _eager_stages(model: Any, arrays: list[np.ndarray], gradients: Callable[[], 
     def forward() -> dict[str, np.ndarray]:
         model.set_weights(initial)
         outputs = _as_list(model([keras.ops.convert_to_tensor(a) for a in arrays], training=True))
-        record = _forward_record(outputs, _loss(outputs), [v.value for v in model.non_trainable_weights])
+        record = _forward_record(outputs, _loss(outputs, model.losses), [v.value for v in model.non_trainable_weights])
         model.set_weights(initial)
         return record
 
@@ -299,7 +306,7 @@ def _tensorflow_stages(model: Any, arrays: list[np.ndarray], optimizers: list[Op
         with tf.GradientTape() as tape:
             for tensor in watched:
                 tape.watch(tensor)
-            loss = _loss(_as_list(model(tensors, training=True)))
+            loss = _loss(_as_list(model(tensors, training=True)), model.losses)
         weights = list(model.trainable_weights)
         grads = tape.gradient(loss, weights + watched)
         return _gradient_record(grads[:len(weights)], grads[len(weights):], model, arrays)
@@ -329,7 +336,7 @@ def _torch_stages(model: Any, arrays: list[np.ndarray], optimizers: list[Optimiz
             tensor.requires_grad_(True)
         for variable in model.trainable_weights:
             variable.value.grad = None
-        _loss(_as_list(model(tensors, training=True))).backward()
+        _loss(_as_list(model(tensors, training=True)), model.losses).backward()
         grads = [v.value.grad for v in model.trainable_weights]
         return _gradient_record(grads, [t.grad for t in watched], model, arrays)
 
@@ -362,9 +369,10 @@ def _jax_stages(model: Any, arrays: list[np.ndarray], optimizers: list[Optimizer
     def loss_of(weights: Any, float_inputs: Any) -> Any:
         xs, rest = list(float_inputs), list(others)
         ordered = [xs.pop(0) if i in floating else rest.pop(0) for i in range(len(arrays))]
-        outputs, new_state = model.stateless_call(weights, non_trainable, ordered, training=True)
+        outputs, new_state, losses = model.stateless_call(weights, non_trainable, ordered, training=True,
+                                                          return_losses=True)
         outputs = _as_list(outputs)
-        return _loss(outputs), (outputs, new_state)
+        return _loss(outputs, losses), (outputs, new_state)
 
     float_inputs = [arrays[i] for i in floating]
     done: dict[Any, Any] = {}  # the programs run once, their results (or exceptions) kept for each stage

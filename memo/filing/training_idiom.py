@@ -22,7 +22,7 @@ from memo.kinds import VerdictKind
 
 # The loss every stage uses: memo's fixed random projection of the outputs (cotangent W / batch on every backend).
 LOSS_LINES: tuple[str, ...] = (
-    "def loss_of(outputs):  # memo's loss: a fixed random projection of the outputs",
+    "def loss_of(outputs, losses=()):  # memo's loss: a fixed random projection of the outputs, plus model.losses",
     "    outputs = outputs if isinstance(outputs, (list, tuple)) else [outputs]",
     "    total = 0.0",
     "    for i, y in enumerate(outputs):",
@@ -30,19 +30,22 @@ LOSS_LINES: tuple[str, ...] = (
     "            y = keras.ops.cast(y, 'float32')  # summed in float32",
     f"        w = np.random.default_rng({LOSS_SEED} + i).standard_normal(tuple(y.shape))",
     "        total = total + keras.ops.sum(y * keras.ops.convert_to_tensor(w, dtype=y.dtype)) / y.shape[0]",
+    "    for extra in losses:  # regularizers and add_loss, as Keras's trainer adds them",
+    "        total = total + keras.ops.cast(extra, total.dtype)",
     "    return total",
 )
 _GRADIENTS: dict[str, tuple[str, ...]] = {
     "tensorflow": ("with tf.GradientTape() as tape:",
-                   "    loss = loss_of(model(x, training=True))",
+                   "    loss = loss_of(model(x, training=True), model.losses)",
                    "actual = [keras.ops.convert_to_numpy(g) for g in tape.gradient(loss, model.trainable_weights)]"),
     "jax": ("trainable = [v.value for v in model.trainable_variables]",
             "non_trainable = [v.value for v in model.non_trainable_variables]",
             "def compute_loss(trainable, x):",
-            "    outputs, _ = model.stateless_call(trainable, non_trainable, x, training=True)",
-            "    return loss_of(outputs)",
+            "    outputs, _, losses = model.stateless_call(trainable, non_trainable, x, training=True, "
+            "return_losses=True)",
+            "    return loss_of(outputs, losses)",
             "actual = [np.asarray(g) for g in jax.jit(jax.grad(compute_loss))(trainable, x)]"),
-    "torch": ("loss_of(model(x, training=True)).backward()",
+    "torch": ("loss_of(model(x, training=True), model.losses).backward()",
               "actual = [v.value.grad.detach().cpu().numpy() for v in model.trainable_weights]"),
 }
 _MODULES = {"tensorflow": "import tensorflow as tf", "jax": "import jax", "torch": "import torch"}
@@ -105,7 +108,8 @@ def training_lines(library: str, stage: str, kind: str,
         return imports, lines, prefix
     forward = ["outputs = model(x, training=True)"]
     if stage == "loss":
-        return imports, [*LOSS_LINES, *forward, "actual = [keras.ops.convert_to_numpy(loss_of(outputs))]"], "loss"
+        return imports, [*LOSS_LINES, *forward,
+                         "actual = [keras.ops.convert_to_numpy(loss_of(outputs, model.losses))]"], "loss"
     return imports, [*forward, "actual = [keras.ops.convert_to_numpy(y) for y in keras.tree.flatten(outputs)]"], "out"
 
 
