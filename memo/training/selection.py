@@ -26,7 +26,6 @@ from memo.model.ir import ModelIR, policy_name
 
 BY_SHARE, BY_NOVELTY = "share", "novelty"  # why a model was checked (kept with its check's summary)
 NOVELTY_CAP = 0.2  # at most this share of submitted models checked, hash-chosen ones included
-NOVELTY_MIN_MODELS = 20  # the cap applies from this many submitted models (the seeds bring many classes at once)
 
 
 def train_chosen(name: str, share: float) -> bool:
@@ -85,7 +84,7 @@ class TrainingSelection:
         keys = training_keys(ir)
         new = keys - self.trained
         by_hash = train_chosen(name, self.share)
-        room = self.submitted < NOVELTY_MIN_MODELS or self.chosen < NOVELTY_CAP * self.submitted
+        room = self.chosen < NOVELTY_CAP * self.submitted  # from the first model on: the seeds are the largest
         if not by_hash and not (self.novelty and new and room):
             return ""
         self.chosen += 1
