@@ -22,7 +22,7 @@ import hashlib
 from dataclasses import dataclass, field
 
 from memo.backends.training_optimizers import CATALOGUE, choose_optimizer
-from memo.model.ir import ModelIR, policy_name
+from memo.model.ir import Layer, ModelIR, policy_name
 
 BY_SHARE, BY_NOVELTY = "share", "novelty"  # why a model was checked (kept with its check's summary)
 NOVELTY_CAP = 0.2  # at most this share of submitted models checked, hash-chosen ones included
@@ -49,10 +49,15 @@ def training_keys(ir: ModelIR) -> frozenset[str]:
     return frozenset(keys)
 
 
+def variable_dtype(layer: Layer) -> str:
+    """The dtype of a layer's weights by its policy (a mixed policy keeps float32 variables)."""
+    policy = policy_name(layer.config)
+    return "float32" if policy.startswith("mixed_") else policy
+
+
 def weight_dtypes(ir: ModelIR) -> tuple[str, ...]:
-    """The dtypes a model's weights can have, by its layers' policies (a mixed policy keeps float32 variables)."""
-    policies = {policy_name(layer.config) for layer in ir.layers if not layer.is_input}
-    return tuple(sorted({"float32" if policy.startswith("mixed_") else policy for policy in policies}))
+    """The dtypes a model's weights can have, by its layers' policies."""
+    return tuple(sorted({variable_dtype(layer) for layer in ir.layers if not layer.is_input}))
 
 
 def optimizer_order(name: str) -> list[str]:
@@ -103,4 +108,4 @@ class TrainingSelection:
 
 
 __all__ = ["BY_NOVELTY", "BY_SHARE", "NOVELTY_CAP", "TrainingSelection", "optimizer_order", "train_chosen",
-           "training_keys", "weight_dtypes"]
+           "training_keys", "variable_dtype", "weight_dtypes"]

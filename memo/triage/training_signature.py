@@ -4,7 +4,8 @@ bugs, and their localization in backward order: pure, no execution (docs/trainin
 A training verdict's bug is its kind, library, judged stage (``forward``, ``loss``, ``state``, ``gradients``,
 ``sgd``, ``adam``, ``optimizer``: then also the Keras class of the model's catalogue entry) and the class of the layer owning the first array that differs (the verdict names the weight by
 its Keras path, ``dense/kernel``, mapped to the layer through the mutant's IR; a wrapper's inner layer is the
-wrapper's); a ``training-crash`` is its exception and masked message instead. A ``prepare``, ``forward`` or ``loss``
+wrapper's); at an optimizer stage, which updates every variable alike, the differing weight's dtype and the model's
+mixed weight dtypes instead of that class (:func:`update_precision`); a ``training-crash`` is its exception and masked message instead. A ``prepare``, ``forward`` or ``loss``
 verdict on a model whose inference run shows a verdict against the same backend is that inference bug again: it is
 folded (:func:`folded`), not listed twice.
 """
@@ -19,6 +20,8 @@ from memo.kinds import BUG_KINDS, TRAINING_KINDS, VerdictKind
 from memo.model.ir import Layer, ModelIR
 from memo.oracle import Verdict
 from memo.triage.masks import normalize_message
+from memo.training.judge import UPDATE_STAGES
+from memo.training.selection import variable_dtype, weight_dtypes
 from memo.triage.signature import culprit_classes, digest
 
 UNLOCALIZED = "?"
@@ -104,8 +107,21 @@ def training_parts(verdict: Verdict, ir: ModelIR | None) -> dict[str, Any]:
         return parts
     record = training_record(verdict)
     name = str(record.get("name") or "")
+    if stage in UPDATE_STAGES:  # an optimizer updates each variable alike whatever layer owns it: its precision counts
+        parts["weights"] = update_precision(ir, name)
+        return parts
     parts["layer"] = "loss" if name == "loss" else owner_class(ir, name) if name else UNLOCALIZED
     return parts
+
+
+def update_precision(ir: ModelIR | None, name: str) -> str:
+    """What an optimizer's numeric defect is keyed by instead of a layer class: the dtype of the weight that differs,
+    and the model's weight dtypes where they are mixed (``float16 among float16,float32``: Keras on torch computes
+    an optimizer's scalars in the first variable's dtype)."""
+    owner = weight_owner(ir, name) if name else None
+    own = variable_dtype(owner) if owner is not None and not owner.is_input else UNLOCALIZED
+    dtypes = weight_dtypes(ir) if ir is not None else ()
+    return own + (f" among {','.join(dtypes)}" if len(dtypes) > 1 else "")
 
 
 def folded(verdict: Verdict, inference: Iterable[Verdict]) -> bool:

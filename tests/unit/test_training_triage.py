@@ -147,6 +147,19 @@ def test_the_training_idiom_writes_each_backends_own_training_code() -> None:
         training_lines("keras-jax", "state", "training-inconsistency")
 
 
+def test_an_optimizer_defect_is_keyed_by_the_weight_precision_and_mixed_dtypes() -> None:
+    from memo.triage.training_signature import training_parts, update_precision
+
+    ir = model()
+    assert update_precision(ir, "out/kernel") == "float32"
+    ir.get("conv").config["dtype"] = {"class_name": "DTypePolicy", "config": {"name": "float16"}}
+    assert update_precision(ir, "conv/kernel") == "float16 among float16,float32"
+    assert update_precision(ir, "out/kernel") == "float32 among float16,float32"
+    parts = training_parts(training("training-inconsistency", "optimizer", "conv/kernel"), ir)
+    assert parts["weights"] == "float16 among float16,float32" and "layer" not in parts
+    assert training_parts(training("training-inconsistency", "gradients", "conv/kernel"), ir)["layer"] == "Dense"
+
+
 def test_dedup_makes_training_bugs_and_folds_a_forward_difference_into_the_inference_bug(tmp_path: Any) -> None:
     from memo.store import CampaignStore, MutantRecord
     from memo.triage import dedup
@@ -168,10 +181,12 @@ def test_dedup_makes_training_bugs_and_folds_a_forward_difference_into_the_infer
     for mutant in ids[:2]:
         store.add_verdict(mutant, training("training-inconsistency", "gradients", "inner/kernel"))
     store.add_verdict(ids[2], training("training-inconsistency", "adam", "inner/kernel"))
+    # an optimizer's difference is keyed by the weight's precision, not the layer owning it: one bug
+    store.add_verdict(ids[1], training("training-inconsistency", "adam", "out/kernel"))
     update = dedup.update_bugs(store)
     bugs = {bug.id: bug for bug in store.triage.load_bugs()}
     training_bugs = sorted((bug.stage, bug.occurrences, bug.layer_class) for bug in bugs.values()
                            if bug.kind.startswith("training-"))
-    assert training_bugs == [("adam", 1, "SpectralNormalization"), ("gradients", 2, "SpectralNormalization")]
+    assert training_bugs == [("adam", 2, None), ("gradients", 2, "SpectralNormalization")]
     assert len(update.all) == 3  # and the inference bucket
     store.close()
