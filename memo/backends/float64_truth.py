@@ -107,4 +107,5 @@ SPEC = BackendSpec(name=TRUTH, consumes="keras", load=_load, run=_run, setup=_se
 # small, and one XLA program per primitive costs less than tracing the whole model for three runs.
 SPEC_JAX = BackendSpec(name=TRUTH_JAX, consumes="keras", load=_load, run=_run_watching_special_values, setup=_setup_for("jax", ("jax", "jaxlib")),
                        distributions=("keras", "jax", "jaxlib"), env={"KERAS_BACKEND": "jax", "JAX_ENABLE_X64": "1",
-                                                                    "JAX_PLATFORMS": "cpu"})
+                                                                    "JAX_PLATFORMS": "cpu"},
+                       train=training_stages_wide)

@@ -19,7 +19,7 @@ from memo.oracle import Verdict
 from memo.oracle.criterion import Thresholds
 from memo.backends.training_optimizers import choose_optimizer
 from memo.training.judge import NUMERIC_KINDS, Arrays, Judgement, judge_training, read_arrays, worker_stages
-from memo.training.truth import ENGINE, assess_verdict
+from memo.training.truth import ENGINE, assess_verdict, engine_for
 from memo.truth import PERTURBATIONS, perturb
 
 TRUTH_TIMEOUT_S = 120.0
@@ -86,15 +86,17 @@ def run_training_check(executor: DifferentialExecutor, artifact: Artifact, scrat
     numeric = [verdict for verdict in check.judgement.verdicts if verdict.kind in NUMERIC]
     if truth and numeric:
         started = time.perf_counter()
-        runner = TruthTrainer(scratch / "truth")
-        try:
-            # the stages the verdicts need only: an optimizer verdict's truth does not depend on the forward pass
-            needed = list(dict.fromkeys(stage for verdict in numeric for stage in worker_stages(verdict.stage)))
-            wide, moved = runner.runs(artifact, needed, chosen)
-        finally:
-            runner.close()
-        for verdict in numeric:
-            verdict.truth = assess_verdict(verdict, arrays, wide, moved, check.reference, thresholds)
+        for engine in dict.fromkeys(engine_for(verdict.backend) for verdict in numeric):
+            judged = [verdict for verdict in numeric if engine_for(verdict.backend) == engine]
+            runner = TruthTrainer(scratch / "truth" / engine, engine=engine)
+            try:
+                # the stages the verdicts need only: an optimizer verdict's truth does not depend on the forward pass
+                needed = list(dict.fromkeys(stage for verdict in judged for stage in worker_stages(verdict.stage)))
+                wide, moved = runner.runs(artifact, needed, chosen)
+            finally:
+                runner.close()
+            for verdict in judged:
+                verdict.truth = assess_verdict(verdict, arrays, wide, moved, check.reference, thresholds)
         check.truth_seconds = time.perf_counter() - started
     return check
 
@@ -110,13 +112,15 @@ class TruthTrainer:
     """The float64 engine's worker (:mod:`memo.backends.float64_truth`) answering ``train`` requests: its own, or
     ``worker`` (triage's warm one, which answers its inference truths too; then ``close`` leaves it running)."""
 
-    def __init__(self, scratch: Path, timeout_s: float = TRUTH_TIMEOUT_S, worker: WorkerProcess | None = None) -> None:
+    def __init__(self, scratch: Path, timeout_s: float = TRUTH_TIMEOUT_S, worker: WorkerProcess | None = None,
+                 engine: str = ENGINE) -> None:
         self.scratch = scratch
         self.timeout_s = timeout_s
         self.owned = worker is None
-        spec = load_spec(ENGINE)
+        self.engine = engine
+        spec = load_spec(engine)
         self.worker = worker if worker is not None else WorkerProcess(
-            WorkerCommand(group=ENGINE, args=["--spec", ENGINE], env=dict(spec.env)), scratch / "logs",
+            WorkerCommand(group=engine, args=["--spec", engine], env=dict(spec.env)), scratch / "logs",
             startup_timeout_s=180.0)
 
     def arrays(self, artifact: Artifact, inputs: dict[str, np.ndarray], tag: str,
@@ -131,14 +135,14 @@ class TruthTrainer:
             options["optimizer"] = optimizer
         inputs_path, out = self.scratch / f"{tag}.inputs.npz", self.scratch / f"{tag}.train.npz"
         np.savez(inputs_path, **inputs)
-        reply = self.worker.request({"op": "train", "backend": ENGINE, "model": str(artifact.keras_path.resolve()),
+        reply = self.worker.request({"op": "train", "backend": self.engine, "model": str(artifact.keras_path.resolve()),
                                      "inputs": str(inputs_path.resolve()), "input_names": list(inputs),
                                      "out": str(out.resolve()), "options": {"perturb": perturb, **options}},
                                     self.timeout_s)
         failed = next((stage for stage in reply.stages if stage.status != "ok"), None)
         if failed is not None or not reply.outputs:
-            return f"{ENGINE} failed at {failed.stage} ({failed.status}): {' '.join(failed.message.split())[:300]}" \
-                if failed is not None else f"{ENGINE} wrote nothing"
+            return f"{self.engine} failed at {failed.stage} ({failed.status}): " \
+                f"{' '.join(failed.message.split())[:300]}" if failed is not None else f"{self.engine} wrote nothing"
         return read_arrays(reply.outputs)
 
     def runs(self, artifact: Artifact, stages: list[str] | None = None,

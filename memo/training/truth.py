@@ -1,8 +1,9 @@
 """The float64 truth of a training verdict: which backend is wrong, or whether no float32 library can be held to the
 tolerance there (pure numpy; :mod:`memo.truth`'s maths on the training check's arrays).
 
-The float64 engine is Keras on torch with the model, its weights and inputs widened to float64
-(:mod:`memo.backends.float64_truth`, whose worker runs the same training stages: :mod:`memo.backends.training`). It
+The float64 engine is Keras with the model, its weights and inputs widened to float64, on a backend other than the
+accused one (:func:`engine_for`: JAX with x64 for Keras on torch, torch for the others;
+:mod:`memo.backends.float64_truth`, whose workers run the same training stages: :mod:`memo.backends.training`). It
 runs on the inputs and on two copies moved by a few float32 ulps: a stage whose float64 arrays move past the tolerance
 under that move is ill-conditioned (a ReLU at 0, a max-pooling tie broken the other way, a division by a near-zero
 variance) and is kept apart from the findings to file, whatever the libraries say.
@@ -19,8 +20,16 @@ from memo.training.judge import UPDATE_STAGES, Arrays, TrainingVerdict, stage_ke
 from memo.truth import CONFIRMED, UNAVAILABLE, Truth, assess_runs, engine_method
 
 ENGINE = "float64-torch"
-# The engine runs torch's kernels: where torch is accused, the truth shares its code (said in the reason).
-ENGINE_LIBRARY = "keras-torch"
+ENGINE_JAX = "float64-jax"
+# The engine that shares no kernels with the accused backend: Keras on JAX (x64) judges Keras on torch, Keras on torch
+# every other (JAX, and TensorFlow where the reference is the odd one out).
+ENGINE_FOR: dict[str, str] = {"keras-torch": ENGINE_JAX}
+ENGINE_LIBRARIES: dict[str, str] = {ENGINE: "keras-torch", ENGINE_JAX: "keras-jax"}
+
+
+def engine_for(accused: str) -> str:
+    """The float64 engine that judges a training verdict against ``accused``."""
+    return ENGINE_FOR.get(accused, ENGINE)
 
 
 def assess_verdict(verdict: TrainingVerdict, arrays: Mapping[str, Arrays], truth: Arrays | str,
@@ -30,7 +39,8 @@ def assess_verdict(verdict: TrainingVerdict, arrays: Mapping[str, Arrays], truth
     conditioning from ``perturbed``, the decision; each array with the tolerance of the precision the libraries
     computed it in (:func:`memo.training.judge.thresholds_for`: a float16 layer's rounding is no defect)."""
     stage = verdict.stage
-    method = engine_method([ENGINE]) + f"; training stage {stage}"
+    engine = engine_for(verdict.backend)
+    method = engine_method([engine]) + f"; training stage {stage}"
     if isinstance(truth, str):
         return Truth(method=method, decision=UNAVAILABLE, reason=truth)
     keys = stage_keys(truth, stage)
@@ -43,7 +53,7 @@ def assess_verdict(verdict: TrainingVerdict, arrays: Mapping[str, Arrays], truth
     outputs = {name: [np.asarray(own_arrays[key]) for key in keys] for name, own_arrays in arrays.items()
                if all(key in own_arrays for key in keys)}
     witnesses = [name for name in outputs if name != verdict.backend]
-    runs = {ENGINE: ([np.asarray(truth[key]) for key in keys], [[np.asarray(p[key]) for key in keys]
+    runs = {engine: ([np.asarray(truth[key]) for key in keys], [[np.asarray(p[key]) for key in keys]
                                                                 for p in perturbed])}
     result = assess_runs(outputs, runs, [verdict.backend], witnesses, reference, own)
     result.method = method
@@ -55,6 +65,6 @@ def assess_verdict(verdict: TrainingVerdict, arrays: Mapping[str, Arrays], truth
         # makes it too (the witnesses share Keras's generic update code)
         result.decision, result.blamed = CONFIRMED, "accused"
         result.reason = f"float64 computes a finite update; {verdict.backend} does not ({result.reason})"
-    if verdict.backend == ENGINE_LIBRARY:
-        result.reason += " (the float64 engine runs torch's kernels too)"
+    if verdict.backend == ENGINE_LIBRARIES.get(engine):
+        result.reason += " (the float64 engine runs the accused backend's kernels too)"
     return result

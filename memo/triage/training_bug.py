@@ -36,7 +36,7 @@ from memo.training.check import (NUMERIC, TrainingCheck, TruthTrainer, stored_ve
                                  training_reference)
 from memo.training.judge import (DESCRIPTIVE_KEYS, JUDGED_STAGES, UPDATE_STAGES, Arrays, TrainingVerdict,
                                  differing_names, judge_training, read_arrays, stage_keys, worker_stages)
-from memo.training.truth import ENGINE, assess_verdict
+from memo.training.truth import assess_verdict, engine_for
 from memo.triage.bug_reduction import reduce_bug
 from memo.bug_files import (EXPECTED_FILE, INPUTS_FILE, IR_FILE, MODEL_FILE, Reduction, read_bug_file, retried,
                             write_bug_file)
@@ -146,7 +146,8 @@ def _truth(session: Session, run: TrainingRun, reference: str, optimizer: str | 
     record = verdict.extra.get("training") or {}
     own = TrainingVerdict(verdict.kind, verdict.backend, str(verdict.stage), verdict.message,
                           record.get("array"), record.get("name"))
-    runner = TruthTrainer(session.work / "training-truth", worker=session.truth_runner().worker(ENGINE))
+    engine = engine_for(verdict.backend)
+    runner = TruthTrainer(session.work / "training-truth", worker=session.truth_runner().worker(engine), engine=engine)
     try:
         wide, moved = runner.runs(run.artifact, worker_stages(str(verdict.stage)), optimizer)
     finally:
@@ -294,7 +295,7 @@ def training_truth(session: Session, bug: BugRow) -> None:
     run = checker.run(ModelIR.loads((folder / IR_FILE).read_text()), session.work / f"{bug.id}-ttruth")
     try:
         data["truth"] = _truth(session, run, checker.reference, checker.optimizer) if run.verdict is not None else {
-            "method": ENGINE, "decision": UNAVAILABLE, "reason": "the folder's model did not show the bug again"}
+            "method": engine_for(bug.library), "decision": UNAVAILABLE, "reason": "the folder's model did not show the bug again"}
     finally:
         shutil.rmtree(session.work / f"{bug.id}-ttruth", ignore_errors=True)
     write_bug_file(folder, data)

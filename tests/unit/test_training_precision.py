@@ -76,3 +76,10 @@ def test_float64_calls_a_float16_rounding_of_an_update_noise_and_a_real_differen
     own[TORCH] = {**half, "sgd_0": half["sgd_0"] + np.float32(2.0)}
     truth = assess_verdict(verdict, own, wide, [wide, wide], REF)
     assert truth.decision == CONFIRMED and truth.blamed == "accused"
+
+
+def test_the_float64_engine_shares_no_kernels_with_the_accused_backend() -> None:
+    from memo.training.truth import ENGINE, ENGINE_JAX, engine_for
+
+    assert engine_for("keras-torch") == ENGINE_JAX  # torch is judged by Keras on JAX (x64)
+    assert engine_for("keras-jax") == ENGINE == engine_for("keras-tensorflow")
