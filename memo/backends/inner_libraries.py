@@ -18,7 +18,7 @@ what torch.onnx raises:
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from memo.backends import trackers
 from memo.backends.spec import Upstream
@@ -31,7 +31,9 @@ class InnerLibrary:
     of its caller (those stay with the caller); ``writes``: exception types memo records for an invalid file it
     wrote; ``upstream``: its tracker; ``entry_frames``: a pattern of the frame (``module/path.py:function``) of its
     per-operator code, whose ``module`` and ``function`` name what failed; ``node``: a pattern of the invalid node's
-    ``op`` in a checker's message; ``duty``: what it should have done, as an issue's Expected part says it."""
+    ``op`` in a checker's message; ``duty``: what it should have done, as an issue's Expected part says it;
+    ``caller_calls``: the caller's functions that reach a culprit (an invalid node's operator, or a per-operator
+    function's name), where their names differ (otherwise the culprit's function name is the caller's function)."""
 
     name: str
     code: str
@@ -41,6 +43,13 @@ class InnerLibrary:
     entry_frames: str = ""
     node: str = r"op_type:\s*(?P<op>\w+)"
     duty: str = "does its part"
+    caller_calls: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def callers_of(self, culprit: str) -> tuple[str, ...]:
+        """The caller's function names that reach ``culprit`` (``ReduceMax`` -> amax, max;
+        ``symbolic_opset11.squeeze`` -> squeeze)."""
+        function = culprit.rpartition(".")[2]
+        return self.caller_calls.get(function, (function,))
 
 
 TORCH_ONNX = InnerLibrary(
@@ -48,7 +57,13 @@ TORCH_ONNX = InnerLibrary(
     Upstream("active", "https://github.com/pytorch/pytorch/issues",
              "torch.onnx is released with PyTorch, several times a year", trackers.PYTORCH),
     entry_frames=r"/(?P<module>symbolic_opset\d+)\.py:(?P<function>\w+)$",
-    duty="exports the traced model to a valid ONNX file, which onnx.checker accepts")
+    duty="exports the traced model to a valid ONNX file, which onnx.checker accepts",
+    # the torch functions (or tensor methods) whose symbolic functions write an ONNX operator
+    caller_calls={"ReduceMax": ("amax", "max"), "ReduceMin": ("amin", "min"), "ReduceSum": ("sum",),
+                  "ReduceMean": ("mean",), "ReduceProd": ("prod",), "ReduceL2": ("norm",),
+                  "ReduceLogSumExp": ("logsumexp",), "ArgMax": ("argmax", "max"), "ArgMin": ("argmin", "min"),
+                  "Squeeze": ("squeeze",), "Unsqueeze": ("unsqueeze",), "CumSum": ("cumsum",),
+                  "TopK": ("topk",)})
 
 # backend or converter name -> the library inside its stack
 INSIDE: dict[str, InnerLibrary] = {"keras-export": TORCH_ONNX, "keras-export-opset15": TORCH_ONNX}

@@ -102,7 +102,7 @@ def run_candidate(folder: BugFolder, candidate: Candidate, timeout_s: float = CH
     stdout_lines = stdout.strip().splitlines()
     result.versions = stdout_lines[0] if stdout_lines else ""
     result.output = kept_output(stdout, stderr, symptoms(folder))
-    result.reproduces = _reproduced(folder, returncode, stderr)
+    result.reproduces = _reproduced(folder, returncode, stderr) and candidate.symptom in stderr
     if not result.reproduces and returncode < 0 and not stdout.strip():
         # killed during its imports (a SIGBUS while another process rewrote a library's files): the machine's doing
         result.reason = f"the script was killed by signal {-returncode} before it printed a line"
@@ -143,7 +143,7 @@ def check_minimal(folder: BugFolder, deadline: float | None = None) -> MinimalSc
     that decided nothing, ``inconclusive``, when one did not). ``deadline`` (monotonic clock): no candidate runs past
     it (one it stops is inconclusive); :class:`CheckCutShort` when there is no time to start one."""
     try:
-        tries = candidates(folder)
+        tries = candidates(folder, deadline)
     except NoMinimalScript as exc:
         return MinimalScript(reason=str(exc))
     except Exception as exc:  # a folder memo cannot write a script for never breaks an issue text or the report

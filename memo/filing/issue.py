@@ -25,6 +25,8 @@ from memo.filing.training_idiom import training_symptom
 from memo.kinds import TRAINING_KINDS
 from memo.backends.idioms import ONNX
 from memo.filing.script import KERAS_ATTACHED, NUMERIC_PRINTS, ONNX_ATTACHED, idiom_for
+from memo.filing.torch_onnx_code import SOURCE as TORCH_ONLY
+from memo.filing.torch_onnx_code import found_through
 from memo.model.ir import Layer
 from memo.triage.failing_node import culprit_operator, node_attributes
 from memo.triage.onnx_reference import CONVERTER, ENGINE, ONNX_REFERENCE_KEY, SHAPE_ORIGIN_KEY
@@ -383,7 +385,7 @@ def _described(bug: BugFolder, checked: MinimalScript) -> str:
         where = (f"{bug.inside} writes an invalid ONNX file" if bug.exception in LIBRARIES[bug.inside].writes
                  else f"the exception is raised inside {bug.inside} ({calls})")
         return (f"{LIBRARY_NAMES.get(bug.library, bug.library)} fails on a model of "
-                f"{', '.join(layer_classes(bug)) or '?'} ({stage} stage): {where}.")
+                f"{', '.join(layer_classes(bug)) or '?'} ({stage} stage): {where}.{torch_only_origin(checked)}")
     if origin:  # the crash follows from a node whose output shape is already wrong
         failing = _engine_operator(bug, checked)
         attributes = node_attributes(bug.file(ONNX_FILE), str(origin["op"]), str(origin["node"]))
@@ -395,6 +397,14 @@ def _described(bug: BugFolder, checked: MinimalScript) -> str:
                 f"inputs (the first node whose output shape differs); a later node{f' ({failing})' if failing else ''}"
                 f" then fails on it ({stage} stage).")
     return f"{bug.library} {KIND_WORDS.get(bug.kind, 'fails')} on a model of {culprit(bug, checked)} ({stage} stage)."
+
+
+def torch_only_origin(checked: MinimalScript) -> str:
+    """Where a checked torch-only script's call comes from (:func:`memo.filing.torch_onnx_code.found_through`: the
+    TorchScript exporter Keras uses, the Keras line making the call), as sentences opening with a space; "" for
+    another script."""
+    said = found_through(checked.text) if checked.reproduces and checked.source == TORCH_ONLY else ""
+    return f" {said}" if said else ""
 
 
 def layer_classes(bug: BugFolder) -> list[str]:

@@ -5,7 +5,8 @@ is built with ``onnx.helper``. Weights and inputs come from a seeded generator w
 them (a crash), else from small attached ``.npz`` files; a numeric bug's expected outputs (the reference library's)
 are attached. The script raises (so exits 1) when the bug shows: the library's own exception for a crash, an
 ``AssertionError`` printing expected against actual for a numeric bug. :mod:`memo.filing.check` runs each
-candidate in a fresh process and keeps the first that reproduces.
+candidate in a fresh process and keeps the first that reproduces. A crash inside torch.onnx first gets scripts
+calling torch alone (:mod:`memo.filing.torch_onnx_code`), the Keras script remaining where none reproduces.
 """
 from __future__ import annotations
 
@@ -22,6 +23,8 @@ from memo.backends.training_optimizers import recorded_optimizer
 from memo.filing.keras_code import keras_model_code
 from memo.filing.onnx_code import WEIGHTS_FILE, GraphNotWritable, onnx_file_inputs, onnx_graph_code
 from memo.filing.pycode import literal, used_imports
+from memo.filing.torch_onnx_code import SOURCE as TORCH_ONLY
+from memo.filing.torch_onnx_code import torch_only_scripts
 from memo.filing.training_idiom import NoTrainingIdiom, check_lines, training_lines
 from memo.kinds import TRAINING_KINDS
 from memo.triage.onnx_reference import EVALUATED, ONNX_REFERENCE_ARRAYS, SHAPE_ORIGIN_KEY
@@ -62,6 +65,7 @@ class Candidate:
     files: dict[str, bytes] = field(default_factory=dict)
     python: str = ""
     source: str = SEEDED
+    symptom: str = ""  # what its error output must hold besides the exception's name ("": nothing more)
 
     @property
     def lines(self) -> int:
@@ -237,8 +241,9 @@ def _sources(folder: BugFolder, idiom: Idiom, floats: bool) -> list[str]:
     return sources + [ONNX_ATTACHED if idiom.builds != KERAS else KERAS_ATTACHED]
 
 
-def candidates(folder: BugFolder) -> list[Candidate]:
-    """The scripts to try for ``folder``, shortest first."""
+def candidates(folder: BugFolder, deadline: float | None = None) -> list[Candidate]:
+    """The scripts to try for ``folder``, shortest first (``deadline``, monotonic clock: what writing them may run
+    ends by then)."""
     if folder.kind in UNSCRIPTED_KINDS:
         raise NoMinimalScript(UNSCRIPTED_KINDS[folder.kind])
     if folder.kind in TRAINING_KINDS:
@@ -264,8 +269,15 @@ def candidates(folder: BugFolder) -> list[Candidate]:
             why = str(exc)
     if not out:
         raise NoMinimalScript(why)
-    short = [candidate for candidate in out if candidate.lines <= MAX_SCRIPT_LINES]
-    return short or out
+    short = [candidate for candidate in out if candidate.lines <= MAX_SCRIPT_LINES] or out
+    return _torch_only(folder, short[0], deadline) + short
+
+
+def _torch_only(folder: BugFolder, keras: Candidate, deadline: float | None) -> list[Candidate]:
+    """Scripts calling torch alone for a crash inside torch.onnx (:mod:`memo.filing.torch_onnx_code`), tried before
+    ``keras``'s, from the torch calls that Keras script makes; none for another bug."""
+    return [Candidate(found.text, {}, keras.python, TORCH_ONLY, found.symptom)
+            for found in torch_only_scripts(folder, keras.text, keras.files, keras.python, deadline)]
 
 
 def script_library(folder: BugFolder) -> str:
