@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Iterator, Sequence
 
 from memo.bugdb.records import (DUPLICATE, FIXED, FIXED_UPSTREAM, ID_PREFIX, NEW, RECHECK_RESULTS, STATUSES,
-                                KnownBug, RecheckRecord, SeenIn, Sighting, StatusChange, public_id)
+                                KnownBug, RecheckRecord, SeenIn, Sighting, StatusChange, public_id, reducer_of)
+from memo.bug_files import BUG_FILE
 from memo.bugdb.expected import kept_as
 from memo.bugdb.schema import connect, connect_read_only
 from memo.bugdb.versions import NeedsMigration
@@ -71,7 +72,7 @@ class BugDatabase:
     def record(self, sighting: Sighting) -> str:
         """Insert the campaign bug as a new database bug, or add it to the one any of its keys finds; returns the
         database bug's id. Files are stored when the bug has none yet, or only unreduced ones and these are
-        reduced (the first reduced model is kept)."""
+        reduced, or ones an older reducer reduced (else the first reduced model is kept)."""
         now = time.time()
         with self._transaction() as db:
             num = self._find(db, sighting.keys)
@@ -98,7 +99,8 @@ class BugDatabase:
             has_files, reduced = db.execute(
                 "SELECT EXISTS(SELECT 1 FROM bug_files WHERE bug = ?), reduced FROM bugs WHERE num = ?",
                 (num, num)).fetchone()
-            if sighting.files is not None and (not has_files or (sighting.reduced and not reduced)):
+            if sighting.files is not None and (not has_files or (sighting.reduced and (
+                    not reduced or (sighting.reducer or 0) > (self._stored_reducer(db, num) or 0)))):
                 files, left_out = sighting.files()
                 if files:
                     db.execute("DELETE FROM bug_files WHERE bug = ?", (num,))
@@ -109,6 +111,15 @@ class BugDatabase:
                                (int(sighting.reduced), " ".join(left_out), sighting.headline, kept_as(files), num))
             db.execute("UPDATE bugs SET updated = ? WHERE num = ?", (now, num))
         return public_id(num)
+
+    @staticmethod
+    def _stored_reducer(db: sqlite3.Connection, num: int) -> int | None:
+        """The version of the reducer that made the bug's stored reduction (its stored bug.json's)."""
+        row = db.execute("SELECT data FROM bug_files WHERE bug = ? AND name = ?", (num, BUG_FILE)).fetchone()
+        try:
+            return reducer_of(json.loads(bytes(row[0])).get("reduction")) if row else None
+        except (ValueError, AttributeError):  # an unreadable bug.json: no recorded reducer
+            return None
 
     def _fold_bridged(self, db: sqlite3.Connection, num: int, sighting: Sighting, now: float) -> None:
         """A sighting whose keys find several bugs shows them to be one root cause: the later ones, while still

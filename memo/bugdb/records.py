@@ -16,6 +16,13 @@ STATUSES: dict[str, str] = {NEW: "", FILED: "URL", FIXED: "VERSION", WONTFIX: "R
 COLLAPSED_STATUSES = (FILED, WONTFIX, DUPLICATE, FIXED_UPSTREAM)  # a report folds these away: nothing left to do
 OPEN_STATUSES = (NEW, FILED)
 RECHECK_RESULTS = ("reproduces", "fixed", "error")
+REDUCER_KEY = "reducer"  # a reduction document's (bug.json's "reduction") version of the reducer that made it
+
+
+def reducer_of(reduction: object) -> int | None:
+    """The version of the reducer a ``reduction`` document records (None: none recorded, an older memo's)."""
+    version = reduction.get(REDUCER_KEY) if isinstance(reduction, dict) else None
+    return version if isinstance(version, int) and not isinstance(version, bool) else None
 
 
 def public_id(num: int) -> str:
@@ -42,7 +49,7 @@ class CampaignRef:
 class Sighting:
     """One campaign's bug, to record: ``keys`` find the database bug it is (``sig:...``, ``rc:...``);
     ``files`` (called only when the database needs them) gives the folder's files; ``reduced`` says whether
-    they hold a finished reduction."""
+    they hold a finished reduction, ``reducer`` by which reducer."""
 
     campaign: CampaignRef
     campaign_bug: str
@@ -56,6 +63,7 @@ class Sighting:
     first_seen: float
     last_seen: float
     reduced: bool = False
+    reducer: int | None = None  # the version of the reducer that made a reduced model (memo.triage.bug_reduction)
     files: Callable[[], tuple[dict[str, bytes], list[str]]] | None = None
 
 

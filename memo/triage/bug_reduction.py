@@ -22,6 +22,10 @@ steps 1-4 is a TIMEOUT (a later pass continues it from the model reached, skippi
 :attr:`ReductionOutcome.passes`); one cut short in step 5 is DONE: its model is as small as the search makes it,
 and the bug can be checked and filed (on n40, three bugs reduced to one layer waited as "timeout" for their
 parameters, docs/benchmarks.md).
+
+Every reduction records the reducer that made it (:data:`REDUCER_VERSION`, bug.json's ``reduction.reducer``): a bug
+adopted from the bug database with an older reduction is reduced again from its adopted model
+(:func:`reduces_further`; p40 adopted m40's crash-keras-export-65a337de54 at 4 layers, reduced before "each alone").
 """
 from __future__ import annotations
 
@@ -33,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Collection
 
 from memo.bug_files import Reduction
+from memo.bugdb.records import REDUCER_KEY, reducer_of
 from memo.json_types import JsonObject
 from memo.model.ir import Layer, LayerConfig, ModelIR
 from memo.model.keras_runtime import keras_module
@@ -41,6 +46,10 @@ from memo.seed_reduction.edits import Edit, apply_edit
 
 Check = Callable[[ModelIR], bool]
 SKIPPED_PARAMETERS = frozenset({"name", "dtype", "trainable", "batch_input_shape", "batch_shape"})
+REDUCER_VERSION = 2
+"""The reducer's version, recorded with every reduction; bump it when a change may reduce a model further than the
+reducer before it did (2: the "each alone" pass). 1 and unrecorded: older reducers."""
+TRIED_AGAIN = "reduced_again"  # an adopted bug's reduction document: why its reduction again was given up
 
 
 @dataclass
@@ -57,7 +66,7 @@ class ReductionOutcome:
     def to_json(self) -> JsonObject:
         return {"original_layers": self.original_layers, "reduced_layers": len(self.ir.body), "runs": self.runs,
                 "seconds": round(self.seconds, 2), "status": self.status.value, "steps": self.steps,
-                "passes": self.passes}
+                "passes": self.passes, REDUCER_KEY: REDUCER_VERSION}
 
 
 def drop_unused_inputs(ir: ModelIR) -> ModelIR:
@@ -260,6 +269,17 @@ def finished_passes(bug_file: JsonObject | None) -> list[str]:
     reduction = (bug_file or {}).get("reduction")
     passes = reduction.get("passes") if isinstance(reduction, dict) else None
     return [name for name in passes if name in STRUCTURAL_PASSES] if isinstance(passes, list) else []
+
+
+def reduces_further(reduction: object) -> bool:
+    """Whether the bug an adopted ``reduction`` document describes (:data:`Reduction.KNOWN`) is to be reduced again
+    from its adopted model: it was reduced by an older reducer, or by an unrecorded one to more than one layer, and
+    no reduction again was given up (:data:`TRIED_AGAIN`)."""
+    if Reduction.of(reduction) is not Reduction.KNOWN or not isinstance(reduction, dict) or reduction.get(TRIED_AGAIN):
+        return False
+    version = reducer_of(reduction)
+    layers = reduction.get("reduced_layers")
+    return version < REDUCER_VERSION if version is not None else isinstance(layers, int) and layers > 1
 
 
 def reduce_bug(ir: ModelIR, check: Check, *, budget_s: float, localized: str | None = None,

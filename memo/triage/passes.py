@@ -9,7 +9,8 @@ findings while the bug and newest-code units took every turn; n40, before the ne
 
 Each reduced bug gets its root-cause key on the reduced model and is merged with an earlier bug that has the same
 key; its folder, script and repro check are written at once, so a pass that runs out of time leaves finished bugs, not half-finished
-ones. Idempotent: a finished bug is not redone; a reduction that ran out of time continues from its folder.
+ones. Idempotent: a finished bug is not redone; a reduction that ran out of time continues from its folder, and so does
+one adopted from the bug database that an older reducer made (:func:`memo.triage.bug_reduction.reduces_further`).
 """
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from pathlib import Path
 
 from memo.model.ir import ModelIR
 from memo.store import BugRow, CampaignStore
-from memo.bugdb import BugDatabase, BugDatabaseVersionError
+from memo.bugdb import BugDatabase
 from memo.triage import dedup, remember
 from memo.bug_files import IR_FILE, Reduction, read_bug_file, retried
 from memo.triage.bugdir import bug_folder
@@ -32,8 +33,10 @@ from memo.triage.probe import read_inputs
 from memo.triage.reassess import pending_truths, reassess, reassess_folder
 from memo.triage.rekey import rekey
 from memo.triage.blame import decide_all
-from memo.triage.bug_reduction import ReductionOutcome, finished_passes, mentioned_layers, reduce_bug
+from memo.triage.bug_reduction import (TRIED_AGAIN, ReductionOutcome, finished_passes, mentioned_layers, reduce_bug,
+                                       reduces_further)
 from memo.triage.newest import check_and_store, pending_newest
+from memo.triage.reduce_order import reduce_again
 from memo.triage.pending import pending_bugs, pending_localizations, unchecked_scripts
 from memo.triage.rerun import rerun_script
 from memo.triage.session import Session, TriageSummary
@@ -101,9 +104,10 @@ def _bug_record(bug: BugRow, finding: Finding, details: FailureDetails) -> JsonO
 
 
 def _previous_reduction(folder: Path, original: ModelIR) -> tuple[ModelIR, JsonObject | None]:
-    """The model an unfinished earlier reduction reached (and its bug.json), else the original model."""
+    """The model an unfinished earlier reduction reached, or one adopted to reduce again (and its bug.json), else
+    the original model."""
     data = read_bug_file(folder)
-    if not data or not retried(data.get("reduction")):
+    if not data or not (retried(data.get("reduction")) or reduces_further(data.get("reduction"))):
         return original, None
     try:
         return ModelIR.loads((folder / IR_FILE).read_text()), data
@@ -155,7 +159,18 @@ def _triage_bug(session: Session, bug: BugRow) -> None:
         return
     details = failure_details(finding.verdict, finding.result)
     reduced = _reduce(session, bug, finding, source, start, previous, details, can_run)
-    _write_folder(session, bug, finding, folder, reduced, _bug_record(bug, finding, details))
+    if reduces_further((previous or {}).get("reduction")) and not _confirmed(reduced.outcome):
+        # the adopted model is kept as it was: a reduction again that did not confirm it never replaces it
+        why = reduced.outcome.status.value if reduced.outcome else "not run"
+        store.triage.update_bug(bug.id, reduction={**bug.reduction, TRIED_AGAIN: why})
+        return
+    known = {key: previous[key] for key in ("known_as", "copied_from") if previous and key in previous}
+    _write_folder(session, bug, finding, folder, reduced, {**_bug_record(bug, finding, details), **known})
+
+
+def _confirmed(outcome: ReductionOutcome | None) -> bool:
+    """Whether a reduction's model showed the bug on its last run (finished or to continue)."""
+    return outcome is not None and outcome.status in (Reduction.DONE, Reduction.TIMEOUT)
 
 
 def _reduce(session: Session, bug: BugRow, finding: Finding, source: Path, start: ModelIR,
@@ -275,39 +290,6 @@ def _fits(session: Session, bug: BugRow) -> bool:
     return session.remaining() > MIN_STEP_S + (session.timeout_s if bug.kind == "hang" else 0.0)
 
 
-def _open_bug_database(session: Session, path: Path | None) -> BugDatabase | None:
-    where = remember.database_path(session.store, path)
-    if where is None:
-        return None
-    try:
-        return BugDatabase(where)
-    except BugDatabaseVersionError:
-        raise  # another memo's format: the command stops with its one line (never mixing two formats)
-    except Exception as exc:  # noqa: BLE001  (triage goes on without it; the report lists why)
-        session.error(None, "bug database", exc)
-        return None
-
-
-def _adopt(session: Session, db: BugDatabase, bug: BugRow) -> bool:
-    """Copy a known bug's reduced model and script instead of reducing it (see :mod:`memo.triage.remember`)."""
-    try:
-        known = remember.adopt_known(db, session.store, bug)
-    except Exception as exc:  # noqa: BLE001  (the bug is reduced as if the database did not know it)
-        session.error(bug.id, "bug database", exc)
-        return False
-    if known is not None:
-        session.summary.known += 1
-        _release_artifacts(session, bug)
-    return known is not None
-
-
-def _remember(session: Session, db: BugDatabase) -> None:
-    try:
-        remember.record_campaign(db, session.store)
-    except Exception as exc:  # noqa: BLE001  (the campaign's own bugs are safe in its store)
-        session.error(None, "bug database", exc)
-
-
 class _Units:
     """The units of work of one pass, most useful first (see the module docstring), and what each has tried."""
 
@@ -343,12 +325,20 @@ class _Units:
         bug = bugs[0]
         self.tried.add(bug.id)
         self.touched.add(bug.id)
-        if self.known_db is not None and _adopt(session, self.known_db, bug):
-            return True
-        session.summary.new += 1
-        def failed(exc: Exception) -> None:
-            self.store.triage.update_bug(bug.id, reduction={"status": Reduction.TRIAGE_FAILED.saying(
-                f"{type(exc).__name__}: {exc}")})
+        if self.known_db is not None and not remember.adopted(bug):
+            known = remember.adopt(session, self.known_db, bug)
+            if known is not None and reduce_again(self.store.triage.load_bug(bug.id) or bug):
+                self.tried.discard(bug.id)  # reduced again when its turn comes, in this pass too
+            elif known is not None:
+                _release_artifacts(session, bug)  # adopted as it is: its folder holds what it needs
+            if known is not None:
+                return True
+        again = reduce_again(bug)
+        session.summary.new += not again
+        def failed(exc: Exception) -> None:  # a reduction again that fails keeps the adopted folder
+            why = Reduction.TRIAGE_FAILED.saying(f"{type(exc).__name__}: {exc}")
+            self.store.triage.update_bug(bug.id, reduction={**bug.reduction, TRIED_AGAIN: why} if again
+                                         else {"status": why})
 
         return session.attempt(bug.id, "triage", lambda: _triage_bug(session, bug), failed)
 
@@ -417,7 +407,7 @@ def triage_campaign(store: CampaignStore, *, executor: Executor | None = None, t
     (default: the campaign's; ``none``: no such check), :mod:`memo.triage.newest`.
     """
     session = Session(store, executor, time_budget_s, next_python)
-    known_db = _open_bug_database(session, bugs_db)
+    known_db = remember.open_database(session, bugs_db)
     try:
         _drop_stale(store, dedup.update_bugs(store).stale)
         rekey_reduced(store)
@@ -437,7 +427,7 @@ def triage_campaign(store: CampaignStore, *, executor: Executor | None = None, t
         session.summary.bugs = len(dedup.update_bugs(store).all)
         decide_all(store)  # whom each entry is filed against, once its merges are settled: the report reads it
         if known_db is not None:
-            _remember(session, known_db)
+            remember.remember_campaign(session, known_db)
     finally:
         if known_db is not None:
             known_db.close()

@@ -7,7 +7,7 @@ from pathlib import Path
 from memo.bug_files import retried
 from memo.kinds import NUMERIC_KINDS
 from memo.store import BugRow, CampaignStore
-from memo.triage.reduce_order import triage_order
+from memo.triage.reduce_order import reduce_again, triage_order
 
 S_PER_PENDING_BUG = 30.0  # time to ask for per bug still to reduce (median reduction is well under this)
 S_PER_PENDING_LOCALIZATION = 4.0
@@ -36,12 +36,13 @@ def pending_localizations(store: CampaignStore) -> list[int]:
 
 
 def pending_bugs(store: CampaignStore) -> list[BugRow]:
-    """Bugs to triage: without a folder, or whose reduction ran out of time; distinct root causes first
+    """Bugs to triage: without a folder, whose reduction ran out of time, or adopted with an older reducer's
+    (:func:`memo.triage.reduce_order.reduce_again`); distinct root causes first
     (:func:`memo.triage.reduce_order.triage_order`). Unlocalized numeric buckets are not bugs yet (their findings
     get localized)."""
     every = store.triage.load_bugs()
     todo = [bug for bug in every if not bug.unlocalized and bug.merged_into is None
-            and (not (bug.bug_dir and Path(bug.bug_dir).exists()) or retried(bug.reduction))]
+            and (not (bug.bug_dir and Path(bug.bug_dir).exists()) or retried(bug.reduction) or reduce_again(bug))]
     return triage_order(todo, every)
 
 
@@ -57,7 +58,8 @@ def seconds_wanted(store: CampaignStore) -> float:
 
 
 def unchecked_scripts(store: CampaignStore) -> list[BugRow]:
-    """Finished bugs whose script was written but never run (the pass ran out of time in between)."""
+    """Finished bugs whose script was written but never run (the pass ran out of time in between); not one to reduce
+    (again): its next folder's script is checked."""
     return [bug for bug in store.triage.load_bugs() if bug.merged_into is None and bug.reproduces is None
             and bug.repro and Path(bug.repro).exists() and bug.bug_dir
-            and not retried(bug.reduction)]
+            and not retried(bug.reduction) and not reduce_again(bug)]

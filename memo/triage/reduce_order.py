@@ -7,7 +7,9 @@ names; the message only when there are no frames; a numeric or training bug's bl
 keras-openvino TypeErrors and four keras-tensorflow ValueErrors with one guess each merged into one entry after
 reduction. So a pending bug whose guess is that of a bug already reduced, or of one ahead of it in the order, waits
 until every distinct guess had its turn (of two with one guess, a partly reduced one goes first: it is closer to
-ready); among equals, never-tried bugs first, then the most frequent, then the oldest.
+ready); among equals, never-tried bugs first, then the most frequent, then the oldest. A bug adopted from the bug
+database to be reduced again (:func:`reduce_again`) is ordered as a partly reduced one: its folder is usable, a
+smaller model is closer to fileable.
 """
 from __future__ import annotations
 
@@ -15,8 +17,9 @@ import re
 from typing import Iterable
 
 from memo.bug_files import Reduction
-from memo.kinds import NUMERIC_KINDS
+from memo.kinds import NUMERIC_KINDS, TRAINING_KINDS
 from memo.store import BugRow
+from memo.triage.bug_reduction import reduces_further
 
 OPERATOR = re.compile(r"\b(?:onnx|aten|prim)::(\w+)|op_type:\s*(\w+)")  # onnx::Cast, op_type:ReduceMax
 ROOT_FRAMES = 3  # innermost library frames in a root guess (the signature keeps more)
@@ -37,9 +40,18 @@ def root_guess(bug: BugRow) -> tuple[str, ...]:
             str(parts.get("layer") or ""), *where)
 
 
+def reduce_again(bug: BugRow) -> bool:
+    """Whether ``bug``, adopted from the bug database with a reduction an older reducer made, is to be reduced again
+    from its adopted model (:func:`memo.triage.bug_reduction.reduces_further`; a training bug's reduction starts
+    from its finding's model, :mod:`memo.triage.training_bug`, so its adopted one stays)."""
+    return bug.kind not in TRAINING_KINDS and bool(bug.bug_dir) and reduces_further(bug.reduction)
+
+
 def stands_for_its_root(bug: BugRow) -> bool:
-    """Whether ``bug`` is reduced (or adopted from the bug database) and not merged: its root guess is taken."""
-    return bug.merged_into is None and bool(bug.bug_dir) and Reduction.of(bug.reduction) in STANDING
+    """Whether ``bug`` is reduced (or adopted from the bug database, as it stays) and not merged: its root guess is
+    taken."""
+    return (bug.merged_into is None and bool(bug.bug_dir) and Reduction.of(bug.reduction) in STANDING
+            and not reduce_again(bug))
 
 
 def triage_order(pending: Iterable[BugRow], others: Iterable[BugRow]) -> list[BugRow]:

@@ -10,14 +10,24 @@ from memo.bug_files import IR_FILE, read_bug_file
 from memo.kinds import TRAINING_KINDS
 from memo.model.ir import ModelIR
 from memo.store import BugRow, CampaignStore
+from memo.json_types import JsonObject
+from memo.triage.onnx_reference import ENGINE, ONNX_REFERENCE_KEY
 from memo.triage.reassess import root_cause_parts
-from memo.triage.signature import reduced_key
+from memo.triage.signature import OWN_STACK, reduced_key
 from memo.triage.training_signature import training_key
+
+
+def own_stack_parts(parts: JsonObject, data: JsonObject) -> JsonObject:
+    """``parts`` marked :data:`memo.triage.signature.OWN_STACK` when the bug's ONNX reference opinion (its bug.json
+    as ``data``) finds the engine differing from the reference on the converted file it ran: the engine's stack's own
+    defect, which no finding of another stack computing with the same library stands for."""
+    opinion = data.get(ONNX_REFERENCE_KEY) or {}
+    return {**parts, OWN_STACK: ENGINE} if isinstance(opinion, dict) and opinion.get("decision") == ENGINE else parts
 
 
 def root_cause_key(bug: BugRow) -> str | None:
     """A bug's root-cause key on its folder's model (None: no folder model): a training bug's by
-    :func:`training_key`, any other's by :func:`reduced_key` on :func:`root_cause_parts`."""
+    :func:`training_key`, any other's by :func:`reduced_key` on :func:`root_cause_parts` (:func:`own_stack_parts`)."""
     path = Path(bug.bug_dir) / IR_FILE if bug.bug_dir else None
     if path is None or not path.exists():
         return None
@@ -25,7 +35,7 @@ def root_cause_key(bug: BugRow) -> str | None:
     if bug.kind in TRAINING_KINDS:
         decision = str((read_bug_file(path.parent).get("truth") or {}).get("decision") or "")
         return training_key(bug.parts, ir, decision)
-    return reduced_key(root_cause_parts(bug.parts, path.parent), ir)
+    return reduced_key(own_stack_parts(root_cause_parts(bug.parts, path.parent), read_bug_file(path.parent)), ir)
 
 
 def rekey(store: CampaignStore, bug: BugRow | None) -> bool:

@@ -8,6 +8,8 @@ frames; for a NaN or inconsistency finding it includes the class of the first mi
 finding is localized on its original model (an unlocalized finding is not a bug yet). So a finding is matched
 before reduction on its signature (and then adopted: no reduction, the known bug's reduced model and script are
 copied), and after reduction on its root-cause keys too (then recorded as one more sighting of the known bug).
+A known bug reduced by an older reducer is adopted too, and reduced again from its adopted model by a later unit of
+the pass (:func:`memo.triage.bug_reduction.reduces_further`); its new reduction replaces the database's.
 """
 from __future__ import annotations
 
@@ -15,17 +17,21 @@ import shutil
 from pathlib import Path
 
 from memo.bugdb.location import is_off
-from memo.bugdb import BugDatabase, CampaignRef, KnownBug, Sighting, export_bug_files, folder_files
+from memo.bugdb import (BugDatabase, BugDatabaseVersionError, CampaignRef, KnownBug, Sighting, export_bug_files,
+                        folder_files)
+from memo.bugdb.records import REDUCER_KEY, reducer_of
 from memo.json_types import JsonObject
 from memo.newest import FIXED_UPSTREAM
 from memo.model.ir import ModelIR
 from memo.store import BugRow, CampaignStore
 from memo.bug_files import (BUG_FILE, IR_FILE, MODEL_FILE, NEWEST_FILE, REPRO_FILE, Reduction, read_bug_file,
                             write_bug_file)
+from memo.triage.bug_reduction import reduces_further
 from memo.triage.bugdir import bug_folder
 from memo.triage.describe import symptom
 from memo.triage.materialize import refresh_script
 from memo.triage.rekey import rekey
+from memo.triage.session import Session
 
 SIGNATURE_PREFIX, ROOT_CAUSE_PREFIX = "sig:", "rc:"
 NEEDED_FILES = (BUG_FILE, IR_FILE, MODEL_FILE, REPRO_FILE)
@@ -114,6 +120,7 @@ def record_campaign(db: BugDatabase, store: CampaignStore) -> int:
             versions={str(k): str(v) for k, v in (library_versions or {}).items()},
             first_seen=bug.first_seen, last_seen=max([bug.last_seen] + [o.last_seen for o in others]),
             reduced=folder is not None and Reduction.of(bug.reduction) is Reduction.DONE,
+            reducer=reducer_of(bug.reduction),
             files=(lambda folder=folder: folder_files(folder)) if folder is not None else None))
         if folder is not None and (bug.newest or {}).get("result") == FIXED_UPSTREAM:
             db.mark_fixed_upstream(known_id, str(bug.newest.get("build") or ""))
@@ -123,8 +130,9 @@ def record_campaign(db: BugDatabase, store: CampaignStore) -> int:
 
 def adopt_known(db: BugDatabase, store: CampaignStore, bug: BugRow) -> KnownBug | None:
     """If the database knows ``bug``'s signature and holds its reduced model and script, copy them into the bug's
-    folder instead of reducing it again (the script is checked later, as any unchecked script is); returns the
-    known bug, or None when there is nothing to adopt."""
+    folder instead of reducing it (the script is checked later, as any unchecked script is); returns the known bug,
+    or None when there is nothing to adopt. The adopted reduction keeps the version of the reducer that made it:
+    an older one's is reduced again (:func:`memo.triage.bug_reduction.reduces_further`)."""
     known = db.find([SIGNATURE_PREFIX + bug.id])
     if known is None or not known.reduced:
         return None
@@ -139,7 +147,8 @@ def adopt_known(db: BugDatabase, store: CampaignStore, bug: BugRow) -> KnownBug 
     original = len(ModelIR.loads(finding.ir_json).body) if finding and finding.ir_json else None
     reduction = {"status": Reduction.KNOWN.saying(f"{known.id}, reduced model and script copied from the bug "
                                                   f"database (first seen as {known.origin})"),
-                 "original_layers": original, "reduced_layers": len(ir.body)}
+                 "original_layers": original, "reduced_layers": len(ir.body),
+                 REDUCER_KEY: reducer_of(data.get("reduction"))}
     data.update(id=bug.id, known_as=known.id, copied_from=known.origin, reduction=reduction)
     refresh_script(folder, data)  # the database's script is an older memo's: the current one runs where it runs
     (folder / NEWEST_FILE).unlink(missing_ok=True)  # the known bug's rerun on the newest code, not this campaign's
@@ -154,3 +163,37 @@ def adopt_known(db: BugDatabase, store: CampaignStore, bug: BugRow) -> KnownBug 
 def adopted(bug: BugRow) -> bool:
     """Whether the campaign copied ``bug`` from the database instead of reducing it."""
     return Reduction.of(bug.reduction) is Reduction.KNOWN
+
+
+def open_database(session: Session, path: Path | None) -> BugDatabase | None:
+    """The pass's bug database (:func:`database_path`), None without one or when it does not open (the report lists
+    why); another memo's format stops the command."""
+    where = database_path(session.store, path)
+    if where is None:
+        return None
+    try:
+        return BugDatabase(where)
+    except BugDatabaseVersionError:
+        raise  # another memo's format: the command stops with its one line (never mixing two formats)
+    except Exception as exc:  # noqa: BLE001  (triage goes on without it; the report lists why)
+        session.error(None, "bug database", exc)
+        return None
+
+
+def adopt(session: Session, db: BugDatabase, bug: BugRow) -> KnownBug | None:
+    """:func:`adopt_known`, a failure recorded (the bug is then reduced as if the database did not know it)."""
+    try:
+        known = adopt_known(db, session.store, bug)
+    except Exception as exc:  # noqa: BLE001
+        session.error(bug.id, "bug database", exc)
+        return None
+    session.summary.known += known is not None
+    return known
+
+
+def remember_campaign(session: Session, db: BugDatabase) -> None:
+    """:func:`record_campaign`, a failure recorded (the campaign's own bugs are safe in its store)."""
+    try:
+        record_campaign(db, session.store)
+    except Exception as exc:  # noqa: BLE001
+        session.error(None, "bug database", exc)

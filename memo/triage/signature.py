@@ -175,6 +175,11 @@ def unsupported_feature(verdict: Verdict, message: str | None = None) -> str:
 # the stage (one native crash kills the eager run and the graph-mode trace alike).
 TRUTH_DECISION = "truth"  # the float64 decision triage adds to a numeric bug's parts before keying it
 _ROOT_CAUSE_PARTS = ("kind", "exception", "frames", "reference", "layer")
+# An engine finding on a converted file whose engine differs from ONNX's reference evaluator on that file (its ONNX
+# reference opinion blames the engine: memo.triage.rekey): a defect of that stack (OpenVINO's ONNX frontend and
+# passes), never one entry with another stack computing with the same library (Keras's OpenVINO lowering; p40
+# merged OpenVINO's Resize ignoring exclude_outside into Keras-on-OpenVINO's bicubic UpSampling2D).
+OWN_STACK = "reference_opinion"
 # Keras's wrapper around a layer's error ("Exception encountered when calling RandomHue.call().") names the
 # layer class the failure passed through, not the code that failed.
 _KERAS_CALL_WRAPPER = re.compile(r"Exception encountered when calling [\w.]+(?:\(\))?\.?\s*")
@@ -293,6 +298,13 @@ def computing_library(backend: str) -> str:
     return library_of(spec.computes_with or backend)
 
 
+@lru_cache(maxsize=None)
+def computed_for_others() -> frozenset[str]:
+    """The libraries whose code another stack runs (a backend's :func:`computing_library` that is not its own)."""
+    return frozenset(computing for backend in {**BACKENDS, **CONVERTERS}
+                     if (computing := computing_library(backend)) != library_of(backend))
+
+
 def message_pattern(message: str, reduced: ModelIR) -> str:
     """A masked message with what names the layer rather than the failing code masked too: Keras's wrapper,
     the reduced model's layer names, and its class names where they name the Keras layer object."""
@@ -331,12 +343,16 @@ def reduced_keys(parts: dict[str, Any], reduced: ModelIR) -> tuple[str, ...]:
     else tells its code path. ``library`` is :func:`library_of` in both. A converter's or an engine's crash whose
     message names the node of the converted file it failed in (``operator`` in ``parts``:
     :mod:`memo.triage.failing_node`) also gets a key by that operator, whichever layer wrote it; a backend whose
-    code another runs (:func:`computing_library`) one as that library's."""
+    code another runs (:func:`computing_library`) one as that library's; every key but the exact one of a finding
+    marked :data:`OWN_STACK` in a library another stack computes with (:func:`computed_for_others`) carries the mark,
+    so that it shares none with another stack's finding (elsewhere the mark changes nothing: no other stack shares
+    its keys, and its unmarked siblings still merge with it)."""
     library = library_of(str(parts.get("library", "")))
     found = culprits(reduced)
     exact = {name: parts[name] for name in _ROOT_CAUSE_PARTS if name in parts}
     keys = [digest({**exact, "library": library, "culprit": sorted({layer.class_name for layer in found})})]
-    common = {"kind": parts.get("kind", ""), "library": library, "reference": parts.get("reference", "")}
+    own = {OWN_STACK: parts[OWN_STACK]} if parts.get(OWN_STACK) and library in computed_for_others() else {}
+    common = {"kind": parts.get("kind", ""), "library": library, "reference": parts.get("reference", ""), **own}
     if not found:
         return tuple(keys)
     if parts.get("kind") in NUMERIC_KINDS:
@@ -348,7 +364,8 @@ def reduced_keys(parts: dict[str, Any], reduced: ModelIR) -> tuple[str, ...]:
         divergent = divergent_path(str(parts.get("layer") or ""), reduced)
         if divergent:  # the first misbehaving layer's code in one library, whatever follows it in the model
             keys.append(digest({"kind": parts.get("kind", ""), "decision": parts.get(TRUTH_DECISION, ""),
-                                "library": computing_library(str(parts.get("library", ""))), "divergent": divergent}))
+                                "library": computing_library(str(parts.get("library", ""))), "divergent": divergent,
+                                **own}))
     elif "exception" in parts:
         pattern = message_pattern(str(parts.get("message", "")), reduced)
         described = bool(pattern) and not _UNDESCRIBED.match(str(parts["exception"]))

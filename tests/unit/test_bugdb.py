@@ -2,6 +2,7 @@
 verdicts, files, and writes by two processes at once (and a writer killed half-way)."""
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sqlite3
@@ -78,6 +79,22 @@ def test_files_are_kept_once_and_reduced_ones_replace_unreduced(tmp_path: Path) 
         assert calls == [] and db.files("M-0001") == {"repro.py": b"reduced"}  # not even read
         folder = export_bug_files(db, "M-0001", tmp_path / "out")
         assert (folder / "repro.py").read_bytes() == b"reduced"
+
+
+def test_a_newer_reducers_reduction_replaces_an_older_ones(tmp_path: Path) -> None:
+    def reduced_by(version: int | None, script: bytes) -> dict[str, bytes]:
+        reduction = {"status": "done"} if version is None else {"status": "done", "reducer": version}
+        return {"bug.json": json.dumps({"reduction": reduction}).encode(), "repro.py": script}
+    with BugDatabase(tmp_path / "bugs.sqlite") as db:
+        db.record(sighting(CAMPAIGN_A, "b1", ["sig:b1"], files=reduced_by(None, b"four layers")))
+        again = sighting(CAMPAIGN_B, "b1", ["sig:b1"], files=reduced_by(2, b"one layer"))
+        again.reducer = 2
+        db.record(again)
+        assert db.files("M-0001")["repro.py"] == b"one layer"
+        older = sighting(CAMPAIGN_B, "b2", ["sig:b2", "sig:b1"], files=reduced_by(1, b"older"))
+        older.reducer = 1
+        db.record(older)  # an older (or the same) reducer never replaces a reduction
+        assert db.files("M-0001")["repro.py"] == b"one layer"
 
 
 def test_folder_files_leave_out_what_passes_the_bound(tmp_path: Path) -> None:

@@ -3,7 +3,8 @@ partly reduced one before a never-tried one of the same guess. Pure logic on bug
 from __future__ import annotations
 
 from memo.store import BugRow
-from memo.triage.reduce_order import root_guess, triage_order
+from memo.triage.bug_reduction import REDUCER_VERSION
+from memo.triage.reduce_order import reduce_again, root_guess, triage_order
 
 SYMBOLIC = ["torch/onnx/_internal/torchscript_exporter/symbolic_helper.py:_parse_arg",
             "torch/onnx/_internal/torchscript_exporter/symbolic_helper.py:<listcomp>"]
@@ -44,3 +45,15 @@ def test_a_reduced_bug_takes_its_guess_and_a_partly_reduced_one_goes_before_a_ne
     assert [bug.id for bug in triage_order([new, other], [reduced, merged, new, other])] == ["other", "new"]
     partly = _bug("partly", bug_dir="/x", reduction={"status": "timeout"})
     assert [bug.id for bug in triage_order([new, partly], [new, partly])] == ["partly", "new"]
+
+
+def test_a_bug_adopted_with_an_older_reduction_is_reduced_again_as_a_partly_reduced_one() -> None:
+    known = {"status": "known: M-0006, reduced model and script copied from the bug database", "reduced_layers": 4}
+    stale = _bug("stale", bug_dir="/x", reduction=known)
+    current = _bug("current", bug_dir="/x", reduction={**known, "reducer": REDUCER_VERSION})
+    assert reduce_again(stale) and not reduce_again(current)
+    assert not reduce_again(_bug("training", kind="training-nan", bug_dir="/x", reduction=known))
+    new = _bug("new", occurrences=3)
+    # an adopted bug as it stays takes its guess; one to reduce again is ordered as a partly reduced one
+    assert [bug.id for bug in triage_order([new], [current, new])] == ["new"]
+    assert [bug.id for bug in triage_order([new, stale], [new, stale])] == ["stale", "new"]

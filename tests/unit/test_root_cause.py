@@ -13,6 +13,7 @@ from memo.model.ir import Layer, ModelIR
 from memo.oracle import Verdict
 from memo.store.triage import merge_primaries
 from memo.triage import dedup
+from memo.triage.rekey import own_stack_parts
 from memo.triage.signature import culprit_classes, digest, reduced_key, reduced_keys, signature_parts
 from tests.unit.triage_store import add_finding, crash_result, make_campaign
 
@@ -364,3 +365,21 @@ def test_numeric_findings_float64_judges_differently_stay_apart() -> None:
     special = {**numeric_parts("openvino", "keras-tensorflow", auto), "truth": "ill-conditioned"}
     assert not one_bug((confirmed, auto), (special, auto))
     assert one_bug((confirmed, auto), ({**special, "truth": "confirmed"}, auto))
+
+
+def test_an_engine_that_differs_from_the_onnx_reference_is_never_one_bug_with_another_stack() -> None:
+    # p40: OpenVINO's ONNX Resize(cubic) ignores exclude_outside (onnx.reference on tf2onnx's file blames the engine)
+    # while Keras's OpenVINO lowering of bicubic UpSampling2D is Keras's code: two trackers, two entries
+    up = reduced("UpSampling2D", {"size": [2, 2], "interpolation": "bicubic"}, [None, 6, 6, 3])
+    blames_engine = {"onnx_reference": {"decision": "engine", "blamed": "openvino"}}
+    engine = own_stack_parts(numeric_parts("openvino", "keras-tensorflow", up), blames_engine)
+    keras_openvino = numeric_parts("keras-openvino", "keras-tensorflow", up)
+    assert not one_bug((engine, up), (keras_openvino, up))
+    assert one_bug((numeric_parts("openvino", "keras-tensorflow", up), up), (keras_openvino, up))  # no opinion
+    assert one_bug((engine, up), (engine, reduced("Resizing", {"interpolation": "bicubic"}))), "one OpenVINO bug"
+    agrees = own_stack_parts(numeric_parts("openvino", "keras-tensorflow", up), {"onnx_reference": {
+        "decision": "agrees"}})
+    assert one_bug((agrees, up), (keras_openvino, up))
+    # no other stack computes with MXNet: its findings merge whatever their opinion (p40's crash-mxnet pair)
+    mxnet = crash_parts("mxnet", "convert", "MXNetError", "Cannot find argument 'axes' in Reshape")
+    assert one_bug((own_stack_parts(mxnet, blames_engine), reduced("Reshape")), (mxnet, reduced("Reshape")))

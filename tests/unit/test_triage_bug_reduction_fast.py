@@ -6,7 +6,9 @@ from pathlib import Path
 
 from memo.model.ir import Layer, ModelIR
 from memo.mutation.analysis import analyse
-from memo.triage.bug_reduction import isolate, mentioned_layers, reduce_bug
+from memo.bug_files import Reduction
+from memo.triage.bug_reduction import (REDUCER_VERSION, TRIED_AGAIN, isolate, mentioned_layers, reduce_bug,
+                                       reduces_further)
 from memo.triage.signature import normalize_message, reduced_key, reduced_keys
 from tests.unit.triage_store import add_finding, crash_result, make_campaign, model
 
@@ -126,3 +128,16 @@ def test_a_layer_whose_failure_needs_its_input_shape_is_reduced_to_that_layer_al
     assert outcome.ir.layers[0].config["batch_shape"] == [None, 71, 71, 256]
     assert outcome.steps[0] == "block3_pool alone"
     assert [[layer.name for layer in run.body] for run in calls[1:3]] == [["add_3"], ["block3_pool"]]  # last first
+
+
+def test_a_reduction_records_its_reducer_and_an_older_ones_adopted_model_is_reduced_again() -> None:
+    outcome = reduce_bug(_chain(["Dense", "Flatten"]), lambda ir: True, budget_s=30.0)
+    assert outcome.to_json()["reducer"] == REDUCER_VERSION
+    known = Reduction.KNOWN.saying("M-0006, reduced model and script copied from the bug database")
+    # m40's crash-keras-export-65a337de54: adopted at 4 layers from a reducer that recorded no version
+    assert reduces_further({"status": known, "reduced_layers": 4, "reducer": None})
+    assert not reduces_further({"status": known, "reduced_layers": 1})  # one layer: nothing left to cut
+    assert reduces_further({"status": known, "reduced_layers": 1, "reducer": REDUCER_VERSION - 1})
+    assert not reduces_further({"status": known, "reduced_layers": 4, "reducer": REDUCER_VERSION})
+    assert not reduces_further({"status": known, "reduced_layers": 4, TRIED_AGAIN: "final check failed"})
+    assert not reduces_further({"status": "done", "reduced_layers": 4})  # this campaign's own reduction
