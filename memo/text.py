@@ -52,3 +52,33 @@ def without_local_paths(text: str, roots: tuple[str, ...] = ()) -> str:
     for root in sorted({r.rstrip("/\\") for r in roots if len(r.rstrip("/\\")) > 1}, key=len, reverse=True):
         text = text.replace(root + "/", "").replace(root, ".")
     return text
+
+
+# A list of alternatives a message announces on a line ending in ":" and then prints one a line: torch's overloads
+# ("squeeze() received an invalid combination of arguments - got (tuple, dim=Tensor), but expected one of:", then
+# " * (Tensor input, int dim)" lines, each perhaps followed by a deeper "didn't match because ..." line). The
+# announcing line, without its "but expected one of" clause, states what went wrong; the alternatives are data.
+_LIST_ITEM = re.compile(r"^\s*\* ")
+_ANNOUNCING_CLAUSE = re.compile(r",?\s+but\s[^,]*$")
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
+
+
+def without_listed_alternatives(text: str) -> str:
+    """``text`` with each list it announces and prints item by item (``* ...`` lines and the deeper lines under
+    them) left out, and the announcing line cut to its statement: ``f() received ... - got (tuple, dim=Tensor)``."""
+    lines, out, at = text.splitlines(), [], 0
+    while at < len(lines):
+        line = lines[at]
+        following = next((later for later in lines[at + 1:] if later.strip()), "")
+        at += 1
+        if not (line.rstrip().endswith(":") and _LIST_ITEM.match(following)):
+            out.append(line)
+            continue
+        out.append(_ANNOUNCING_CLAUSE.sub("", line.rstrip()[:-1]))
+        while at < len(lines) and (not lines[at].strip() or _LIST_ITEM.match(lines[at])
+                                   or _indent(lines[at]) > _indent(following)):
+            at += 1
+    return "\n".join(out)

@@ -26,10 +26,15 @@ from typing import Any, Callable
 from memo.backends.result import ConversionProblem
 
 # Nodes whose ``pads`` attribute the spec bounds below by 0 (the same words in each operator's schema).
-PADDED_OPS = ("Conv", "ConvTranspose", "ConvInteger", "QLinearConv", "MaxPool", "AveragePool", "LpPool")
+PADDED_OPS = ("Conv", "ConvTranspose", "ConvInteger", "QLinearConv", "MaxPool", "MaxUnpool", "AveragePool", "LpPool",
+              "Col2Im")
 # onnx.defs "pads" attribute of each of them (Conv, ConvTranspose, MaxPool... at opset 22): "Padding for the
 # beginning and ending along each spatial axis, it can take any value greater than or equal to 0."
 PADS_RULE = "the ONNX spec: pads 'can take any value greater than or equal to 0'"
+# What the operator docs say an attribute may hold, which onnx.checker tests only in newer releases (1.14 lets
+# negative pads pass): operator -> (attribute, least value of each entry, the docs' words). A converter's minimal script checks these on the file it writes
+# (:mod:`memo.filing.script`), and :func:`negative_pads` on every converted file.
+ATTRIBUTE_BOUNDS: dict[str, tuple[str, int, str]] = {op: ("pads", 0, PADS_RULE) for op in PADDED_OPS}
 # onnx.defs Resize (opset 10-19): "Each dimension value of the output tensor is:
 # output_dimension = floor(input_dimension * (roi_end - roi_start) * scale) if input "sizes" is not specified";
 # roi "only takes effect when coordinate_transformation_mode is "tf_crop_and_resize"" (else roi is [0, 1]).
@@ -82,15 +87,17 @@ def _declared_shapes(model: Any) -> dict[str, list[int | None]]:
 
 
 def negative_pads(model: Any) -> list[ValidityProblem]:
-    """Convolution and pooling nodes whose ``pads`` has a negative entry (:data:`PADS_RULE`)."""
+    """Nodes with an attribute entry below the bound :data:`ATTRIBUTE_BOUNDS` gives it: convolution and pooling
+    nodes whose ``pads`` has a negative entry (:data:`PADS_RULE`)."""
     problems = []
     for node in model.graph.node:
-        if node.op_type not in PADDED_OPS or node.domain not in ("", "ai.onnx"):
+        if node.op_type not in ATTRIBUTE_BOUNDS or node.domain not in ("", "ai.onnx"):
             continue
-        pads = next((list(attr.ints) for attr in node.attribute if attr.name == "pads"), [])
-        if any(pad < 0 for pad in pads):
-            problems.append(ValidityProblem("negative-pads", f"{node.op_type} node {node.name!r} has negative pads "
-                                            f"{pads} ({PADS_RULE})", node.op_type))
+        name, least, words = ATTRIBUTE_BOUNDS[node.op_type]
+        values = next((list(attr.ints) for attr in node.attribute if attr.name == name), [])
+        if any(value < least for value in values):
+            problems.append(ValidityProblem("negative-pads", f"{node.op_type} node {node.name!r} has negative {name} "
+                                            f"{values} ({words})", node.op_type))
     return problems
 
 

@@ -253,13 +253,16 @@ def _export_opset11(frozen: FrozenModel, inputs: ModelInputs, out_path: Path) ->
 # tf2onnx deep-copies the whole graph before each optimizer pass so that it can drop a pass that raises
 # (its "catch errors" mode); that copying is over half of conversion time on memo's mutants. Without it a
 # failing optimizer fails the conversion, which memo reports against tf2onnx: a finding, not noise.
-def _idiom(opset: int | None) -> Idiom:
-    """A bug's minimal script: tf2onnx's conversion of the Keras model at ``opset``, then ONNX's own checks."""
+def _idiom(opset: int | None, static: bool = False) -> Idiom:
+    """A bug's minimal script: tf2onnx's conversion of the Keras model at ``opset`` (every input shape fixed to the
+    arrays' where ``static``, as :func:`_export` converts), then ONNX's own checks."""
     opset_arg = f", opset={opset}" if opset else ""
+    signature = ("signature = [tf.TensorSpec(a.shape, i.dtype, name=i.name) for i, a in zip(model.inputs, x if "
+                 "isinstance(x, list) else [x])]" if static else
+                 "signature = [tf.TensorSpec((None, *i.shape[1:]), i.dtype, name=i.name) for i in model.inputs]")
     return converter_idiom(("import onnx", "import tensorflow as tf", "import tf2onnx"),
                            '"tf2onnx", tf2onnx.__version__, "tensorflow", tf.__version__, "keras", keras.__version__',
-                           ("signature = [tf.TensorSpec((None, *i.shape[1:]), i.dtype, name=i.name) "
-                            "for i in model.inputs]",
+                           (signature,
                             f"onnx_model, _ = tf2onnx.convert.from_keras(model, input_signature=signature{opset_arg})",
                             *CHECK_MODEL))
 
@@ -272,4 +275,4 @@ SPEC = ConverterSpec(name="tf2onnx", produces="onnx", export=_export_default, id
 # one tf2onnx defect failing both opsets alike on a model is one finding, tf2onnx's (two entries before: a
 # ConvTranspose with negative pads, "max() arg is an empty sequence")
 SPEC_OPSET11 = ConverterSpec(name="tf2onnx-opset11", produces="onnx-opset11", export=_export_opset11,
-                             builds_on="tf2onnx", idiom=_idiom(11), **_COMMON)  # type: ignore[arg-type]
+                             builds_on="tf2onnx", idiom=_idiom(11, static=True), **_COMMON)  # type: ignore[arg-type]

@@ -21,7 +21,7 @@ from memo.filing.script import SCRIPT_FILE, Candidate, NoMinimalScript, candidat
 from memo.triage.onnx_reference import opine_on_crash, trace_shape_origin
 from memo.triage.passes import SCRIPT_CHECK_S
 
-GENERATOR = "memo-minimal/3"  # changes when the scripts memo writes change: older checks are then redone
+GENERATOR = "memo-minimal/4"  # changes when the scripts memo writes change: older checks are then redone
 MINIMAL_DIR, CHECK_FILE = "minimal", "check.json"
 CHECK_TIMEOUT_S = 120.0
 REFERENCE_TIMEOUT_S, REFERENCE_MIN_S = 30.0, 5.0  # ONNX's reference evaluator on a reduced file takes seconds

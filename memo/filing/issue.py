@@ -137,6 +137,13 @@ _LEADING_CODE = re.compile(r"^[^A-Za-z]*[)\]]\s*:?\s*")
 _TAGS = re.compile(r"^(?:\s*(?:[\w.]+(?:Error|Exception):|\[\w+\]|Inference error\(s\):|\(op_type:[^)]*\):))+")
 
 
+# A failed check's source location and condition, before the message it prints (dmlc's and glog's CHECK, MXNet's
+# "../src/operator/tensor/../elemwise_op_common.h:134: Check failed: assign(&dattr, vec.at(i)): Incompatible attr...").
+_CHECK_FAILED = re.compile(r"(?:\S+:\d+: )?Check failed: .*?\s?: ")
+_WORDS = re.compile(r"\b[A-Za-z]{2,}\b")
+_QUOTED_PATH = re.compile(r"\s*'[^'\s]*/[^'\s]*'")
+
+
 def stated_cause(folder: BugFolder, checked: MinimalScript | None = None) -> str:
     """A crash's cause as the checked script's run states it (the campaign's message where none reproduces): the
     message's stated line as a full clause (:func:`memo.triage.describe.full_clause`), and of a long one its first
@@ -148,6 +155,10 @@ def stated_cause(folder: BugFolder, checked: MinimalScript | None = None) -> str
     text = _TAGS.sub("", text).strip() or text
     if len(text) <= TITLE_CHARS // 2:
         return text
+    checked_message = _CHECK_FAILED.split(text, 1)  # a failed check: the message it prints after its condition
+    text = checked_message[-1] if len(_WORDS.findall(checked_message[-1])) >= 3 else text
+    named = " ".join(_QUOTED_PATH.sub("", text).split())  # a node or scope's quoted path: no word of the clause
+    text = named if len(_WORDS.findall(named)) >= 3 else text
     sentences = [_LEADING_CODE.sub("", part.strip()) for part in text.split(". ") if part.strip()]
     stated = [sentence for sentence in sentences if len(sentence.split()) >= 3
               and not any(mark in sentence for mark in ("::", "/", "[", "]"))]
@@ -165,6 +176,8 @@ def title(folder: BugFolder, checked: MinimalScript | None = None) -> str:
         what = KIND_WORDS[folder.kind]
         if folder.kind in ("nan", "inconsistency") and folder.reference:
             what += f" (against {'the ONNX reference evaluator' if folder.against_evaluator else folder.reference})"
+    elif folder.converter_blamed and checked is not None and checked.reproduces:  # the script's words on the file:
+        what = stated_cause(folder, checked)  # the node, its attribute, its size by the spec against Keras's
     elif wrong_shape(folder):  # where the shapes went wrong, before the crash
         origin = wrong_shape(folder)
         what = (f"output shape {_shape_text(origin['engine'])} where {origin.get('by') or 'the reference'} gives "
@@ -257,7 +270,7 @@ def _converter_prints(folder: BugFolder, checked: MinimalScript) -> list[str]:
     op = str(wrong_shape(folder).get("op") or "\0")
     if not (folder.converter_blamed and checked.reproduces):
         return []
-    return [line.strip() for line in checked.output.splitlines() if line.startswith((f"{op} {{", "output shapes:"))]
+    return [line.strip() for line in checked.output.splitlines() if line.startswith((f"{op} ", "output shapes:"))]
 
 
 def _expected(folder: BugFolder, checked: MinimalScript) -> list[str]:

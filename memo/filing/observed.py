@@ -12,7 +12,8 @@ from pathlib import Path
 import memo
 from memo.filing.check import MinimalScript, symptoms
 from memo.filing.folder import BugFolder
-from memo.text import bold_parts, without_ansi, without_local_paths, without_timestamps, without_traced_graph
+from memo.text import (bold_parts, without_ansi, without_listed_alternatives, without_local_paths, without_timestamps,
+                       without_traced_graph)
 from memo.triage.describe import symptom
 
 ERROR_LINES = 25
@@ -78,18 +79,19 @@ def message_head(folder: BugFolder, checked: MinimalScript) -> str:
     """The first line of a crash's message that states something, from the checked script's run (the campaign's
     record without one): the exception's name, Keras's preamble, back-traces, the arguments Keras lists and
     torch.onnx's quoted graph left out."""
-    raw = error_text(folder, checked) or quoted(str(folder.info.get("error_message") or
-                                                   folder.info.get("message") or ""))
-    bold = bold_parts(raw)
-    text = without_traced_graph(without_ansi(bold[-1] if bold else raw))
+    recorded = str(folder.info.get("error_message") or folder.info.get("message") or "")
+    raw = error_text(folder, checked) or recorded
+    bold = bold_parts(raw)  # Keras's bold cause (the campaign's record keeps the terminal codes; quoting drops them)
+    text = without_listed_alternatives(without_traced_graph(quoted(bold[-1] if bold else raw)))
     text = without_exception_names(text, folder.exception)
-    lines = []
+    lines, source_line = [], False
     for line in text.splitlines():
         line = without_exception_names(line.strip(), folder.exception)
         if line.startswith(_DATA_STARTS):
             break
-        if line and not _PREAMBLE.match(line):
+        if line and not _PREAMBLE.match(line) and not source_line:
             lines.append(line)
+        source_line = line.startswith('File "')  # the next line is that frame's code (TensorFlow's "in user code:")
     # a line announcing what follows (OpenVINO's "Exception from src/...cpp:132:", MXNet's "Arguments:") or a
     # value it lists ("predictions: (2, 10)") states nothing
     stated = [line for line in lines if not line.endswith(":") and len(_WORDS.findall(line)) >= 3]

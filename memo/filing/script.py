@@ -11,12 +11,15 @@ calling torch alone (:mod:`memo.filing.torch_onnx_code`), the Keras script remai
 from __future__ import annotations
 
 import io
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from memo.backends import find_spec
+from memo.backends.onnx_validity import ATTRIBUTE_BOUNDS, negative_pads
 from memo.filing.folder import EXPECTED_FILE, INPUTS_FILE, KERAS_FILE, ONNX_FILE, BugFolder
 from memo.backends.idioms import KERAS, Idiom
 from memo.backends.training_optimizers import recorded_optimizer
@@ -115,19 +118,18 @@ def _input_lines(arrays: list[np.ndarray], names: list[str], idiom: Idiom, sourc
 
 
 def converter_file_lines(folder: BugFolder, converter: str) -> list[str]:
-    """A converter's bug (its file is wrong: the engine reading it only shows it): after the conversion, the constant
-    inputs of the file's nodes of the operator whose output shape the engine and ONNX Runtime part on (where
-    :func:`memo.triage.onnx_reference.trace_shape_origin` found one), then the file run by ONNX's reference
-    implementation against the Keras model: the same output shapes (and, for a numeric bug, values), else it raises
-    ``AssertionError``."""
+    """A converter's bug (its file is wrong: the engine reading it only shows it): after the conversion, what the
+    operator docs forbid and onnx.checker does not test (:func:`spec_bound_lines`); then, where
+    :func:`memo.triage.onnx_reference.trace_shape_origin` found the node whose output shape the engine and ONNX
+    Runtime part on, that node alone (:func:`node_shape_lines`: its output by the spec against the Keras layer it
+    converts); then the whole file run by ONNX's reference implementation against the Keras model: the same output
+    shapes (and, for a numeric bug, values), else it raises ``AssertionError``."""
     origin = folder.info.get(SHAPE_ORIGIN_KEY) or {}
-    op = str(origin.get("op") or "") if isinstance(origin, dict) else ""
-    lines = ["consts = {t.name: onnx.numpy_helper.to_array(t) for t in onnx_model.graph.initializer}",
-             f"for node in onnx_model.graph.node:  # the {op} node: its output shape depends on these constants",
-             f"    if node.op_type == {op!r}:",
-             "        print(node.op_type, {i: consts[i].tolist() for i in node.input if i in consts})"] if op else []
+    lines = [*spec_bound_lines(folder),
+             "feed = dict(zip([i.name for i in onnx_model.graph.input], x if isinstance(x, list) else [x]))"]
+    if isinstance(origin, dict) and origin.get("op"):
+        lines += node_shape_lines(folder, converter, str(origin["op"]), str(origin.get("node") or ""))
     lines += ["expected = [np.asarray(out) for out in keras.tree.flatten(model(x))]",
-              "feed = dict(zip([i.name for i in onnx_model.graph.input], x if isinstance(x, list) else [x]))",
               "try:  # the specification's semantics, on the file as written",
               "    got = ReferenceEvaluator(onnx_model).run(None, feed)",
               "except Exception as exc:",
@@ -141,11 +143,105 @@ def converter_file_lines(folder: BugFolder, converter: str) -> list[str]:
     return lines
 
 
+def _broken_bounds(folder: BugFolder) -> set[str]:
+    """The operators of :data:`ATTRIBUTE_BOUNDS` whose bound the converter broke: in the folder's file where it keeps
+    one, else those the recorded message names (the converter's own failure: it wrote no file the folder keeps)."""
+    path = folder.file(ONNX_FILE)
+    if path is not None:
+        return {problem.op for problem in negative_pads(_onnx_load(path)) if problem.op}
+    said = str(folder.info.get("error_message") or folder.info.get("message") or "")
+    return {op for op in ATTRIBUTE_BOUNDS if re.search(rf"\b{op}\b", said)}
+
+
+def _onnx_load(path: Path) -> Any:
+    import onnx
+
+    return onnx.load(str(path))
+
+
+def spec_bound_lines(folder: BugFolder) -> list[str]:
+    """Lines raising ``onnx.checker.ValidationError`` on a node of ``onnx_model`` whose attribute breaks a bound of
+    the operator docs (:data:`memo.backends.onnx_validity.ATTRIBUTE_BOUNDS`: negative ``pads``, which onnx 1.14's
+    checker lets pass), for the operators whose bound the converter broke (:func:`_broken_bounds`)."""
+    bounds = {op: ATTRIBUTE_BOUNDS[op][:2] for op in sorted(_broken_bounds(folder))}
+    if not bounds:
+        return []
+    return [f"bounds = {literal(bounds)}  # the ONNX operator docs: each entry >= this (older checkers let it pass)",
+            "for node in onnx_model.graph.node:",
+            '    name, least = bounds.get(node.op_type, ("", 0))',
+            "    values = [list(a.ints) for a in node.attribute if a.name == name]",
+            "    if values and min(values[0], default=least) < least:",
+            '        raise onnx.checker.ValidationError(f"{node.op_type} has {name} {values[0]}, an entry below '
+            '{least} (the ONNX spec: {name} >= {least}; node {node.name!r})")']
+
+
+# A converter names the nodes it writes for a Keras layer after the layer's TensorFlow scope ("model_1/resizing_1/
+# strided_slice"): the layer's name, with the suffix Keras 3 adds to a called layer's scope.
+_SCOPE_SUFFIX = re.compile(r"_\d+$")
+
+
+def keras_layer_of(node: Any, layers: list[str]) -> str | None:
+    """The Keras layer (of ``layers``) the ONNX ``node`` converts: the layer its own name's scope names, else the one
+    its inputs' scopes name (a node a converter made up, "Resize__19533", reads the tensors its layer computed); None
+    where no scope names one."""
+    for name in (node.name, *node.input):
+        tokens = re.split(r"[/:]", name)
+        for token in tokens:
+            if token in layers:
+                return token
+        for token in tokens:
+            if _SCOPE_SUFFIX.sub("", token) in layers:
+                return _SCOPE_SUFFIX.sub("", token)
+    return None
+
+
+def node_shape_lines(folder: BugFolder, converter: str, op: str, node_name: str) -> list[str]:
+    """The node of ``op`` where shapes part, alone: the lines print its constant inputs (by their names in the
+    operator's schema) and integer attributes, compute its output by the spec (``onnx.reference`` on the file cut
+    after it), and raise ``AssertionError`` naming both sizes where the Keras layer it converts has other dimensions
+    (layouts aside: NCHW against NHWC), before a later node can fail on it. Only the printing where the file or the
+    layer is unknown."""
+    import onnx
+
+    path = folder.file(ONNX_FILE)
+    ir = folder.ir()
+    model = _onnx_load(path) if path is not None else None
+    nodes = [node for node in model.graph.node if node.op_type == op] if model is not None else []
+    named = [node.name for node in nodes]
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0) if model else 0
+    formal = [i.name for i in onnx.defs.get_schema(op, opset).inputs] if opset else []
+    layer = keras_layer_of(nodes[named.index(node_name)], [layer.name for layer in ir.body]) \
+        if node_name in named and ir is not None else None
+    lines = [f"node = [n for n in onnx_model.graph.node if n.op_type == {op!r}][{named.index(node_name)}]  "
+             f"# where shapes part" if node_name in named else
+             f"node = next(n for n in onnx_model.graph.node if n.op_type == {op!r})  # where shapes part",
+             "consts = {t.name: onnx.numpy_helper.to_array(t) for t in onnx_model.graph.initializer}",
+             f"given = {{f: consts[i] for f, i in zip({literal(formal)}, node.input) if i in consts and consts[i].size}}"
+             if formal else "given = {i: consts[i] for i in node.input if i in consts and consts[i].size}",
+             "given.update({a.name: np.array(a.ints) for a in node.attribute if a.ints})",
+             'print(node.op_type, shown := ", ".join(f"{k} [{\', \'.join(v.astype(str).ravel())}]" for k, v in '
+             'given.items()))']
+    if layer is None:
+        return lines
+    kind = next(item.class_name for item in ir.body if item.name == layer)
+    return lines + [
+        "part = onnx.load_from_string(onnx_model.SerializeToString())  # the file up to that node, its output the graph's",
+        "del part.graph.node[[n.name for n in part.graph.node].index(node.name) + 1:], part.graph.output[:]",
+        "part.graph.output.append(onnx.ValueInfoProto(name=node.output[0]))",
+        "spec = ReferenceEvaluator(part).run(None, feed)[0].shape  # its output by the ONNX spec",
+        f"want = tuple(keras.Model(model.inputs, model.get_layer({layer!r}).output)(x).shape)  # the layer it converts",
+        "if sorted(spec) != sorted(want):  # layouts aside (NCHW against NHWC)",
+        "    ours, theirs = [d for d in spec if d not in want], [d for d in want if d not in spec]",
+        f'    raise AssertionError(f"{{shown}} give {{\', \'.join(map(str, ours))}} by the ONNX spec where Keras computes '
+        f'{{\', \'.join(map(str, theirs))}} ({converter}\'s {{node.op_type}}: output shape {{spec}}; Keras\'s {kind}: '
+        f'{{want}})")']
+
+
 def _check_lines(folder: BugFolder, idiom: Idiom) -> list[str]:
     if folder.converter_blamed:
         return converter_file_lines(folder, folder.converter_blamed)
-    if not folder.numeric:
-        return ['print("no error: the bug does not reproduce")']
+    if not folder.numeric:  # a converter's own failure: its file breaks what the checker does not test, too
+        return [*(spec_bound_lines(folder) if not idiom.numeric else ()), 'print("no error: the bug does not reproduce")']
     reference = ("ONNX's reference implementation (onnx.reference)" if folder.against_evaluator
                  else folder.reference or "the reference")
     return [f"expected = np.load({EXPECTED_FILE!r})  # what {reference} computes",

@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from memo.text import TRACED_GRAPH_TAIL, bold_parts, without_ansi
+from memo.text import TRACED_GRAPH_TAIL, bold_parts, without_ansi, without_listed_alternatives
 
 
 def symptom(bug: dict[str, Any]) -> str:
@@ -22,7 +22,7 @@ def symptom(bug: dict[str, Any]) -> str:
     # the value it concerns ("[Caused by the value ..." and the graph around it, or "Tensor:" and its rows).
     raw = bug.get("error_message") or bug.get("message") or ""
     bold = bold_parts(raw)
-    text = without_ansi(bold[-1] if bold else raw)
+    text = without_listed_alternatives(without_ansi(bold[-1] if bold else raw))
     for context in (TRACED_GRAPH_TAIL.search(text), _TORCH_TENSOR.search(text)):
         if context and text[:context.start()].strip():
             text = text[:context.start()]

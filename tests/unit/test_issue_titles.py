@@ -11,7 +11,10 @@ from pathlib import Path
 from memo.filing.check import MinimalScript
 from memo.filing.folder import BugFolder
 from memo.filing.issue import culprit, render_issue, title
+from memo.filing.observed import message_head
 from memo.model.ir import Layer, ModelIR
+from memo.text import without_listed_alternatives
+from memo.triage.describe import symptom
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus"
 KERAS_CRASH = "crash-keras-torch-7db6bd8ece"
@@ -137,3 +140,48 @@ def test_a_crash_inside_torch_onnx_is_filed_at_pytorch_and_titled_by_its_symboli
     assert title(reduce_max).startswith("[torch.onnx] ReduceMax: InvalidONNX: ")
     assert "torch.onnx writes an invalid ONNX file" in render_issue(reduce_max, MinimalScript(reason="not checked"))
     assert _folder(tmp_path, "crash-keras-export-65a337de54").filed_on == "keras-export"
+
+
+def test_torchs_list_of_overloads_is_not_the_head_of_its_message(tmp_path: Path) -> None:
+    """p40's crash-onnx2torch-998569793a, as its minimal script printed it: torch states the failure on the line that
+    announces its overloads ("..., but expected one of:"), then lists them (" * (Tensor input, int dim)") with a
+    deeper "didn't match because ..." under each; a listed overload is no title."""
+    folder = _folder(tmp_path, "crash-onnx2torch-998569793a")
+    check = json.loads((CORPUS / "bugs" / "crash-onnx2torch-998569793a" / "check.json").read_text())
+    checked = MinimalScript(check["text"], reproduces=True, versions=check["versions"], output=check["output"])
+    text = title(folder, checked)
+    assert text.startswith("[onnx2torch] Squeeze: TypeError: squeeze() received an invalid combination of arguments - "
+                           "got (tuple"), text
+    assert "*" not in text and "expected one of" not in text
+    assert symptom(folder.info).endswith("TypeError: squeeze() received an invalid combination of arguments - got "
+                                         "(tuple, dim=Tensor)")
+
+
+def test_the_code_line_of_a_traced_frame_is_not_the_head_of_tensorflows_message(tmp_path: Path) -> None:
+    """p40's crash-keras-tensorflow-10d75c97fc, as the campaign recorded it (no minimal script checked): TensorFlow's
+    "in user code:" quotes each frame with its line of code ("lambda *args: model(list(args), training=False)"), then
+    Keras's preamble and its cause in bold."""
+    folder = _folder(tmp_path, "crash-keras-tensorflow-10d75c97fc")
+    text = title(folder, MinimalScript(reason="not checked"))
+    assert text.startswith("[keras-tensorflow] AdaptiveAveragePooling2D: ValueError: Negative dimension size caused "
+                           "by subtracting 5"), text
+    assert "lambda" not in text and "lambda *args: model(list(args)" in folder.info["error_message"]
+    assert message_head(folder, MinimalScript()).startswith("Negative dimension size caused by subtracting 5 from 4")
+
+
+def test_a_list_is_dropped_only_where_its_items_are_starred() -> None:
+    keras_arguments = "Cause of it.\nArguments received by X.call():\n  • inputs=tf.Tensor(shape=(2, 3))"
+    assert without_listed_alternatives(keras_arguments) == keras_arguments
+    assert without_listed_alternatives("f() got (int), but expected one of:\n * (Tensor input)\n"
+                                       "      didn't match because x\n * (Tensor a, int b)\nafter") == \
+        "f() got (int)\nafter"
+
+
+def test_a_failed_checks_location_and_condition_are_not_its_cause(tmp_path: Path) -> None:
+    """p40's crash-mxnet-73e0a40f0e, as its minimal script printed it: MXNet's "Error in operator _minimum1: <file>:134:
+    Check failed: assign(&dattr, vec.at(i)): Incompatible attr in node ..." states its cause after the condition."""
+    folder = _folder(tmp_path, "crash-mxnet-73e0a40f0e")
+    check = json.loads((CORPUS / "bugs" / "crash-mxnet-73e0a40f0e" / "check.json").read_text())
+    checked = MinimalScript(check["text"], reproduces=True, versions=check["versions"], output=check["output"])
+    assert title(folder, checked).endswith("RuntimeError: Incompatible attr in node _minimum1 at 1-th input: expected "
+                                           "[2,1], got [1]")

@@ -99,3 +99,15 @@ def test_an_invalid_file_is_the_converters_error(tmp_path: Path) -> None:
     assert problems[0].status == "error" and problems[0].exc_type == "InvalidONNX"
     assert problems[0].feature == "ConvTranspose"
     assert problems[0].message.startswith("invalid ONNX written: ConvTranspose node 'deconv' has negative pads")
+
+
+def test_the_attribute_bounds_are_what_the_operator_docs_say() -> None:
+    """ATTRIBUTE_BOUNDS holds every attribute the operator docs bound by "greater than or equal to 0", and nothing the
+    docs do not bound so (onnx.checker tests some of them only in newer onnx releases: 1.14 passes negative pads)."""
+    from memo.backends.onnx_validity import ATTRIBUTE_BOUNDS
+
+    documented = {(schema.name, name) for schema in onnx.defs.get_all_schemas() if schema.domain == ""
+                  for name, attribute in schema.attributes.items()
+                  if "greater than or equal to 0" in attribute.description}
+    assert documented == {(op, bound[0]) for op, bound in ATTRIBUTE_BOUNDS.items()}
+    assert all(bound[1] == 0 for bound in ATTRIBUTE_BOUNDS.values())
