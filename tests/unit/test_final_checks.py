@@ -141,7 +141,7 @@ def test_a_script_killed_before_it_printed_a_line_decided_nothing_and_is_not_kep
 
     shutil.copytree(CORPUS / KERAS_CRASH, tmp_path / KERAS_CRASH)
     killed = Candidate("import os, signal\nos.kill(os.getpid(), signal.SIGBUS)\n", {}, "", "seeded")
-    monkeypatch.setattr(check, "candidates", lambda folder: [killed])
+    monkeypatch.setattr(check, "candidates", lambda folder, deadline=None: [killed])
     result = check.minimal_script(tmp_path / KERAS_CRASH)
     assert result.inconclusive and not result.reproduces and "signal 7" in result.reason
     assert not (tmp_path / KERAS_CRASH / check.MINIMAL_DIR).exists(), "nothing kept: a later check decides"

@@ -1,0 +1,177 @@
+"""A bug's issue title: the layer or operator that fails (a wrapper with the layer it wraps; an engine's failing
+ONNX node) and the symptom in one line, from the reduced model and the checked script's run."""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from memo.backends.idioms import ONNX
+from memo.backends.inner_libraries import inner_culprit
+from memo.filing.check import MinimalScript
+from memo.filing.folder import ONNX_FILE, BugFolder
+from memo.filing.observed import error_text, message_head, quoted, stated_message, whole_words
+from memo.filing.script import idiom_for
+from memo.filing.training_idiom import training_symptom
+from memo.kinds import TRAINING_KINDS
+from memo.model.ir import Layer
+from memo.triage.failing_node import culprit_operator
+from memo.triage.onnx_reference import SHAPE_ORIGIN_KEY
+
+# ONNX operators a converter writes around every layer (layouts, shapes, dtypes): never what a title names.
+LAYOUT_OPERATORS = frozenset({"Transpose", "Reshape", "Cast", "Shape", "Gather", "Concat", "Slice", "Unsqueeze",
+                              "Squeeze", "Identity", "Constant", "Flatten"})
+TITLE_CHARS = 110
+KIND_WORDS = {"nan": "produces NaN/Inf", "inconsistency": "gives wrong results", "shape": "gives a wrong output shape",
+              "hang": "hangs"}
+
+
+def _operators(folder: BugFolder) -> list[str]:
+    """The ONNX graph's operators, layout plumbing (a converter's Transpose, Reshape, Cast...) left out."""
+    import onnx
+
+    path = folder.file(ONNX_FILE)
+    if path is None:
+        return []
+    ops = list(dict.fromkeys(node.op_type for node in onnx.load(str(path)).graph.node))
+    return [op for op in ops if op not in LAYOUT_OPERATORS] or ops
+
+
+def layer_name(layer: Layer) -> str:
+    """How a title names a layer: its class, a wrapper's with the class it wraps (``Bidirectional(LSTM)``)."""
+    inner = layer.config.get("layer")
+    wrapped = inner.get("class_name") if isinstance(inner, dict) else None
+    return f"{layer.class_name}({wrapped})" if wrapped else layer.class_name
+
+
+def layer_classes(bug: BugFolder) -> list[str]:
+    """The reduced model's layers as a title names them (:func:`layer_name`)."""
+    ir = bug.ir()
+    return list(dict.fromkeys(layer_name(layer) for layer in ir.body)) if ir else []
+
+
+def _classes_of(name: str) -> tuple[str, ...]:
+    """The classes a title's layer name stands for: ``SpectralNormalization(Dense)`` -> both."""
+    outer, _, inner = name.partition("(")
+    return (outer, inner.rstrip(")")) if inner else (outer,)
+
+
+def engine_operator(folder: BugFolder, checked: MinimalScript | None) -> str | None:
+    """The operator of the converted file an engine's crash failed in (:func:`memo.triage.failing_node.
+    culprit_operator`), from the checked script's message or the campaign's."""
+    if folder.kind != "crash":
+        return None
+    said = error_text(folder, checked) if checked is not None else ""
+    for message in dict.fromkeys((said, str(folder.info.get("error_message") or ""))):
+        found = culprit_operator(message, folder.frames, folder.file(ONNX_FILE)) if message else None
+        if found:
+            return found
+    return None
+
+
+def wrong_shape(folder: BugFolder) -> dict[str, Any]:
+    """The first node whose output shape the engine got otherwise than the reference on the same file, before it
+    crashed (:func:`memo.triage.onnx_reference.trace_shape_origin`); empty where none is known."""
+    found = folder.info.get(SHAPE_ORIGIN_KEY)
+    return found if isinstance(found, dict) and found.get("op") else {}
+
+
+def shape_text(shapes: list[list[int]]) -> str:
+    return ", ".join("(" + ", ".join(str(d) for d in shape) + ")" for shape in shapes)
+
+
+def culprit(folder: BugFolder, checked: MinimalScript | None = None) -> str:
+    """The layer or operator a title names, from the reduced model (a wrapper with the layer it wraps). An engine's
+    crash: the operator of the file it failed in where its message or traceback tells it, else the file's operators
+    where there are two at most (layout plumbing left out), else the Keras layers. Otherwise the class the checked
+    script's error names (Keras's "X.call()"), else the class localization blamed when the reduced model still has
+    it, else the reduced model's ONNX operators (an engine's numeric bug) or layer classes."""
+    inner = inner_culprit(folder.inside, str(folder.info.get("error_message") or ""), folder.frames) \
+        if folder.inside else None
+    if inner:  # a failure inside a library of the stack: its operator, not the Keras layers around it
+        return inner
+    classes = layer_classes(folder)
+    idiom = idiom_for(folder.library)
+    engine = idiom is not None and idiom.builds == ONNX and not folder.converter_blamed
+    origin = wrong_shape(folder) if idiom is not None and idiom.builds == ONNX else {}
+    operator = origin.get("op") or (engine_operator(folder, checked) if engine else None)
+    if operator:
+        return str(operator)
+    names = _operators(folder) if engine else classes
+    if engine and folder.kind == "crash" and len(names) > 2 and classes:
+        names = classes
+    said = error_text(folder, checked) if checked is not None else ""
+    said = said or str(folder.info.get("error_message") or "")
+    localized = str(folder.info.get("layer_class") or "")
+    named = [name for name in names if any(f"{part}.call()" in said for part in _classes_of(name))]  # Keras names it
+    located = [name for name in classes if localized in _classes_of(name)]
+    if named:
+        names = named
+    elif localized and (located or localized in names or not names):
+        names = located or [localized]
+    return ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
+
+
+# What a cause cut from a long message may open with that is no word of it: the end of a checked condition
+# (MXNet's "(-1 vs. -1) : Index type must be set").
+_LEADING_CODE = re.compile(r"^[^A-Za-z]*[)\]]\s*:?\s*")
+
+
+# What a checker prefixes to each failure it lists: a qualified exception name, a bracketed tag, the node it concerns
+# (ONNX's "onnx...InferenceError: [ShapeInferenceError] Inference error(s): (op_type:ConvTranspose, node name: x):").
+_TAGS = re.compile(r"^(?:\s*(?:[\w.]+(?:Error|Exception):|\[\w+\]|Inference error\(s\):|\(op_type:[^)]*\):))+")
+
+
+# A failed check's source location and condition, before the message it prints (dmlc's and glog's CHECK, MXNet's
+# "../src/operator/tensor/../elemwise_op_common.h:134: Check failed: assign(&dattr, vec.at(i)): Incompatible attr...").
+_CHECK_FAILED = re.compile(r"(?:\S+:\d+: )?Check failed: .*?\s?: ")
+_WORDS = re.compile(r"\b[A-Za-z]{2,}\b")
+_QUOTED_PATH = re.compile(r"\s*'[^'\s]*/[^'\s]*'")
+
+
+def stated_cause(folder: BugFolder, checked: MinimalScript | None = None) -> str:
+    """A crash's cause as the checked script's run states it (the campaign's message where none reproduces): the
+    message's stated line as a full clause (:func:`memo.triage.describe.full_clause`), and of a long one its first
+    sentence in words."""
+    checked = checked or MinimalScript()
+    head = message_head(folder, checked)
+    quoted_code = any(mark in head for mark in ("%", "::"))  # a graph node torch.onnx quotes: the sentence around it
+    text = head if head and not quoted_code else stated_message(folder, checked)
+    text = _TAGS.sub("", text).strip() or text
+    if len(text) <= TITLE_CHARS // 2:
+        return text
+    checked_message = _CHECK_FAILED.split(text, 1)  # a failed check: the message it prints after its condition
+    text = checked_message[-1] if len(_WORDS.findall(checked_message[-1])) >= 3 else text
+    named = " ".join(_QUOTED_PATH.sub("", text).split())  # a node or scope's quoted path: no word of the clause
+    text = named if len(_WORDS.findall(named)) >= 3 else text
+    sentences = [_LEADING_CODE.sub("", part.strip()) for part in text.split(". ") if part.strip()]
+    stated = [sentence for sentence in sentences if len(sentence.split()) >= 3
+              and not any(mark in sentence for mark in ("::", "/", "[", "]"))]
+    return (stated or sentences or [text])[0]
+
+
+def title(folder: BugFolder, checked: MinimalScript | None = None) -> str:
+    """``[library] Culprit: symptom`` in one line, from the reduced model and the checked script's run."""
+    training = folder.info.get("training") if folder.kind in TRAINING_KINDS else None
+    symptom = training_symptom(str(folder.info.get("stage", "")), folder.kind, training, folder.reference) \
+        if isinstance(training, dict) else ""
+    if symptom:  # a training stage's array, named with the figures its check prints
+        what = symptom
+    elif folder.kind in KIND_WORDS:
+        what = KIND_WORDS[folder.kind]
+        if folder.kind in ("nan", "inconsistency") and folder.reference:
+            what += f" (against {'the ONNX reference evaluator' if folder.against_evaluator else folder.reference})"
+    elif folder.converter_blamed and checked is not None and checked.reproduces:  # the script's words on the file:
+        what = stated_cause(folder, checked)  # the node, its attribute, its size by the spec against Keras's
+    elif wrong_shape(folder):  # where the shapes went wrong, before the crash
+        origin = wrong_shape(folder)
+        what = (f"output shape {shape_text(origin['engine'])} where {origin.get('by') or 'the reference'} gives "
+                f"{shape_text(origin['reference'])}")
+        if folder.converter_blamed:  # the converter's node, which engines following the spec size differently
+            what = (f"output shape {shape_text(origin['engine'])} in {folder.library}, "
+                    f"{shape_text(origin['reference'])} in {origin.get('by') or 'the reference'}")
+    else:
+        cause = stated_cause(folder, checked)
+        what = f"{folder.exception}: {cause}" if folder.exception else cause
+        if folder.converter_blamed:  # the converter's file, which an engine fails on
+            what = f"writes a file {folder.library} fails on ({what})"
+    return whole_words(f"[{folder.filed_on}] {culprit(folder, checked)}: {what}", TITLE_CHARS)
