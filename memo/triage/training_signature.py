@@ -2,12 +2,13 @@
 bugs, and their localization in backward order: pure, no execution (docs/training.md, "Triage").
 
 A training verdict's bug is its kind, library, judged stage (``forward``, ``loss``, ``state``, ``gradients``,
-``sgd``, ``adam``, ``optimizer``: then also the Keras class of the model's catalogue entry) and the class of the layer owning the first array that differs (the verdict names the weight by
-its Keras path, ``dense/kernel``, mapped to the layer through the mutant's IR; a wrapper's inner layer is the
-wrapper's); at an optimizer stage, which updates every variable alike, the differing weight's dtype and the model's
-mixed weight dtypes instead of that class (:func:`update_precision`); a ``training-crash`` is its exception and masked message instead. A ``prepare``, ``forward`` or ``loss``
-verdict on a model whose inference run shows a verdict against the same backend is that inference bug again: it is
-folded (:func:`folded`), not listed twice.
+``sgd``, ``adam``, ``optimizer``: then also the Keras class of the model's catalogue entry) and the class of the layer
+owning the first array that differs (the verdict names the weight by its Keras path, ``dense/kernel``, mapped to the
+layer through the mutant's IR; a wrapper's inner layer is the wrapper's); at an optimizer stage, which updates every
+variable alike, the differing weight's dtype and the model's mixed weight dtypes instead of that class
+(:func:`update_precision`); a ``training-crash`` is its exception and masked message instead (dtype names masked
+too). A ``prepare``, ``forward`` or ``loss`` verdict on a model whose inference run shows a verdict against the same
+backend is that inference bug again: it is folded (:func:`folded`), not listed twice.
 """
 from __future__ import annotations
 
@@ -31,6 +32,9 @@ FORWARD_STAGES = frozenset({"prepare", "forward", "loss"})
 # A training-crash's message: "gradients error: ValueError: ..." (memo.training.judge._failure_verdict)
 _CRASH = re.compile(r"^\S+ (?:error|crash|hang|unsupported): (?:([\w.]+): )?(.*)$", re.S)
 _INPUT = re.compile(r"^input (\d+)$")
+# dtype names in a training crash's message: the same step failing on float16 and on float64 weights beside float32
+# ones ("expected to be a half tensor but is a float tensor", "... a double tensor ...") is one defect
+_DTYPES = re.compile(r"\b(?:b?float(?:16|32|64)|half|float|double|int(?:8|16|32|64)|uint8|bool)\b")
 _OUTPUT = re.compile(r"^output (\d+)$")
 
 
@@ -103,7 +107,7 @@ def training_parts(verdict: Verdict, ir: ModelIR | None) -> dict[str, Any]:
     if kind == VerdictKind.TRAINING_CRASH.value:
         exception, message = crash_exception(str(verdict.message or ""))
         parts["exception"] = exception
-        parts["message"] = normalize_message(message)
+        parts["message"] = _DTYPES.sub("<dtype>", normalize_message(message))
         return parts
     record = training_record(verdict)
     name = str(record.get("name") or "")

@@ -190,3 +190,14 @@ def test_dedup_makes_training_bugs_and_folds_a_forward_difference_into_the_infer
     assert training_bugs == [("adam", 2, None), ("gradients", 2, "SpectralNormalization")]
     assert len(update.all) == 3  # and the inference bucket
     store.close()
+
+
+def test_a_training_crash_differing_only_in_dtype_names_is_one_defect() -> None:
+    from memo.triage.training_signature import training_parts
+
+    # p41: Adam(global_clipnorm) on TensorFlow with float16, float64 and float32 weights beside others
+    messages = ["optimizer error: InvalidArgumentError: cannot compute Mul as input #1(zero-based) was expected to be "
+                f"a {a} tensor but is a {b} tensor [Op:Mul] name:" for a, b in
+                (("half", "float"), ("double", "float"), ("float", "half"))]
+    keys = [training_parts(Verdict("training-crash", "keras-tensorflow", "optimizer", m), model()) for m in messages]
+    assert keys[0] == keys[1] == keys[2] and "<dtype> tensor" in keys[0]["message"]
