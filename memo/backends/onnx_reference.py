@@ -54,6 +54,67 @@ def _evaluate(model_path: str, inputs_path: str, out_path: str, max_nodes: int) 
     return 0
 
 
+def _shapes_at(model_path: str, inputs_path: str, out_path: str, op: str) -> int:
+    """In the child: the output shape of the file's first top-level ``op`` node by the specification (the evaluator on
+    the file cut after that node) and by ONNX Runtime (the whole file, that output added), as JSON."""
+    import json
+
+    import onnx
+    import onnx.utils
+    from onnx.reference import ReferenceEvaluator
+
+    model = onnx.load(model_path)
+    node = next((node for node in model.graph.node if node.op_type == op), None)
+    if node is None or not node.output or not node.output[0]:
+        print(f"no top-level {op} node", file=sys.stderr)
+        return FAILED
+    with np.load(inputs_path, allow_pickle=False) as data:
+        inputs = {name: data[name] for name in data.files}
+    initialized = {tensor.name for tensor in model.graph.initializer}
+    args = [arg.name for arg in model.graph.input if arg.name not in initialized]
+    feed = ({name: inputs[name] for name in args} if all(name in inputs for name in args)
+            else dict(zip(args, inputs.values())))
+    cut = Path(out_path).with_suffix(".cut.onnx")
+    onnx.utils.extract_model(model_path, str(cut), args, [node.output[0]], check_model=False)
+    found: dict[str, object] = {"node": node.name, "op": op}
+    try:
+        found["spec"] = list(np.shape(ReferenceEvaluator(onnx.load(str(cut))).run(None, feed)[0]))
+    except Exception as exc:  # noqa: BLE001 - said as text
+        found["spec"] = f"{type(exc).__name__}: {' '.join(str(exc).split())[:200]}"
+    try:
+        import onnxruntime
+
+        model.graph.output.extend([onnx.ValueInfoProto(name=node.output[0])])
+        session = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+        found["onnxruntime"] = list(np.shape(session.run([node.output[0]], feed)[0]))
+    except Exception as exc:  # noqa: BLE001 - said as text
+        found["onnxruntime"] = f"{type(exc).__name__}: {' '.join(str(exc).split())[:200]}"
+    Path(out_path).write_text(json.dumps(found))
+    return 0
+
+
+def shapes_at(model_path: Path, inputs: dict[str, np.ndarray], op: str, scratch: Path,
+              timeout_s: float = TIMEOUT_S) -> dict[str, object] | str:
+    """``{"node", "op", "spec", "onnxruntime"}``: the output shape of the file's first ``op`` node by the ONNX
+    specification and by ONNX Runtime (each a shape, or why there is none), or why neither could be computed."""
+    import json
+
+    scratch.mkdir(parents=True, exist_ok=True)
+    inputs_path, out = scratch / "shapes-at.inputs.npz", scratch / "shapes-at.json"
+    np.savez(inputs_path, **inputs)
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+    try:
+        done = subprocess.run([sys.executable, "-m", "memo.backends.onnx_reference", "--at", op, str(model_path),
+                               str(inputs_path), str(out)], capture_output=True, text=True, timeout=timeout_s,
+                              env=env, check=False)
+    except subprocess.TimeoutExpired:
+        return f"not finished in {timeout_s:g} s"
+    if done.returncode != 0 or not out.exists():
+        lines = [line for line in done.stderr.strip().splitlines() if line.strip()]
+        return lines[-1] if lines else f"exit {done.returncode}"
+    return json.loads(out.read_text())
+
+
 def reference_outputs(model_path: Path, inputs: dict[str, np.ndarray], scratch: Path,
                       timeout_s: float = TIMEOUT_S, max_nodes: int = MAX_NODES) -> list[np.ndarray] | str:
     """The outputs ONNX's reference evaluator computes for the file at ``model_path`` on ``inputs`` (in the
@@ -76,4 +137,6 @@ def reference_outputs(model_path: Path, inputs: dict[str, np.ndarray], scratch: 
 
 
 if __name__ == "__main__":
+    if sys.argv[1] == "--at":
+        sys.exit(_shapes_at(sys.argv[3], sys.argv[4], sys.argv[5], sys.argv[2]))
     sys.exit(_evaluate(sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]) if len(sys.argv) > 4 else MAX_NODES))

@@ -34,7 +34,7 @@ from memo.artifact_files import ARTIFACT_FILES
 from memo.bug_files import INPUTS_FILE, read_bug_file, write_bug_file
 from memo.backends import CONVERTERS, find_spec, produced_by, producer_of
 from memo.backends.node_shapes import PER_NODE_MODULES, node_shapes
-from memo.backends.onnx_reference import reference_outputs
+from memo.backends.onnx_reference import reference_outputs, shapes_at
 from memo.triage.failing_node import SUBGRAPH_HOLDERS, culprit_operator, file_operators
 from memo.json_types import JsonObject
 from memo.oracle import Thresholds
@@ -220,17 +220,30 @@ def _shapes(shapes: list[tuple[int, ...]]) -> str:
 
 def judge_crash(evaluated: list[np.ndarray] | str, keras_shapes: list[tuple[int, ...]], reference_name: str,
                 file: str, converter: str | None, engine: str, subgraphs: bool = False,
-                engine_op: str | None = None) -> Opinion:
+                engine_op: str | None = None, at: JsonObject | None = None) -> Opinion:
     """The opinion on ``engine``'s crash on ``converter``'s file (of kind ``file``), given the evaluator's outputs
     on it (or why there are none) and the shapes of the reference library's outputs on the Keras model. Other
     shapes from a file with ``subgraphs`` (a Loop, a Scan, an If) decide nothing: the evaluator's control flow is
     likelier wrong there than the file (tf2onnx's ConvLSTM1D Loop: (4, 8) where Keras and ONNX Runtime give
     (2, 4, 8)). The evaluator failing counts only where it fails in the operator the engine fails in
-    (``engine_op``; unknown: any), as the evaluator's message or its operator's module names it."""
+    (``engine_op``; unknown: any), as the evaluator's message or its operator's module names it; where it fails
+    later, ``at`` (:func:`memo.backends.onnx_reference.shapes_at` on the engine's operator) decides: a node whose
+    output the specification sizes otherwise than ONNX Runtime, which runs the whole file, is the file's defect
+    (tf2onnx's Resize scales whose floor gives 0 columns by the spec, which the engine then refuses)."""
     opinion = Opinion(file=file, converter=converter)
     on_file = f"{converter or 'the converter'}'s file"
     if isinstance(evaluated, str):
         failed_in = _failing_operator(evaluated)
+        spec, runtime = (at or {}).get("spec"), (at or {}).get("onnxruntime")
+        if failed_in and engine_op and _canon(failed_in) != _canon(engine_op) and isinstance(spec, list) \
+                and isinstance(runtime, list) and spec != runtime:
+            opinion.decision, opinion.blamed = CONVERTER, converter
+            opinion.reason = (f"by the ONNX specification the file's {engine_op} ({(at or {}).get('node')}) gives "
+                              f"shape {_shapes([tuple(spec)])} where ONNX Runtime, which runs the whole file, gives "
+                              f"{_shapes([tuple(runtime)])}; {engine} follows the specification and fails there, "
+                              f"{EVALUATOR} fails after it ({evaluated.rpartition('this file: ')[2]}): the file is "
+                              "wrong, the converter's bug")
+            return opinion
         if _NO_OPINION.search(evaluated) or (failed_in and engine_op and _canon(failed_in) != _canon(engine_op)):
             # beyond the evaluator, or failing elsewhere than the engine: not the same failure
             opinion.reason = f"no opinion: {evaluated}" + (f" (the engine fails in {engine_op})" if engine_op else "")
@@ -283,9 +296,13 @@ def opine_on_crash(folder: Path, scratch: Path, timeout_s: float = 60.0) -> Opin
     evaluated = reference_outputs(path, inputs, scratch, timeout_s=timeout_s)
     signature = info.get("signature") if isinstance(info.get("signature"), dict) else {}
     engine_op = culprit_operator(str(info.get("error_message") or ""), list(signature.get("frames") or []), path)
+    op = engine_op.split(" ")[0] if engine_op else None
+    failed_in = _failing_operator(evaluated) if isinstance(evaluated, str) else None
+    at = shapes_at(path, inputs, op, scratch, timeout_s) if op and failed_in and _canon(failed_in) != _canon(op) \
+        else None  # the evaluator fails after the engine's operator: what that operator gives by the spec
     opinion = judge_crash(evaluated, keras_output_shapes(info), str(info.get("reference") or "Keras"), file,
-                          producer_of(file), library, bool(set(file_operators(path)) & SUBGRAPH_HOLDERS),
-                          engine_op.split(" ")[0] if engine_op else None)
+                          producer_of(file), library, bool(set(file_operators(path)) & SUBGRAPH_HOLDERS), op,
+                          at if isinstance(at, dict) else None)
     write_bug_file(folder, {**info, ONNX_REFERENCE_KEY: opinion.to_json()})
     return opinion
 

@@ -123,6 +123,14 @@ def test_the_reference_failing_on_the_file_or_giving_other_shapes_blames_the_con
                           "operator 'Add').", [(2, 18, 18, 416)], "keras-tensorflow", "onnx", "tf2onnx",
                           "onnx2pytorch", engine_op="Add")
     assert (same_op.decision, same_op.blamed) == (CONVERTER, "tf2onnx")
+    # p41: the engine fails in a Resize whose scales give 0 columns by the spec; the evaluator fails after it
+    later = "the ONNX reference evaluator cannot run this file: ValueError: cannot reshape array of size 0 [in op_reshape]"
+    sized = judge_crash(later, [(2, 2, 1, 16)], "keras-tensorflow", "onnx", "tf2onnx", "onnx2pytorch",
+                        engine_op="Resize", at={"node": "Resize__1", "spec": [2, 16, 1, 0], "onnxruntime": [2, 16, 2, 1]})
+    assert (sized.decision, sized.blamed) == (CONVERTER, "tf2onnx") and "(2, 16, 1, 0)" in sized.reason
+    agreeing = judge_crash(later, [(2, 2, 1, 16)], "keras-tensorflow", "onnx", "tf2onnx", "onnx2pytorch",
+                           engine_op="Resize", at={"node": "R", "spec": [2, 16, 2, 1], "onnxruntime": [2, 16, 2, 1]})
+    assert agreeing.decision == UNAVAILABLE  # the spec and ONNX Runtime agree there: no opinion
     looped = judge_crash([np.zeros((4, 8))], [(2, 4, 8)], "keras-tensorflow", "onnx", "tf2onnx", "openvino",
                          subgraphs=True)  # OpenVINO's Loop failure: ONNX Runtime gives Keras's (2, 4, 8) there
     assert looped.decision == UNAVAILABLE and looped.blamed is None and "control flow" in looped.reason

@@ -255,3 +255,16 @@ def test_no_node_is_named_where_the_engine_gets_every_shape_the_reference_gets()
     order = [("m/pool", "MaxPool", ["m/pool:0"]), ("m/resize", "Resize", ["m/resize:0"])]
     assert first_wrong_shape(pytorch, order) == {"node": "m/resize", "op": "Resize", "engine": [[2, 8, 16, 4]],
                                                  "reference": [[2, 8, 17, 4]], "by": "ONNX Runtime"}
+
+
+def test_shapes_at_gives_a_nodes_shape_by_the_spec_and_by_onnx_runtime(tmp_path: Path) -> None:
+    # p41's crash-onnx2pytorch-6181efeb06: tf2onnx's Resize scales floor to 0 columns by the spec
+    from memo.backends.onnx_reference import shapes_at
+
+    folder = Path(__file__).resolve().parents[1] / "corpus" / "onnx_reference" / "resize-zero"
+    with np.load(folder / "inputs.npz", allow_pickle=False) as data:
+        inputs = {name: data[name] for name in data.files}
+    found = shapes_at(folder / "model.onnx", inputs, "Resize", tmp_path)
+    assert isinstance(found, dict) and found["op"] == "Resize"
+    assert found["spec"] == [2, 16, 1, 0] and found["onnxruntime"] == [2, 16, 2, 1]
+    assert isinstance(shapes_at(folder / "model.onnx", inputs, "LSTM", tmp_path), str)  # no such node: why
