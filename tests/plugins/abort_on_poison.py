@@ -11,4 +11,5 @@ def load(path):
     return ORT.load(path)
 
 
-SPEC = BackendSpec(name="abort-on-poison", consumes="onnx", load=load, run=ORT.run, setup=ORT.setup)
+SPEC = BackendSpec(name="abort-on-poison", consumes="onnx", load=load, run=ORT.run, setup=ORT.setup,
+                   unsupported_patterns=ORT.unsupported_patterns, messages=ORT.messages)  # declines what ORT declines

@@ -17,4 +17,5 @@ def run(handle, inputs):
     return ORT.run(session, inputs)
 
 
-SPEC = BackendSpec(name="crash-on-relu", consumes="onnx", load=load, run=run, setup=ORT.setup)
+SPEC = BackendSpec(name="crash-on-relu", consumes="onnx", load=load, run=run, setup=ORT.setup,
+                   unsupported_patterns=ORT.unsupported_patterns, messages=ORT.messages)  # declines what ORT declines

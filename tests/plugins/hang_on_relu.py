@@ -19,4 +19,5 @@ def run(handle, inputs):
     return ORT.run(session, inputs)
 
 
-SPEC = BackendSpec(name="hang-on-relu", consumes="onnx", load=load, run=run, setup=ORT.setup)
+SPEC = BackendSpec(name="hang-on-relu", consumes="onnx", load=load, run=run, setup=ORT.setup,
+                   unsupported_patterns=ORT.unsupported_patterns, messages=ORT.messages)  # declines what ORT declines
