@@ -49,6 +49,9 @@ from memo.triage.training_repro import model_file_of, write_training_script
 from memo.triage.training_signature import crash_exception, first_in_backward_order, training_parts, weight_owner
 from memo.truth import UNAVAILABLE
 
+# Trainers that compile a program per model (Keras on JAX: an XLA program per stage, seconds on a large model):
+# the last choice where one witness is enough
+COMPILING_TRAINERS = frozenset({"keras-jax"})
 PER_BUG_S = 60.0  # a training run is four of inference's: its reduction gets more time
 # Kept from the reduction's budget for what follows it: the final run, the float64 truth (three runs of the engine)
 # and the script's check, so that a pass with a deadline does not overrun it by them.
@@ -77,6 +80,8 @@ class TrainingChecker:
         # a verdict against the reference is judged against the others (a crash: one finishing the stage; a numeric
         # one: two agreeing with each other, memo.training.judge._odd_reference)
         witness = [name for name in names if name != reference] if bug.library == reference else []
+        if bug.kind == VerdictKind.TRAINING_CRASH.value:  # one finishing the stage says enough: the cheapest
+            witness = sorted(witness, key=lambda name: name in COMPILING_TRAINERS)[:1]
         self.backends = list(dict.fromkeys([reference, bug.library, *witness]))
         self.reference = reference
         self.inputs = inputs

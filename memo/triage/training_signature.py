@@ -34,6 +34,8 @@ _CRASH = re.compile(r"^\S+ (?:error|crash|hang|unsupported): (?:([\w.]+): )?(.*)
 _INPUT = re.compile(r"^input (\d+)$")
 # dtype names in a training crash's message: the same step failing on float16 and on float64 weights beside float32
 # ones ("expected to be a half tensor but is a float tensor", "... a double tensor ...") is one defect
+# the witnesses a crash of the reference names ("(finished by keras-jax, keras-torch)"): which ran, not the bug
+_FINISHED_BY = re.compile(r"\s*\(finished by [^)]*\)")
 _DTYPES = re.compile(r"\b(?:b?float(?:16|32|64)|half|float|double|int(?:8|16|32|64)|uint8|bool)\b")
 _OUTPUT = re.compile(r"^output (\d+)$")
 
@@ -107,7 +109,7 @@ def training_parts(verdict: Verdict, ir: ModelIR | None) -> dict[str, Any]:
     if kind == VerdictKind.TRAINING_CRASH.value:
         exception, message = crash_exception(str(verdict.message or ""))
         parts["exception"] = exception
-        parts["message"] = _DTYPES.sub("<dtype>", normalize_message(message))
+        parts["message"] = _DTYPES.sub("<dtype>", normalize_message(_FINISHED_BY.sub("", message)))
         return parts
     record = training_record(verdict)
     name = str(record.get("name") or "")

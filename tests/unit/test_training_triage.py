@@ -201,3 +201,9 @@ def test_a_training_crash_differing_only_in_dtype_names_is_one_defect() -> None:
                 (("half", "float"), ("double", "float"), ("float", "half"))]
     keys = [training_parts(Verdict("training-crash", "keras-tensorflow", "optimizer", m), model()) for m in messages]
     assert keys[0] == keys[1] == keys[2] and "<dtype> tensor" in keys[0]["message"]
+    # which witnesses finished the stage is not the bug: triage's reruns ask one
+    fewer = training_parts(Verdict("training-crash", "keras-tensorflow", "optimizer",
+                                   messages[0] + " (finished by keras-torch)"), model())
+    both = training_parts(Verdict("training-crash", "keras-tensorflow", "optimizer",
+                                  messages[0] + " (finished by keras-jax, keras-torch)"), model())
+    assert fewer == both == keys[0]
