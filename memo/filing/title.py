@@ -125,6 +125,10 @@ _TAGS = re.compile(r"^(?:\s*(?:[\w.]+(?:Error|Exception):|\[\w+\]|Inference erro
 # "../src/operator/tensor/../elemwise_op_common.h:134: Check failed: assign(&dattr, vec.at(i)): Incompatible attr...").
 _CHECK_FAILED = re.compile(r"(?:\S+:\d+: )?Check failed: .*?\s?: ")
 _WORDS = re.compile(r"\b[A-Za-z]{2,}\b")
+# a status tag an engine repeats when it re-raises ("[ONNXRuntimeError] : 1 : FAIL : Exception during
+# initialization: <C++ frame> [ONNXRuntimeError] : 1 : FAIL : upsamplebase.h:579 ScalesValidation 'Cubic' mode ...")
+_NESTED_STATUS = re.compile(r"\[\w+Error\]\s*:\s*\d+\s*:\s*\w+\s*:\s*")
+_SOURCE_LOCATION = re.compile(r"^\S+\.\w+:\d+\s+")  # a source file and line opening a message
 _QUOTED_PATH = re.compile(r"\s*'[^'\s]*/[^'\s]*'")
 
 
@@ -134,6 +138,9 @@ def stated_cause(folder: BugFolder, checked: MinimalScript | None = None) -> str
     sentence in words."""
     checked = checked or MinimalScript()
     head = message_head(folder, checked)
+    nested = _NESTED_STATUS.split(head)  # an error re-raised with its own status tag: the innermost one says why
+    if len(nested) > 2 and len(_WORDS.findall(nested[-1])) >= 3:
+        head = _SOURCE_LOCATION.sub("", nested[-1]).strip()
     quoted_code = any(mark in head for mark in ("%", "::"))  # a graph node torch.onnx quotes: the sentence around it
     text = head if head and not quoted_code else stated_message(folder, checked)
     text = _TAGS.sub("", text).strip() or text

@@ -67,6 +67,18 @@ def test_a_checked_condition_before_the_cause_is_left_out(tmp_path: Path) -> Non
     assert text.endswith("RuntimeError: Index type must be set for take operator"), text
 
 
+def test_a_nested_onnxruntime_error_is_titled_by_its_innermost_status(tmp_path: Path) -> None:
+    # p41's crash-onnxruntime-33cb1a009a: ORT re-raises a kernel's enforcement inside its initialization error
+    message = ("[ONNXRuntimeError] : 1 : FAIL : Exception during initialization: /onnxruntime_src/onnxruntime/core/"
+               "providers/cpu/tensor/upsamplebase.h:314 onnxruntime::UpsampleBase::UpsampleBase(const KernelInfoType&) "
+               "[with KernelInfoType = onnxruntime::OpKernelInfo] [ONNXRuntimeError] : 1 : FAIL : upsamplebase.h:579 "
+               "ScalesValidation 'Cubic' mode only supports:\n  * 2-D inputs ('Bicubic') or\n  * 4-D inputs with the "
+               "corresponding outermost 2 scale values being 1\nin the Resize operator")
+    folder = _folder(tmp_path, ENGINE_CRASH, exception="Fail", error_message=message, message=message)
+    text = title(folder, MinimalScript(reason="not checked"))
+    assert text.endswith("Fail: ScalesValidation 'Cubic' mode only supports"), text
+
+
 def test_the_onnxruntime_title_states_the_sentence_in_words(tmp_path: Path) -> None:
     text = title(_folder(tmp_path, ENGINE_CRASH), MinimalScript(reason="not checked"))
     assert text.startswith("[onnxruntime] ") and text.endswith("Fail: Pad should be smaller than kernel."), text
