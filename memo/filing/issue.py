@@ -18,6 +18,8 @@ from memo.newest import BUILD_DISTRIBUTIONS, CANNOT_RUN, STILL_REPRODUCES
 from memo.filing.check import MinimalScript, cached_minimal, minimal_script
 from memo.filing.observed import ERROR_LINES, actual, error_excerpt, quoted
 from memo.filing.folder import ONNX_FILE, REPRO_FILE, BugFolder
+from memo.filing.training_idiom import training_symptom
+from memo.kinds import TRAINING_KINDS
 from memo.backends.idioms import ONNX
 from memo.filing.script import KERAS_ATTACHED, NUMERIC_PRINTS, ONNX_ATTACHED
 from memo.filing.torch_onnx_code import SOURCE as TORCH_ONLY
@@ -27,6 +29,7 @@ from memo.filing.title import (KIND_WORDS, culprit, engine_operator, layer_class
 from memo.triage.failing_node import node_attributes
 from memo.triage.onnx_reference import ENGINE, ONNX_REFERENCE_KEY
 from memo.triage.signature import computing_library
+from memo.triage.training_repro import CHANGED
 from memo.backends.trackers import DESCRIBE, DUPLICATES, ENVIRONMENT, EXPECTED, LOG, REPRODUCE, GENERIC
 
 FENCE = "```"
@@ -68,8 +71,11 @@ def newest_lines(folder: BugFolder) -> list[str]:
         "the newest releases (no development build of them is published)"
     if newest.get("result") == STILL_REPRODUCES:
         return [f"- still reproduces on {where}: {build}"]
+    detail = str(newest.get("detail") or "")
+    if newest.get("result") == CANNOT_RUN and f" {CHANGED} " in detail:  # its array agrees there, another does not
+        return [f"- changed on {where} ({build}), not fixed: {detail.removeprefix('could not run (exit 1): ')}"]
     if newest.get("result") == CANNOT_RUN:
-        return [f"- not checked on {where} ({build}): the script could not run there ({newest.get('detail', '')})"]
+        return [f"- not checked on {where} ({build}): the script could not run there ({detail})"]
     return []
 
 
@@ -137,7 +143,8 @@ def _expected(folder: BugFolder, checked: MinimalScript) -> list[str]:
                 f"|expected|). Actual: {happened}", "",
                 f"{folder.library} against the reference evaluator: "
                 f"{(opinion.get('figures') or {}).get(folder.library, '')}", *printed]
-    lines = [f"Outputs as {named} computes them (attached as `expected.npz`), within rtol 1e-3 and atol 1e-3 x "
+    computed = "The training step's arrays" if folder.kind in TRAINING_KINDS else "Outputs"
+    lines = [f"{computed} as {named} computes them (attached as `expected.npz`), within rtol 1e-3 and atol 1e-3 x "
              f"max(1, mean |expected|). Actual: {happened}", *printed]
     if opinion.get("reason"):
         lines += ["", f"ONNX's reference implementation on the same file: {opinion['reason']}."]
@@ -253,6 +260,12 @@ def _described(bug: BugFolder, checked: MinimalScript) -> str:
                 f"{origin.get('by') or 'the reference'} gives {shape_text(origin['reference'])} on the same file and "
                 f"inputs (the first node whose output shape differs); a later node{f' ({failing})' if failing else ''}"
                 f" then fails on it ({stage} stage).")
+    training = bug.info.get("training") if bug.kind in TRAINING_KINDS else None
+    symptom = training_symptom(str(stage), bug.kind, training, bug.reference) if isinstance(training, dict) else ""
+    if symptom:  # which array of the training step goes wrong, not that the library "fails"
+        return (f"On a model of {culprit(bug, checked)}, {LIBRARY_NAMES.get(bug.library, bug.library)} computes a "
+                f"training step whose {symptom} (training stage {stage}; the script computes it as a user of "
+                f"{bug.library} would).")
     return f"{bug.library} {KIND_WORDS.get(bug.kind, 'fails')} on a model of {culprit(bug, checked)} ({stage} stage)."
 
 

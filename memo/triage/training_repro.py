@@ -37,6 +37,9 @@ _CODE: tuple[tuple[str, str], ...] = (
 _FRAME_IMPORTS = frozenset({"import os", "import sys", "import traceback", "from pathlib import Path",
                             "import numpy as np"})
 
+# What the script prints where the bug's own array agrees and another of its stage differs: changed, not fixed (the
+# newest-code check reads it: memo.filing.issue.newest_lines)
+CHANGED = "agrees on"
 _MAIN = '''
 HERE = Path(__file__).resolve().parent
 BACKEND, KIND, STAGE, ARRAY = {backend!r}, {kind!r}, {stage!r}, {array!r}
@@ -76,7 +79,7 @@ def main() -> int:
         verdict = nonfinite_update(BACKEND, STAGE, record)
     other = compare_stage(BACKEND, STAGE, record, expected, THRESHOLDS) if verdict is None else None
     if other is not None:  # the recorded array agrees, another of the stage does not: the bug changed, not fixed
-        print(f"{{BACKEND}} agrees on {{ARRAY}}, but {{other.kind}} at {{STAGE}}: {{other.message}}")
+        print(f"{{BACKEND}} {CHANGED} {{ARRAY}}, but {{other.kind}} at {{STAGE}}: {{other.message}}")
         return 1
     if verdict is None:
         print(f"{{BACKEND}} agrees with the expected {{STAGE}} arrays: not reproduced")
@@ -123,7 +126,8 @@ def render_training_script(bug: JsonObject, input_names: list[str], thresholds: 
              "from pathlib import Path\n\nimport numpy as np\n" + imports + "\n\n\n"
              "# ---- memo's own code, inlined verbatim (memo.backends.worker, memo.backends.keras_common, "
              "memo.backends.training, memo.training.judge, memo.oracle.criterion)\n" + code + "\n")
-    main = _MAIN.format(load=f"{load}({convert}({model_file}))" if convert else f"{load}({model_file})", train=train,
+    main = _MAIN.format(CHANGED=CHANGED,
+                        load=f"{load}({convert}({model_file}))" if convert else f"{load}({model_file})", train=train,
                         backend=library, kind=kind, stage=str(bug.get("stage") or ""),
                         array=str(training.get("array") or "") if kind != VerdictKind.TRAINING_CRASH.value else "",
                         exception=str(bug.get("exception") or ""), input_names=list(input_names),
