@@ -113,6 +113,16 @@ def producer_of(kind: str, present: Collection[str] | None = None) -> str | None
     return next((name for name in (primary, *STAND_IN_PRODUCERS.get(kind, ())) if name in present), primary)
 
 
+def kernels_of(backend: str) -> frozenset[str]:
+    """The libraries whose code decides ``backend``'s results: its spec's distributions and those of the converter
+    that wrote the file it reads (ONNX Runtime on Keras's export runs what torch.onnx traced); none for a plugin."""
+    spec = find_spec(backend)
+    if spec is None:
+        return frozenset()
+    converter = producer_of(spec.consumes)
+    return frozenset(spec.distributions) | (kernels_of(converter) if converter else frozenset())
+
+
 def declared_messages() -> tuple[MessageRules, ...]:
     """The :class:`MessageRules` of every registered backend and converter whose module imports, each once, in
     registry order (backends first): memo applies them to every library's messages."""
@@ -149,4 +159,4 @@ def _declared_messages(targets: tuple[str, ...]) -> tuple[MessageRules, ...]:
 
 __all__ = ["ARTIFACT_KINDS", "BACKENDS", "BackendSpec", "CONVERTERS", "ConverterSpec", "DEFAULT_BACKENDS",
            "GPU_BACKENDS", "ORACLES", "STAND_IN_PRODUCERS", "declared_masks", "declared_messages", "default_backends",
-           "find_spec", "produced_by", "producer_of", "producers", "REFERENCE", "ReproRecipe", "load_spec"]
+           "find_spec", "kernels_of", "produced_by", "producer_of", "producers", "REFERENCE", "ReproRecipe", "load_spec"]

@@ -29,7 +29,9 @@ PER_NODE_MODULES = frozenset({"onnx2torch", "onnx2pytorch"})
 Shapes = dict[str, list[list[int]]]  # node name -> the shape of each of its outputs
 
 
-def _feed(model: Any, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+def graph_feed(model: Any, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The feed of an ONNX ``model``'s graph inputs (initializers aside), as the engines feed it: by name when the
+    graph's inputs are named after the model's, else by position."""
     initialized = {tensor.name for tensor in model.graph.initializer}
     args = [arg.name for arg in model.graph.input if arg.name not in initialized]
     return ({name: inputs[name] for name in args} if all(name in inputs for name in args)
@@ -44,7 +46,7 @@ def _reference_shapes(model_path: str, inputs: dict[str, np.ndarray]) -> tuple[s
     import onnx
 
     model = onnx.load(model_path)
-    feed = _feed(model, inputs)
+    feed = graph_feed(model, inputs)
     names = [output for node in model.graph.node for output in node.output if output]
     try:
         import onnxruntime

@@ -19,10 +19,13 @@ from pathlib import Path
 
 import numpy as np
 
+from memo.backends.node_shapes import graph_feed
+
 MAX_NODES = 300  # a reduced model's file has a few dozen nodes; past this the evaluator is not worth its time
 TIMEOUT_S = 60.0
 FAILED = 3  # the child's exit status when the evaluator raised (its stderr says why)
 TOO_LARGE = 4
+TIMED_OUT = "timed out"  # what the child runner says of a child that did not finish
 
 
 def _evaluate(model_path: str, inputs_path: str, out_path: str, max_nodes: int) -> int:
@@ -34,13 +37,7 @@ def _evaluate(model_path: str, inputs_path: str, out_path: str, max_nodes: int) 
     if len(model.graph.node) > max_nodes:
         print(f"{len(model.graph.node)} nodes, over the limit of {max_nodes}", file=sys.stderr)
         return TOO_LARGE
-    with np.load(inputs_path, allow_pickle=False) as data:
-        inputs = {name: data[name] for name in data.files}
-    initialized = {tensor.name for tensor in model.graph.initializer}
-    args = [arg.name for arg in model.graph.input if arg.name not in initialized]
-    # as the engines feed it: by name when the graph's inputs are named after the model's, else by position
-    feed = ({name: inputs[name] for name in args} if all(name in inputs for name in args)
-            else dict(zip(args, inputs.values())))
+    feed = graph_feed(model, _read_inputs(inputs_path))
     try:
         outputs = ReferenceEvaluator(model).run(None, feed)
     except Exception as exc:  # noqa: BLE001 - an operator the evaluator lacks is no opinion, reported as text
@@ -52,6 +49,29 @@ def _evaluate(model_path: str, inputs_path: str, out_path: str, max_nodes: int) 
         return FAILED
     np.savez(out_path, **{f"out_{i}": np.asarray(array) for i, array in enumerate(outputs)})
     return 0
+
+
+def _read_inputs(inputs_path: str) -> dict[str, np.ndarray]:
+    with np.load(inputs_path, allow_pickle=False) as data:
+        return {name: data[name] for name in data.files}
+
+
+def _child(args: list[str], inputs: dict[str, np.ndarray], inputs_path: Path, out: Path, timeout_s: float,
+           more: list[str] | None = None) -> str | None:
+    """Run this module in a child process on ``inputs`` (saved to ``inputs_path``), writing ``out``: None when it
+    did, :data:`TIMED_OUT`, or the last line of its stderr (or its exit status) when it did not."""
+    inputs_path.parent.mkdir(parents=True, exist_ok=True)
+    np.savez(inputs_path, **inputs)
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+    try:
+        done = subprocess.run([sys.executable, "-m", "memo.backends.onnx_reference", *args, str(inputs_path), str(out),
+                               *(more or [])], capture_output=True, text=True, timeout=timeout_s, env=env, check=False)
+    except subprocess.TimeoutExpired:
+        return TIMED_OUT
+    if done.returncode != 0 or not out.exists():
+        lines = [line for line in done.stderr.strip().splitlines() if line.strip()]
+        return lines[-1] if lines else f"exit {done.returncode}"
+    return None
 
 
 def _shapes_at(model_path: str, inputs_path: str, out_path: str, op: str) -> int:
@@ -68,14 +88,9 @@ def _shapes_at(model_path: str, inputs_path: str, out_path: str, op: str) -> int
     if node is None or not node.output or not node.output[0]:
         print(f"no top-level {op} node", file=sys.stderr)
         return FAILED
-    with np.load(inputs_path, allow_pickle=False) as data:
-        inputs = {name: data[name] for name in data.files}
-    initialized = {tensor.name for tensor in model.graph.initializer}
-    args = [arg.name for arg in model.graph.input if arg.name not in initialized]
-    feed = ({name: inputs[name] for name in args} if all(name in inputs for name in args)
-            else dict(zip(args, inputs.values())))
+    feed = graph_feed(model, _read_inputs(inputs_path))
     cut = Path(out_path).with_suffix(".cut.onnx")
-    onnx.utils.extract_model(model_path, str(cut), args, [node.output[0]], check_model=False)
+    onnx.utils.extract_model(model_path, str(cut), list(feed), [node.output[0]], check_model=False)
     found: dict[str, object] = {"node": node.name, "op": op}
     try:
         found["spec"] = list(np.shape(ReferenceEvaluator(onnx.load(str(cut))).run(None, feed)[0]))
@@ -99,39 +114,23 @@ def shapes_at(model_path: Path, inputs: dict[str, np.ndarray], op: str, scratch:
     specification and by ONNX Runtime (each a shape, or why there is none), or why neither could be computed."""
     import json
 
-    scratch.mkdir(parents=True, exist_ok=True)
-    inputs_path, out = scratch / "shapes-at.inputs.npz", scratch / "shapes-at.json"
-    np.savez(inputs_path, **inputs)
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
-    try:
-        done = subprocess.run([sys.executable, "-m", "memo.backends.onnx_reference", "--at", op, str(model_path),
-                               str(inputs_path), str(out)], capture_output=True, text=True, timeout=timeout_s,
-                              env=env, check=False)
-    except subprocess.TimeoutExpired:
+    out = scratch / "shapes-at.json"
+    failed = _child(["--at", op, str(model_path)], inputs, scratch / "shapes-at.inputs.npz", out, timeout_s)
+    if failed == TIMED_OUT:
         return f"not finished in {timeout_s:g} s"
-    if done.returncode != 0 or not out.exists():
-        lines = [line for line in done.stderr.strip().splitlines() if line.strip()]
-        return lines[-1] if lines else f"exit {done.returncode}"
-    return json.loads(out.read_text())
+    return failed if failed is not None else json.loads(out.read_text())
 
 
 def reference_outputs(model_path: Path, inputs: dict[str, np.ndarray], scratch: Path,
                       timeout_s: float = TIMEOUT_S, max_nodes: int = MAX_NODES) -> list[np.ndarray] | str:
     """The outputs ONNX's reference evaluator computes for the file at ``model_path`` on ``inputs`` (in the
     model's input order), or why there are none (too large, too slow, an operator it does not implement)."""
-    scratch.mkdir(parents=True, exist_ok=True)
-    inputs_path, out = scratch / "onnx-reference.inputs.npz", scratch / "onnx-reference.out.npz"
-    np.savez(inputs_path, **inputs)
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
-    try:
-        done = subprocess.run([sys.executable, "-m", "memo.backends.onnx_reference", str(model_path),
-                               str(inputs_path), str(out), str(max_nodes)],
-                              capture_output=True, text=True, timeout=timeout_s, env=env, check=False)
-    except subprocess.TimeoutExpired:
+    out = scratch / "onnx-reference.out.npz"
+    failed = _child([str(model_path)], inputs, scratch / "onnx-reference.inputs.npz", out, timeout_s, [str(max_nodes)])
+    if failed == TIMED_OUT:
         return f"the ONNX reference evaluator did not finish in {timeout_s:g} s"
-    if done.returncode != 0 or not out.exists():
-        lines = [line for line in done.stderr.strip().splitlines() if line.strip()]
-        return f"the ONNX reference evaluator cannot run this file: {lines[-1] if lines else f'exit {done.returncode}'}"
+    if failed is not None:
+        return f"the ONNX reference evaluator cannot run this file: {failed}"
     with np.load(out, allow_pickle=False) as data:
         return [data[f"out_{i}"] for i in range(len(data.files))]
 

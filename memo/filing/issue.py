@@ -18,14 +18,13 @@ from memo.newest import BUILD_DISTRIBUTIONS, CANNOT_RUN, STILL_REPRODUCES
 from memo.filing.check import MinimalScript, cached_minimal, minimal_script
 from memo.filing.observed import ERROR_LINES, actual, error_excerpt, quoted
 from memo.filing.folder import ONNX_FILE, REPRO_FILE, BugFolder
-from memo.filing.training_idiom import training_symptom
 from memo.kinds import TRAINING_KINDS
 from memo.backends.idioms import ONNX
 from memo.filing.script import KERAS_ATTACHED, NUMERIC_PRINTS, ONNX_ATTACHED
 from memo.filing.torch_onnx_code import SOURCE as TORCH_ONLY
 from memo.filing.torch_onnx_code import found_through
-from memo.filing.title import (KIND_WORDS, culprit, engine_operator, layer_classes, shape_text, stated_cause, title,
-                                wrong_shape)
+from memo.filing.title import (KIND_WORDS, culprit, engine_operator, folder_training_symptom, layer_classes, shape_text,
+                                stated_cause, title, wrong_shape)
 from memo.triage.failing_node import node_attributes
 from memo.triage.onnx_reference import ENGINE, ONNX_REFERENCE_KEY
 from memo.triage.signature import computing_library
@@ -260,8 +259,7 @@ def _described(bug: BugFolder, checked: MinimalScript) -> str:
                 f"{origin.get('by') or 'the reference'} gives {shape_text(origin['reference'])} on the same file and "
                 f"inputs (the first node whose output shape differs); a later node{f' ({failing})' if failing else ''}"
                 f" then fails on it ({stage} stage).")
-    training = bug.info.get("training") if bug.kind in TRAINING_KINDS else None
-    symptom = training_symptom(str(stage), bug.kind, training, bug.reference) if isinstance(training, dict) else ""
+    symptom = folder_training_symptom(bug)
     if symptom:  # which array of the training step goes wrong, not that the library "fails"
         return (f"On a model of {culprit(bug, checked)}, {LIBRARY_NAMES.get(bug.library, bug.library)} computes a "
                 f"training step whose {symptom} (training stage {stage}; the script computes it as a user of "

@@ -156,11 +156,17 @@ def stated_cause(folder: BugFolder, checked: MinimalScript | None = None) -> str
     return (stated or sentences or [text])[0]
 
 
+def folder_training_symptom(folder: BugFolder) -> str:
+    """A training bug's :func:`memo.filing.training_idiom.training_symptom` from its folder ("" for any other bug,
+    and for a crash)."""
+    training = folder.info.get("training") if folder.kind in TRAINING_KINDS else None
+    return training_symptom(str(folder.info.get("stage", "")), folder.kind, training, folder.reference) \
+        if isinstance(training, dict) else ""
+
+
 def title(folder: BugFolder, checked: MinimalScript | None = None) -> str:
     """``[library] Culprit: symptom`` in one line, from the reduced model and the checked script's run."""
-    training = folder.info.get("training") if folder.kind in TRAINING_KINDS else None
-    symptom = training_symptom(str(folder.info.get("stage", "")), folder.kind, training, folder.reference) \
-        if isinstance(training, dict) else ""
+    symptom = folder_training_symptom(folder)
     if symptom:  # a training stage's array, named with the figures its check prints
         what = symptom
     elif folder.kind in KIND_WORDS:

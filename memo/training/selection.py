@@ -69,11 +69,10 @@ def optimizer_order(name: str) -> list[str]:
 
 @dataclass
 class TrainingSelection:
-    """The campaign's choice of models for the training check (``share``: by hash; ``novelty``: also the first model
-    of each training key not trained yet), and what it trained: the keys and the counts the report states."""
+    """The campaign's choice of models for the training check (``share``: by hash; also the first model of each
+    training key not trained yet, within :data:`NOVELTY_CAP`), and what it trained: the keys and the counts."""
 
     share: float
-    novelty: bool = True
     trained: set[str] = field(default_factory=set)
     stepped: set[tuple[str, tuple[str, ...]]] = field(default_factory=set)  # (entry, weight dtypes) stepped so far
     submitted: int = 0
@@ -90,7 +89,7 @@ class TrainingSelection:
         new = keys - self.trained
         by_hash = train_chosen(name, self.share)
         room = self.chosen < NOVELTY_CAP * self.submitted  # from the first model on: the seeds are the largest
-        if not by_hash and not (self.novelty and new and room):
+        if not by_hash and not (new and room):
             return ""
         self.chosen += 1
         self.by_novelty += 0 if by_hash else 1

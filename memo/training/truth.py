@@ -1,5 +1,6 @@
 """The float64 truth of a training verdict: which backend is wrong, or whether no float32 library can be held to the
-tolerance there (pure numpy; :mod:`memo.truth`'s maths on the training check's arrays).
+tolerance there (numpy and memo's specs, no library imported; :mod:`memo.truth`'s maths on the training check's
+arrays).
 
 The float64 engine is Keras with the model, its weights and inputs widened to float64, on a backend other than the
 accused one (:func:`engine_for`: JAX with x64 for Keras on torch, torch for the others;
@@ -17,19 +18,18 @@ import numpy as np
 from memo.oracle.criterion import Thresholds
 from memo.kinds import VerdictKind
 from memo.training.judge import UPDATE_STAGES, Arrays, TrainingVerdict, stage_keys, thresholds_for
-from memo.truth import CONFIRMED, UNAVAILABLE, Truth, assess_runs, engine_method
+from memo.backends import kernels_of
+from memo.truth import CONFIRMED, ENGINES, UNAVAILABLE, Truth, assess_runs, engine_method, truth_engines
 
-ENGINE = "float64-torch"
+ENGINE = "float64-torch"  # preferred where several engines share no kernels with the accused (TensorFlow)
 ENGINE_JAX = "float64-jax"
-# The engine that shares no kernels with the accused backend: Keras on JAX (x64) judges Keras on torch, Keras on torch
-# every other (JAX, and TensorFlow where the reference is the odd one out).
-ENGINE_FOR: dict[str, str] = {"keras-torch": ENGINE_JAX}
-ENGINE_LIBRARIES: dict[str, str] = {ENGINE: "keras-torch", ENGINE_JAX: "keras-jax"}
 
 
 def engine_for(accused: str) -> str:
-    """The float64 engine that judges a training verdict against ``accused``."""
-    return ENGINE_FOR.get(accused, ENGINE)
+    """The float64 engine that judges a training verdict against ``accused``: one sharing no kernels with it
+    (:func:`memo.truth.truth_engines`; Keras on JAX with x64 for Keras on torch), Keras on torch where both do."""
+    independent = truth_engines([kernels_of(accused)])
+    return ENGINE if ENGINE in independent else independent[0]
 
 
 def assess_verdict(verdict: TrainingVerdict, arrays: Mapping[str, Arrays], truth: Arrays | str,
@@ -65,6 +65,6 @@ def assess_verdict(verdict: TrainingVerdict, arrays: Mapping[str, Arrays], truth
         # makes it too (the witnesses share Keras's generic update code)
         result.decision, result.blamed = CONFIRMED, "accused"
         result.reason = f"float64 computes a finite update; {verdict.backend} does not ({result.reason})"
-    if verdict.backend == ENGINE_LIBRARIES.get(engine):
+    if ENGINES[engine] in kernels_of(verdict.backend):
         result.reason += " (the float64 engine runs the accused backend's kernels too)"
     return result

@@ -13,7 +13,7 @@ from typing import Sequence
 
 import numpy as np
 
-from memo.backends import CONVERTERS, find_spec, load_spec, producer_of
+from memo.backends import CONVERTERS, kernels_of, load_spec
 from memo.backends.float64_truth import SPECIAL_FLAG_ENGINES
 from memo.backends.supervisor import WorkerCommand, WorkerProcess
 from memo.oracle import Verdict
@@ -86,16 +86,6 @@ class TruthRunner:
             worker.stop()
 
 
-def _kernels(backend: str) -> frozenset[str]:
-    """The libraries whose code decides ``backend``'s results: its spec's distributions and those of the converter
-    that wrote the file it reads (ONNX Runtime on Keras's export runs what torch.onnx traced); none for a plugin."""
-    spec = find_spec(backend)
-    if spec is None:
-        return frozenset()
-    converter = producer_of(spec.consumes)
-    return frozenset(spec.distributions) | (_kernels(converter) if converter else frozenset())
-
-
 def sides(verdict: Verdict, reference: str, ran: Sequence[str]) -> tuple[list[str], list[str]]:
     """(accused, witnesses) of a numeric verdict among the backends that ran: the accused are the outputs the
     verdict calls wrong (a converter's engines on its file; the reference, when a majority disagrees with it),
@@ -164,7 +154,7 @@ def judge_by_truth(runner: TruthRunner, keras_path: Path, inputs: dict[str, np.n
     The truth comes from the float64 engines that share no kernels with the accused (:func:`truth_engines`);
     where two are used, each backend's error is to the nearest (:func:`memo.truth.assess_runs`)."""
     accused, witnesses = sides(verdict, reference, list(outputs))
-    engines = truth_engines([_kernels(name) for name in accused])
+    engines = truth_engines([kernels_of(name) for name in accused])
     results: dict[str, tuple[list[np.ndarray], list[list[np.ndarray]]]] = {}
     failures: list[str] = []
     special_inside = False
