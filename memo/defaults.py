@@ -48,6 +48,11 @@ DEFAULT_DIRECTED_SHARE = 0.5
 # campaign's throughput near issue 40's bound (15 %).
 DEFAULT_TRAIN_SHARE = 0.1
 
+# The training check's CPU budget: the checks' measured seconds stay within this share of the inference runs' seconds
+# (``memo fuzz --train-budget``; memo.training.selection). Issue 40 allows the check 15 % fewer models per hour; the
+# triage of its findings (float64 truth, reduction) runs beside the pipelines and takes its share too.
+DEFAULT_TRAIN_BUDGET = 0.1
+
 # Without a terminal (cron, CI, ``memo fuzz > log``), a campaign prints a plain progress line this often
 # (``memo fuzz --progress-every``; memo.campaign.progress.PlainReporter).
 DEFAULT_PROGRESS_EVERY_S = 60.0

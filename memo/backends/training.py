@@ -16,7 +16,7 @@ the weights as loaded (TensorFlow and torch reset them; JAX's stateless calls ne
   torch optimizers run ``torch._foreach`` kernels; a jitted ``stateless_apply`` on JAX) of a fixed gradient;
   ``optimizer`` is the catalogue entry the request names (option ``optimizer``:
   :mod:`memo.backends.training_optimizers`), absent without one.
-* ``eval_forward`` and ``eval_gradients`` (:data:`EVAL_STAGES`, TensorFlow and torch, when the request asks): the
+* ``eval_forward`` and ``eval_gradients`` (:data:`EVAL_STAGES`, when the request asks): the
   outputs in inference mode and the loss's input gradients, what a converted torch module is judged against
   (:func:`memo.backends.torch_common.train_module`).
 
@@ -51,10 +51,11 @@ from memo.backends.training_weights import dtype_name, perturb_weights, precisio
 PREPARE_STAGE = "prepare"
 TRAINING_STAGES: tuple[str, ...] = ("forward", "gradients", "sgd", "adam", OPTIMIZER_STAGE)
 # The inference-mode stages (``training=False``): the outputs, then the gradient of the same loss with respect to the
-# inputs. A converted torch module (onnx2torch, onnx2pytorch: an inference graph) runs these only; Keras on
-# TensorFlow and torch (and the float64 engine) run them when the request asks (option ``inference``, or ``stages``).
+# inputs. A converted torch module (onnx2torch, onnx2pytorch: an inference graph) runs these only; Keras (and the
+# float64 engines) run them when the request asks (option ``inference``, or ``stages``).
 EVAL_STAGES: tuple[str, ...] = ("eval_forward", "eval_gradients")
 LOSS_SEED = 1234
+ASSIGNED_KEY = "assigned"  # forward's record: the trainable weights the training-mode call assigned (eager backends)
 STEP_SEED = 4321
 # The check's time limit per model, in per-model limits of inference: it runs the model four times (forward, forward
 # and backward, two optimizers) and Keras on JAX compiles two XLA programs where inference compiles one (several
@@ -184,18 +185,22 @@ def training_stages(model: Any, inputs: ModelInputs, options: dict[str, Any] | N
     if chosen:
         optimizer_entry(str(chosen))  # an unknown name fails the prepare stage, not a later one
         names["optimizer"] = np.array(str(chosen))
-    build = {"tensorflow": _tensorflow_stages, "jax": _jax_stages, "torch": _torch_stages}[keras.backend.backend()]
-    stages = select_stages(build(model, arrays, stage_optimizers(chosen)), options)
+    backend = keras.backend.backend()
+    build = {"tensorflow": _tensorflow_stages, "jax": _jax_stages, "torch": _torch_stages}[backend]
+    # JAX's inference-mode stages compile a third XLA program: run only when named (the float64 engine's truth of a
+    # converted module's verdict), not for ``inference``, where TensorFlow and torch already witness them
+    stages = select_stages(build(model, arrays, stage_optimizers(chosen)), options, eval_on_request=backend != "jax")
     return stages, {**names, "stages": np.array([name for name, _ in stages], dtype=str)}
 
 
-def select_stages(stages: list[Stage], options: dict[str, Any] | None) -> list[Stage]:
+def select_stages(stages: list[Stage], options: dict[str, Any] | None, eval_on_request: bool = True) -> list[Stage]:
     """The stages a request asks for: ``options["stages"]``; without it :data:`TRAINING_STAGES`, and
-    :data:`EVAL_STAGES` too when ``options["inference"]``. The prepare record lists those kept (``stages``): the
-    judge does not expect the others of this backend."""
+    :data:`EVAL_STAGES` too when ``options["inference"]`` and ``eval_on_request``. The prepare record lists those
+    kept (``stages``): the judge does not expect the others of this backend."""
     wanted = (options or {}).get("stages")
     if wanted is None:
-        wanted = [*TRAINING_STAGES, *(EVAL_STAGES if (options or {}).get("inference") else ())]
+        inference = eval_on_request and (options or {}).get("inference")
+        wanted = [*TRAINING_STAGES, *(EVAL_STAGES if inference else ())]
     return [stage for stage in stages if stage[0] in wanted]
 
 
@@ -270,6 +275,12 @@ def _eager_stages(model: Any, arrays: list[np.ndarray], gradients: Callable[[], 
         model.set_weights(initial)
         outputs = _as_list(model([keras.ops.convert_to_tensor(a) for a in arrays], training=True))
         record = _forward_record(outputs, _loss(outputs, model.losses), [v.value for v in model.non_trainable_weights])
+        # trainable weights the training-mode call itself assigns (SpectralNormalization's kernel): a gradient with
+        # respect to a weight the forward pass overwrites depends on how a backend differentiates the assignment
+        assigned = [v.path for v, before in zip(model.trainable_weights, trainable)
+                    if not np.array_equal(to_numpy(v.value), before)]
+        if assigned:
+            record[ASSIGNED_KEY] = np.array(assigned, dtype=str)
         model.set_weights(initial)
         return record
 
@@ -444,5 +455,19 @@ def _jax_stages(model: Any, arrays: list[np.ndarray], optimizers: list[Optimizer
             return _update_record(UPDATE_PREFIXES[stage], [np.asarray(w) for w in trainable], list(weights), rate)
         return run
 
+    def inference() -> tuple[list[Any], list[Any]]:
+        """The outputs in inference mode and the loss's input gradients: one jitted ``value_and_grad`` with respect
+        to the floating inputs (what the float64 truth of a converted torch module is judged by)."""
+        def eval_loss(float_inputs: Any) -> Any:
+            xs, rest = list(float_inputs), list(others)
+            ordered = [xs.pop(0) if i in floating else rest.pop(0) for i in range(len(arrays))]
+            outputs, _ = model.stateless_call(trainable, non_trainable, ordered, training=False)
+            outputs = _as_list(outputs)
+            return _loss(outputs), outputs
+
+        (_, outputs), input_grads = jax.jit(jax.value_and_grad(eval_loss, has_aux=True))(float_inputs)
+        return list(outputs), list(input_grads)
+
     return [("forward", forward), ("gradients", gradients),
-            *[(stage, step(position)) for position, (stage, *_) in enumerate(optimizers)]]
+            *[(stage, step(position)) for position, (stage, *_) in enumerate(optimizers)]] \
+        + _eval_stages(model, arrays, inference)

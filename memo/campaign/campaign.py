@@ -215,6 +215,8 @@ class Campaign:
         cluster = self._cluster()
         if cluster is not None:  # the nodes this run used, for the report
             self.store.set_meta("cluster", cluster)
+        if self.pipeline is not None and self.config.train_share > 0:  # the check's CPU budget, for the report
+            self.store.set_meta("training_budget", self.pipeline.training.figures())
         self.store.add_coverage_point(loop.elapsed(), loop.iteration, loop.counters["generated"],
                                       loop.counters["executed"], loop.tracker.counts())
 

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import psutil
 
-from memo.defaults import (DEFAULT_DIRECTED_SHARE, DEFAULT_TRAIN_SHARE, DEFAULT_MAX_PARENT_COST, DEFAULT_MAX_PARENT_LAYERS,
-                           DEFAULT_MAX_PARENT_RECURRENT, DEFAULT_TIMEOUT_S, LIBRARY_TRACE_EVERY)
+from memo.defaults import (DEFAULT_DIRECTED_SHARE, DEFAULT_MAX_PARENT_COST, DEFAULT_MAX_PARENT_LAYERS,
+                           DEFAULT_MAX_PARENT_RECURRENT, DEFAULT_TIMEOUT_S, DEFAULT_TRAIN_BUDGET, DEFAULT_TRAIN_SHARE,
+                           LIBRARY_TRACE_EVERY)
 from memo.errors import UsageError
 from memo.json_types import JsonObject
 
@@ -89,10 +90,14 @@ class CampaignConfig:
     # --train-share: the training check (memo.training, docs/training.md) on this share of the executed models the
     # reference ran (0: none), chosen by artifact name; its findings are stored as verdicts, never fed to generation
     train_share: float = DEFAULT_TRAIN_SHARE  # the training check on this share of executed models (0: none)
+    # --train-budget: the checks' seconds at most this share of the inference runs' seconds (memo.training.selection)
+    train_budget: float = DEFAULT_TRAIN_BUDGET
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.train_share <= 1.0:
             raise UsageError(f"--train-share must be a share between 0 and 1 (got {self.train_share:g})")
+        if not self.train_budget > 0:
+            raise UsageError(f"--train-budget must be a positive share of the inference time (got {self.train_budget:g})")
         if self.library_every < 1:
             raise UsageError(f"--library-coverage-every must be 1 or more (got {self.library_every})")
         if self.library_coverage not in LIBRARY_COVERAGE_MODES:

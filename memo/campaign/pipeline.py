@@ -38,19 +38,21 @@ from memo.mutation.nan import has_injection
 from memo.oracle import Verdict, judge
 from memo.store import CampaignStore, Signed, SignedVerdict
 from memo.training.check import CHECK_FAILED, TrainingCheck, stored_verdicts, train_if_chosen
-from memo.training.selection import TrainingSelection
+from memo.training.selection import TrainingSelection, weight_dtypes
+from memo.training.sweep import Sweep, sweep_optimizers
 from memo.triage import sign
+from memo.triage.precision_probe import precision_probe
 
 
 @dataclass
 class Execution:
-    """A submitted mutant: where its artifact goes, and its (result, seconds, training check or None) once a
-    pipeline ran it."""
+    """A submitted mutant: where its artifact goes, and its (result, seconds, training check or None, optimizer sweep
+    or None) once a pipeline ran it."""
 
     mutant_id: int
     ident: str
     artifact_dir: Path
-    future: Future[tuple[ExecutionResult, float, TrainingCheck | None]]
+    future: Future[tuple[ExecutionResult, float, TrainingCheck | None, Sweep | None]]
     special_values: bool = False  # the model injects NaN/Inf on purpose (the NaN operator)
     ir: ModelIR | None = None  # what :class:`KnownOutcomes` learns from with its result
 
@@ -88,7 +90,7 @@ class Pipeline:
         self.unlearnt: dict[int, tuple[ModelIR, ExecutionResult]] = {}  # stored, outcome not taken yet
         self.known.rebuild(store)  # what a resumed campaign's earlier executions taught
         # which models get the training check (a resumed campaign's novelty starts afresh: it trains a few more)
-        self.training = TrainingSelection(config.train_share)
+        self.training = TrainingSelection(config.train_share, config.train_budget)
         self.library = LibraryCoverage()  # --library-coverage: every line reached so far (first reacher in the store)
         # --library-coverage feedback: the lines of the models whose outcome generation took (in its fixed order, so
         # that what counts as new does not depend on which model finished first), and those stored, not taken yet
@@ -151,20 +153,39 @@ class Pipeline:
         known = self.known
         train = self.training.choose(directory.name, ir)
         optimizer = self.training.optimizer(directory.name, ir) if train else None
+        probe = self._sweep_probe(ir)
 
-        def work() -> tuple[ExecutionResult, float, TrainingCheck | None]:
+        selection = self.training
+
+        def work() -> tuple[ExecutionResult, float, TrainingCheck | None, Sweep | None]:
             executor = worker_sets.get()
             began = time.perf_counter()
+            seconds, checked = 0.0, 0.0
             try:
                 artifact = prepare_artifact(ir, directory, seed=seed)
                 result = executor.run(artifact, skip=known.skips(ir, directory.name), library=library)
                 seconds = time.perf_counter() - began
                 training = train_if_chosen(executor, artifact, result, train, optimizer) if train else None
-                return result, seconds, training
+                swept = sweep_optimizers(executor, probe, directory / "sweep", seed) \
+                    if probe is not None and isinstance(executor, DifferentialExecutor) else None
+                checked = time.perf_counter() - began - seconds
+                return result, seconds, training, swept
             finally:
                 worker_sets.put(executor)
+                chosen = bool(train) + (probe is not None)
+                selection.measured(seconds, checked if chosen else None, chosen)  # the check's CPU budget
 
         self.in_flight.append(Execution(mutant_id, ident, directory, self.threads.submit(work), has_injection(ir), ir))
+
+    def _sweep_probe(self, ir: ModelIR) -> ModelIR | None:
+        """The model the optimizer sweep steps every catalogue entry on, when ``ir`` is the first of its set of weight
+        dtypes and the budget has room (:meth:`TrainingSelection.sweep`): its precision probe, or ``ir`` itself
+        where that is no larger than a probe; None otherwise."""
+        selection = self.training
+        if selection.share <= 0 or weight_dtypes(ir) in selection.swept:
+            return None
+        probe = precision_probe(ir) or (ir if len(ir.body) <= len(weight_dtypes(ir)) else None)
+        return probe if probe is not None and selection.sweep(probe) else None
 
     def resubmit_unexecuted(self) -> None:
         """After a crash or kill of memo itself, run the stored mutants whose execution never finished."""
@@ -263,7 +284,7 @@ class Pipeline:
     # ------------------------------------------------------------------ judge, record
     def _store_execution(self, execution: Execution) -> None:
         try:
-            result, seconds, training = execution.future.result()
+            result, seconds, training, swept = execution.future.result()
         except ExecutionAbandoned as exc:  # not run (a stop, a cluster without nodes): --resume runs it
             if exc.stop_campaign:
                 self.stop.request(str(exc))
@@ -281,12 +302,15 @@ class Pipeline:
         result_json = result.without_library_lines().to_json()  # the lines go to the library tables
         if training is not None:  # which models were trained, with which optimizer entry (the report counts them)
             result_json["training"] = training.summary()
+        if swept is not None:
+            result_json["optimizer_sweep"] = swept.summary()
         if mentions_disk_full(result_json):  # a worker could not write its outputs: no finding, run it again
             self.stop.disk_full()
             return
         verdicts = judge(result, special_values=execution.special_values)
         findings = [v for v in verdicts if v.kind not in NON_FINDINGS]
-        trained = stored_verdicts(training)  # stored only: never part of the outcome generation learns
+        # stored only: never part of the outcome generation learns
+        trained = stored_verdicts(training) + (swept.verdicts if swept is not None else [])
         # each finding signed once, here, as it is recorded: everything else reads what the store keeps
         signed = [(verdict, sign(verdict, result, execution.ir)) for verdict in [*verdicts, *trained]]
         inference = [SignedVerdict(0, execution.mutant_id, verdict.kind, verdict.backend, verdict.stage, 0.0, value)

@@ -9,9 +9,9 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memo.defaults import (DEFAULT_DIRECTED_SHARE, DEFAULT_TRAIN_SHARE, DEFAULT_MAX_PARENT_COST, DEFAULT_MAX_PARENT_LAYERS,
+from memo.defaults import (DEFAULT_DIRECTED_SHARE, DEFAULT_MAX_PARENT_COST, DEFAULT_MAX_PARENT_LAYERS,
                            DEFAULT_MAX_PARENT_RECURRENT, DEFAULT_PROGRESS_EVERY_S, DEFAULT_TIMEOUT_S,
-                           LIBRARY_TRACE_EVERY)
+                           DEFAULT_TRAIN_BUDGET, DEFAULT_TRAIN_SHARE, LIBRARY_TRACE_EVERY)
 from memo.diskspace import format_size, is_disk_full, parse_size, tree_bytes
 from memo.device_flags import add_device_arguments, check_device_arguments
 from memo.errors import UsageError
@@ -82,6 +82,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="run the training check (loss, gradients, SGD and Adam steps, BatchNormalization's statistics "
                         "on the Keras backends: docs/training.md) on this share of the executed models the reference "
                         f"ran (default {DEFAULT_TRAIN_SHARE:g}; 0: none); its findings are stored, triaged and reported")
+    p.add_argument("--train-budget", type=float, default=DEFAULT_TRAIN_BUDGET, metavar="F",
+                   help="the training checks' seconds at most this share of the inference runs' seconds (default "
+                        f"{DEFAULT_TRAIN_BUDGET:g}): a model chosen over it is not checked")
     p.add_argument("--no-reduce", action="store_true", help="mutate the original seeds, not the reduced ones")
     p.add_argument("--unsafe", action="store_true", help="allow seed files whose layers carry code (Lambda)")
     p.add_argument("--bugs-db", metavar="PATH", help="the bug database shared across campaigns (default: "
@@ -264,6 +267,7 @@ def _new_config(args: argparse.Namespace, max_disk: int | None) -> tuple[Path, "
         gpu_precision=args.gpu_precision, bugs_db=_bugs_db(args), next_python=_next_python(args),
         library_coverage=args.library_coverage, library_every=args.library_coverage_every,
         train_share=args.train_share,
+        train_budget=args.train_budget,
         max_disk_bytes=DEFAULT_MAX_DISK if max_disk is None else max_disk)
     directory = Path(args.out) if args.out else campaign_dir(name)
     if (directory / "campaign.sqlite").exists():

@@ -19,6 +19,7 @@ from memo.filing.folder import BUG_FILE, IR_FILE, ONNX_FILE, BugFolder
 from memo.text import without_ansi
 from memo.filing.script import SCRIPT_FILE, Candidate, NoMinimalScript, candidates
 from memo.triage.onnx_reference import opine_on_crash, trace_shape_origin
+from memo.triage.ort_unoptimized import probe_unoptimized
 from memo.triage.passes import SCRIPT_CHECK_S
 
 GENERATOR = "memo-minimal/4"  # changes when the scripts memo writes change: older checks are then redone
@@ -199,6 +200,7 @@ def minimal_script(folder: Path, *, refresh: bool = False, deadline: float | Non
         with tempfile.TemporaryDirectory(prefix="memo-reference-") as scratch:  # wrong (bug.json: before the key)
             opine_on_crash(Path(folder), Path(scratch), reference_s)
             trace_shape_origin(Path(folder), Path(scratch), reference_s)  # where an engine's shapes went wrong
+            probe_unoptimized(Path(folder), Path(scratch), reference_s)  # ONNX Runtime's passes off: still there?
     bug = BugFolder.read(folder)
     cached = None if refresh else cached_minimal(bug)
     if cached is not None:

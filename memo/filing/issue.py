@@ -27,6 +27,7 @@ from memo.filing.title import (KIND_WORDS, culprit, engine_operator, folder_trai
                                 stated_cause, title, wrong_shape)
 from memo.triage.failing_node import node_attributes
 from memo.triage.onnx_reference import ENGINE, ONNX_REFERENCE_KEY
+from memo.triage.ort_unoptimized import unoptimized_text
 from memo.triage.signature import computing_library
 from memo.triage.training_repro import CHANGED
 from memo.backends.trackers import DESCRIBE, DUPLICATES, ENVIRONMENT, EXPECTED, LOG, REPRODUCE, GENERIC
@@ -126,9 +127,11 @@ def _expected(folder: BugFolder, checked: MinimalScript) -> list[str]:
     reference = folder.reference or "the reference library"
     named = f"{LIBRARY_NAMES[reference]} ({reference})" if reference in LIBRARY_NAMES else reference
     happened = actual(folder, checked)
+    unoptimized = unoptimized_text(folder.info)
     if folder.kind == "crash":
         shown = _converter_prints(folder, checked)
         return [_crash_expected(folder, named) + (f" Actual: {happened}" if happened else ""),
+                *(["", unoptimized] if unoptimized else []),
                 *(["", "The script prints:", "", _fenced("\n".join(quoted(line) for line in shown))] if shown else [])]
     if folder.kind == "hang":
         return [f"The model finishes in seconds (on {named} it does); {folder.library} is still running after "
@@ -147,6 +150,8 @@ def _expected(folder: BugFolder, checked: MinimalScript) -> list[str]:
              f"max(1, mean |expected|). Actual: {happened}", *printed]
     if opinion.get("reason"):
         lines += ["", f"ONNX's reference implementation on the same file: {opinion['reason']}."]
+    if unoptimized:
+        lines += ["", unoptimized]
     truth = folder.info.get("truth") or {}
     if truth.get("errors"):
         lines += ["", f"memo's float64 recomputation of the reduced model ({truth.get('method', '')}; not printed by "
@@ -263,8 +268,21 @@ def _described(bug: BugFolder, checked: MinimalScript) -> str:
     if symptom:  # which array of the training step goes wrong, not that the library "fails"
         return (f"On a model of {culprit(bug, checked)}, {LIBRARY_NAMES.get(bug.library, bug.library)} computes a "
                 f"training step whose {symptom} (training stage {stage}; the script computes it as a user of "
-                f"{bug.library} would).")
+                f"{bug.library} would).{assigned_text(bug)}")
     return f"{bug.library} {KIND_WORDS.get(bug.kind, 'fails')} on a model of {culprit(bug, checked)} ({stage} stage)."
+
+
+def assigned_text(bug: BugFolder) -> str:
+    """The sentence on trainable weights the model's training-mode call assigns (bug.json's ``assigned_in_call``,
+    recorded by Keras on TensorFlow and torch), "" where it assigns none."""
+    names = [str(name) for name in bug.info.get("assigned_in_call") or []]
+    if not names:
+        return ""
+    plural = "s" if len(names) > 1 else ""
+    return (f" The layer's training-mode call assigns its trainable weight{plural} {', '.join(f'`{n}`' for n in names)}"
+            f" (after the forward pass the value differs from the one before): the gradient with respect to a weight "
+            f"the forward pass overwrites depends on whether a backend differentiates through that assignment, so "
+            f"Keras's backends part by the layer's design, not by rounding.")
 
 
 def torch_only_origin(checked: MinimalScript) -> str:

@@ -25,6 +25,16 @@ KIND_WORDS = {"nan": "produces NaN/Inf", "inconsistency": "gives wrong results",
               "hang": "hangs"}
 
 
+_SETTING = re.compile(r"^(?P<library>[\w.]+)-opset(?P<opset>\d+)$")
+
+
+def tracker_name(library: str) -> str:
+    """How a title names the library a tracker knows: memo's backend name without memo's configuration suffix
+    (``tf2onnx-opset11`` is tf2onnx run with ``--opset 11``: "tf2onnx (opset 11)")."""
+    setting = _SETTING.match(library)
+    return f"{setting['library']} (opset {setting['opset']})" if setting else library
+
+
 def _operators(folder: BugFolder) -> list[str]:
     """The ONNX graph's operators, layout plumbing (a converter's Transpose, Reshape, Cast...) left out."""
     import onnx
@@ -187,4 +197,4 @@ def title(folder: BugFolder, checked: MinimalScript | None = None) -> str:
         what = f"{folder.exception}: {cause}" if folder.exception else cause
         if folder.converter_blamed:  # the converter's file, which an engine fails on
             what = f"writes a file {folder.library} fails on ({what})"
-    return whole_words(f"[{folder.filed_on}] {culprit(folder, checked)}: {what}", TITLE_CHARS)
+    return whole_words(f"[{tracker_name(folder.filed_on)}] {culprit(folder, checked)}: {what}", TITLE_CHARS)

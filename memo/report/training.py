@@ -15,8 +15,9 @@ from memo.store import CampaignStore
 
 def training_coverage(store: CampaignStore) -> JsonObject:
     """The models the campaign's training check ran on (``chosen``: by the hash share or by novelty,
-    :mod:`memo.training.selection`; ``left_out``: the check declined them) and the layer types, pairs and parameter
-    values those models hold (inert items included); {} when no model was checked."""
+    :mod:`memo.training.selection`; ``left_out``: the check declined them; ``over_budget``: chosen, but the check's
+    CPU budget had no room, with the seconds it measured) and the layer types, pairs and parameter values those
+    models hold (inert items included); {} when no model was checked."""
     checked: list[int] = []
     chosen: Counter[str] = Counter()
     left_out = 0
@@ -33,9 +34,21 @@ def training_coverage(store: CampaignStore) -> JsonObject:
     for text in store.mutant_irs(checked).values():
         if text:  # every item: what is inert at inference (a regularizer, Dropout) is not inert in training
             covered = covered | model_coverage(ModelIR.loads(text))
+    budget = store.get_meta("training_budget") or {}
     return {"models": len(checked), "left_out": left_out, "by_share": chosen["share"],
             "by_novelty": chosen["novelty"], "types": len(covered.types), "pairs": len(covered.pairs),
-            "params": len(covered.params)}
+            "params": len(covered.params), "over_budget": int(budget.get("over_budget", 0)),
+            "budget": budget.get("budget"), "check_s": budget.get("check_s"), "inference_s": budget.get("inference_s"),
+            "swept": swept_sets(store)}
+
+
+def swept_sets(store: CampaignStore) -> list[JsonObject]:
+    """The optimizer sweeps the campaign ran (:mod:`memo.training.sweep`): per weight-dtype set, the entries stepped
+    and the findings."""
+    return [{"dtypes": ", ".join(record.get("dtypes") or []), "entries": record.get("entries", 0),
+             "verdicts": record.get("verdicts", 0)}
+            for row in store.executions()
+            if isinstance(row.result, dict) and isinstance(record := row.result.get("optimizer_sweep"), dict)]
 
 
 def training_optimizers(store: CampaignStore) -> list[JsonObject]:

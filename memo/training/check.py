@@ -42,7 +42,8 @@ class TrainingCheck:
         """What a campaign keeps of the check with the model's execution (``training`` in its result): which
         optimizer entry it stepped, whether it was left out, how many verdicts (the report counts them)."""
         return {"optimizer": self.judgement.optimizer, "left_out": self.judgement.left_out,
-                "verdicts": len(self.judgement.verdicts), **({"chosen": self.chosen} if self.chosen else {})}
+                "verdicts": len(self.judgement.verdicts), "seconds": round(self.seconds, 3),
+                **({"chosen": self.chosen} if self.chosen else {})}
 
     def to_json(self) -> dict[str, object]:
         return {"reference": self.reference, "seconds": self.seconds, "truth_seconds": self.truth_seconds,

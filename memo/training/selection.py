@@ -13,12 +13,22 @@ and float16; ...), in an order that starts at the model's hashed entry; the hash
 kernel fails in one precision (Nadam in bfloat16, a global norm over float16 and float32 gradients), so a precision
 a campaign builds rarely meets every entry of the catalogue instead of one in twenty.
 
-Pure logic, no library: the choice is made when the campaign submits a model, in generation order, so the same
-``--seed`` trains the same models (completion order of the pipelines does not enter).
+Both rules spend a CPU budget (:attr:`TrainingSelection.budget`, ``memo fuzz --train-budget``): a model either rule
+chooses is checked only while the checks' measured seconds stay within that share of the inference runs' seconds
+(the pipelines' time: what models per hour are made of). A large seed model's check costs tens of seconds, a small
+mutant's two or three: under the budget the keys a large model would have brought are left for the next, smaller
+model holding them (they are marked trained only when a model is checked). Over the budget a chosen model is
+counted (``over_budget``), not checked.
+
+Pure logic, no library: the choice is made when the campaign submits a model, in generation order. The rules are
+deterministic (the same ``--seed`` proposes the same models, completion order of the pipelines does not enter); the
+budget reads measured seconds, so on another machine or load it may pass a different subset of them. Generation
+never reads the check, so the mutants are the same.
 """
 from __future__ import annotations
 
 import hashlib
+import threading
 from dataclasses import dataclass, field
 
 from memo.backends.training_optimizers import CATALOGUE, choose_optimizer
@@ -26,6 +36,10 @@ from memo.model.ir import Layer, ModelIR, policy_name
 
 BY_SHARE, BY_NOVELTY = "share", "novelty"  # why a model was checked (kept with its check's summary)
 NOVELTY_CAP = 0.2  # at most this share of submitted models checked, hash-chosen ones included
+# Seconds of checks the budget allows before any inference is measured (the first models: a campaign's seeds), and
+# what a check still running counts for before any finished (then: the finished checks' mean).
+BUDGET_ALLOWANCE_S = 20.0
+PENDING_GUESS_S = 10.0
 
 
 def train_chosen(name: str, share: float) -> bool:
@@ -73,11 +87,39 @@ class TrainingSelection:
     training key not trained yet, within :data:`NOVELTY_CAP`), and what it trained: the keys and the counts."""
 
     share: float
+    budget: float = float("inf")  # the checks' seconds at most this share of the inference runs' seconds
     trained: set[str] = field(default_factory=set)
     stepped: set[tuple[str, tuple[str, ...]]] = field(default_factory=set)  # (entry, weight dtypes) stepped so far
+    swept: set[tuple[str, ...]] = field(default_factory=set)  # weight dtype sets the optimizer sweep covered
     submitted: int = 0
     chosen: int = 0
     by_novelty: int = 0
+    over_budget: int = 0  # models a rule chose that the budget left unchecked
+    inference_s: float = 0.0  # measured: the executed models' inference runs
+    check_s: float = 0.0  # measured: the finished checks (float64 truth included)
+    finished: int = 0  # checks measured
+    pending: int = 0  # checks chosen, not measured yet
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)  # pipelines measure
+
+    def within_budget(self) -> bool:
+        """Whether one more check fits the budget: the finished checks' seconds, and those still running and this
+        one at the finished checks' mean, within ``budget`` of the inference seconds (plus
+        :data:`BUDGET_ALLOWANCE_S`)."""
+        if self.budget == float("inf"):
+            return True
+        mean = self.check_s / self.finished if self.finished else PENDING_GUESS_S
+        return self.check_s + (self.pending + 1) * mean <= self.budget * self.inference_s + BUDGET_ALLOWANCE_S
+
+    def measured(self, inference_s: float, check_s: float | None, checks: int = 1) -> None:
+        """Account one executed model: its inference run's seconds and, when it was checked, its check's (``None``:
+        not checked; a chosen model whose check never ran, its inference failing, passes 0); ``checks``: how many
+        chosen checks (the check, the optimizer sweep) those seconds paid for."""
+        with self.lock:
+            self.inference_s += max(0.0, inference_s)
+            if check_s is not None:
+                self.check_s += max(0.0, check_s)
+                self.finished += checks
+                self.pending = max(0, self.pending - checks)
 
     def choose(self, name: str, ir: ModelIR) -> str:
         """Why the model in artifact folder ``name`` (its IR ``ir``) gets the check: :data:`BY_SHARE`,
@@ -91,10 +133,37 @@ class TrainingSelection:
         room = self.chosen < NOVELTY_CAP * self.submitted  # from the first model on: the seeds are the largest
         if not by_hash and not (new and room):
             return ""
+        with self.lock:
+            if not self.within_budget():
+                self.over_budget += 1
+                return ""
+            self.pending += 1
         self.chosen += 1
         self.by_novelty += 0 if by_hash else 1
         self.trained |= keys
         return BY_SHARE if by_hash else BY_NOVELTY
+
+    def figures(self) -> dict[str, float | int]:
+        """What the budget spent and refused, for the campaign's store (the report's training section)."""
+        with self.lock:
+            return {"budget": self.budget, "inference_s": round(self.inference_s, 1), "check_s": round(self.check_s, 1),
+                    "checked": self.finished, "over_budget": self.over_budget,
+                    "swept": sorted(",".join(dtypes) for dtypes in self.swept)}
+
+    def sweep(self, ir: ModelIR) -> bool:
+        """Whether the model ``ir`` gets the optimizer sweep (:mod:`memo.training.sweep`): the first model of its
+        set of weight dtypes; records the choice. Not refused by the budget: a sweep costs seconds on a small model,
+        a campaign builds a handful of dtype sets, and it finds most of the check's defects per second (its seconds
+        count with the checks', so the model checks after it make room)."""
+        if self.share <= 0:
+            return False
+        dtypes = weight_dtypes(ir)
+        with self.lock:
+            if dtypes in self.swept:
+                return False
+            self.swept.add(dtypes)
+            self.pending += 1
+        return True
 
     def optimizer(self, name: str, ir: ModelIR) -> str:
         """The catalogue entry a checked model (folder ``name``, IR ``ir``) steps: the first in its order not yet
@@ -106,5 +175,5 @@ class TrainingSelection:
         return entry
 
 
-__all__ = ["BY_NOVELTY", "BY_SHARE", "NOVELTY_CAP", "TrainingSelection", "optimizer_order", "train_chosen",
+__all__ = ["BUDGET_ALLOWANCE_S", "BY_NOVELTY", "BY_SHARE", "NOVELTY_CAP", "PENDING_GUESS_S", "TrainingSelection", "optimizer_order", "train_chosen",
            "training_keys", "variable_dtype", "weight_dtypes"]

@@ -4,7 +4,8 @@
    campaign's warm workers) and judged: the bug must show again (:class:`TrainingChecker`: same kind, backend, stage
    and owner class of the first differing array, or the same exception for a crash);
 2. reduced by :func:`memo.triage.bug_reduction.reduce_bug` with that predicate, starting from the layer owning the
-   first differing weight;
+   first differing weight; an optimizer stage's bug first tries the model's weights by precision alone
+   (:func:`memo.triage.precision_probe.precision_probe`: one layer per weight dtype, one run);
 3. localized on the reduced model: the layer whose own weight or input gradient is the first wrong one in backward
    order (:func:`memo.triage.training_signature.first_in_backward_order`, from the per-weight comparison);
 4. judged by the float64 truth (:mod:`memo.training.truth`; bug.json's ``truth``, as inference bugs keep theirs);
@@ -25,6 +26,7 @@ import numpy as np
 from memo.artifact import Artifact, prepare_artifact
 from memo.backends import load_spec
 from memo.backends.executor import DifferentialExecutor, ExecutionAbandoned
+from memo.backends.training import ASSIGNED_KEY
 from memo.backends.training_optimizers import recorded_optimizer
 from memo.errors import InvalidModelError
 from memo.json_types import JsonObject
@@ -36,12 +38,14 @@ from memo.training.check import (NUMERIC, TrainingCheck, TruthTrainer, stored_ve
                                  training_reference)
 from memo.training.judge import (DESCRIPTIVE_KEYS, JUDGED_STAGES, UPDATE_STAGES, Arrays, TrainingVerdict,
                                  differing_names, judge_training, read_arrays, stage_keys, worker_stages)
+from memo.training.sweep import MODEL_IR_KEY
 from memo.training.truth import assess_verdict, engine_for
 from memo.triage.bug_reduction import reduce_bug
 from memo.bug_files import (EXPECTED_FILE, INPUTS_FILE, IR_FILE, MODEL_FILE, Reduction, read_bug_file, retried,
                             write_bug_file)
 from memo.triage.bugdir import bug_folder
 from memo.triage.finding import load_finding
+from memo.triage.precision_probe import precision_probe
 from memo.triage.probe import _keep_inputs, read_inputs
 from memo.triage.rerun import rerun_script
 from memo.triage.session import Session
@@ -143,6 +147,16 @@ def localization(ir: ModelIR, run: TrainingRun, reference: str, library: str, st
             "differing": wrong[:20], "alone": None, "together": []}
 
 
+def assigned_in_call(run: TrainingRun) -> list[str]:
+    """The trainable weights the model's training-mode call assigns, as the eager backends recorded them (their
+    ``forward`` record's ``assigned``; the forward stage must have run)."""
+    names: set[str] = set()
+    for arrays in run.arrays.values():
+        if ASSIGNED_KEY in arrays:
+            names.update(str(name) for name in np.atleast_1d(np.asarray(arrays[ASSIGNED_KEY])))
+    return sorted(names)
+
+
 def _truth(session: Session, run: TrainingRun, reference: str, optimizer: str | None) -> JsonObject:
     """The float64 truth of the run's numeric verdict (bug.json's ``truth``), {} for a crash."""
     verdict = run.verdict
@@ -234,26 +248,38 @@ def triage_training_bug(session: Session, bug: BugRow) -> None:
     if finding is None or finding.ir is None or not isinstance(executor, DifferentialExecutor):
         store.triage.update_bug(bug.id, reduction={"status": "not reduced (no model or no training executor)"})
         return
+    # an optimizer sweep's finding (memo.training.sweep) was found on the model's precision probe, kept with it
+    kept = (finding.verdict.extra.get("training") or {}).get(MODEL_IR_KEY)
+    model = ModelIR.loads(str(kept)) if kept else finding.ir
     source = session.artifact_of(finding, execute=False)
     inputs = read_inputs(source / INPUTS_FILE) if source is not None and (source / INPUTS_FILE).exists() else None
     reference = training_reference([name for name in executor.backend_names], executor.reference)
     checker = TrainingChecker(session, bug, reference, inputs,
                               recorded_optimizer(finding.verdict.extra.get("training")))
-    start = checker.run(finding.ir, session.work / f"{bug.id}-tstart")
+    start = checker.run(model, session.work / f"{bug.id}-tstart")
     if start.verdict is None:
-        _not_again(session, bug, finding.ir, start, reference)
+        _not_again(session, bug, model, start, reference)
         return
     # the cut starts at the bug's layer: for a gradient, the first wrong one in backward order (the first differing
     # array is the most upstream weight, whose gradient may be wrong only through a layer after it)
-    owner = finding.ir.by_name().get(str(localization(finding.ir, start, reference, bug.library,
+    owner = model.by_name().get(str(localization(model, start, reference, bug.library,
                                                       str(bug.stage))["layer"] or ""))
-    begin = _unfinished(bug) or finding.ir
+    begin = _unfinished(bug) or model
+    probe = precision_probe(model, owner.name if owner is not None else None) \
+        if str(bug.stage) in UPDATE_STAGES and begin is model else None
+    probed = probe is not None and checker(probe)
+    if probe is not None and probed:  # the optimizer's bug in the weights by precision alone: no graph to reduce
+        begin = probe
     outcome = reduce_bug(begin, checker, budget_s=min(PER_BUG_S, max(0.0, session.remaining() - FINISH_S)),
-                         localized=owner.name if owner is not None and not owner.is_input and begin is finding.ir
+                         localized=owner.name if owner is not None and not owner.is_input and begin is model
                          else None,
                          numeric=bug.kind != VerdictKind.TRAINING_CRASH.value)
+    if probe is not None:
+        outcome.runs += 1
+        outcome.steps.insert(0, f"precision probe ({len(probe.body)} layers, one per weight dtype): "
+                                + ("shows the bug" if probed else "does not show it"))
     final = checker.run(outcome.ir, session.work / f"{bug.id}-tfinal")
-    ir, run = (outcome.ir, final) if final.verdict is not None else (finding.ir, start)
+    ir, run = (outcome.ir, final) if final.verdict is not None else (model, start)
     if final.verdict is None:
         outcome.status = "final check failed; original model kept"
     folder = bug_folder(store.directory.resolve(), bug.id)
@@ -261,6 +287,8 @@ def triage_training_bug(session: Session, bug: BugRow) -> None:
     assert run.verdict is not None
     located = localization(ir, run, reference, bug.library, str(bug.stage))
     exception = crash_exception(run.verdict.message)[0] if bug.kind == VerdictKind.TRAINING_CRASH.value else ""
+    if kept:  # the sweep's probe is the model's reduction already: the counts are the executed model's
+        outcome.steps.insert(0, f"optimizer sweep: found on the model's precision probe ({len(model.body)} layers)")
     reduction = {**outcome.to_json(), "original_layers": len(finding.ir.body), "reduced_layers": len(ir.body)}
     data: dict[str, Any] = {
         "id": bug.id, "kind": bug.kind, "library": bug.library, "stage": bug.stage or "", "signature": bug.parts,
@@ -268,6 +296,9 @@ def triage_training_bug(session: Session, bug: BugRow) -> None:
         "layer_class": bug.layer_class, "layer": located["layer"], "localization": located,
         "reference": reference, "faulty": bug.library, "training": run.verdict.extra.get("training") or {},
         "reduction": reduction, "timeout_s": session.timeout_s}
+    assigned = assigned_in_call(run)
+    if assigned:
+        data["assigned_in_call"] = assigned
     if session.remaining() > TRUTH_S:
         try:
             data["truth"] = _truth(session, run, reference, checker.optimizer)

@@ -115,9 +115,18 @@ def training_parts(verdict: Verdict, ir: ModelIR | None) -> dict[str, Any]:
     name = str(record.get("name") or "")
     if stage in UPDATE_STAGES:  # an optimizer updates each variable alike whatever layer owns it: its precision counts
         parts["weights"] = update_precision(ir, name)
+        if stage == OPTIMIZER_STAGE and MIXED in parts["weights"]:
+            # a numeric defect of mixed precisions is the optimizers' shared code (Keras on torch casts every scalar
+            # of Adam, AdamW, Adamax and Nadam to the first variable's dtype): one entry, whichever entry and
+            # whichever lower precision showed it
+            parts.pop("optimizer", None)
+            parts["weights"] = parts["weights"].split(MIXED)[0] + MIXED + "mixed precisions"
         return parts
     parts["layer"] = "loss" if name == "loss" else owner_class(ir, name) if name else UNLOCALIZED
     return parts
+
+
+MIXED = " among "  # update_precision's word before a model's mixed weight dtypes
 
 
 def update_precision(ir: ModelIR | None, name: str) -> str:
@@ -127,7 +136,7 @@ def update_precision(ir: ModelIR | None, name: str) -> str:
     owner = weight_owner(ir, name) if name else None
     own = variable_dtype(owner) if owner is not None and not owner.is_input else UNLOCALIZED
     dtypes = weight_dtypes(ir) if ir is not None else ()
-    return own + (f" among {','.join(dtypes)}" if len(dtypes) > 1 else "")
+    return own + (f"{MIXED}{','.join(dtypes)}" if len(dtypes) > 1 else "")
 
 
 def folded(verdict: Verdict, inference: Iterable[Verdict]) -> bool:

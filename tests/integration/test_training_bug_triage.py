@@ -76,6 +76,8 @@ def test_spectral_normalization_gradient_on_jax_becomes_a_reduced_reproducing_bu
 
     data = read_bug_file(folder)
     assert data["truth"]["decision"] == "confirmed" and data["truth"]["blamed"] == "accused", data["truth"]
+    # the layer's call assigns its kernel in training mode (TensorFlow and torch record it): the issue says so
+    assert data["assigned_in_call"] == ["inner/kernel"], data.get("assigned_in_call")
     # the script reproduces in a fresh process, without memo on the path
     done = subprocess.run([sys.executable, "repro.py"], cwd=folder, capture_output=True, text=True, timeout=300,
                           env={"PATH": "/usr/bin:/bin", "HOME": str(folder)})
@@ -105,6 +107,9 @@ def test_training_bug_is_an_entry_of_the_report(triaged: tuple[CampaignStore, An
     minimal = minimal_script(todo[0].folder)  # the library's idiom: jax.grad over stateless_call
     assert minimal.reproduces, minimal.output
     assert "jax.grad(compute_loss)" in minimal.text and "SpectralNormalization(" in minimal.text
+    from memo.filing.issue import issue_text
+
+    assert "training-mode call assigns its trainable weight `inner/kernel`" in issue_text(todo[0].folder)
     report = report_data.collect(store)
     entries = [entry for entry in report["bugs"] if entry["kind"] == "training-inconsistency"]
     assert entries[0]["section"] == "ready" and entries[0]["minimal"]["reproduces"] is True

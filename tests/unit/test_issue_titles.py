@@ -197,3 +197,11 @@ def test_a_failed_checks_location_and_condition_are_not_its_cause(tmp_path: Path
     checked = MinimalScript(check["text"], reproduces=True, versions=check["versions"], output=check["output"])
     assert title(folder, checked).endswith("RuntimeError: Incompatible attr in node _minimum1 at 1-th input: expected "
                                            "[2,1], got [1]")
+
+
+def test_a_title_names_the_library_as_its_tracker_knows_it() -> None:
+    from memo.filing.title import tracker_name
+
+    assert tracker_name("tf2onnx-opset11") == "tf2onnx (opset 11)"
+    assert tracker_name("onnxruntime-keras-export") == "onnxruntime-keras-export"
+    assert tracker_name("keras-tensorflow") == "keras-tensorflow"

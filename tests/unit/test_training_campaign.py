@@ -67,6 +67,42 @@ def test_novelty_stops_at_the_cap_and_without_a_share_nothing_is_trained() -> No
     assert TrainingSelection(0.0).choose("m", _model("Dense")) == ""
 
 
+def test_the_budget_refuses_checks_past_its_share_of_the_inference_seconds() -> None:
+    selection = TrainingSelection(1.0, budget=0.1)  # the hash share chooses every model
+    assert selection.choose("a", _model("Dense")) == BY_SHARE  # the allowance pays for the first checks
+    selection.measured(5.0, 30.0)  # 30 s of check against 5 s of inference: 30 > 0.1 * 5 + allowance
+    assert selection.choose("b", _model("Dense")) == "" and selection.over_budget == 1
+    for _ in range(100):
+        selection.measured(5.0, None)  # 505 s of inference: room for 50.5 + 20 s
+    assert selection.choose("c", _model("Dense")) == BY_SHARE  # 30 s spent, this one at the mean: 60 s
+    assert selection.choose("d", _model("Dense")) == ""  # with c pending: 90 s, past 70.5 s
+    selection.measured(5.0, 2.0)  # c cost 2 s
+    assert selection.choose("e", _model("Dense")) == BY_SHARE
+    assert selection.figures() == {"budget": 0.1, "inference_s": 510.0, "check_s": 32.0, "checked": 2,
+                                   "over_budget": 2, "swept": []}
+
+
+def test_the_optimizer_sweep_takes_the_first_model_of_each_weight_dtype_set() -> None:
+    selection = TrainingSelection(0.1, budget=0.1)
+    assert selection.sweep(_model("Dense")) and not selection.sweep(_model("Conv2D"))  # float32 swept once
+    assert selection.sweep(_model("Dense", dtype="float16"))  # a new set: float16 variables
+    assert selection.pending == 2 and selection.figures()["swept"] == ["float16", "float32"]
+    selection.measured(1.0, 200.0, checks=2)  # the two sweeps cost far past the budget: no room for a check
+    assert selection.pending == 0 and not selection.within_budget()
+    assert selection.sweep(_model("Dense", dtype="float64"))  # a sweep is bounded by the dtype sets, not refused
+    assert not TrainingSelection(0.0).sweep(_model("Dense"))  # no training check: no sweep
+
+
+def test_a_class_the_budget_refused_is_trained_with_its_next_model() -> None:
+    names = [name for name in (f"n{i}" for i in range(50)) if not train_chosen(name, 0.01)]
+    selection = TrainingSelection(0.01, budget=0.1)
+    selection.measured(0.0, 100.0)  # the budget is spent
+    assert selection.choose(names[0], _model("SpectralNormalization")) == ""
+    for _ in range(20):
+        selection.measured(100.0, None)  # room for 200 + 20 s: the 100 spent and one more at the mean
+    assert selection.choose(names[1], _model("SpectralNormalization")) == BY_NOVELTY
+
+
 def test_no_check_where_the_reference_did_not_run_or_the_executor_cannot_train(tmp_path: Path) -> None:
     from memo.artifact import Artifact
 

@@ -135,7 +135,9 @@ def test_the_report_counts_the_optimizer_configurations_the_checks_stepped(tmp_p
                 store.add_verdict(mutant, Verdict("training-nan", "keras-tensorflow", stage, "m",
                                                   extra={"training": {"optimizer": "nadam"}}))
     assert training_coverage(store) == {"models": 3, "left_out": 1, "by_share": 3, "by_novelty": 0, "types": 0,
-                                        "pairs": 0, "params": 0}  # the models hold no layer but their input
+                                        "pairs": 0, "params": 0,  # the models hold no layer but their input
+                                        "over_budget": 0, "budget": None, "check_s": None, "inference_s": None,
+                                        "swept": []}  # no budget figures stored, no sweep
     assert training_optimizers(store) == [
         {"optimizer": "nadam", "constructor": "keras.optimizers.Nadam(learning_rate=0.1)", "models": 2,
          "left_out": 0, "findings": 1},

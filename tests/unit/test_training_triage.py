@@ -155,8 +155,13 @@ def test_an_optimizer_defect_is_keyed_by_the_weight_precision_and_mixed_dtypes()
     ir.get("conv").config["dtype"] = {"class_name": "DTypePolicy", "config": {"name": "float16"}}
     assert update_precision(ir, "conv/kernel") == "float16 among float16,float32"
     assert update_precision(ir, "out/kernel") == "float32 among float16,float32"
-    parts = training_parts(training("training-inconsistency", "optimizer", "conv/kernel"), ir)
+    parts = training_parts(training("training-inconsistency", "adam", "conv/kernel"), ir)
     assert parts["weights"] == "float16 among float16,float32" and "layer" not in parts
+    # at the catalogue's stage a mixed-precision difference is the optimizers' shared code: no class, no low dtype
+    parts = training_parts(training("training-inconsistency", "optimizer", "out/kernel"), ir)
+    assert parts["weights"] == "float32 among mixed precisions" and "optimizer" not in parts
+    ir.get("conv").config["dtype"] = {"class_name": "DTypePolicy", "config": {"name": "bfloat16"}}
+    assert training_parts(training("training-inconsistency", "optimizer", "out/kernel"), ir) == parts
     assert training_parts(training("training-inconsistency", "gradients", "conv/kernel"), ir)["layer"] == "Dense"
 
 

@@ -1,0 +1,80 @@
+"""The optimizer sweep: every entry of the optimizer catalogue stepped once on a model's weights by precision.
+
+An optimizer's update depends on the variables' shapes, dtypes and values only (the check steps a fixed gradient:
+:func:`memo.backends.training.fixed_gradients`), and its defects live in one precision's code path: Nadam's
+bfloat16 update, Muon on float64 variables, a global norm over float16 and float32 gradients, Keras on torch
+computing an optimizer's scalars in the first variable's dtype. The model-level check steps one catalogue entry per
+checked model (:meth:`memo.training.selection.TrainingSelection.optimizer`), so a precision a campaign builds a few
+times meets a few of the twenty entries, on large models whose every step costs seconds.
+
+The sweep runs, the first time a campaign executes a model with a new set of weight dtypes, every entry on that
+model's precision probe (:func:`memo.triage.precision_probe.precision_probe`: one layer per weight dtype, each on a
+fresh input: a few thousand weights), stage ``optimizer`` alone, on every Keras trainer: about 0.3-0.6 s per entry
+for the three backends (2026-11-28, the 2-core machine), some 10 s per dtype set. Its verdicts are stored with the
+executed model's, each keeping the probe's IR (``model_ir`` in its ``training`` record), which triage reduces and
+reproduces (:func:`memo.triage.training_bug.triage_training_bug`) instead of the model's.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+from memo.artifact import prepare_artifact
+from memo.backends.executor import DifferentialExecutor
+from memo.backends.training_optimizers import CATALOGUE, OPTIMIZER_STAGE
+from memo.model.ir import ModelIR
+from memo.oracle import Verdict
+from memo.training.check import TrainingCheck, stored_verdicts, trainers, training_reference
+from memo.training.judge import judge_training, read_arrays
+from memo.training.selection import weight_dtypes
+
+MODEL_IR_KEY = "model_ir"  # a sweep verdict's training record: the probe's IR, the model triage starts from
+
+
+@dataclass
+class Sweep:
+    """One sweep: the weight dtypes it covered, the entries stepped, its findings (stored verdicts), its seconds."""
+
+    dtypes: tuple[str, ...]
+    entries: int = 0
+    verdicts: list[Verdict] = field(default_factory=list)
+    seconds: float = 0.0
+    error: str = ""
+
+    def summary(self) -> dict[str, object]:
+        """What the campaign keeps with the model's execution (``optimizer_sweep``: the report counts them)."""
+        return {"dtypes": list(self.dtypes), "entries": self.entries, "verdicts": len(self.verdicts),
+                "seconds": round(self.seconds, 3), **({"error": self.error} if self.error else {})}
+
+
+def sweep_optimizers(executor: DifferentialExecutor, probe: ModelIR, directory: Path, seed: int,
+                     entries: Sequence[str] | None = None) -> Sweep:
+    """Step every catalogue entry (or ``entries``) on ``probe`` on the executor's Keras trainers (stage
+    ``optimizer`` only) and judge each; never raises for what a library does."""
+    started = time.perf_counter()
+    sweep = Sweep(weight_dtypes(probe))
+    names = [name for name in trainers(executor.backend_names) if executor.members[name].consumes == "keras"]
+    if len(names) < 2:
+        sweep.error = "fewer than two Keras trainers"
+        return sweep
+    reference = training_reference(names, executor.reference)
+    try:
+        artifact = prepare_artifact(probe, directory, seed=seed)
+        for entry in entries if entries is not None else sorted(CATALOGUE):
+            results = executor.train(artifact, names, directory / entry,
+                                     {"optimizer": entry, "stages": [OPTIMIZER_STAGE]})
+            arrays = {name: read_arrays(result.outputs_path) for name, result in results.items()}
+            judgement = judge_training({name: result.stages for name, result in results.items()}, arrays, reference)
+            for verdict in stored_verdicts(TrainingCheck(reference=reference, judgement=judgement)):
+                verdict.extra["training"][MODEL_IR_KEY] = probe.dumps()
+                sweep.verdicts.append(verdict)
+            sweep.entries += 1
+    except Exception as exc:  # noqa: BLE001  (a defect of the sweep must not cost the model its inference result)
+        sweep.error = f"{type(exc).__name__}: {exc}"[:300]
+    sweep.seconds = time.perf_counter() - started
+    return sweep
+
+
+__all__ = ["MODEL_IR_KEY", "Sweep", "sweep_optimizers"]

@@ -1,0 +1,64 @@
+"""A shortcut for reducing an optimizer stage's bug: the model's weights by precision, without its graph.
+
+An optimizer stage (``sgd``, ``adam``, ``optimizer``: :data:`memo.training.judge.UPDATE_STAGES`) steps every trainable
+variable on a fixed gradient (:func:`memo.backends.training.fixed_gradients`): its result depends on the variables'
+shapes, dtypes and values, never on the inputs or on how the layers are wired. Its bug is keyed by those dtypes
+(:func:`memo.triage.training_signature.update_precision`). Delta debugging over a 30-layer seed model checks a candidate
+per run for a minute and times out (p41's two optimizer crashes of Keras on TensorFlow: a float16 variable scaled by
+a float32 global norm, Muon on float64 variables); the probe proposes, in one run, the smallest model with the same
+precisions: for each variable dtype, the first layer of that dtype that holds weights (else the first of that dtype),
+each alone, fed by a fresh input of the shape it reads, side by side as the model's outputs. The differing weight's
+own layer (``keep``) is the one its dtype keeps.
+"""
+from __future__ import annotations
+
+import copy
+
+from memo.model.ir import Layer, ModelIR
+from memo.mutation.analysis import analyse
+from memo.training.selection import variable_dtype
+
+
+def precision_probe(ir: ModelIR, keep: str | None = None) -> ModelIR | None:
+    """The model of :mod:`this module <memo.triage.precision_probe>`'s docstring; None when Keras cannot say the layers'
+    input shapes, or when the probe is no smaller than ``ir``."""
+    try:
+        infos = analyse(ir)
+    except Exception:  # noqa: BLE001  (a model Keras rejects has no shapes to copy)
+        return None
+    chosen: dict[str, Layer] = {}
+    weighted: set[str] = set()
+    ordered = sorted(ir.body, key=lambda layer: layer.name != keep)  # the differing weight's layer first
+    for layer in ordered:
+        dtype = variable_dtype(layer)
+        has_weights = bool(getattr(infos.get(layer.name), "weights", 0))
+        if dtype not in chosen or (has_weights and dtype not in weighted and chosen[dtype].name != keep):
+            chosen[dtype] = layer
+            if has_weights:
+                weighted.add(dtype)
+    picked = [layer for layer in ir.body if layer in chosen.values()]  # in the model's order
+    if not picked or len(picked) >= len(ir.body):
+        return None
+    probe = ModelIR(layers=[], outputs=[], name=f"{ir.name}_precisions")
+    names = {layer.name for layer in picked}
+    for layer in picked:
+        fed: list[str] = []
+        for source in layer.inputs:
+            info = infos.get(source)
+            if info is None:
+                return None
+            name = f"{layer.name}_input_{len(fed)}"
+            while name in names:
+                name += "_"
+            names.add(name)
+            probe.layers.append(Layer(name, "InputLayer", {"batch_shape": [None, *info.shape[1:]],
+                                                           "dtype": info.dtype}))
+            fed.append(name)
+        own = copy.deepcopy(layer)
+        own.inputs = fed
+        probe.layers.append(own)
+        probe.outputs.append(own.name)
+    return probe
+
+
+__all__ = ["precision_probe"]

@@ -1,0 +1,41 @@
+"""The optimizer stage's shortcut: a model's weights by precision, one layer per variable dtype, each fed a fresh input
+of the shape it reads (Keras builds the models: shapes and weight counts)."""
+from __future__ import annotations
+
+from memo.model.ir import Layer, ModelIR
+from memo.mutation.analysis import analyse
+from memo.training.selection import weight_dtypes
+from memo.triage.precision_probe import precision_probe
+
+
+def _mixed() -> ModelIR:
+    return ModelIR([
+        Layer("x", "InputLayer", {"batch_shape": [None, 8], "dtype": "float32"}),
+        Layer("act16", "Activation", {"activation": "relu", "dtype": "float16"}, ["x"]),
+        Layer("dense16", "Dense", {"units": 4, "dtype": "float16"}, ["act16"]),
+        Layer("dense32", "Dense", {"units": 3}, ["dense16"]),
+        Layer("relu", "ReLU", {}, ["dense32"]),
+        Layer("last32", "Dense", {"units": 2}, ["relu"])], ["last32"])
+
+
+def test_one_layer_with_weights_per_dtype_each_on_a_fresh_input_of_its_shape() -> None:
+    ir = _mixed()
+    probe = precision_probe(ir)
+    assert probe is not None
+    assert [layer.name for layer in probe.body] == ["dense16", "dense32"]  # weights beat the weightless Activation
+    assert weight_dtypes(probe) == weight_dtypes(ir) == ("float16", "float32")
+    infos = analyse(probe)  # Keras builds it: each layer reads an input of the shape it read in the model
+    assert [layer.config["batch_shape"] for layer in probe.input_layers] == [[None, 8], [None, 4]]
+    assert infos["dense32"].shape == (None, 3) and probe.outputs == ["dense16", "dense32"]
+
+
+def test_the_differing_weights_layer_is_kept_for_its_dtype() -> None:
+    probe = precision_probe(_mixed(), keep="last32")
+    assert probe is not None and [layer.name for layer in probe.body] == ["dense16", "last32"]
+    assert [layer.config["batch_shape"] for layer in probe.input_layers] == [[None, 8], [None, 3]]
+
+
+def test_no_probe_where_it_is_no_smaller() -> None:
+    ir = ModelIR([Layer("x", "InputLayer", {"batch_shape": [None, 8], "dtype": "float32"}),
+                  Layer("d", "Dense", {"units": 2}, ["x"])], ["d"])
+    assert precision_probe(ir) is None
