@@ -41,7 +41,7 @@ from memo.training.check import CHECK_FAILED, TrainingCheck, stored_verdicts, tr
 from memo.training.selection import TrainingSelection, weight_dtypes
 from memo.training.sweep import Sweep, sweep_optimizers
 from memo.triage import sign
-from memo.triage.precision_probe import precision_probe
+from memo.triage.precision_probe import STANDARD_PRECISIONS, precision_probe, with_precisions
 
 
 @dataclass
@@ -153,7 +153,7 @@ class Pipeline:
         known = self.known
         train = self.training.choose(directory.name, ir)
         optimizer = self.training.optimizer(directory.name, ir) if train else None
-        probe = self._sweep_probe(ir)
+        probes = self._sweep_probes(ir)
 
         selection = self.training
 
@@ -166,26 +166,32 @@ class Pipeline:
                 result = executor.run(artifact, skip=known.skips(ir, directory.name), library=library)
                 seconds = time.perf_counter() - began
                 training = train_if_chosen(executor, artifact, result, train, optimizer) if train else None
-                swept = sweep_optimizers(executor, probe, directory / "sweep", seed) \
-                    if probe is not None and isinstance(executor, DifferentialExecutor) else None
+                swept = sweep_optimizers(executor, probes, directory / "sweep", seed) \
+                    if probes and isinstance(executor, DifferentialExecutor) else None
                 checked = time.perf_counter() - began - seconds
                 return result, seconds, training, swept
             finally:
                 worker_sets.put(executor)
-                chosen = bool(train) + (probe is not None)
+                chosen = bool(train) + len(probes)
                 selection.measured(seconds, checked if chosen else None, chosen)  # the check's CPU budget
 
         self.in_flight.append(Execution(mutant_id, ident, directory, self.threads.submit(work), has_injection(ir), ir))
 
-    def _sweep_probe(self, ir: ModelIR) -> ModelIR | None:
-        """The model the optimizer sweep steps every catalogue entry on, when ``ir`` is the first of its set of weight
-        dtypes and the budget has room (:meth:`TrainingSelection.sweep`): its precision probe, or ``ir`` itself
-        where that is no larger than a probe; None otherwise."""
+    def _sweep_probes(self, ir: ModelIR) -> list[ModelIR]:
+        """The models the optimizer sweep steps every catalogue entry on (:meth:`TrainingSelection.sweep`), when
+        ``ir`` is the first of its set of weight dtypes: its precision probe (or ``ir`` itself where that is no
+        larger); with the campaign's first sweep, that probe's first layer in each of the standard precisions not
+        swept yet (:data:`memo.triage.precision_probe.STANDARD_PRECISIONS`: every optimizer meets every precision
+        Keras layers take, whichever the mutants reach)."""
         selection = self.training
         if selection.share <= 0 or weight_dtypes(ir) in selection.swept:
-            return None
+            return []
+        first = not selection.swept
         probe = precision_probe(ir) or (ir if len(ir.body) <= len(weight_dtypes(ir)) else None)
-        return probe if probe is not None and selection.sweep(probe) else None
+        if probe is None or not selection.sweep(probe):
+            return []
+        variants = [with_precisions(probe, dtypes) for dtypes in STANDARD_PRECISIONS] if first else []
+        return [probe, *[variant for variant in variants if variant is not None and selection.sweep(variant)]]
 
     def resubmit_unexecuted(self) -> None:
         """After a crash or kill of memo itself, run the stored mutants whose execution never finished."""

@@ -45,10 +45,11 @@ def training_coverage(store: CampaignStore) -> JsonObject:
 def swept_sets(store: CampaignStore) -> list[JsonObject]:
     """The optimizer sweeps the campaign ran (:mod:`memo.training.sweep`): per weight-dtype set, the entries stepped
     and the findings."""
-    return [{"dtypes": ", ".join(record.get("dtypes") or []), "entries": record.get("entries", 0),
-             "verdicts": record.get("verdicts", 0)}
+    return [{"dtypes": ", ".join(swept.get("dtypes") or []), "entries": swept.get("entries", 0),
+             "verdicts": swept.get("verdicts", 0)}
             for row in store.executions()
-            if isinstance(row.result, dict) and isinstance(record := row.result.get("optimizer_sweep"), dict)]
+            if isinstance(row.result, dict) and isinstance(record := row.result.get("optimizer_sweep"), dict)
+            for swept in record.get("sets") or [] if isinstance(swept, dict)]
 
 
 def training_optimizers(store: CampaignStore) -> list[JsonObject]:

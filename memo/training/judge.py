@@ -149,6 +149,16 @@ def _failure_text(stage: StageResult) -> str:
     return " ".join(detail.split())[:300]
 
 
+def weight_eps(reference: Arrays, key: str) -> float:
+    """The machine epsilon of the weight an update array ``key`` (``opt_3``) belongs to, by the reference's record
+    (``weight_dtypes``); float32's where it does not say."""
+    match = _KEY.match(key)
+    index = int(match[2] or 0) if match else 0
+    dtypes = reference.get("weight_dtypes")
+    return EPS.get(str(dtypes[index]), EPS["float32"]) if dtypes is not None and index < len(dtypes) \
+        else EPS["float32"]
+
+
 def thresholds_for(reference: Arrays, key: str, thresholds: Thresholds = Thresholds()) -> Thresholds:
     """The tolerance of one array of the reference's, scaled to the precision it was computed in (as the oracle
     scales an output's to its dtype: at least ``eps_factor * eps``):
@@ -190,6 +200,9 @@ def compare_stage(backend: str, stage: str, arrays: Arrays, reference: Arrays,
         missing = sorted(set(ref_keys) ^ set(keys))
         return TrainingVerdict(VerdictKind.TRAINING_INCONSISTENCY.value, backend, stage,
                                f"{stage}: {len(keys)} arrays, the reference has {len(ref_keys)} ({', '.join(missing)})")
+    if stage in UPDATE_STAGES:  # the most precise weights first: a float16 weight's rounding must not hide a float32
+        # weight's defect beside it (Keras on torch stepping float32 weights with the float16 first variable's scalars)
+        keys = sorted(keys, key=lambda key: weight_eps(reference, key))
     for key in keys:
         y, o = np.asarray(arrays[key]), np.asarray(reference[key])
         name = array_name(reference, key)

@@ -35,42 +35,47 @@ MODEL_IR_KEY = "model_ir"  # a sweep verdict's training record: the probe's IR, 
 
 @dataclass
 class Sweep:
-    """One sweep: the weight dtypes it covered, the entries stepped, its findings (stored verdicts), its seconds."""
+    """The sweeps run beside one executed model: per probe the weight dtypes it covered, the entries stepped and its
+    findings; all its findings (stored verdicts), its seconds."""
 
-    dtypes: tuple[str, ...]
-    entries: int = 0
+    sets: list[dict[str, object]] = field(default_factory=list)
     verdicts: list[Verdict] = field(default_factory=list)
     seconds: float = 0.0
     error: str = ""
 
     def summary(self) -> dict[str, object]:
-        """What the campaign keeps with the model's execution (``optimizer_sweep``: the report counts them)."""
-        return {"dtypes": list(self.dtypes), "entries": self.entries, "verdicts": len(self.verdicts),
-                "seconds": round(self.seconds, 3), **({"error": self.error} if self.error else {})}
+        """What the campaign keeps with the model's execution (``optimizer_sweep``: the report lists the sets)."""
+        return {"sets": self.sets, "seconds": round(self.seconds, 3), **({"error": self.error} if self.error else {})}
 
 
-def sweep_optimizers(executor: DifferentialExecutor, probe: ModelIR, directory: Path, seed: int,
+def sweep_optimizers(executor: DifferentialExecutor, probes: Sequence[ModelIR], directory: Path, seed: int,
                      entries: Sequence[str] | None = None) -> Sweep:
-    """Step every catalogue entry (or ``entries``) on ``probe`` on the executor's Keras trainers (stage
+    """Step every catalogue entry (or ``entries``) on each of ``probes`` on the executor's Keras trainers (stage
     ``optimizer`` only) and judge each; never raises for what a library does."""
     started = time.perf_counter()
-    sweep = Sweep(weight_dtypes(probe))
+    sweep = Sweep()
     names = [name for name in trainers(executor.backend_names) if executor.members[name].consumes == "keras"]
     if len(names) < 2:
         sweep.error = "fewer than two Keras trainers"
         return sweep
     reference = training_reference(names, executor.reference)
     try:
-        artifact = prepare_artifact(probe, directory, seed=seed)
-        for entry in entries if entries is not None else sorted(CATALOGUE):
-            results = executor.train(artifact, names, directory / entry,
-                                     {"optimizer": entry, "stages": [OPTIMIZER_STAGE]})
-            arrays = {name: read_arrays(result.outputs_path) for name, result in results.items()}
-            judgement = judge_training({name: result.stages for name, result in results.items()}, arrays, reference)
-            for verdict in stored_verdicts(TrainingCheck(reference=reference, judgement=judgement)):
-                verdict.extra["training"][MODEL_IR_KEY] = probe.dumps()
-                sweep.verdicts.append(verdict)
-            sweep.entries += 1
+        for index, probe in enumerate(probes):
+            found = len(sweep.verdicts)
+            stepped = 0
+            artifact = prepare_artifact(probe, directory / f"p{index}", seed=seed)
+            for entry in entries if entries is not None else sorted(CATALOGUE):
+                results = executor.train(artifact, names, directory / f"p{index}" / entry,
+                                         {"optimizer": entry, "stages": [OPTIMIZER_STAGE]})
+                arrays = {name: read_arrays(result.outputs_path) for name, result in results.items()}
+                judgement = judge_training({name: result.stages for name, result in results.items()}, arrays,
+                                           reference)
+                for verdict in stored_verdicts(TrainingCheck(reference=reference, judgement=judgement)):
+                    verdict.extra["training"][MODEL_IR_KEY] = probe.dumps()
+                    sweep.verdicts.append(verdict)
+                stepped += 1
+            sweep.sets.append({"dtypes": list(weight_dtypes(probe)), "entries": stepped,
+                               "verdicts": len(sweep.verdicts) - found})
     except Exception as exc:  # noqa: BLE001  (a defect of the sweep must not cost the model its inference result)
         sweep.error = f"{type(exc).__name__}: {exc}"[:300]
     sweep.seconds = time.perf_counter() - started

@@ -74,8 +74,8 @@ def test_the_optimizer_sweep_finds_it_on_the_probe_and_triage_starts_from_the_pr
     assert probe is not None and len(probe.body) == 1
     with DifferentialExecutor(backends=BACKENDS, timeout_s=60.0) as executor:
         store, mutant_id, _ = executed(executor, tmp_path, "optimizer-sweep")
-        sweep = sweep_optimizers(executor, probe, tmp_path / "sweep", SEED, entries=["sgd-nesterov", "muon"])
-        assert (sweep.entries, sweep.dtypes, sweep.error) == (2, ("float64",), "")
+        sweep = sweep_optimizers(executor, [probe], tmp_path / "sweep", SEED, entries=["sgd-nesterov", "muon"])
+        assert (sweep.sets, sweep.error) == ([{"dtypes": ["float64"], "entries": 2, "verdicts": 1}], "")
         [verdict] = sweep.verdicts  # Muon's crash on TensorFlow; SGD with Nesterov steps float64 alike
         assert (verdict.kind, verdict.backend, verdict.stage) == ("training-crash", "keras-tensorflow", "optimizer")
         assert verdict.extra["training"]["optimizer"] == "muon"

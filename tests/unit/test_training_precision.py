@@ -36,6 +36,13 @@ def test_one_float16_step_of_a_weight_is_no_sgd_difference_but_a_real_one_is() -
     assert verdict.stage == "sgd"
 
 
+def test_an_update_names_the_float32_weight_that_differs_before_a_float16_one() -> None:
+    mixed = {**with_precision("float32", "float32"), "weight_dtypes": np.array(["float16", "float32"])}
+    both = {"sgd_0": mixed["sgd_0"] + np.float32(0.5), "sgd_1": mixed["sgd_1"] + np.float32(0.5)}
+    [verdict] = verdicts_with(mixed, both)  # the float16 weight comes first in the model, the float32 one is named
+    assert (verdict.stage, verdict.array) == ("sgd", "sgd_1")
+
+
 def test_a_float16_layer_anywhere_loosens_the_gradients_to_float16_noise_only() -> None:
     half, single = with_precision("float16", "float32"), with_precision("float32", "float32")
     noisy = {"grad_0": half["grad_0"] * np.float32(1 + 4 * FLOAT16_ULP_AT_1)}
