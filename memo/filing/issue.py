@@ -3,6 +3,8 @@ symptom, the versions, the minimal script (checked to reproduce) or memo's full 
 against actual (with the float64 truth for a numeric bug), and the words searched for duplicates."""
 from __future__ import annotations
 
+import re
+
 import json
 import platform
 from pathlib import Path
@@ -18,13 +20,13 @@ from memo.newest import BUILD_DISTRIBUTIONS, CANNOT_RUN, STILL_REPRODUCES
 from memo.filing.check import MinimalScript, cached_minimal, minimal_script
 from memo.filing.observed import ERROR_LINES, actual, error_excerpt, quoted
 from memo.filing.folder import ONNX_FILE, REPRO_FILE, BugFolder
-from memo.kinds import TRAINING_KINDS
+from memo.kinds import TRAINING_KINDS, VerdictKind
 from memo.backends.idioms import ONNX
 from memo.filing.script import KERAS_ATTACHED, NUMERIC_PRINTS, ONNX_ATTACHED
 from memo.filing.torch_onnx_code import SOURCE as TORCH_ONLY
 from memo.filing.torch_onnx_code import found_through
-from memo.filing.title import (KIND_WORDS, culprit, engine_operator, folder_training_symptom, layer_classes, shape_text,
-                                stated_cause, title, wrong_shape)
+from memo.filing.title import (KIND_WORDS, culprit, engine_operator, folder_training_symptom, layer_classes,
+                               shape_text, stated_cause, stepped_optimizer, title, wrong_shape)
 from memo.triage.failing_node import node_attributes
 from memo.triage.onnx_reference import ENGINE, ONNX_REFERENCE_KEY
 from memo.triage.ort_unoptimized import unoptimized_text
@@ -128,6 +130,11 @@ def _expected(folder: BugFolder, checked: MinimalScript) -> list[str]:
     named = f"{LIBRARY_NAMES[reference]} ({reference})" if reference in LIBRARY_NAMES else reference
     happened = actual(folder, checked)
     unoptimized = unoptimized_text(folder.info)
+    if folder.kind == VerdictKind.TRAINING_CRASH.value:
+        finished = finished_by(folder)
+        return [f"The training step completes" + (f", as it does on {finished} for the same model, weights and "
+                                                  f"gradients" if finished else "") + "."
+                + (f" Actual: {happened}" if happened else "")]
     if folder.kind == "crash":
         shown = _converter_prints(folder, checked)
         return [_crash_expected(folder, named) + (f" Actual: {happened}" if happened else ""),
@@ -264,12 +271,30 @@ def _described(bug: BugFolder, checked: MinimalScript) -> str:
                 f"{origin.get('by') or 'the reference'} gives {shape_text(origin['reference'])} on the same file and "
                 f"inputs (the first node whose output shape differs); a later node{f' ({failing})' if failing else ''}"
                 f" then fails on it ({stage} stage).")
+    stepped = stepped_optimizer(bug)
+    if stepped is not None and bug.kind == VerdictKind.TRAINING_CRASH.value:  # the optimizer fails, whatever layers
+        built, dtypes = stepped
+        finished = finished_by(bug)
+        held = f"{' and '.join(dtypes)} variables" if dtypes else "a model's variables"
+        return (f"With {LIBRARY_NAMES.get(bug.library, bug.library)}, `keras.optimizers.{built}` fails to step "
+                f"{held} (`optimizer.apply(gradients, variables)`, training stage {stage})"
+                + (f", where {finished} steps the same variables." if finished else "."))
     symptom = folder_training_symptom(bug)
     if symptom:  # which array of the training step goes wrong, not that the library "fails"
         return (f"On a model of {culprit(bug, checked)}, {LIBRARY_NAMES.get(bug.library, bug.library)} computes a "
                 f"training step whose {symptom} (training stage {stage}; the script computes it as a user of "
                 f"{bug.library} would).{assigned_text(bug)}")
     return f"{bug.library} {KIND_WORDS.get(bug.kind, 'fails')} on a model of {culprit(bug, checked)} ({stage} stage)."
+
+
+_FINISHED_BY = re.compile(r"\(finished by ([^)]*)\)")
+
+
+def finished_by(bug: BugFolder) -> str:
+    """The libraries that finish the stage a training crash fails in (its message's "(finished by ...)"), in words."""
+    found = _FINISHED_BY.search(str(bug.info.get("message") or bug.info.get("error_message") or ""))
+    names = [name.strip() for name in found.group(1).split(",")] if found else []
+    return " and ".join(LIBRARY_NAMES.get(name, name) for name in names if name)
 
 
 def assigned_text(bug: BugFolder) -> str:

@@ -12,7 +12,11 @@ from memo.filing.folder import ONNX_FILE, BugFolder
 from memo.filing.observed import error_text, message_head, quoted, stated_message, whole_words
 from memo.filing.script import idiom_for
 from memo.filing.training_idiom import training_symptom
+from memo.backends.training_optimizers import (ADAM_LEARNING_RATE, CATALOGUE, OPTIMIZER_STAGE, SGD_LEARNING_RATE,
+                                               constructor_text)
 from memo.kinds import TRAINING_KINDS
+from memo.training.judge import UPDATE_STAGES
+from memo.training.selection import weight_dtypes
 from memo.model.ir import Layer
 from memo.triage.failing_node import culprit_operator
 from memo.triage.onnx_reference import SHAPE_ORIGIN_KEY
@@ -89,6 +93,31 @@ def shape_text(shapes: list[list[int]]) -> str:
     return ", ".join("(" + ", ".join(str(d) for d in shape) + ")" for shape in shapes)
 
 
+def stepped_optimizer(folder: BugFolder) -> tuple[str, list[str]] | None:
+    """A training bug at an optimizer stage: the optimizer as its script builds it
+    ("Adam(learning_rate=0.1, global_clipnorm=1.0)") and the dtypes of the variables it steps; None for any other."""
+    stage = str(folder.info.get("stage") or "")
+    if folder.kind not in TRAINING_KINDS or stage not in UPDATE_STAGES:
+        return None
+    entry = str((folder.info.get("training") or {}).get("optimizer") or "") if stage == OPTIMIZER_STAGE else ""
+    built = constructor_text(entry).removeprefix("keras.optimizers.") if entry in CATALOGUE else \
+        {"sgd": f"SGD(learning_rate={SGD_LEARNING_RATE:g})", "adam": f"Adam(learning_rate={ADAM_LEARNING_RATE:g})"}.get(
+            stage, "the optimizer")
+    ir = folder.ir()
+    return built, list(weight_dtypes(ir)) if ir is not None else []
+
+
+def optimizer_culprit(folder: BugFolder) -> str:
+    """What a title names for a training bug at an optimizer stage: the optimizer with its settings but the learning
+    rate, and the variables' dtypes ("Adam(global_clipnorm=1.0) on float16+float32 variables"); "" for any other."""
+    stepped = stepped_optimizer(folder)
+    if stepped is None:
+        return ""
+    built, dtypes = stepped
+    short = re.sub(r"learning_rate=[^,)]*(, )?", "", built)
+    return short + (f" on {'+'.join(dtypes)} variables" if dtypes else "")
+
+
 def culprit(folder: BugFolder, checked: MinimalScript | None = None) -> str:
     """The layer or operator a title names, from the reduced model (a wrapper with the layer it wraps). An engine's
     crash: the operator of the file it failed in where its message or traceback tells it, else the file's operators
@@ -99,6 +128,9 @@ def culprit(folder: BugFolder, checked: MinimalScript | None = None) -> str:
         if folder.inside else None
     if inner:  # a failure inside a library of the stack: its operator, not the Keras layers around it
         return inner
+    stepping = optimizer_culprit(folder)
+    if stepping:  # an optimizer's step: the optimizer and the variables' precisions, not the layers holding them
+        return stepping
     classes = layer_classes(folder)
     idiom = idiom_for(folder.library)
     engine = idiom is not None and idiom.builds == ONNX and not folder.converter_blamed

@@ -61,6 +61,17 @@ def precision_probe(ir: ModelIR, keep: str | None = None) -> ModelIR | None:
     return probe
 
 
+def dense_probe(dtypes: tuple[str, ...]) -> ModelIR:
+    """The smallest model with weights of ``dtypes``: one ``Dense(3)`` per dtype on its own 4-wide input, side by side
+    (an optimizer bug that needs only the variables' dtypes shows on it, and its script holds 27 weights)."""
+    probe = ModelIR(layers=[], outputs=[], name="dense_" + "_".join(dtypes))
+    for dtype in dtypes:
+        probe.layers += [Layer(f"x_{dtype}", "InputLayer", {"batch_shape": [None, 4], "dtype": "float32"}),
+                         Layer(f"dense_{dtype}", "Dense", {"units": 3, "dtype": dtype}, [f"x_{dtype}"])]
+        probe.outputs.append(f"dense_{dtype}")
+    return probe
+
+
 # The weight precisions Keras layers take (their dtype policy), alone and beside float32: the optimizer sweep's
 # matrix (memo.training.sweep), whichever of them the campaign's mutants reach.
 STANDARD_PRECISIONS: tuple[tuple[str, ...], ...] = (
@@ -96,4 +107,4 @@ def with_precisions(probe: ModelIR, dtypes: tuple[str, ...]) -> ModelIR | None:
     return variant
 
 
-__all__ = ["STANDARD_PRECISIONS", "precision_probe", "with_precisions"]
+__all__ = ["STANDARD_PRECISIONS", "dense_probe", "precision_probe", "with_precisions"]

@@ -45,7 +45,8 @@ from memo.bug_files import (EXPECTED_FILE, INPUTS_FILE, IR_FILE, MODEL_FILE, Red
                             write_bug_file)
 from memo.triage.bugdir import bug_folder
 from memo.triage.finding import load_finding
-from memo.triage.precision_probe import precision_probe
+from memo.training.selection import weight_dtypes
+from memo.triage.precision_probe import dense_probe, precision_probe
 from memo.triage.probe import _keep_inputs, read_inputs
 from memo.triage.rerun import rerun_script
 from memo.triage.session import Session
@@ -265,19 +266,21 @@ def triage_training_bug(session: Session, bug: BugRow) -> None:
     owner = model.by_name().get(str(localization(model, start, reference, bug.library,
                                                       str(bug.stage))["layer"] or ""))
     begin = _unfinished(bug) or model
-    probe = precision_probe(model, owner.name if owner is not None else None) \
-        if str(bug.stage) in UPDATE_STAGES and begin is model else None
-    probed = probe is not None and checker(probe)
-    if probe is not None and probed:  # the optimizer's bug in the weights by precision alone: no graph to reduce
+    # an optimizer's bug in the weights by precision alone: no graph to reduce (the smallest such model first)
+    probes = [dense_probe(weight_dtypes(model)), precision_probe(model, owner.name if owner is not None else None)] \
+        if str(bug.stage) in UPDATE_STAGES and begin is model else []
+    tried = [candidate for candidate in probes if candidate is not None and len(candidate.body) <= len(model.body)]
+    probe = next((candidate for candidate in tried if checker(candidate)), None)
+    if probe is not None:
         begin = probe
     outcome = reduce_bug(begin, checker, budget_s=min(PER_BUG_S, max(0.0, session.remaining() - FINISH_S)),
                          localized=owner.name if owner is not None and not owner.is_input and begin is model
                          else None,
                          numeric=bug.kind != VerdictKind.TRAINING_CRASH.value)
-    if probe is not None:
-        outcome.runs += 1
-        outcome.steps.insert(0, f"precision probe ({len(probe.body)} layers, one per weight dtype): "
-                                + ("shows the bug" if probed else "does not show it"))
+    if tried:
+        outcome.runs += len(tried) if probe is None else tried.index(probe) + 1
+        outcome.steps.insert(0, f"precision probe ({len(probe.body)} layers, one per weight dtype): shows the bug"
+                             if probe is not None else "precision probes: none shows the bug")
     final = checker.run(outcome.ir, session.work / f"{bug.id}-tfinal")
     ir, run = (outcome.ir, final) if final.verdict is not None else (model, start)
     if final.verdict is None:

@@ -60,6 +60,8 @@ def test_muon_on_float64_variables_is_reduced_by_the_precision_probe(tmp_path: P
     data = read_bug_file(Path(str(bug.bug_dir)))
     steps = data["reduction"]["steps"]
     assert steps[0].startswith("precision probe (") and steps[0].endswith("shows the bug"), steps
+    reduced = ModelIR.loads((Path(str(bug.bug_dir)) / "ir.json").read_text())
+    assert [layer.name for layer in reduced.body] == ["dense_float64"]  # the smallest probe: 27 weights
     assert bug.reduced_layers == 1 and bug.original_layers == 5, data["reduction"]
     assert bug.reproduces, data
 

@@ -21,3 +21,29 @@ def test_an_optimizer_stage_names_the_catalogue_entry_class_and_nan_says_finite(
 
 def test_a_crash_leaves_the_title_to_its_message() -> None:
     assert training_symptom("gradients", "training-crash", {"name": "x"}, "keras-tensorflow") == ""
+
+
+def test_an_optimizer_crash_names_the_optimizer_and_the_variables_not_the_layers(tmp_path) -> None:
+    import json
+
+    from memo.filing.check import MinimalScript
+    from memo.filing.folder import BugFolder
+    from memo.filing.issue import render_issue
+    from memo.filing.title import optimizer_culprit
+    from memo.triage.precision_probe import dense_probe
+
+    (tmp_path / "ir.json").write_text(dense_probe(("float16", "float32")).dumps())
+    message = ("optimizer error: InvalidArgumentError: cannot compute Mul as input #1(zero-based) was expected to be "
+               "a half tensor but is a float tensor [Op:Mul] name: (finished by keras-torch) [optimizer "
+               "adam-global-clipnorm: keras.optimizers.Adam(learning_rate=0.1, global_clipnorm=1.0)]")
+    (tmp_path / "bug.json").write_text(json.dumps({
+        "id": "training-crash-keras-tensorflow-x", "kind": "training-crash", "library": "keras-tensorflow",
+        "stage": "optimizer", "reference": "keras-tensorflow", "message": message, "error_message": message,
+        "exception": "InvalidArgumentError", "training": {"optimizer": "adam-global-clipnorm"}}))
+    folder = BugFolder.read(tmp_path)
+    assert optimizer_culprit(folder) == "Adam(global_clipnorm=1.0) on float16+float32 variables"
+    text = render_issue(folder, MinimalScript(reason="not checked"))
+    assert text.startswith("# [keras-tensorflow] Adam(global_clipnorm=1.0) on float16+float32 variables: ")
+    assert ("`keras.optimizers.Adam(learning_rate=0.1, global_clipnorm=1.0)` fails to step float16 and float32 "
+            "variables") in text and "where Keras on PyTorch steps the same variables" in text
+    assert "The training step completes, as it does on Keras on PyTorch" in text
