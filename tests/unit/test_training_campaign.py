@@ -203,3 +203,27 @@ def test_each_weight_precision_meets_every_optimizer_entry_before_any_repeats() 
     half = selection.optimizer("b0", _model("Dense", dtype="float16"))
     assert half == choose_optimizer("b0")  # another precision starts over at the model's own entry
     assert selection.optimizer("a99", _model("Dense")) == choose_optimizer("a99")  # all stepped: the hashed one
+
+
+def test_the_first_sweep_adds_the_standard_precisions_and_later_models_only_their_own_new_set() -> None:
+    from types import SimpleNamespace
+
+    from memo.campaign.pipeline import Pipeline
+    from memo.model.ir import Layer, ModelIR
+    from memo.training.selection import weight_dtypes
+    from memo.triage.precision_probe import STANDARD_PRECISIONS
+
+    def chain(dtype: str) -> ModelIR:
+        return ModelIR([Layer("x", "InputLayer", {"batch_shape": [None, 6], "dtype": "float32"}),
+                        Layer("a", "Dense", {"units": 4}, ["x"]), Layer("b", "ReLU", {}, ["a"]),
+                        Layer("c", "Dense", {"units": 2, "dtype": dtype}, ["b"])], ["c"])
+
+    owner = SimpleNamespace(training=TrainingSelection(0.1, budget=0.1))
+    first = Pipeline._sweep_probes(owner, chain("float32"))  # type: ignore[arg-type]
+    assert [weight_dtypes(probe) for probe in first] == [("float32",), *[s for s in STANDARD_PRECISIONS
+                                                                         if s != ("float32",)]]
+    assert Pipeline._sweep_probes(owner, chain("float16")) == []  # float16 + float32 was swept with the first
+    odd = chain("float16")
+    odd.get("a").config["dtype"] = "bfloat16"  # bfloat16, float16 and the ReLU's float32: not a standard set
+    [probe] = Pipeline._sweep_probes(owner, odd)  # type: ignore[arg-type]
+    assert weight_dtypes(probe) == ("bfloat16", "float16", "float32") and len(probe.body) == 3
