@@ -19,6 +19,7 @@ from memo.filing.folder import BUG_FILE, IR_FILE, ONNX_FILE, BugFolder
 from memo.text import without_ansi
 from memo.filing.script import SCRIPT_FILE, Candidate, NoMinimalScript, candidates
 from memo.triage.onnx_reference import opine_on_crash, trace_shape_origin
+from memo.triage.assigned import probe_assigned
 from memo.triage.ort_unoptimized import probe_unoptimized
 from memo.triage.passes import SCRIPT_CHECK_S
 
@@ -201,6 +202,7 @@ def minimal_script(folder: Path, *, refresh: bool = False, deadline: float | Non
             opine_on_crash(Path(folder), Path(scratch), reference_s)
             trace_shape_origin(Path(folder), Path(scratch), reference_s)  # where an engine's shapes went wrong
             probe_unoptimized(Path(folder), Path(scratch), reference_s)  # ONNX Runtime's passes off: still there?
+            probe_assigned(Path(folder), reference_s)  # a training bug: weights its training call assigns
     bug = BugFolder.read(folder)
     cached = None if refresh else cached_minimal(bug)
     if cached is not None:

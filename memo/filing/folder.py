@@ -11,6 +11,7 @@ from pathlib import Path
 from memo.errors import UsageError
 from memo.json_types import JsonObject
 from memo.model.ir import ModelIR
+from memo.backends.documented import delegated_library
 from memo.backends.inner_libraries import inner_library
 from memo.triage.onnx_reference import CONVERTER, ENGINE, ONNX_REFERENCE_ARRAYS, ONNX_REFERENCE_KEY
 
@@ -99,10 +100,18 @@ class BugFolder:
         return inner_library(self.library, self.exception, self.frames) if self.kind == "crash" else None
 
     @property
+    def delegated(self) -> str | None:
+        """The library under this backend a crash's message places it in (its spec's ``delegates``: Keras on
+        OpenVINO's "Exception from src/plugins/..." is OpenVINO's plugin), or None; triage's blame decides alike."""
+        return delegated_library(self.library, str(self.info.get("error_message") or self.info.get("message") or "")) \
+            if self.kind == "crash" else None
+
+    @property
     def filed_on(self) -> str:
         """The library whose tracker gets the issue: the converter, where ONNX's reference evaluator found that the
-        converted file itself is wrong; the library inside the stack a crash arises in; else the bug's library."""
-        return self.converter_blamed or self.inside or self.library
+        converted file itself is wrong; the library inside the stack a crash arises in, or the one its message
+        delegates it to; else the bug's library."""
+        return self.converter_blamed or self.inside or self.delegated or self.library
 
     def file(self, name: str) -> Path | None:
         """The folder's file ``name``, None when it is missing."""

@@ -229,4 +229,8 @@ def title(folder: BugFolder, checked: MinimalScript | None = None) -> str:
         what = f"{folder.exception}: {cause}" if folder.exception else cause
         if folder.converter_blamed:  # the converter's file, which an engine fails on
             what = f"writes a file {folder.library} fails on ({what})"
-    return whole_words(f"[{tracker_name(folder.filed_on)}] {culprit(folder, checked)}: {what}", TITLE_CHARS)
+    named = culprit(folder, checked)
+    assigned = [str(name) for name in folder.info.get("assigned_in_call") or []]
+    if assigned and symptom:  # the cause before the symptom: the layer overwrites the weight in its training call
+        named += f" assigns {', '.join(assigned)} in call()"
+    return whole_words(f"[{tracker_name(folder.filed_on)}] {named}: {what}", TITLE_CHARS)

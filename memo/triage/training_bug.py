@@ -46,6 +46,7 @@ from memo.bug_files import (EXPECTED_FILE, INPUTS_FILE, IR_FILE, MODEL_FILE, Red
 from memo.triage.bugdir import bug_folder
 from memo.triage.finding import load_finding
 from memo.training.selection import weight_dtypes
+from memo.triage.assigned import ASSIGNED_IN_CALL
 from memo.triage.precision_probe import dense_probe, precision_probe
 from memo.triage.probe import _keep_inputs, read_inputs
 from memo.triage.rerun import rerun_script
@@ -301,7 +302,7 @@ def triage_training_bug(session: Session, bug: BugRow) -> None:
         "reduction": reduction, "timeout_s": session.timeout_s}
     assigned = assigned_in_call(run)
     if assigned:
-        data["assigned_in_call"] = assigned
+        data[ASSIGNED_IN_CALL] = assigned
     if session.remaining() > TRUTH_S:
         try:
             data["truth"] = _truth(session, run, reference, checker.optimizer)

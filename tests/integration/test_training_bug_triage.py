@@ -78,6 +78,12 @@ def test_spectral_normalization_gradient_on_jax_becomes_a_reduced_reproducing_bu
     assert data["truth"]["decision"] == "confirmed" and data["truth"]["blamed"] == "accused", data["truth"]
     # the layer's call assigns its kernel in training mode (TensorFlow and torch record it): the issue says so
     assert data["assigned_in_call"] == ["inner/kernel"], data.get("assigned_in_call")
+    # a folder made before the worker recorded it (adopted from the bug database) is asked in a child process
+    from memo.bug_files import write_bug_file
+    from memo.triage.assigned import probe_assigned
+
+    write_bug_file(folder, {key: value for key, value in data.items() if key != "assigned_in_call"})
+    assert probe_assigned(folder) == ["inner/kernel"] and read_bug_file(folder)["assigned_in_call"] == ["inner/kernel"]
     # the script reproduces in a fresh process, without memo on the path
     done = subprocess.run([sys.executable, "repro.py"], cwd=folder, capture_output=True, text=True, timeout=300,
                           env={"PATH": "/usr/bin:/bin", "HOME": str(folder)})

@@ -205,3 +205,15 @@ def test_a_title_names_the_library_as_its_tracker_knows_it() -> None:
     assert tracker_name("tf2onnx-opset11") == "tf2onnx (opset 11)"
     assert tracker_name("onnxruntime-keras-export") == "onnxruntime-keras-export"
     assert tracker_name("keras-tensorflow") == "keras-tensorflow"
+
+
+def test_a_crash_raised_in_a_library_the_backend_delegates_to_is_filed_there(tmp_path: Path) -> None:
+    message = ("Exception from src/inference/src/cpp/core.cpp:117:\nException from src/inference/src/dev/plugin.cpp:54:"
+               "\nLayout rank can't be larger than tensor rank")
+    (tmp_path / "bug.json").write_text(json.dumps({"id": "crash-keras-openvino-x", "kind": "crash",
+                                                   "library": "keras-openvino", "error_message": message}))
+    assert BugFolder.read(tmp_path).filed_on == "openvino"
+    (tmp_path / "bug.json").write_text(json.dumps({"id": "crash-keras-openvino-y", "kind": "crash",
+                                                   "library": "keras-openvino",
+                                                   "error_message": "OpenVINOKerasTensor cannot be an integer"}))
+    assert BugFolder.read(tmp_path).filed_on == "keras-openvino"
