@@ -61,6 +61,9 @@ DESCRIPTIVE_KEYS: tuple[str, ...] = ("names", "state_names", "compute_dtype", "w
 # The stages stepping an optimizer on the fixed, finite gradients: NaN/Inf in their updates is a defect wherever
 # the weights were finite, the reference's included (:func:`_nonfinite_updates`)
 UPDATE_STAGES: tuple[str, ...] = ("sgd", "adam", OPTIMIZER_STAGE)
+# A stored verdict's training record: the IR of the model it was computed on, where that is not the executed model's
+# (the optimizer sweep's probe, memo.training.sweep); signing and triage read the model from it.
+MODEL_IR_KEY = "model_ir"
 # Machine epsilon per floating dtype name (bfloat16 has 8 significand bits)
 EPS: dict[str, float] = {"float64": 2.0 ** -52, "float32": 2.0 ** -23, "float16": 2.0 ** -10, "bfloat16": 2.0 ** -7}
 

@@ -27,10 +27,9 @@ from memo.backends.training_optimizers import CATALOGUE, OPTIMIZER_STAGE
 from memo.model.ir import ModelIR
 from memo.oracle import Verdict
 from memo.training.check import TrainingCheck, stored_verdicts, trainers, training_reference
-from memo.training.judge import judge_training, read_arrays
+from memo.training.judge import MODEL_IR_KEY, judge_training, read_arrays
 from memo.training.selection import weight_dtypes
 
-MODEL_IR_KEY = "model_ir"  # a sweep verdict's training record: the probe's IR, the model triage starts from
 
 
 @dataclass

@@ -36,9 +36,9 @@ from memo.oracle import Verdict
 from memo.store import BugRow, CampaignStore
 from memo.training.check import (NUMERIC, TrainingCheck, TruthTrainer, stored_verdicts, trainers,
                                  training_reference)
-from memo.training.judge import (DESCRIPTIVE_KEYS, JUDGED_STAGES, UPDATE_STAGES, Arrays, TrainingVerdict,
-                                 differing_names, judge_training, read_arrays, stage_keys, worker_stages)
-from memo.training.sweep import MODEL_IR_KEY
+from memo.training.judge import (DESCRIPTIVE_KEYS, JUDGED_STAGES, MODEL_IR_KEY, UPDATE_STAGES, Arrays,
+                                 TrainingVerdict, differing_names, judge_training, read_arrays, stage_keys,
+                                 worker_stages)
 from memo.training.truth import assess_verdict, engine_for
 from memo.triage.bug_reduction import reduce_bug
 from memo.bug_files import (EXPECTED_FILE, INPUTS_FILE, IR_FILE, MODEL_FILE, Reduction, read_bug_file, retried,

@@ -21,7 +21,7 @@ from memo.kinds import BUG_KINDS, TRAINING_KINDS, VerdictKind
 from memo.model.ir import Layer, ModelIR
 from memo.oracle import Verdict
 from memo.triage.masks import normalize_message
-from memo.training.judge import UPDATE_STAGES
+from memo.training.judge import MODEL_IR_KEY, UPDATE_STAGES
 from memo.training.selection import variable_dtype, weight_dtypes
 from memo.triage.signature import culprit_classes, digest
 
@@ -100,8 +100,22 @@ def crash_exception(message: str) -> tuple[str, str]:
     return found[1] or "", found[2]
 
 
+def verdict_model(verdict: Verdict, ir: ModelIR | None) -> ModelIR | None:
+    """The model a training verdict was computed on: the one its record keeps (an optimizer sweep's probe:
+    :data:`memo.training.judge.MODEL_IR_KEY`), else ``ir`` (the executed model's)."""
+    kept = training_record(verdict).get(MODEL_IR_KEY)
+    if not kept:
+        return ir
+    try:
+        return ModelIR.loads(str(kept))
+    except Exception:  # noqa: BLE001  (an unreadable record: the executed model's)
+        return ir
+
+
 def training_parts(verdict: Verdict, ir: ModelIR | None) -> dict[str, Any]:
-    """The signature parts of a training verdict (see the module docstring), as a JSON-able dict."""
+    """The signature parts of a training verdict (see the module docstring), as a JSON-able dict; ``ir``: the
+    executed model (a sweep verdict's own probe instead, :func:`verdict_model`)."""
+    ir = verdict_model(verdict, ir)
     kind, stage = str(verdict.kind), str(verdict.stage or "")
     parts: dict[str, Any] = {"kind": kind, "library": str(verdict.backend or ""), "stage": stage}
     if stage == OPTIMIZER_STAGE:  # the catalogue entry's Keras class: a Nadam defect and a Lion defect are two bugs

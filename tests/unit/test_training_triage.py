@@ -214,3 +214,15 @@ def test_a_training_crash_differing_only_in_dtype_names_is_one_defect() -> None:
     both = training_parts(Verdict("training-crash", "keras-tensorflow", "optimizer",
                                   messages[0] + " (finished by keras-jax, keras-torch)"), model())
     assert fewer == both == keys[0]
+
+
+def test_a_sweep_verdict_is_keyed_on_the_probe_it_was_computed_on() -> None:
+    from memo.training.judge import MODEL_IR_KEY
+    from memo.triage.precision_probe import dense_probe
+    from memo.triage.training_signature import training_parts
+
+    probe = dense_probe(("float16", "float32"))
+    verdict = training("training-inconsistency", "optimizer", "dense_float32/kernel")
+    assert training_parts(verdict, model())["weights"] == "?"  # the executed model holds no such weight
+    verdict.extra["training"][MODEL_IR_KEY] = probe.dumps()
+    assert training_parts(verdict, model())["weights"] == "float32 among mixed precisions"
