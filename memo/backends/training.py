@@ -37,13 +37,13 @@ Stdlib and numpy at module level; the libraries are imported inside the function
 """
 from __future__ import annotations
 
-import inspect
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from memo.backends.spec import ModelInputs
 from memo.backends.training_optimizers import SGD_LEARNING_RATE  # noqa: F401  (re-exported: torch_common's)
+from memo.backends.training_prepare import NEUTRALIZED, RandomInTraining, neutralize  # noqa: F401  (re-exported)
 from memo.backends.training_optimizers import (OPTIMIZER_STAGE, UPDATE_PREFIXES, Optimizer, optimizer_entry,
                                                stage_optimizers)
 from memo.backends.training_weights import dtype_name, perturb_weights, precision_record, to_numpy
@@ -63,56 +63,7 @@ STEP_SEED = 4321
 TIME_FACTOR = 4.0
 LOW_PRECISION = ("float16", "bfloat16")  # output dtypes the loss casts to float32 before summing
 
-# Layer classes random in training, and the settings that turn their randomness off (set to 0 in the worker).
-NEUTRALIZED: dict[str, tuple[str, ...]] = {
-    **{name: ("rate",) for name in ("Dropout", "SpatialDropout1D", "SpatialDropout2D", "SpatialDropout3D",
-                                    "GaussianDropout", "AlphaDropout")},
-    "GaussianNoise": ("stddev",),
-    "Attention": ("dropout",), "AdditiveAttention": ("dropout",),  # MultiHeadAttention's is a Dropout sublayer
-    **{name: ("dropout", "recurrent_dropout") for name in ("SimpleRNNCell", "LSTMCell", "GRUCell", "ConvLSTMCell")},
-}
-
 Stage = tuple[str, Callable[[], dict[str, np.ndarray]]]
-
-
-class RandomInTraining(NotImplementedError):
-    """The model has a layer random in training mode that neither a setting nor inference mode makes deterministic,
-    or nothing to differentiate: the check leaves the model out (status ``unsupported`` at stage ``prepare``)."""
-
-
-def _in_inference_mode(call: Callable[..., Any]) -> Callable[..., Any]:
-    """``call`` with ``training=False`` whatever its caller passes."""
-    def call_in_inference_mode(*args: Any, **kwargs: Any) -> Any:
-        kwargs["training"] = False
-        return call(*args, **kwargs)
-    return call_in_inference_mode
-
-
-def neutralize(model: Any) -> list[str]:
-    """Set every setting of :data:`NEUTRALIZED` to 0 in ``model``'s layers (nested ones included); any other layer
-    that draws random numbers (a random augmentation layer: RandomFlip, RandomContrast, ...) runs as in inference,
-    where Keras's augmentation layers are deterministic (the identity, or RandomCrop's central crop), so that the rest
-    of the model is checked; what was changed, as notes. Raises :class:`RandomInTraining` for a random layer whose
-    ``call`` takes no ``training`` argument."""
-    notes: list[str] = []
-    random_left: list[str] = []
-    for layer in model._flatten_layers(include_self=False, recursive=True):  # an RNN's cell is one of them
-        settings = NEUTRALIZED.get(type(layer).__name__)
-        for attribute in settings or ():
-            value = getattr(layer, attribute, 0)
-            if value:
-                setattr(layer, attribute, 0.0)
-                notes.append(f"{layer.name}: {type(layer).__name__}.{attribute} {value:g} -> 0")
-        if settings is None and getattr(layer, "_seed_generators", None):
-            if "training" in inspect.signature(layer.call).parameters:
-                layer.call = _in_inference_mode(layer.call)
-                notes.append(f"{layer.name}: {type(layer).__name__} runs as in inference")
-            else:
-                random_left.append(f"{layer.name} ({type(layer).__name__})")
-    if random_left:
-        raise RandomInTraining(f"left out of the training check: {', '.join(random_left)} random in training mode, "
-                               f"with no setting that makes it deterministic")
-    return notes
 
 
 def projection(shape: tuple[int, ...], index: int) -> np.ndarray:
