@@ -41,7 +41,7 @@ from memo.training.check import CHECK_FAILED, TrainingCheck, stored_verdicts, tr
 from memo.training.selection import TrainingSelection, weight_dtypes
 from memo.training.sweep import Sweep, sweep_optimizers
 from memo.triage import sign
-from memo.triage.precision_probe import STANDARD_PRECISIONS, precision_probe, with_precisions
+from memo.triage.precision_probe import STANDARD_PRECISIONS, dense_probe, precision_probe
 
 
 @dataclass
@@ -180,9 +180,10 @@ class Pipeline:
     def _sweep_probes(self, ir: ModelIR) -> list[ModelIR]:
         """The models the optimizer sweep steps every catalogue entry on (:meth:`TrainingSelection.sweep`), when
         ``ir`` is the first of its set of weight dtypes: its precision probe (or ``ir`` itself where that is no
-        larger); with the campaign's first sweep, that probe's first layer in each of the standard precisions not
-        swept yet (:data:`memo.triage.precision_probe.STANDARD_PRECISIONS`: every optimizer meets every precision
-        Keras layers take, whichever the mutants reach)."""
+        larger); with the campaign's first sweep, a Dense per dtype in each of the standard precisions not swept
+        yet (:data:`memo.triage.precision_probe.STANDARD_PRECISIONS`: every optimizer meets every precision Keras
+        layers take, whichever the mutants reach, on 2-D kernels, where Muon orthogonalizes: p48's convolution
+        probes did not reach its float64 defect)."""
         selection = self.training
         if selection.share <= 0 or weight_dtypes(ir) in selection.swept:
             return []
@@ -190,8 +191,8 @@ class Pipeline:
         probe = precision_probe(ir) or (ir if len(ir.body) <= len(weight_dtypes(ir)) else None)
         if probe is None or not selection.sweep(probe):
             return []
-        variants = [with_precisions(probe, dtypes) for dtypes in STANDARD_PRECISIONS] if first else []
-        return [probe, *[variant for variant in variants if variant is not None and selection.sweep(variant)]]
+        variants = [dense_probe(dtypes) for dtypes in STANDARD_PRECISIONS] if first else []
+        return [probe, *[variant for variant in variants if selection.sweep(variant)]]
 
     def resubmit_unexecuted(self) -> None:
         """After a crash or kill of memo itself, run the stored mutants whose execution never finished."""

@@ -79,32 +79,4 @@ STANDARD_PRECISIONS: tuple[tuple[str, ...], ...] = (
     ("float16", "float32"), ("bfloat16", "float32"), ("float32", "float64"))
 
 
-def with_precisions(probe: ModelIR, dtypes: tuple[str, ...]) -> ModelIR | None:
-    """The probe's first layer holding weights (with its input), one copy per dtype of ``dtypes``, each computing and
-    keeping its weights in that dtype, side by side (None: the probe has no such layer)."""
-    try:
-        infos = analyse(probe)
-    except Exception:  # noqa: BLE001
-        return None
-    first = next((layer for layer in probe.body if getattr(infos.get(layer.name), "weights", 0)), None)
-    if first is None:
-        return None
-    by_name = probe.by_name()
-    variant = ModelIR(layers=[], outputs=[], name=f"{probe.name}_{'_'.join(dtypes)}")
-    for dtype in dtypes:
-        suffix = f"_{dtype}"
-        for source in dict.fromkeys(first.inputs):
-            fed = copy.deepcopy(by_name[source])
-            fed.name += suffix
-            variant.layers.append(fed)
-        own = copy.deepcopy(first)
-        own.name += suffix
-        own.inputs = [name + suffix for name in first.inputs]
-        own.config = {**own.config, "dtype": dtype, "name": own.name} if "name" in own.config else \
-            {**own.config, "dtype": dtype}
-        variant.layers.append(own)
-        variant.outputs.append(own.name)
-    return variant
-
-
-__all__ = ["STANDARD_PRECISIONS", "dense_probe", "precision_probe", "with_precisions"]
+__all__ = ["STANDARD_PRECISIONS", "dense_probe", "precision_probe"]

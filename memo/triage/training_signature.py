@@ -129,7 +129,11 @@ def training_parts(verdict: Verdict, ir: ModelIR | None) -> dict[str, Any]:
     name = str(record.get("name") or "")
     if stage in UPDATE_STAGES:  # an optimizer updates each variable alike whatever layer owns it: its precision counts
         parts["weights"] = update_precision(ir, name)
-        if stage == OPTIMIZER_STAGE and MIXED in parts["weights"]:
+        if stage == OPTIMIZER_STAGE and kind == VerdictKind.TRAINING_NAN.value:
+            # a non-finite update is the optimizer's own arithmetic in that precision, mixed or not (Nadam's
+            # bfloat16 update alone and beside float32 weights: one defect)
+            parts["weights"] = parts["weights"].split(MIXED)[0]
+        elif stage == OPTIMIZER_STAGE and MIXED in parts["weights"]:
             # a numeric defect of mixed precisions is the optimizers' shared code (Keras on torch casts every scalar
             # of Adam, AdamW, Adamax and Nadam to the first variable's dtype): one entry, whichever entry and
             # whichever lower precision showed it

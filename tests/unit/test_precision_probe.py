@@ -41,16 +41,11 @@ def test_no_probe_where_it_is_no_smaller() -> None:
     assert precision_probe(ir) is None
 
 
-def test_the_standard_precisions_are_copies_of_the_probes_first_weighted_layer() -> None:
-    from memo.triage.precision_probe import STANDARD_PRECISIONS, with_precisions
 
-    probe = precision_probe(_mixed())
-    assert probe is not None
+def test_the_standard_precisions_are_one_dense_per_dtype() -> None:
+    from memo.triage.precision_probe import STANDARD_PRECISIONS, dense_probe
+
     for dtypes in STANDARD_PRECISIONS:
-        variant = with_precisions(probe, dtypes)
-        assert variant is not None and weight_dtypes(variant) == dtypes
-        assert [layer.class_name for layer in variant.body] == ["Dense"] * len(dtypes)
-        analyse(variant)  # Keras builds each
-    mixed = with_precisions(probe, ("bfloat16", "float32"))
-    assert mixed is not None and [layer.name for layer in mixed.layers] == [
-        "dense16_input_0_bfloat16", "dense16_bfloat16", "dense16_input_0_float32", "dense16_float32"]
+        probe = dense_probe(dtypes)
+        assert weight_dtypes(probe) == dtypes and [layer.class_name for layer in probe.body] == ["Dense"] * len(dtypes)
+        assert sum(info.weights for info in analyse(probe).values()) == 15 * len(dtypes)  # Keras builds each

@@ -222,6 +222,7 @@ def test_the_first_sweep_adds_the_standard_precisions_and_later_models_only_thei
     first = Pipeline._sweep_probes(owner, chain("float32"))  # type: ignore[arg-type]
     assert [weight_dtypes(probe) for probe in first] == [("float32",), *[s for s in STANDARD_PRECISIONS
                                                                          if s != ("float32",)]]
+    assert all(layer.class_name == "Dense" for probe in first[1:] for layer in probe.body)
     assert Pipeline._sweep_probes(owner, chain("float16")) == []  # float16 + float32 was swept with the first
     odd = chain("float16")
     odd.get("a").config["dtype"] = "bfloat16"  # bfloat16, float16 and the ReLU's float32: not a standard set

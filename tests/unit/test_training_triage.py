@@ -226,3 +226,10 @@ def test_a_sweep_verdict_is_keyed_on_the_probe_it_was_computed_on() -> None:
     assert training_parts(verdict, model())["weights"] == "?"  # the executed model holds no such weight
     verdict.extra["training"][MODEL_IR_KEY] = probe.dumps()
     assert training_parts(verdict, model())["weights"] == "float32 among mixed precisions"
+    # a non-finite update: the optimizer's arithmetic in that precision, alone or beside others
+    nan = training("training-nan", "optimizer", "dense_bfloat16/kernel")
+    nan.extra["training"][MODEL_IR_KEY] = dense_probe(("bfloat16", "float32")).dumps()
+    alone = training("training-nan", "optimizer", "dense_bfloat16/kernel")
+    alone.extra["training"][MODEL_IR_KEY] = dense_probe(("bfloat16",)).dumps()
+    assert training_parts(nan, None) == training_parts(alone, None)
+    assert training_parts(alone, None)["weights"] == "bfloat16"
