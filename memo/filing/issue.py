@@ -280,6 +280,12 @@ def _described(bug: BugFolder, checked: MinimalScript) -> str:
                 f"{held} (`optimizer.apply(gradients, variables)`, training stage {stage})"
                 + (f", where {finished} steps the same variables." if finished else "."))
     symptom = folder_training_symptom(bug)
+    if symptom and stepped is not None:  # an optimizer's update: the optimizer and the variables it steps
+        built, dtypes = stepped
+        held = f"{' and '.join(dtypes)} variables" if dtypes else "a model's variables"
+        return (f"With {LIBRARY_NAMES.get(bug.library, bug.library)}, `keras.optimizers.{built}` stepping {held} "
+                f"(`optimizer.apply(gradients, variables)`, fixed gradients) computes a step whose {symptom} "
+                f"(training stage {stage}).")
     if symptom:  # which array of the training step goes wrong, not that the library "fails"
         return (f"On a model of {culprit(bug, checked)}, {LIBRARY_NAMES.get(bug.library, bug.library)} computes a "
                 f"training step whose {symptom} (training stage {stage}; the script computes it as a user of "

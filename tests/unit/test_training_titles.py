@@ -47,3 +47,24 @@ def test_an_optimizer_crash_names_the_optimizer_and_the_variables_not_the_layers
     assert ("`keras.optimizers.Adam(learning_rate=0.1, global_clipnorm=1.0)` fails to step float16 and float32 "
             "variables") in text and "where Keras on PyTorch steps the same variables" in text
     assert "The training step completes, as it does on Keras on PyTorch" in text
+
+
+def test_an_optimizer_difference_is_described_by_the_optimizer_and_its_variables(tmp_path) -> None:
+    import json
+
+    from memo.filing.check import MinimalScript
+    from memo.filing.folder import BugFolder
+    from memo.filing.issue import render_issue
+    from memo.triage.precision_probe import dense_probe
+
+    (tmp_path / "ir.json").write_text(dense_probe(("float16", "float32")).dumps())
+    (tmp_path / "bug.json").write_text(json.dumps({
+        "id": "training-inconsistency-keras-torch-x", "kind": "training-inconsistency", "library": "keras-torch",
+        "stage": "optimizer", "reference": "keras-tensorflow", "message": "optimizer: dense_float32/kernel: differs",
+        "training": {"optimizer": "adamax", "name": "dense_float32/kernel", "array": "opt_2",
+                     "figures": {"max_abs_diff": 0.0271}}}))
+    text = render_issue(BugFolder.read(tmp_path), MinimalScript(reason="not checked"))
+    assert text.startswith("# [keras-torch] Adamax() on float16+float32 variables: Adamax update of dense_float32")
+    assert ("`keras.optimizers.Adamax(learning_rate=0.1)` stepping float16 and float32 variables "
+            "(`optimizer.apply(gradients, variables)`, fixed gradients) computes a step whose Adamax update of "
+            "dense_float32/kernel differs from keras-tensorflow by 0.0271") in text
