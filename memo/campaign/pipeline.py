@@ -182,7 +182,7 @@ class Pipeline:
         ``ir`` is the first of its set of weight dtypes: its precision probe (or ``ir`` itself where that is no
         larger); with the campaign's first sweep, a Dense per dtype in each of the standard precisions not swept
         yet (:data:`memo.triage.precision_probe.STANDARD_PRECISIONS`: every optimizer meets every precision Keras
-        layers take, whichever the mutants reach, on 2-D kernels, where Muon orthogonalizes: p48's convolution
+        layers take, whichever the mutants reach, on 2-D kernels, where Muon orthogonalizes: sw48's convolution
         probes did not reach its float64 defect)."""
         selection = self.training
         if selection.share <= 0 or weight_dtypes(ir) in selection.swept:
