@@ -32,16 +32,38 @@ OPTIMIZER_LEARNING_RATE = 0.1
 
 
 @dataclass(frozen=True)
+class Schedule:
+    """A learning-rate schedule as an entry's ``learning_rate``: ``keras.optimizers.schedules.<class_name>(**config)``.
+    Its ``repr`` is that constructor, so :func:`constructor_text` writes it into a minimal script as it is."""
+
+    class_name: str
+    config: tuple[tuple[str, Any], ...]
+
+    def __repr__(self) -> str:
+        arguments = ", ".join(f"{key}={value!r}" for key, value in self.config)
+        return f"keras.optimizers.schedules.{self.class_name}({arguments})"
+
+    def build(self) -> Any:
+        """The Keras schedule (worker only: imports Keras)."""
+        import keras
+
+        return getattr(keras.optimizers.schedules, self.class_name)(**dict(self.config))
+
+
+@dataclass(frozen=True)
 class OptimizerEntry:
-    """One configuration: ``keras.optimizers.<class_name>(learning_rate=..., **config)``."""
+    """One configuration: ``keras.optimizers.<class_name>(learning_rate=..., **config)``; with a :class:`Schedule`,
+    ``learning_rate`` is the schedule's initial rate (the judge's scale of an update) and the schedule is the
+    optimizer's."""
 
     class_name: str
     config: dict[str, Any] = field(default_factory=dict)
     learning_rate: float = OPTIMIZER_LEARNING_RATE
     steps: int = OPTIMIZER_STEPS
+    schedule: Schedule | None = None
 
     def arguments(self) -> dict[str, Any]:
-        return {"learning_rate": self.learning_rate, **self.config}
+        return {"learning_rate": self.schedule or self.learning_rate, **self.config}
 
 
 # name -> entry. Names are stable: they key the choice, the findings' dedup keys and the report's counts.
@@ -67,6 +89,18 @@ CATALOGUE: dict[str, OptimizerEntry] = {
     "adafactor": OptimizerEntry("Adafactor"),
     "lamb": OptimizerEntry("Lamb"),
     "muon": OptimizerEntry("Muon"),
+    # learning-rate schedules (``_get_current_learning_rate`` evaluates them on the iteration count each step), the
+    # options the classes above do not take: loss_scale_factor, l2 shrinkage, Adafactor's fixed step and clipping
+    "sgd-cosine-warmup": OptimizerEntry("SGD", {"momentum": 0.5}, schedule=Schedule("CosineDecay", (
+        ("initial_learning_rate", 0.1), ("decay_steps", 4), ("warmup_target", 0.2), ("warmup_steps", 2)))),
+    "adam-exponential-decay": OptimizerEntry("Adam", schedule=Schedule("ExponentialDecay", (
+        ("initial_learning_rate", 0.1), ("decay_steps", 1), ("decay_rate", 0.5), ("staircase", True)))),
+    "lion-weight-decay": OptimizerEntry("Lion", {"weight_decay": 0.05}),
+    "adam-loss-scale-factor": OptimizerEntry("Adam", {"loss_scale_factor": 128.0}),
+    "ftrl-shrinkage": OptimizerEntry("Ftrl", {"l2_shrinkage_regularization_strength": 0.05, "beta": 0.5,
+                                              "learning_rate_power": -0.3}),
+    "adafactor-clip": OptimizerEntry("Adafactor", {"clip_threshold": 0.5, "beta_2_decay": -0.5,
+                                                   "relative_step": False}),
 }
 
 
@@ -112,7 +146,9 @@ def build_optimizer(name: str) -> Any:
     import keras
 
     entry = optimizer_entry(name)
-    return getattr(keras.optimizers, entry.class_name)(**entry.arguments())
+    arguments = {key: value.build() if isinstance(value, Schedule) else value
+                 for key, value in entry.arguments().items()}
+    return getattr(keras.optimizers, entry.class_name)(**arguments)
 
 
 def stage_optimizers(chosen: str | None) -> list[Optimizer]:

@@ -63,11 +63,12 @@ def training_reference(backends: Sequence[str], reference: str) -> str:
 
 def run_training_check(executor: DifferentialExecutor, artifact: Artifact, scratch: Path,
                        backends: Sequence[str] | None = None, truth: bool = True,
-                       thresholds: Thresholds = Thresholds(), optimizer: str | None = None) -> TrainingCheck:
+                       thresholds: Thresholds = Thresholds(), optimizer: str | None = None,
+                       stages: Sequence[str] | None = None) -> TrainingCheck:
     """The check of ``artifact`` on ``backends`` (default: every trainer the executor runs); ``truth``: judge each
     numeric verdict by float64 (a worker of its own, started only when there is one); ``optimizer``: the catalogue
     entry of the ``optimizer`` stage (default: the model's, :func:`choose_optimizer` of its folder's name; ``""``:
-    no such stage)."""
+    no such stage); ``stages``: those worker stages only (default: every one)."""
     names = [name for name in trainers(backends if backends is not None else executor.backend_names)
              if name in executor.backend_names and inference_passed(executor, artifact, name)]
     if not names:
@@ -79,7 +80,8 @@ def run_training_check(executor: DifferentialExecutor, artifact: Artifact, scrat
     # with a converted module among them, the Keras trainers add the inference-mode stages it is judged by
     check.results = executor.train(artifact, names, scratch,
                                    {**({"optimizer": chosen} if chosen else {}),
-                                    **({"inference": True} if converted else {})})
+                                    **({"inference": True} if converted else {}),
+                                    **({"stages": list(stages)} if stages is not None else {})})
     arrays = {name: read_arrays(result.outputs_path) for name, result in check.results.items()}
     check.judgement = judge_training({name: result.stages for name, result in check.results.items()}, arrays,
                                      check.reference, thresholds)

@@ -26,8 +26,8 @@ from memo.backends.executor import DifferentialExecutor
 from memo.backends.training_optimizers import CATALOGUE, OPTIMIZER_STAGE
 from memo.model.ir import ModelIR
 from memo.oracle import Verdict
-from memo.training.check import TrainingCheck, stored_verdicts, trainers, training_reference
-from memo.training.judge import MODEL_IR_KEY, judge_training, read_arrays
+from memo.training.check import run_training_check, stored_verdicts, trainers
+from memo.training.judge import MODEL_IR_KEY
 from memo.training.selection import weight_dtypes
 
 
@@ -57,19 +57,15 @@ def sweep_optimizers(executor: DifferentialExecutor, probes: Sequence[ModelIR], 
     if len(names) < 2:
         sweep.error = "fewer than two Keras trainers"
         return sweep
-    reference = training_reference(names, executor.reference)
     try:
         for index, probe in enumerate(probes):
             found = len(sweep.verdicts)
             stepped = 0
             artifact = prepare_artifact(probe, directory / f"p{index}", seed=seed)
             for entry in entries if entries is not None else sorted(CATALOGUE):
-                results = executor.train(artifact, names, directory / f"p{index}" / entry,
-                                         {"optimizer": entry, "stages": [OPTIMIZER_STAGE]})
-                arrays = {name: read_arrays(result.outputs_path) for name, result in results.items()}
-                judgement = judge_training({name: result.stages for name, result in results.items()}, arrays,
-                                           reference)
-                for verdict in stored_verdicts(TrainingCheck(reference=reference, judgement=judgement)):
+                check = run_training_check(executor, artifact, directory / f"p{index}" / entry, names, truth=False,
+                                           optimizer=entry, stages=[OPTIMIZER_STAGE])
+                for verdict in stored_verdicts(check):
                     verdict.extra["training"][MODEL_IR_KEY] = probe.dumps()
                     sweep.verdicts.append(verdict)
                 stepped += 1

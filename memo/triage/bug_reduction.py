@@ -29,6 +29,7 @@ adopted from the bug database with an older reduction is reduced again from its 
 """
 from __future__ import annotations
 
+import copy
 import inspect
 import json
 import re
@@ -89,23 +90,35 @@ def cut_at(ir: ModelIR, node: str) -> ModelIR:
 def isolate(ir: ModelIR, node: str) -> ModelIR | None:
     """``node`` alone, each of its distinct inputs a fresh model input of the same shape and dtype (None
     when Keras cannot say what the inputs are)."""
-    layer = ir.get(node)
-    if layer.is_input:
+    if ir.get(node).is_input:
         return None
     try:
         infos = analyse(ir)
     except Exception:  # a model Keras rejects has no shapes to copy
         return None
-    inputs = []
+    fed = fed_alone(ir.get(node), infos)
+    if fed is None:
+        return None
+    alone = ir.copy()
+    alone.layers = list(fed)
+    alone.outputs = [node]
+    return alone
+
+
+def fed_alone(layer: Layer, infos: dict[str, Any], rename: Callable[[str], str] = str) -> list[Layer] | None:
+    """A copy of ``layer`` after one fresh ``InputLayer`` per distinct input, each of the shape and dtype the
+    source gives it in ``infos`` (:func:`memo.mutation.analysis.analyse`) and named ``rename(source)``; None when
+    ``infos`` does not know a source."""
+    inputs: dict[str, Layer] = {}
     for source in dict.fromkeys(layer.inputs):
         info = infos.get(source)
         if info is None:
             return None
-        inputs.append(Layer(source, "InputLayer", {"batch_shape": [None, *info.shape[1:]], "dtype": info.dtype}))
-    alone = ir.copy()
-    alone.layers = [*inputs, alone.get(node)]
-    alone.outputs = [node]
-    return alone
+        inputs[source] = Layer(rename(source), "InputLayer", {"batch_shape": [None, *info.shape[1:]],
+                                                              "dtype": info.dtype})
+    own = copy.deepcopy(layer)
+    own.inputs = [inputs[source].name for source in layer.inputs]
+    return [*inputs.values(), own]
 
 
 def mentioned_layers(ir: ModelIR, text: str) -> list[str]:

@@ -12,10 +12,9 @@ own layer (``keep``) is the one its dtype keeps.
 """
 from __future__ import annotations
 
-import copy
-
 from memo.model.ir import Layer, ModelIR
 from memo.mutation.analysis import analyse
+from memo.triage.bug_reduction import fed_alone
 from memo.training.selection import variable_dtype
 
 
@@ -41,23 +40,20 @@ def precision_probe(ir: ModelIR, keep: str | None = None) -> ModelIR | None:
         return None
     probe = ModelIR(layers=[], outputs=[], name=f"{ir.name}_precisions")
     names = {layer.name for layer in picked}
+
+    def fresh(name: str) -> str:  # a source feeding two picked layers becomes two inputs
+        while name in names:
+            name += "_"
+        names.add(name)
+        return name
+
     for layer in picked:
-        fed: list[str] = []
-        for source in layer.inputs:
-            info = infos.get(source)
-            if info is None:
-                return None
-            name = f"{layer.name}_input_{len(fed)}"
-            while name in names:
-                name += "_"
-            names.add(name)
-            probe.layers.append(Layer(name, "InputLayer", {"batch_shape": [None, *info.shape[1:]],
-                                                           "dtype": info.dtype}))
-            fed.append(name)
-        own = copy.deepcopy(layer)
-        own.inputs = fed
-        probe.layers.append(own)
-        probe.outputs.append(own.name)
+        count = iter(range(len(layer.inputs)))
+        fed = fed_alone(layer, infos, lambda _, owner=layer.name, count=count: fresh(f"{owner}_input_{next(count)}"))
+        if fed is None:
+            return None
+        probe.layers += fed
+        probe.outputs.append(layer.name)
     return probe
 
 
