@@ -49,3 +49,17 @@ def test_the_standard_precisions_are_one_dense_per_dtype() -> None:
         probe = dense_probe(dtypes)
         assert weight_dtypes(probe) == dtypes and [layer.class_name for layer in probe.body] == ["Dense"] * len(dtypes)
         assert sum(info.weights for info in analyse(probe).values()) == 15 * len(dtypes)  # Keras builds each
+
+
+def test_layers_reading_one_source_get_inputs_of_their_own_whose_names_never_collide() -> None:
+    ir = ModelIR([
+        Layer("x", "InputLayer", {"batch_shape": [None, 4], "dtype": "float32"}),
+        Layer("dense16", "Dense", {"units": 4, "dtype": "float16"}, ["x"]),
+        Layer("dense16_input_0", "Dense", {"units": 4}, ["x"]),  # a name the probe would give an input
+        Layer("relu", "ReLU", {}, ["dense16_input_0"]),
+        Layer("last", "Dense", {"units": 2}, ["relu"])], ["last"])
+    probe = precision_probe(ir)
+    assert probe is not None and [layer.name for layer in probe.body] == ["dense16", "dense16_input_0"]
+    names = [layer.name for layer in probe.layers]
+    assert len(names) == len(set(names)) and len(probe.input_layers) == 2
+    analyse(probe)  # Keras builds it
