@@ -19,7 +19,7 @@ import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -40,7 +40,7 @@ from memo.training.judge import (DESCRIPTIVE_KEYS, JUDGED_STAGES, MODEL_IR_KEY, 
                                  TrainingVerdict, differing_names, judge_training, read_arrays, stage_keys,
                                  worker_stages)
 from memo.training.truth import assess_verdict, engine_for
-from memo.triage.bug_reduction import reduce_bug
+from memo.triage.bug_reduction import STRUCTURAL_PASSES, ReductionOutcome, reduce_bug
 from memo.bug_files import (EXPECTED_FILE, INPUTS_FILE, IR_FILE, MODEL_FILE, Reduction, read_bug_file, retried,
                             write_bug_file)
 from memo.triage.bugdir import bug_folder
@@ -242,6 +242,22 @@ def _check(session: Session, bug: BugRow, folder: Path, data: JsonObject) -> Non
     session.summary.reproduced += bool(check.reproduces)
 
 
+def _minimal_dense(probe: ModelIR, checker: Callable[[ModelIR], bool]) -> tuple[ModelIR, int] | None:
+    """The Dense probe ``probe`` (:func:`dense_probe`, which shows the bug) cut to what the bug needs, and the runs
+    that took: one dtype's Dense alone where one shows it, else ``probe`` itself when it holds two dtypes (neither
+    alone shows it: both are needed); None for three or more (the reducer cuts those)."""
+    dtypes = weight_dtypes(probe)
+    if len(dtypes) == 1:
+        return probe, 0
+    if len(dtypes) > 2:
+        return None
+    for runs, dtype in enumerate(dtypes, start=1):
+        alone = dense_probe((dtype,))
+        if checker(alone):
+            return alone, runs
+    return probe, len(dtypes)
+
+
 def triage_training_bug(session: Session, bug: BugRow) -> None:
     """Check, reduce, localize, judge by float64, write the folder and check its script (see the module docstring)."""
     store = session.store
@@ -274,10 +290,18 @@ def triage_training_bug(session: Session, bug: BugRow) -> None:
     probe = next((candidate for candidate in tried if checker(candidate)), None)
     if probe is not None:
         begin = probe
-    outcome = reduce_bug(begin, checker, budget_s=min(PER_BUG_S, max(0.0, session.remaining() - FINISH_S)),
-                         localized=owner.name if owner is not None and not owner.is_input and begin is model
-                         else None,
-                         numeric=bug.kind != VerdictKind.TRAINING_CRASH.value)
+    minimal = _minimal_dense(probe, checker) if probe is not None and probe is probes[0] else None
+    if minimal is not None:  # one default Dense(3) per dtype the bug needs: nothing left to cut
+        outcome = ReductionOutcome(ir=minimal[0], original_layers=len(model.body), runs=minimal[1],
+                                   passes=[*STRUCTURAL_PASSES, "parameters"],
+                                   steps=[f"{len(minimal[0].body)} Dense(3) of {', '.join(weight_dtypes(minimal[0]))}:"
+                                          " shows the bug, one dtype alone does not" if len(minimal[0].body) > 1 else
+                                          f"Dense(3) of {weight_dtypes(minimal[0])[0]} alone: shows the bug"])
+    else:
+        outcome = reduce_bug(begin, checker, budget_s=min(PER_BUG_S, max(0.0, session.remaining() - FINISH_S)),
+                             localized=owner.name if owner is not None and not owner.is_input and begin is model
+                             else None,
+                             numeric=bug.kind != VerdictKind.TRAINING_CRASH.value)
     if tried:
         outcome.runs += len(tried) if probe is None else tried.index(probe) + 1
         outcome.steps.insert(0, f"precision probe ({len(probe.body)} layers, one per weight dtype): shows the bug"

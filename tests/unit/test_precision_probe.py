@@ -63,3 +63,17 @@ def test_layers_reading_one_source_get_inputs_of_their_own_whose_names_never_col
     names = [layer.name for layer in probe.layers]
     assert len(names) == len(set(names)) and len(probe.input_layers) == 2
     analyse(probe)  # Keras builds it
+
+
+def test_a_dense_probe_is_cut_to_the_dtypes_the_bug_needs_and_then_is_minimal() -> None:
+    from memo.triage.precision_probe import dense_probe
+    from memo.triage.training_bug import _minimal_dense
+
+    mixed = dense_probe(("float16", "float32"))
+    alone, runs = _minimal_dense(mixed, lambda ir: "float32" in weight_dtypes(ir)) or (None, 0)
+    assert alone is not None and weight_dtypes(alone) == ("float32",) and runs == 2  # float16 alone tried first
+    both, runs = _minimal_dense(mixed, lambda ir: len(weight_dtypes(ir)) == 2) or (None, 0)
+    assert both is mixed and runs == 2  # neither alone shows it: both Dense layers are needed
+    single = dense_probe(("bfloat16",))
+    assert _minimal_dense(single, lambda ir: False) == (single, 0)  # one default Dense: nothing to try
+    assert _minimal_dense(dense_probe(("float16", "bfloat16", "float32")), lambda ir: True) is None  # the reducer's
