@@ -54,8 +54,13 @@ class InnerLibrary:
 
 TORCH_ONNX = InnerLibrary(
     "torch.onnx", "torch/onnx/", ("SymbolicValueError",), ("InvalidONNX",),
-    Upstream("active", "https://github.com/pytorch/pytorch/issues",
-             "torch.onnx is released with PyTorch, several times a year", trackers.PYTORCH),
+    # Keras's export calls torch.onnx.export(..., dynamo=False) for a model with a dynamic axis (keras/src/export/
+    # onnx.py: "TorchDynamo has constraint inference issues with dynamic dimensions"), and torch.onnx warns on that
+    # call: "You are using the legacy TorchScript-based ONNX export. Starting in PyTorch 2.9, the new
+    # torch.export-based ONNX exporter has become the default" (q48's reader: a fix there is unlikely)
+    Upstream("legacy", "https://github.com/pytorch/pytorch/issues",
+             "Keras's export reaches torch.onnx's legacy TorchScript exporter (dynamo=False), superseded by the "
+             "torch.export-based exporter since PyTorch 2.9", trackers.PYTORCH),
     entry_frames=r"/(?P<module>symbolic_opset\d+)\.py:(?P<function>\w+)$",
     duty="exports the traced model to a valid ONNX file, which onnx.checker accepts",
     # the torch functions (or tensor methods) whose symbolic functions write an ONNX operator

@@ -137,13 +137,15 @@ class MessageRules:
     failing_nodes: tuple[str, ...] = ()
 
 
-UPSTREAM_STATUSES: tuple[str, ...] = ("active", "maintenance", "retired")
+UPSTREAM_STATUSES: tuple[str, ...] = ("active", "maintenance", "legacy", "retired")
+UNLIKELY_FIXED: tuple[str, ...] = ("legacy", "retired")  # a report keeps their ready bugs apart
 
 
 @dataclass(frozen=True)
 class Upstream:
     """Whether a library's maintainers still release it: ``status`` is "active" (regular releases),
-    "maintenance" (rare releases, few fixes) or "retired" (no more releases; bugs there are not fixed);
+    "maintenance" (rare releases, few fixes), "legacy" (released, but the code memo reaches is superseded by a
+    new path its maintainers fix instead) or "retired" (no more releases; bugs there are not fixed);
     ``tracker`` is where its bugs are filed (empty: unknown), ``reason`` one line of evidence, ``form`` the
     tracker's issue form (:mod:`memo.backends.trackers`; the generic one where memo knows none)."""
 

@@ -14,6 +14,7 @@ from memo import __version__
 from memo.backends import find_spec, producer_of
 from memo.backends.documented import upstream_of
 from memo.backends.inner_libraries import LIBRARIES
+from memo.backends.training_optimizers import UPDATE_PREFIXES
 from memo.backends.versions import distribution_versions
 from memo.bug_files import NEWEST_FILE
 from memo.newest import BUILD_DISTRIBUTIONS, CANNOT_RUN, STILL_REPRODUCES
@@ -152,6 +153,19 @@ def _expected(folder: BugFolder, checked: MinimalScript) -> list[str]:
                 f"|expected|). Actual: {happened}", "",
                 f"{folder.library} against the reference evaluator: "
                 f"{(opinion.get('figures') or {}).get(folder.library, '')}", *printed]
+    if folder.kind == VerdictKind.TRAINING_NAN.value and str(folder.info.get("stage", "")) in UPDATE_PREFIXES:
+        return [f"A finite update: the variables are finite and the gradients the script applies are finite (fixed, "
+                f"of magnitude 0.5 to 1.5), so the step must be finite, as it is when the same step runs in float64. "
+                f"Actual: {happened}", *printed]
+    if folder.info.get("assigned_in_call"):  # semantics, not precision: float64 on torch shares torch's reading
+        how = "differentiates through it (its stateless call traces the assigned value)" \
+            if folder.library == "keras-jax" else "computes another gradient"
+        return [f"The same gradient on every Keras backend. The training-mode call assigns a trainable weight; "
+                f"Keras on TensorFlow and on torch take the gradient with respect to the value after the assignment "
+                f"(the assignment is not differentiated), {LIBRARY_NAMES.get(folder.library, folder.library)} "
+                f"{how}. Which one the layer means is Keras's to say, but one model and one set of "
+                f"weights must train alike on every backend. {folder.reference}'s gradients are attached as "
+                f"`expected.npz`. Actual: {happened}", *printed]
     computed = "The training step's arrays" if folder.kind in TRAINING_KINDS else "Outputs"
     lines = [f"{computed} as {named} computes them (attached as `expected.npz`), within rtol 1e-3 and atol 1e-3 x "
              f"max(1, mean |expected|). Actual: {happened}", *printed]

@@ -435,12 +435,14 @@ def _training_candidate(folder: BugFolder) -> Candidate:
     if idiom is None or any(name not in inputs for name in part.inputs):
         raise NoMinimalScript("inputs.npz does not hold the model's inputs")
     arrays = [inputs[name] for name in part.inputs]
+    checked = check_lines(folder.kind, prefix, folder.reference)
     files = {**part.files, INPUTS_FILE: _npz(dict(zip(part.inputs, arrays))),
-             **({EXPECTED_FILE: _npz(expected)} if expected else {})}
+             **({EXPECTED_FILE: _npz(expected)} if expected and any(EXPECTED_FILE in line for line in checked)
+                else {})}
     spec = find_spec(folder.library)
     lines = [f"# {folder.library}: memo bug {folder.id} (training, stage {stage}); exits 1 (an exception) when the "
              "bug shows", *_env_lines(folder.library), *idiom.imports,
              *(line for line in imports if line not in idiom.imports), "",
              *part.lines, *_input_lines(arrays, part.inputs, idiom, ATTACHED), f"print({idiom.versions})",
-             *call, *check_lines(folder.kind, prefix, folder.reference)]
+             *call, *checked]
     return Candidate("\n".join(lines) + "\n", files, (spec.python if spec else None) or "", ATTACHED)

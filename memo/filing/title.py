@@ -202,8 +202,12 @@ def folder_training_symptom(folder: BugFolder) -> str:
     """A training bug's :func:`memo.filing.training_idiom.training_symptom` from its folder ("" for any other bug,
     and for a crash)."""
     training = folder.info.get("training") if folder.kind in TRAINING_KINDS else None
-    return training_symptom(str(folder.info.get("stage", "")), folder.kind, training, folder.reference) \
-        if isinstance(training, dict) else ""
+    also = _ALSO_ON.search(str(folder.info.get("message") or ""))
+    return training_symptom(str(folder.info.get("stage", "")), folder.kind, training, folder.reference,
+                            also.group(1) if also else "") if isinstance(training, dict) else ""
+
+
+_ALSO_ON = re.compile(r"\(also on ([^)]*)\)")  # memo.training.judge: the other backends making the same NaN
 
 
 def title(folder: BugFolder, checked: MinimalScript | None = None) -> str:
@@ -230,7 +234,12 @@ def title(folder: BugFolder, checked: MinimalScript | None = None) -> str:
         if folder.converter_blamed:  # the converter's file, which an engine fails on
             what = f"writes a file {folder.library} fails on ({what})"
     named = culprit(folder, checked)
+    filed = tracker_name(folder.filed_on)
     assigned = [str(name) for name in folder.info.get("assigned_in_call") or []]
-    if assigned and symptom:  # the cause before the symptom: the layer overwrites the weight in its training call
+    if assigned and symptom:  # the cause before the symptom: the layer overwrites the weight in its training call,
+        # and the backends part by whether they differentiate through it: the layer's defect, not one backend's
         named += f" assigns {', '.join(assigned)} in call()"
-    return whole_words(f"[{tracker_name(folder.filed_on)}] {named}: {what}", TITLE_CHARS)
+        what = what.replace(f" differs from {folder.reference}",
+                            f" differs between backends ({folder.library} against {folder.reference})")
+        filed = "keras"
+    return whole_words(f"[{filed}] {named}: {what}", TITLE_CHARS)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from memo.backends.training import LOSS_SEED, STEP_SEED
 from memo.backends.training_optimizers import (ADAM_LEARNING_RATE, ADAM_STEPS, CATALOGUE, OPTIMIZER_STAGE,
-                                               SGD_LEARNING_RATE, constructor_text)
+                                               SGD_LEARNING_RATE, UPDATE_PREFIXES, constructor_text)
 from memo.kinds import VerdictKind
 
 # The loss every stage uses: memo's fixed random projection of the outputs (cotangent W / batch on every backend).
@@ -114,9 +114,15 @@ def training_lines(library: str, stage: str, kind: str,
 
 
 def check_lines(kind: str, prefix: str, reference: str) -> list[str]:
-    """The comparison of ``actual`` with the reference's arrays (a crash: none, the call raised or it did not)."""
+    """The comparison of ``actual`` with the reference's arrays (a crash: none, the call raised or it did not; a
+    non-finite update: none either, finite weights stepped by finite gradients must stay finite, whatever the
+    reference computed, which may be the same NaN)."""
     if kind == VerdictKind.TRAINING_CRASH.value:
         return ['print("no error: the bug does not reproduce")']
+    if kind == VerdictKind.TRAINING_NAN.value and prefix in UPDATE_PREFIXES.values():
+        return ["for i, got in enumerate(actual):  # finite weights, finite gradients: the update must be finite",
+                '    print(i, "non-finite values in the update:", np.count_nonzero(~np.isfinite(got)), "of", got.size)',
+                "    assert np.all(np.isfinite(got)), f'{np.count_nonzero(~np.isfinite(got))} non-finite values'"]
     key = '"loss"' if prefix == "loss" else f'f"{prefix}_{{i}}"'
     finite = ["    assert np.all(np.isfinite(got)), f'{np.count_nonzero(~np.isfinite(got))} non-finite values'"] \
         if kind == VerdictKind.TRAINING_NAN.value else []  # assert_allclose calls NaN equal to NaN
@@ -137,14 +143,17 @@ STAGE_ARRAYS: dict[str, str] = {"forward": "training-mode output {name}", "loss"
                                 "eval_gradients": "inference-mode gradient of {name}"}
 
 
-def training_symptom(stage: str, kind: str, training: dict[str, object], reference: str) -> str:
+def training_symptom(stage: str, kind: str, training: dict[str, object], reference: str, also: str = "") -> str:
     """What a training bug's title says after its layer: the array of the stage that goes wrong and how, with the
-    figures its check prints (``training``: bug.json's ``training`` record), "" for a crash (its message says it)."""
+    figures its check prints (``training``: bug.json's ``training`` record), "" for a crash (its message says it);
+    ``also``: the other backends that make the same NaN (its message's "also on")."""
     if kind == VerdictKind.TRAINING_CRASH.value:
         return ""
     entry = CATALOGUE.get(str(training.get("optimizer") or ""))
     array = STAGE_ARRAYS.get(stage, stage + " {name}").format(
         name=training.get("name") or training.get("array") or "", optimizer=entry.class_name if entry else "optimizer")
+    if kind == VerdictKind.TRAINING_NAN.value and stage in UPDATE_PREFIXES:  # judged without a reference
+        return f"{array} is NaN/Inf from finite weights and gradients" + (f" (also on {also})" if also else "")
     if kind == VerdictKind.TRAINING_NAN.value:
         return f"{array} is NaN/Inf where {reference} computes it finite"
     figures = training.get("figures") if isinstance(training.get("figures"), dict) else {}

@@ -32,7 +32,8 @@ from memo.report.known import known_figures, mark_known
 from memo.report.library import library_data
 from memo.report.markdown import issue_markdown
 from memo.report.training import training_coverage, training_optimizers
-from memo.report.sections import READY, SECTION_RANK, UNCHECKED, section_counts, section_of, status_text
+from memo.report.sections import (READY, SECTION_RANK, UNCHECKED, model_heading, section_counts, section_of,
+                                  status_text)
 from memo.store import BugRow, CampaignStore
 from memo.triage import dedup, pending_bugs, pending_localizations, seconds_for
 from memo.bug_files import BUGS_DIR, REPRO_FILE, Reduction, read_bug_file
@@ -45,7 +46,7 @@ from memo.newest import CANNOT_RUN, FIXED_UPSTREAM, NOT_APPLICABLE, STILL_REPROD
 
 COVERAGE_SERIES = (("types", "Layer types"), ("pairs", "Layer pairs"), ("params", "Layer parameter values"))
 CONFIG_PREVIEW_KEYS = 4
-UPSTREAM_RANK = {status: rank for rank, status in enumerate(UPSTREAM_STATUSES)}  # active, maintenance, retired
+UPSTREAM_RANK = {status: rank for rank, status in enumerate(UPSTREAM_STATUSES)}  # active ... retired
 
 
 def collect(store: CampaignStore, bugs_db: Path | None = None) -> JsonObject:
@@ -72,6 +73,7 @@ def collect(store: CampaignStore, bugs_db: Path | None = None) -> JsonObject:
     for entry in entries:  # once every fact is in, the database's status too (a bug it knows fixed upstream)
         entry["section"] = section_of(entry)
         entry["status"] = status_text(entry)
+        entry["model_heading"] = model_heading(entry)
     bugs = sorted((entry for entry in entries if not unconfirmed(entry)), key=_filing_order)
     return {"memo_version": __version__, "generated": time.time(), "summary": summary(store),
             "coverage": coverage(store), "bugs": bugs, "unsupported": dedup.unsupported_groups(store),
@@ -99,10 +101,11 @@ def newest_environment(store: CampaignStore) -> str | None:
 def newest_figures(python: str | None, bugs: list[BugEntry]) -> JsonObject:
     """The report's line on the newest code: the interpreter, the builds it ran, how many bugs were rerun there
     and with what result."""
-    checked = [entry["newest"] for entry in bugs if entry.get("newest")]
+    recorded = [entry["newest"] for entry in bugs if entry.get("newest")]
+    checked = [check for check in recorded if check.get("result") != NOT_APPLICABLE]  # MXNet: no newest build
     builds = sorted({str(check.get("build")) for check in checked if check.get("build")})
     return {"python": python, "builds": builds, "checked": len(checked),
-            "results": {result: sum(1 for check in checked if check.get("result") == result)
+            "results": {result: sum(1 for check in recorded if check.get("result") == result)
                         for result in (STILL_REPRODUCES, FIXED_UPSTREAM, CANNOT_RUN, NOT_APPLICABLE)},
             "pending": sum(1 for entry in bugs if entry.get("newest_pending"))}
 

@@ -6,6 +6,8 @@ from typing import TYPE_CHECKING, Any
 
 from memo import __version__
 from memo.json_types import JsonObject
+from memo.newest import NOT_APPLICABLE
+from memo.report.sections import model_heading
 from memo.triage.describe import symptom
 
 if TYPE_CHECKING:
@@ -49,15 +51,16 @@ def issue_markdown(bug: BugEntry, versions: Any) -> str:
         lines += [f"**ONNX reference** (`onnx.reference.ReferenceEvaluator` on the same file): "
                   f"{opinion.get('decision')}: {opinion['reason']}", ""]
     if bug.get("model"):
-        lines += ["**Minimal model** (Keras 3 functional):", "",
+        lines += [f"**{model_heading(bug)}** (Keras 3 functional):", "",
                   "| layer | class | inputs | settings |", "|---|---|---|---|"]
         for row in bug["model"]:
             settings = (row["config"] or "").replace("|", "\\|")
             lines.append(f"| {row['name']} | {row['class_name']} | {', '.join(row['inputs'])} | {settings} |")
         lines.append("")
     if bug.get("repro_script"):
-        lines += ["**Reproduce** (the model, its input and the expected output are attached; the script exits "
-                  "0 when the bug reproduces):", "", _fenced(bug["repro_script"], "python"), ""]
+        lines += [f"**Reproduce** (`{bug.get('bug_dir')}/repro.py`: the model, its input and the expected output "
+                  "are in that folder; the script exits 0 when the bug reproduces):", "",
+                  _fenced(bug["repro_script"], "python"), ""]
     if bug.get("traceback"):
         tail = "\n".join(bug["traceback"].rstrip().splitlines()[-TRACEBACK_LINES:])
         lines += ["**Traceback:**", "", _fenced(tail), ""]
@@ -141,7 +144,9 @@ def report_markdown(data: JsonObject) -> str:
         lines[-2:-2] = [f"Newest code: {newest['checked']} reproducing bugs rerun on "
                         f"{'; '.join(newest['builds']) or 'the newest-code environment'}: {results['reproduces']} "
                         f"still reproduce, {results['fixed']} fixed upstream, {results['error']} could not run there"
-                        + (f", {newest['pending']} not rerun yet" if newest.get("pending") else "") + ".", ""]
+                        + (f", {newest['pending']} not rerun yet" if newest.get("pending") else "")
+                        + (f"; {results[NOT_APPLICABLE]} more not rerun: their library has no newest-code build"
+                           if results.get(NOT_APPLICABLE) else "") + ".", ""]
     known = data.get("known") or {}
     if known.get("database"):
         lines[-2:-2] = [f"{known['new']} new, {known['seen_again']} known bugs seen again (bug database "

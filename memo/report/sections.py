@@ -4,13 +4,14 @@ A maintainer reads "ready to file" first and must accept every entry there as a 
 named. Everything else stays visible, in its own section with the reason: a numeric finding whose float64
 truth blames another library, one no float32 library can be held to (ill-conditioned), one within the
 tolerance of float64 (float noise), one float64 cannot settle, a documented difference, a retired library's
-bug. The first rule that applies decides (a registry, in order).
+or a legacy code path's bug. The first rule that applies decides (a registry, in order).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
+from memo.backends.spec import UNLIKELY_FIXED
 from memo.bug_files import Reduction
 from memo.json_types import JsonObject
 from memo.bugdb import FIXED_UPSTREAM as FIXED_UPSTREAM_STATUS
@@ -38,8 +39,10 @@ UNCHECKED = "minimal script not checked (no time left)"  # memo report NAME --is
 SECTIONS: tuple[Section, ...] = (
     Section("ready", READY, "reduced, its checked minimal script reproduces, and (numeric findings) confirmed by the "
                             "float64 truth"),
-    Section("ready-retired", "ready to file (retired library)",
-            "real, but the library is retired upstream (no more releases): a fix is unlikely"),
+    Section("ready-retired", "ready to file (retired library or legacy code)",
+            "real, but upstream is unlikely to fix it: the library is retired (no more releases), or the code reached "
+            "is a legacy path its maintainers replaced (torch.onnx's TorchScript exporter, which Keras's export calls "
+            "for a dynamic batch)"),
     Section("not-ready", "not ready yet", "not reduced, no checked minimal script reproducing it, not rechecked on "
                                           "the newest code, or not triaged yet"),
     Section("fixed-upstream", "fixed upstream", "reproduces on the release memo tests, but no longer on the newest "
@@ -70,6 +73,12 @@ def _reduced(entry: BugEntry) -> bool:
     hold layers the bug does not need."""
     return entry.get("reduced_layers") is not None and entry.get("original_layers") is not None \
         and entry["reduced_layers"] < entry["original_layers"] and not _unfinished(entry)
+
+
+def model_heading(entry: BugEntry) -> str:
+    """What the report calls the entry's model: the minimal one once reduced, else the model as the campaign found it
+    (its repro.py, where triage wrote one, runs that model)."""
+    return "Minimal model" if _reduced(entry) else "Model as found (not reduced yet)"
 
 
 def _reproduces(entry: BugEntry) -> bool:
@@ -124,7 +133,7 @@ RULES: tuple[tuple[str, Callable[[BugEntry], bool]], ...] = (
     ("fixed-upstream", _fixed_upstream),
     ("not-ready", lambda e: not (_reproduces(e) and _reduced(e) and _minimal_reproduces(e))
      or (e.get("kind") in TRUTH_KINDS and _truth_decision(e) is None) or _awaiting_newest(e)),
-    ("ready-retired", lambda e: (e.get("upstream") or {}).get("status") == "retired"),
+    ("ready-retired", lambda e: (e.get("upstream") or {}).get("status") in UNLIKELY_FIXED),
     ("ready", lambda e: True),
 )
 

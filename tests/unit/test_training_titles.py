@@ -13,8 +13,14 @@ def test_a_gradient_difference_names_the_weight_the_reference_and_the_figure() -
 
 def test_an_optimizer_stage_names_the_catalogue_entry_class_and_nan_says_finite() -> None:
     record = {"array": "opt_1", "name": "conv/bias", "optimizer": "nadam"}
+    # judged without a reference (finite weights, finite gradients), which may make the same NaN (q48: Nadam's
+    # bfloat16 update on TensorFlow and JAX; "where keras-tensorflow computes it finite" contradicted the blame)
     assert training_symptom("optimizer", "training-nan", record, "keras-torch") == \
-        "Nadam update of conv/bias is NaN/Inf where keras-torch computes it finite"
+        "Nadam update of conv/bias is NaN/Inf from finite weights and gradients"
+    assert training_symptom("optimizer", "training-nan", record, "keras-tensorflow", also="keras-jax") == \
+        "Nadam update of conv/bias is NaN/Inf from finite weights and gradients (also on keras-jax)"
+    assert training_symptom("gradients", "training-nan", {"name": "d/kernel"}, "keras-tensorflow") == \
+        "gradient of d/kernel is NaN/Inf where keras-tensorflow computes it finite"
     assert training_symptom("adam", "training-inconsistency", {"name": "d/kernel"}, "keras-tensorflow") == \
         "Adam update of d/kernel differs from keras-tensorflow"
 
@@ -68,3 +74,12 @@ def test_an_optimizer_difference_is_described_by_the_optimizer_and_its_variables
     assert ("`keras.optimizers.Adamax(learning_rate=0.1)` stepping float16 and float32 variables "
             "(`optimizer.apply(gradients, variables)`, fixed gradients) computes a step whose Adamax update of "
             "dense_float32/kernel differs from keras-tensorflow by 0.0271") in text
+
+
+def test_a_nonfinite_update_script_asserts_finiteness_without_the_references_arrays() -> None:
+    from memo.filing.training_idiom import check_lines
+
+    update = "\n".join(check_lines("training-nan", "opt", "keras-tensorflow"))
+    assert "np.isfinite(got)" in update and "expected.npz" not in update  # the reference may be the same NaN
+    gradient = "\n".join(check_lines("training-nan", "grad", "keras-tensorflow"))
+    assert "expected.npz" in gradient and "np.isfinite(got)" in gradient
