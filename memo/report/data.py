@@ -32,8 +32,9 @@ from memo.report.known import known_figures, mark_known
 from memo.report.library import library_data
 from memo.report.markdown import issue_markdown
 from memo.report.training import training_coverage, training_optimizers
-from memo.report.sections import (READY, SECTION_RANK, UNCHECKED, model_heading, section_counts, section_of,
-                                  status_text)
+from memo.report.triage_figures import (mark_likely_duplicates, newest_environment, newest_figures,
+                                         triage_status)
+from memo.report.sections import SECTION_RANK, UNCHECKED, model_heading, section_counts, section_of, status_text
 from memo.store import BugRow, CampaignStore
 from memo.triage import dedup, pending_bugs, pending_localizations, seconds_for
 from memo.bug_files import BUGS_DIR, REPRO_FILE, Reduction, read_bug_file
@@ -41,8 +42,7 @@ from memo.triage.bugdir import bug_layers
 from memo.triage.onnx_reference import ONNX_REFERENCE_KEY
 from memo.triage.reassess import REDUCED_VERDICT, TRUTH_KEY
 from memo.triage.signature import FailureDetails, failure_details
-from memo.triage.newest import has_newer_build, pending_newest, recorded_next_python
-from memo.newest import CANNOT_RUN, FIXED_UPSTREAM, NOT_APPLICABLE, STILL_REPRODUCES
+from memo.triage.newest import has_newer_build, pending_newest
 
 COVERAGE_SERIES = (("types", "Layer types"), ("pairs", "Layer pairs"), ("params", "Layer parameter values"))
 CONFIG_PREVIEW_KEYS = 4
@@ -70,6 +70,7 @@ def collect(store: CampaignStore, bugs_db: Path | None = None) -> JsonObject:
     entries = [bug_entry(store, bug, versions, merged.get(bug.id, []), newest_pending=bug.id in awaiting)
                for bug in primary]
     database = mark_known(store, entries, rows, bugs_db)
+    mark_likely_duplicates(entries, primary)
     for entry in entries:  # once every fact is in, the database's status too (a bug it knows fixed upstream)
         entry["section"] = section_of(entry)
         entry["status"] = status_text(entry)
@@ -91,23 +92,6 @@ def collect(store: CampaignStore, bugs_db: Path | None = None) -> JsonObject:
             "generation": generation(store), "triage_left": triage_left(store, bugs),
             "known": known_figures(database, bugs), "newest": newest_figures(newest, bugs),
             **library_sections(store)}
-
-
-def newest_environment(store: CampaignStore) -> str | None:
-    """The newest-code interpreter the campaign's triage reruns bugs with (None: none; :mod:`memo.triage.newest`)."""
-    return recorded_next_python(store.get_meta("config", {}) or {})
-
-
-def newest_figures(python: str | None, bugs: list[BugEntry]) -> JsonObject:
-    """The report's line on the newest code: the interpreter, the builds it ran, how many bugs were rerun there
-    and with what result."""
-    recorded = [entry["newest"] for entry in bugs if entry.get("newest")]
-    checked = [check for check in recorded if check.get("result") != NOT_APPLICABLE]  # MXNet: no newest build
-    builds = sorted({str(check.get("build")) for check in checked if check.get("build")})
-    return {"python": python, "builds": builds, "checked": len(checked),
-            "results": {result: sum(1 for check in recorded if check.get("result") == result)
-                        for result in (STILL_REPRODUCES, FIXED_UPSTREAM, CANNOT_RUN, NOT_APPLICABLE)},
-            "pending": sum(1 for entry in bugs if entry.get("newest_pending"))}
 
 
 def library_sections(store: CampaignStore) -> JsonObject:
@@ -156,20 +140,6 @@ def _filing_order(entry: BugEntry) -> tuple[Any, ...]:
     frequent."""
     maintained = UPSTREAM_RANK.get((entry.get("upstream") or {}).get("status"), len(UPSTREAM_RANK))
     return SECTION_RANK[entry["section"]], bool(entry.get("known")), maintained, -entry["occurrences"], entry["first_seen"]
-
-
-def triage_status(bugs: list[BugEntry], rows: list[BugRow]) -> JsonObject:
-    """How far triage got: the figures a reader checks before trusting the bug list."""
-    reduced = [b for b in bugs if b["reduced_layers"] is not None and b["original_layers"] is not None
-               and b["reduced_layers"] < b["original_layers"]]
-    sizes = sorted(b["reduced_layers"] for b in reduced)  # of the reduced bugs: an unreduced one keeps its size
-    return {"bugs": len(bugs), "entries_before_merging": len([r for r in rows if not r.unlocalized]),
-            "merged": len([r for r in rows if r.merged_into]), "reduced": len(reduced),
-            "reproduce": len([b for b in bugs if b["reproduces"] is True]),
-            "minimal_checked": len([b for b in bugs if b.get("minimal")]),
-            "minimal_reproduce": len([b for b in bugs if (b.get("minimal") or {}).get("reproduces")]),
-            "ready": len([b for b in bugs if b["status"] == READY]),
-            "median_layers": sizes[len(sizes) // 2] if sizes else None}
 
 
 def summary(store: CampaignStore) -> JsonObject:

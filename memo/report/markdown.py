@@ -134,6 +134,8 @@ def report_markdown(data: JsonObject) -> str:
     lines += ["", f"## Bugs ({len(data['bugs'])})", "",
               f"{t['ready']} ready to file, {t['reduced']} reduced, {t['reproduce']} reproduce standalone, "
               f"{t['merged']} entries merged into others"
+              + (f", {t['likely_duplicates']} not reduced but likely duplicates of reduced ones (the same failure "
+                 f"site)" if t.get("likely_duplicates") else "")
               + (f"; {t['minimal_reproduce']} of {t['minimal_checked']} minimal scripts reproduce."
                  if t.get("minimal_checked") else ".") + _triage_left(data.get("triage_left")), "",
               "| id | kind | library | stage | layers | first seen | occurrences | reproduces | status | new or known |",

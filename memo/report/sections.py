@@ -157,6 +157,8 @@ def status_text(entry: BugEntry) -> str:
             if _reproduces(entry) and _minimal_reproduces(entry) and _awaiting_newest(entry):
                 return "not rechecked on the newest code yet"
             return _minimal_status(entry) or "float64 truth not computed yet"
+        if entry.get("likely_duplicate_of"):
+            return f"not reduced: likely a duplicate of {entry['likely_duplicate_of']} (the same failure site)"
         if _reproduces(entry) and _unfinished(entry):
             return f"reduction unfinished ({entry.get('reduced_layers')} of {entry.get('original_layers')} layers left)"
         if _reproduces(entry):

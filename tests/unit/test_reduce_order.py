@@ -57,3 +57,16 @@ def test_a_bug_adopted_with_an_older_reduction_is_reduced_again_as_a_partly_redu
     # an adopted bug as it stays takes its guess; one to reduce again is ordered as a partly reduced one
     assert [bug.id for bug in triage_order([new], [current, new])] == ["new"]
     assert [bug.id for bug in triage_order([new, stale], [new, stale])] == ["stale", "new"]
+
+
+def test_the_report_names_the_reduced_entry_a_bug_not_reduced_likely_duplicates() -> None:
+    from memo.report.triage_figures import mark_likely_duplicates
+    from memo.report.sections import status_text
+
+    reduced = _bug("reduced", bug_dir="/x", reduction={"status": "done"})
+    twin, other = _bug("twin", occurrences=4), _bug("other", frames=["torch/nn/functional.py:embedding"])
+    entries: list[dict[str, object]] = [{"id": bug.id} for bug in (reduced, twin, other)]
+    mark_likely_duplicates(entries, [reduced, twin, other])  # type: ignore[arg-type]
+    assert [entry.get("likely_duplicate_of") for entry in entries] == [None, "reduced", None]
+    entry = {**entries[1], "section": "not-ready", "reproduces": None, "reduction": {"status": "not reduced"}}
+    assert status_text(entry) == "not reduced: likely a duplicate of reduced (the same failure site)"  # type: ignore

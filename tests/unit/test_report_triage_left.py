@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from memo.report import write_report
-from memo.report.data import triage_status
+from memo.report.triage_figures import triage_status
 from memo.triage.dedup import update_bugs
 from memo.triage.pending import S_PER_PENDING_BUG, pending_localizations
 from tests.unit.triage_store import make_campaign
