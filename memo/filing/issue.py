@@ -27,7 +27,7 @@ from memo.filing.script import KERAS_ATTACHED, NUMERIC_PRINTS, ONNX_ATTACHED
 from memo.filing.torch_onnx_code import SOURCE as TORCH_ONLY
 from memo.filing.torch_onnx_code import found_through
 from memo.filing.title import (KIND_WORDS, culprit, engine_operator, folder_training_symptom, layer_classes,
-                               shape_text, stated_cause, stepped_optimizer, title, wrong_shape)
+                               shape_text, stated_cause, stepped_optimizer, title, tracker_name, wrong_shape)
 from memo.triage.failing_node import node_attributes
 from memo.triage.onnx_reference import ENGINE, ONNX_REFERENCE_KEY
 from memo.triage.ort_unoptimized import unoptimized_text
@@ -285,6 +285,11 @@ def _described(bug: BugFolder, checked: MinimalScript) -> str:
                 f"{origin.get('by') or 'the reference'} gives {shape_text(origin['reference'])} on the same file and "
                 f"inputs (the first node whose output shape differs); a later node{f' ({failing})' if failing else ''}"
                 f" then fails on it ({stage} stage).")
+    if bug.exception == "InvalidONNX":  # the converter returns; the file it wrote is what onnx.checker rejects
+        return (f"{tracker_name(bug.library)} converts a model of {', '.join(layer_classes(bug)) or '?'} without an "
+                f"error, but the ONNX file it writes is invalid ({stage} stage): the script checks it as ONNX's "
+                f"tools do (`onnx.checker.check_model(..., full_check=True)`, strict shape inference, and the "
+                f"operator's documented attribute bounds) and raises where it breaks them.")
     stepped = stepped_optimizer(bug)
     if stepped is not None and bug.kind == VerdictKind.TRAINING_CRASH.value:  # the optimizer fails, whatever layers
         built, dtypes = stepped
