@@ -217,3 +217,11 @@ def test_a_crash_raised_in_a_library_the_backend_delegates_to_is_filed_there(tmp
                                                    "library": "keras-openvino",
                                                    "error_message": "OpenVINOKerasTensor cannot be an integer"}))
     assert BugFolder.read(tmp_path).filed_on == "keras-openvino"
+
+
+def test_a_converters_invalid_file_is_described_as_written_not_as_a_crash(tmp_path: Path) -> None:
+    """q48's reader: tf2onnx returns a model; the file it wrote is what ONNX's checks reject (not "tf2onnx fails")."""
+    folder = _folder(tmp_path, "crash-tf2onnx-opset11-af6e7cbe75")
+    text = render_issue(folder, MinimalScript(reason="not checked"))
+    assert "tf2onnx (opset 11) converts a model of Conv1DTranspose without an error, but the ONNX file it writes is " \
+           "invalid" in text, text
