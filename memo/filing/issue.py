@@ -27,7 +27,8 @@ from memo.filing.script import KERAS_ATTACHED, NUMERIC_PRINTS, ONNX_ATTACHED
 from memo.filing.torch_onnx_code import SOURCE as TORCH_ONLY
 from memo.filing.torch_onnx_code import found_through
 from memo.filing.title import (KIND_WORDS, culprit, engine_operator, folder_training_symptom, layer_classes,
-                               shape_text, stated_cause, stepped_optimizer, title, tracker_name, wrong_shape)
+                               any_optimizer, shape_text, stated_cause, stepped_optimizer, title, tracker_name,
+                               wrong_shape)
 from memo.triage.failing_node import node_attributes
 from memo.triage.onnx_reference import ENGINE, ONNX_REFERENCE_KEY
 from memo.triage.ort_unoptimized import unoptimized_text
@@ -302,9 +303,12 @@ def _described(bug: BugFolder, checked: MinimalScript) -> str:
     if symptom and stepped is not None:  # an optimizer's update: the optimizer and the variables it steps
         built, dtypes = stepped
         held = f"{' and '.join(dtypes)} variables" if dtypes else "a model's variables"
+        mixed = (" The option is not the cause: memo sees the same with other optimizers and options on these "
+                 "precisions (one root cause), and no difference when every variable is float32."
+                 if any_optimizer(bug) else "")
         return (f"With {LIBRARY_NAMES.get(bug.library, bug.library)}, `keras.optimizers.{built}` stepping {held} "
                 f"(`optimizer.apply(gradients, variables)`, fixed gradients) computes a step whose {symptom} "
-                f"(training stage {stage}).")
+                f"(training stage {stage}).{mixed}")
     if symptom:  # which array of the training step goes wrong, not that the library "fails"
         return (f"On a model of {culprit(bug, checked)}, {LIBRARY_NAMES.get(bug.library, bug.library)} computes a "
                 f"training step whose {symptom} (training stage {stage}; the script computes it as a user of "

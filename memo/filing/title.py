@@ -19,6 +19,7 @@ from memo.training.judge import UPDATE_STAGES
 from memo.training.selection import weight_dtypes
 from memo.model.ir import Layer
 from memo.triage.failing_node import culprit_operator
+from memo.triage.training_signature import ANY_MIXED, MIXED
 from memo.triage.onnx_reference import SHAPE_ORIGIN_KEY
 
 # ONNX operators a converter writes around every layer (layouts, shapes, dtypes): never what a title names.
@@ -115,7 +116,16 @@ def optimizer_culprit(folder: BugFolder) -> str:
         return ""
     built, dtypes = stepped
     short = re.sub(r"learning_rate=[^,)]*(, )?", "", built)
+    if any_optimizer(folder):  # the options are not the cause: the precisions are (q48's reader checked Adam alone)
+        short = short.partition("(")[0] + "()"
     return short + (f" on {'+'.join(dtypes)} variables" if dtypes else "")
+
+
+def any_optimizer(folder: BugFolder) -> bool:
+    """Whether the bug is keyed by its variables' mixed precisions alone, whichever optimizer and options showed it
+    (:func:`memo.triage.training_signature.training_parts`: Keras on torch's first-variable scalars)."""
+    signature = folder.info.get("signature")
+    return isinstance(signature, dict) and str(signature.get("weights", "")).endswith(MIXED + ANY_MIXED)
 
 
 def culprit(folder: BugFolder, checked: MinimalScript | None = None) -> str:

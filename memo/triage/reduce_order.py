@@ -21,7 +21,8 @@ from memo.kinds import NUMERIC_KINDS, TRAINING_KINDS
 from memo.store import BugRow
 from memo.triage.bug_reduction import reduces_further
 
-OPERATOR = re.compile(r"\b(?:onnx|aten|prim)::(\w+)|op_type:\s*(\w+)")  # onnx::Cast, op_type:ReduceMax
+# onnx::Cast, op_type:ReduceMax, MXNet's "Error in operator _minimum1:" (the operator, its instance number dropped)
+OPERATOR = re.compile(r"\b(?:onnx|aten|prim)::(\w+)|op_type:\s*(\w+)|Error in operator ([A-Za-z_]+?)\d*:")
 ROOT_FRAMES = 3  # innermost library frames in a root guess (the signature keeps more)
 STANDING = (Reduction.DONE, Reduction.KNOWN)  # a bug so reduced stands for its root guess
 
@@ -31,6 +32,9 @@ def root_guess(bug: BugRow) -> tuple[str, ...]:
     parts = bug.parts
     if bug.kind in NUMERIC_KINDS:
         return (bug.kind, bug.library, str(parts.get("layer") or ""))
+    if bug.kind in TRAINING_KINDS and bug.kind != "training-crash":  # its stage and layer, or its precisions
+        return (bug.kind, bug.library, str(parts.get("stage") or bug.stage or ""), str(parts.get("layer") or ""),
+                str(parts.get("weights") or ""), str(parts.get("optimizer") or ""))
     frames = [str(frame) for frame in parts.get("frames") or []][:ROOT_FRAMES]
     message = str(parts.get("message") or parts.get("feature") or "")
     # the failing operator a converter's message names tells apart failures that share a helper's frames

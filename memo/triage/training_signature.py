@@ -138,13 +138,14 @@ def training_parts(verdict: Verdict, ir: ModelIR | None) -> dict[str, Any]:
             # of Adam, AdamW, Adamax and Nadam to the first variable's dtype): one entry, whichever entry and
             # whichever lower precision showed it
             parts.pop("optimizer", None)
-            parts["weights"] = parts["weights"].split(MIXED)[0] + MIXED + "mixed precisions"
+            parts["weights"] = parts["weights"].split(MIXED)[0] + MIXED + ANY_MIXED
         return parts
     parts["layer"] = "loss" if name == "loss" else owner_class(ir, name) if name else UNLOCALIZED
     return parts
 
 
 MIXED = " among "  # update_precision's word before a model's mixed weight dtypes
+ANY_MIXED = "mixed precisions"  # the key's dtypes of an optimizer-stage numeric defect on mixed precisions
 
 
 def update_precision(ir: ModelIR | None, name: str) -> str:

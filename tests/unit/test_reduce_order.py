@@ -70,3 +70,19 @@ def test_the_report_names_the_reduced_entry_a_bug_not_reduced_likely_duplicates(
     assert [entry.get("likely_duplicate_of") for entry in entries] == [None, "reduced", None]
     entry = {**entries[1], "section": "not-ready", "reproduces": None, "reduction": {"status": "not reduced"}}
     assert status_text(entry) == "not reduced: likely a duplicate of reduced (the same failure site)"  # type: ignore
+
+
+def test_training_differences_and_mxnet_operators_are_told_apart() -> None:
+    """r48's reader: an optimizer difference on float16 weights alone was called a likely duplicate of the one on
+    mixed precisions, and two MXNet bind errors in other operators of the Min-broadcast one."""
+    def training(bug_id: str, weights: str) -> BugRow:
+        parts = {"kind": "training-inconsistency", "library": "keras-torch", "stage": "optimizer", "weights": weights}
+        return _bug(bug_id, kind="training-inconsistency", library="keras-torch", stage="optimizer", parts=parts)
+
+    assert root_guess(training("a", "float32 among mixed precisions")) != root_guess(training("b", "float16"))
+    assert root_guess(training("c", "float16")) == root_guess(training("d", "float16"))
+    bind = ["mxnet/symbol/symbol.py:simple_bind", "mxnet/module/executor_group.py:_bind_ith_exec"]
+    minimum = _bug("m", frames=bind, message="simple_bind error. MXNetError: Error in operator _minimum1: shapes")
+    minimum2 = _bug("n", frames=bind, message="simple_bind error. MXNetError: Error in operator _minimum3: other")
+    take = _bug("t", frames=bind, message="simple_bind error. MXNetError: Error in operator take2: index type")
+    assert root_guess(minimum) == root_guess(minimum2) != root_guess(take)

@@ -83,3 +83,26 @@ def test_a_nonfinite_update_script_asserts_finiteness_without_the_references_arr
     assert "np.isfinite(got)" in update and "expected.npz" not in update  # the reference may be the same NaN
     gradient = "\n".join(check_lines("training-nan", "grad", "keras-tensorflow"))
     assert "expected.npz" in gradient and "np.isfinite(got)" in gradient
+
+
+def test_a_difference_keyed_by_mixed_precisions_alone_does_not_blame_the_entrys_options(tmp_path) -> None:
+    """r48's reader: "Adam(gradient_accumulation_steps=2)" in the title blamed the option, while plain Adam on the same
+    float16 + float32 variables differs as well (Keras on torch's first-variable dtype)."""
+    import json
+
+    from memo.filing.check import MinimalScript
+    from memo.filing.folder import BugFolder
+    from memo.filing.issue import render_issue
+    from memo.triage.precision_probe import dense_probe
+
+    (tmp_path / "ir.json").write_text(dense_probe(("float16", "float32")).dumps())
+    (tmp_path / "bug.json").write_text(json.dumps({
+        "id": "training-inconsistency-keras-torch-y", "kind": "training-inconsistency", "library": "keras-torch",
+        "stage": "optimizer", "reference": "keras-tensorflow", "message": "optimizer: dense_float32/kernel: differs",
+        "signature": {"kind": "training-inconsistency", "library": "keras-torch", "stage": "optimizer",
+                      "weights": "float32 among mixed precisions"},
+        "training": {"optimizer": "adam-accumulate", "name": "dense_float32/kernel", "array": "opt_2",
+                     "figures": {"max_abs_diff": 0.0127}}}))
+    text = render_issue(BugFolder.read(tmp_path), MinimalScript(reason="not checked"))
+    assert text.startswith("# [keras-torch] Adam() on float16+float32 variables: Adam update of dense_float32"), text
+    assert "The option is not the cause" in text
