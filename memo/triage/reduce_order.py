@@ -23,6 +23,7 @@ from memo.triage.bug_reduction import reduces_further
 
 # onnx::Cast, op_type:ReduceMax, MXNet's "Error in operator _minimum1:" (the operator, its instance number dropped)
 OPERATOR = re.compile(r"\b(?:onnx|aten|prim)::(\w+)|op_type:\s*(\w+)|Error in operator ([A-Za-z_]+?)\d*:")
+CHECK_FAILED = re.compile(r"Check failed: (.{1,120})")
 ROOT_FRAMES = 3  # innermost library frames in a root guess (the signature keeps more)
 STANDING = (Reduction.DONE, Reduction.KNOWN)  # a bug so reduced stands for its root guess
 
@@ -39,7 +40,10 @@ def root_guess(bug: BugRow) -> tuple[str, ...]:
     message = str(parts.get("message") or parts.get("feature") or "")
     # the failing operator a converter's message names tells apart failures that share a helper's frames
     operators = sorted({name for pair in OPERATOR.findall(message) for name in pair if name})
-    where = [*frames, *operators] if frames else [message]
+    # a C++ check's own words tell apart failures a generic binding or shape-inference helper raises (MXNet's
+    # simple_bind: a take operator's index type, a broadcast's shapes, an input's dtype)
+    checks = CHECK_FAILED.findall(message)
+    where = [*frames, *operators, *checks[-1:]] if frames else [message]
     return (bug.kind, bug.library, str(bug.stage or parts.get("stage") or ""), str(parts.get("exception") or ""),
             str(parts.get("layer") or ""), *where)
 

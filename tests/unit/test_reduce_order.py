@@ -82,7 +82,12 @@ def test_training_differences_and_mxnet_operators_are_told_apart() -> None:
     assert root_guess(training("a", "float32 among mixed precisions")) != root_guess(training("b", "float16"))
     assert root_guess(training("c", "float16")) == root_guess(training("d", "float16"))
     bind = ["mxnet/symbol/symbol.py:simple_bind", "mxnet/module/executor_group.py:_bind_ith_exec"]
-    minimum = _bug("m", frames=bind, message="simple_bind error. MXNetError: Error in operator _minimum1: shapes")
-    minimum2 = _bug("n", frames=bind, message="simple_bind error. MXNetError: Error in operator _minimum3: other")
-    take = _bug("t", frames=bind, message="simple_bind error. MXNetError: Error in operator take2: index type")
-    assert root_guess(minimum) == root_guess(minimum2) != root_guess(take)
+    head = "simple_bind error. Arguments: INPUTS MXNetError: Error in operator NAME: [TIME] PATH:N: Check failed: "
+    minimum = _bug("m", frames=bind, message=head + "assign(&dattr, vec.at(i)): Incompatible attr in node NAME at "
+                                                    "N-th input: expected SHAPE, got SHAPE")
+    take = _bug("t", frames=bind, message=head + "(*in_attrs)SHAPE != N (N vs. N) : Index type must be set for take "
+                                                 "operator")
+    assert root_guess(minimum) == root_guess(_bug("n", frames=bind, message=minimum.parts["message"]))
+    assert root_guess(minimum) != root_guess(take)
+    assert root_guess(_bug("o", frames=bind, message="Error in operator _minimum1: x")) != \
+        root_guess(_bug("p", frames=bind, message="Error in operator take2: x"))  # a message naming its operator
