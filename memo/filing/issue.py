@@ -203,6 +203,9 @@ def _crash_expected(folder: BugFolder, named: str) -> str:
                 f"runs this model{returns}). Instead {raised} is raised"
                 + (" by onnx.checker on the file it wrote." if folder.exception in LIBRARIES[folder.inside].writes
                    else f" inside {folder.inside}."))
+    if folder.exception == "InvalidONNX":  # the converter returned; ONNX's checks reject what it wrote
+        return (f"{tracker_name(folder.library)} writes a valid ONNX file for this model ({named} runs it{returns}). "
+                f"Instead the file it writes fails ONNX's checks (the script's error below).")
     if opinion.get("decision") == ENGINE and opinion.get("blamed") == folder.library:
         also = f", as {named} does on the Keras model" if shapes else ""
         return (f"{folder.library} runs the file: ONNX's reference implementation (`onnx.reference."

@@ -166,7 +166,8 @@ def report_markdown(data: JsonObject) -> str:
         lines += ["", f"## Bug {bug['id']}", "", f"Status: {bug['status']}.", "",
                   bug.get("issue_text") or bug["issue_markdown"]]
         if bug.get("issue_text") and bug.get("bug_dir") and bug.get("repro_script"):
-            lines += ["", f"memo's full repro.py (attached as well): `{bug['bug_dir']}/repro.py`"]
+            lines += ["", f"(Not part of the issue: memo's full repro.py, to attach as well, is "
+                          f"`{bug['bug_dir']}/repro.py`.)"]
     lines += _apart(data)
     lines += ["", "## Unsupported features (not bugs)", "", "| library | feature | occurrences |", "|---|---|---|"]
     lines += [f"| {u['library']} | {u['feature']} | {u['count']} |" for u in data["unsupported"]]

@@ -225,3 +225,4 @@ def test_a_converters_invalid_file_is_described_as_written_not_as_a_crash(tmp_pa
     text = render_issue(folder, MinimalScript(reason="not checked"))
     assert "tf2onnx (opset 11) converts a model of Conv1DTranspose without an error, but the ONNX file it writes is " \
            "invalid" in text, text
+    assert "writes a valid ONNX file for this model" in text and "raises `InvalidONNX`" not in text
