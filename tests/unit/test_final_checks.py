@@ -128,7 +128,7 @@ def test_the_report_shows_the_checked_minimal_script_and_names_the_unchecked_bug
     assert 'id="scripts-left"' in html and f'href="#bug-{unchecked}"' in html and left["scripts_command"] in html
     markdown = write_report(directory, tmp_path / "r.md", "markdown").read_text()
     assert f"Not ready for want of a checked minimal script (no time left): {unchecked}" in markdown
-    assert f"memo's full repro.py (attached as well): `{directory / 'bugs' / checked}/repro.py`" in markdown
+    assert f"memo's full repro.py, to attach as well, is `{directory / 'bugs' / checked}/repro.py`" in markdown
 
 
 def test_a_script_killed_before_it_printed_a_line_decided_nothing_and_is_not_kept(
