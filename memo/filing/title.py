@@ -212,9 +212,15 @@ def folder_training_symptom(folder: BugFolder) -> str:
     """A training bug's :func:`memo.filing.training_idiom.training_symptom` from its folder ("" for any other bug,
     and for a crash)."""
     training = folder.info.get("training") if folder.kind in TRAINING_KINDS else None
+    if not isinstance(training, dict):
+        return ""
     also = _ALSO_ON.search(str(folder.info.get("message") or ""))
-    return training_symptom(str(folder.info.get("stage", "")), folder.kind, training, folder.reference,
-                            also.group(1) if also else "") if isinstance(training, dict) else ""
+    said = training_symptom(str(folder.info.get("stage", "")), folder.kind, training, folder.reference,
+                            also.group(1) if also else "")
+    if folder.info.get("assigned_in_call"):  # the layer's defect: the backends part, none of them is the truth
+        said = said.replace(f" differs from {folder.reference}",
+                            f" differs between backends ({folder.library} against {folder.reference})")
+    return said
 
 
 _ALSO_ON = re.compile(r"\(also on ([^)]*)\)")  # memo.training.judge: the other backends making the same NaN
@@ -249,7 +255,5 @@ def title(folder: BugFolder, checked: MinimalScript | None = None) -> str:
     if assigned and symptom:  # the cause before the symptom: the layer overwrites the weight in its training call,
         # and the backends part by whether they differentiate through it: the layer's defect, not one backend's
         named += f" assigns {', '.join(assigned)} in call()"
-        what = what.replace(f" differs from {folder.reference}",
-                            f" differs between backends ({folder.library} against {folder.reference})")
         filed = "keras"
     return whole_words(f"[{filed}] {named}: {what}", TITLE_CHARS)
