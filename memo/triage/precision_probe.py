@@ -48,8 +48,9 @@ def precision_probe(ir: ModelIR, keep: str | None = None) -> ModelIR | None:
         return name
 
     for layer in picked:
-        count = iter(range(len(layer.inputs)))
-        fed = fed_alone(layer, infos, lambda _, owner=layer.name, count=count: fresh(f"{owner}_input_{next(count)}"))
+        sources = list(dict.fromkeys(layer.inputs))
+        fed = fed_alone(layer, infos, lambda source, owner=layer.name, sources=sources:
+                        fresh(f"{owner}_input_{sources.index(source)}"))
         if fed is None:
             return None
         probe.layers += fed

@@ -89,5 +89,3 @@ def test_training_differences_and_mxnet_operators_are_told_apart() -> None:
                                                  "operator")
     assert root_guess(minimum) == root_guess(_bug("n", frames=bind, message=minimum.parts["message"]))
     assert root_guess(minimum) != root_guess(take)
-    assert root_guess(_bug("o", frames=bind, message="Error in operator _minimum1: x")) != \
-        root_guess(_bug("p", frames=bind, message="Error in operator take2: x"))  # a message naming its operator
