@@ -21,6 +21,7 @@ import re
 from dataclasses import dataclass, field
 
 from memo.backends import trackers
+from memo.backends.onnx_validity import INVALID_ONNX
 from memo.backends.spec import Upstream
 
 
@@ -53,7 +54,7 @@ class InnerLibrary:
 
 
 TORCH_ONNX = InnerLibrary(
-    "torch.onnx", "torch/onnx/", ("SymbolicValueError",), ("InvalidONNX",),
+    "torch.onnx", "torch/onnx/", ("SymbolicValueError",), (INVALID_ONNX,),
     # Keras's export calls torch.onnx.export(..., dynamo=False) for a model with a dynamic axis (keras/src/export/
     # onnx.py: "TorchDynamo has constraint inference issues with dynamic dimensions"), and torch.onnx warns on that
     # call: "You are using the legacy TorchScript-based ONNX export. Starting in PyTorch 2.9, the new

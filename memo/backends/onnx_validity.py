@@ -220,8 +220,13 @@ def validity_problems(model: Any) -> list[ValidityProblem]:
     return problems
 
 
+# The exception name a converter's invalid file is recorded under (its "error" stage): the converter returned,
+# and onnx.checker or shape inference rejects what it wrote.
+INVALID_ONNX = "InvalidONNX"
+
+
 def conversion_problems(model: Any) -> list[ConversionProblem]:
     """The validity problems of a converter's written file as the converter's own failure (status "error",
     named ``InvalidONNX``, grouped by the node's op type): its engines are then skipped, not blamed."""
-    return [ConversionProblem("error", f"invalid ONNX written: {problem.message}", "InvalidONNX",
+    return [ConversionProblem("error", f"invalid ONNX written: {problem.message}", INVALID_ONNX,
                               feature=problem.op or problem.check) for problem in validity_problems(model)]

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Callable
 
 from memo.campaign.config import CampaignConfig
-from memo.campaign.feedback import (SEED_IDENT, Awaiting, AwaitingQueue, Outcome, feedback_lag, library_share,
+from memo.campaign.feedback import (SEED_IDENT, Awaiting, AwaitingQueue, Outcome, feedback_lag, runs_anyway,
                                     library_traced)
 from memo.coverage import CRITERIA, Coverage, CoverageTracker, model_coverage
 from memo.errors import InvalidModelError, UsageError
@@ -252,9 +252,13 @@ class GenerationLoop:
         self.counters["generated"] += 1
         self.iteration += 1
         would_execute = mutant is not None and (record.diverse or self.config.execute_all
-                                                or self._library_share(record))
+                                                or self._runs_anyway(record))
         executes = self.config.execute and would_execute
         self.submitted += executes
+        if self.config.execute and not would_execute:
+            # never run, never a parent: its row keeps the operator, the error and the coverage delta, not the model
+            # (campaign long150: a 9.5 KB IR for each of the 3-10x as many mutants as are executed, 2/3 of the store)
+            record.ir_json = None
         with self.store.transaction():
             mutant_id = self.store.add_mutant(record)
             if would_execute:  # one never executed (not diverse) neither counts nor becomes a parent
@@ -273,18 +277,19 @@ class GenerationLoop:
             if would_execute or iteration % STATE_EVERY == 0:
                 self.store.save_state(iteration, self._state())
         if executes:
-            extra = not record.diverse and not self.config.execute_all  # run only for library feedback: traced
+            # run only for library feedback: traced (one run for the saturation share is traced like any other)
+            extra = not record.diverse and not self.config.execute_all and self.config.library_coverage == "feedback"
             traced = bool(self.config.library_coverage) and (
                 extra or library_traced(self.submitted, self.config.library_every))
             submit(mutant_id, f"m{iteration}", mutant.ir, traced)
 
-    def _library_share(self, record: MutantRecord) -> bool:
-        """With ``--library-coverage feedback``, whether this valid mutant without model-level coverage is executed
-        anyway (every 4th: :func:`memo.campaign.feedback.library_share`, counted in the saved state)."""
-        if self.config.library_coverage != "feedback" or not self.config.execute or not record.valid or record.diverse:
+    def _runs_anyway(self, record: MutantRecord) -> bool:
+        """Whether this valid mutant without model-level coverage is executed anyway (every 4th with library
+        feedback, every 16th otherwise: :func:`memo.campaign.feedback.runs_anyway`, counted in the saved state)."""
+        if not self.config.execute or not record.valid or record.diverse:
             return False
         self.counters["valid_not_diverse"] = self.counters.get("valid_not_diverse", 0) + 1
-        return library_share(self.counters["valid_not_diverse"])
+        return runs_anyway(self.counters["valid_not_diverse"], self.config.library_coverage == "feedback")
 
     def _mutate(self, parent: PoolEntry, operator: str, rng: random.Random, view: CoverageTracker,
                 record: MutantRecord) -> Mutant | None:

@@ -14,6 +14,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from memo.backends.onnx_validity import INVALID_ONNX
 from memo.bugdb.recheck import run_script
 from memo.filing.folder import BUG_FILE, IR_FILE, ONNX_FILE, BugFolder
 from memo.text import without_ansi
@@ -30,7 +31,7 @@ REFERENCE_TIMEOUT_S, REFERENCE_MIN_S = 30.0, 5.0  # ONNX's reference evaluator o
 OUTPUT_TAIL = 3000
 # The exception a script raises for memo's own name of a crash: memo's converters validate their ONNX output with
 # onnx.checker (InvalidONNX), which a script calls itself.
-EXCEPTION_ALIASES: dict[str, tuple[str, ...]] = {"InvalidONNX": ("ValidationError", "InferenceError")}
+EXCEPTION_ALIASES: dict[str, tuple[str, ...]] = {INVALID_ONNX: ("ValidationError", "InferenceError")}
 NUMERIC_SYMPTOM = ("AssertionError",)
 
 

@@ -14,6 +14,7 @@ from memo import __version__
 from memo.backends import find_spec, producer_of
 from memo.backends.documented import upstream_of
 from memo.backends.inner_libraries import LIBRARIES
+from memo.backends.onnx_validity import INVALID_ONNX
 from memo.backends.training_optimizers import UPDATE_PREFIXES
 from memo.backends.versions import distribution_versions
 from memo.bug_files import NEWEST_FILE
@@ -203,7 +204,7 @@ def _crash_expected(folder: BugFolder, named: str) -> str:
                 f"runs this model{returns}). Instead {raised} is raised"
                 + (" by onnx.checker on the file it wrote." if folder.exception in LIBRARIES[folder.inside].writes
                    else f" inside {folder.inside}."))
-    if folder.exception == "InvalidONNX":  # the converter returned; ONNX's checks reject what it wrote
+    if folder.exception == INVALID_ONNX:  # the converter returned; ONNX's checks reject what it wrote
         return (f"{tracker_name(folder.library)} writes a valid ONNX file for this model ({named} runs it{returns}). "
                 f"Instead the file it writes fails ONNX's checks (the script's error below).")
     if opinion.get("decision") == ENGINE and opinion.get("blamed") == folder.library:
@@ -289,7 +290,7 @@ def _described(bug: BugFolder, checked: MinimalScript) -> str:
                 f"{origin.get('by') or 'the reference'} gives {shape_text(origin['reference'])} on the same file and "
                 f"inputs (the first node whose output shape differs); a later node{f' ({failing})' if failing else ''}"
                 f" then fails on it ({stage} stage).")
-    if bug.exception == "InvalidONNX":  # the converter returns; the file it wrote is what onnx.checker rejects
+    if bug.exception == INVALID_ONNX:  # the converter returns; the file it wrote is what onnx.checker rejects
         return (f"{tracker_name(bug.library)} converts a model of {', '.join(layer_classes(bug)) or '?'} without an "
                 f"error, but the ONNX file it writes is invalid ({stage} stage): the script checks it as ONNX's "
                 f"tools do (`onnx.checker.check_model(..., full_check=True)`, strict shape inference, and the "

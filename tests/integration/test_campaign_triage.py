@@ -46,7 +46,10 @@ def test_a_planted_bug_is_one_reduced_reproducing_bug_at_the_end_of_a_campaign(t
     # memo writes no minimal script for a plugin's library (nor for a hang): its repro.py reproduces, but only a
     # checked minimal script makes a bug ready to file, and the status says why there is none
     assert bug["reproduces"] is True and bug["status"].startswith("no minimal script: "), bug["status"]
+    scratch = tmp_path / "scratch"  # the script's temporary files: none may outlive it (a night reruns thousands)
+    scratch.mkdir()
     rerun = subprocess.run([sys.executable, "repro.py"], cwd=Path(bug["bug_dir"]), capture_output=True, text=True,
-                           timeout=300)
+                           timeout=300, env={**os.environ, "TMPDIR": str(scratch)})
     assert rerun.returncode == 0, rerun.stdout[-2000:] + rerun.stderr[-2000:]
     assert "reproduces" in rerun.stdout
+    assert not list(scratch.glob("repro-*")), sorted(path.name for path in scratch.iterdir())

@@ -10,7 +10,7 @@ from typing import Callable, Iterator
 import pytest
 
 from memo.campaign.config import Budget, CampaignConfig
-from memo.campaign.feedback import Awaiting, AwaitingQueue, Outcome, feedback_lag
+from memo.campaign.feedback import SATURATION_SHARE_EVERY, Awaiting, AwaitingQueue, Outcome, feedback_lag
 from memo.campaign.loop import GenerationLoop
 from memo.coverage import Coverage, model_coverage
 from memo.model.ir import ModelIR
@@ -289,3 +289,24 @@ def test_library_coverage_traces_every_seed_and_one_executed_mutant_in_three(sto
     with CampaignStore(tmp_path / "campaigns" / "off", create=True) as other:
         _run(_loop(other, seeds_dir), off, 10)
     assert not any(traced for _, traced in off.traced), "without --library-coverage nothing is traced"
+
+
+def test_only_the_models_a_campaign_runs_are_stored_with_their_ir(store: CampaignStore, seeds_dir: Path,
+                                                                  tmp_path: Path) -> None:
+    """A mutant that adds no coverage is never run nor a parent: its row keeps the operator and the delta, not the
+    model (campaign long150: such mutants were 3-10x the executed ones, their IR two thirds of the store). Without
+    execution (``--no-execute``) the mutants are the product, and every valid one keeps its IR."""
+    runs = Runs(lambda mutant_id: Outcome(reference_ran=True))
+    _run(_loop(store, seeds_dir), runs, 80)
+    rows = store._rows("SELECT id, valid, diverse, ir FROM mutants WHERE iteration >= 0")
+    skipped = [row for row in rows if row["valid"] and row["id"] not in runs.submitted]
+    assert skipped and all(row["ir"] is None for row in skipped)
+    assert all(row["ir"] for row in rows if row["id"] in runs.submitted)
+    # at saturation, one in SATURATION_SHARE_EVERY mutants that add no coverage runs anyway: the search's bound
+    not_diverse = [row for row in rows if row["valid"] and not row["diverse"]]
+    assert len(not_diverse) >= SATURATION_SHARE_EVERY
+    assert sum(row["id"] in runs.submitted for row in not_diverse) == len(not_diverse) // SATURATION_SHARE_EVERY
+    with CampaignStore(tmp_path / "generated", create=True) as generated:
+        _run(_loop(generated, seeds_dir, execute=False), runs, 40)
+        valid = generated._rows("SELECT ir FROM mutants WHERE iteration >= 0 AND valid = 1")
+    assert valid and all(row["ir"] for row in valid)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from memo.backends.result import BackendResult, ExecutionResult, LibraryLines, StageResult
-from memo.campaign.feedback import Awaiting, Outcome, library_share
+from memo.campaign.feedback import Awaiting, Outcome, runs_anyway
 from memo.cli import main
 from memo.coverage import Coverage
 from memo.report import write_report
@@ -142,4 +142,5 @@ def test_a_library_candidate_becomes_a_parent_only_with_new_library_lines() -> N
     assert item.becomes_parent(Outcome(reference_ran=True, library_new=3))
     assert not item.becomes_parent(Outcome(reference_ran=False, library_new=3))
     assert Awaiting.from_json(json.loads(json.dumps(item.to_json()))) == item
-    assert [n for n in range(1, 13) if library_share(n)] == [4, 8, 12]
+    assert [n for n in range(1, 13) if runs_anyway(n, True)] == [4, 8, 12]
+    assert [n for n in range(1, 49) if runs_anyway(n, False)] == [16, 32, 48]
