@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 from memo import __version__
 from memo.json_types import JsonObject
 from memo.newest import NOT_APPLICABLE
+from memo.report.sections import model_heading
 from memo.triage.describe import symptom
 
 if TYPE_CHECKING:
@@ -50,7 +51,7 @@ def issue_markdown(bug: BugEntry, versions: Any) -> str:
         lines += [f"**ONNX reference** (`onnx.reference.ReferenceEvaluator` on the same file): "
                   f"{opinion.get('decision')}: {opinion['reason']}", ""]
     if bug.get("model"):
-        lines += [f"**{bug['model_heading']}** (Keras 3 functional):", "",
+        lines += [f"**{model_heading(bug)}** (Keras 3 functional):", "",
                   "| layer | class | inputs | settings |", "|---|---|---|---|"]
         for row in bug["model"]:
             settings = (row["config"] or "").replace("|", "\\|")
