@@ -35,9 +35,9 @@ SEED_IDENT = "seed-"  # how a seed's own execution is named (``seed-NAME``), a m
 
 LIBRARY_SHARE_EVERY = 4  # with library feedback, every 4th valid mutant without model-level coverage runs too
 # Without it, every 16th: at saturation few mutants add model-level coverage (campaign long150: 75 % of the first
-# thousand valid mutants, 3 % after 100 minutes), and generation alone would search ever longer for the next model
-# to run (600 mutants a minute, a third of a core, for 15 models run). The bound keeps the search at most 16
-# generated mutants (about 1.3 s of memo's CPU) per model run, a tenth of what a model costs the workers.
+# thousand valid mutants, 0.3 % of the last 5,000), and generation alone searched ever longer for the next model to
+# run (2,300 mutants a minute after two hours, a full core, while the workers starved). The bound keeps the search
+# at most 16 generated mutants (about 1 s of memo's CPU) per model run, a tenth of what a model costs the workers.
 SATURATION_SHARE_EVERY = 16
 
 
