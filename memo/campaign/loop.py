@@ -241,7 +241,7 @@ class GenerationLoop:
             delta = view.delta(coverage)
             targeted = sum(len(delta.headline()[name]) for name in OPERATORS[operator].targets)
             new_items = delta.size() + targeted  # 0 exactly when the mutant is not diverse
-            record.valid, record.ir_json, record.lineage = True, mutant.ir.dumps(), {"changes": mutant.changes}
+            record.valid, record.lineage = True, {"changes": mutant.changes}
             record.diverse = new_items > 0
             record.delta = {name: sorted(map(str, delta[name])) for name in CRITERIA if delta[name]}
             self.counters["valid"] += 1
@@ -255,10 +255,11 @@ class GenerationLoop:
                                                 or self._runs_anyway(record))
         executes = self.config.execute and would_execute
         self.submitted += executes
-        if self.config.execute and not would_execute:
-            # never run, never a parent: its row keeps the operator, the error and the coverage delta, not the model
-            # (campaign long150: a 9.5 KB IR for each of 28x as many mutants as were executed, 77 % of the store)
-            record.ir_json = None
+        if mutant is not None and (would_execute or not self.config.execute):
+            # one never run is never a parent: its row keeps the operator, the error and the coverage delta, and its
+            # IR is neither serialized nor stored (campaign long150: 9.5 KB for each of 28x as many mutants as were
+            # executed, 77 % of the store); without execution the mutants are the product, each with its IR
+            record.ir_json = mutant.ir.dumps()
         with self.store.transaction():
             mutant_id = self.store.add_mutant(record)
             if would_execute:  # one never executed (not diverse) neither counts nor becomes a parent
