@@ -1,11 +1,11 @@
 """A triage pass: deduplicate, then spend the time budget on units of work, most useful first.
 
-The kinds of unit take turns (:data:`UNIT_TURNS`): reducing a bug (never-tried bugs first, then by occurrences),
-localizing a NaN/inconsistency finding (one per library before a second of the same library), rerunning a finished
-bug on the newest code, a float64 truth, a script check left by an earlier pass; a kind without work passes its turn.
-The turn is kept in the store, so it goes on from one pass to the next (a campaign's background passes are short)
-instead of each pass starting with a bug: that starved the localizations (campaign m40 localized 3 of its 39 numeric
-findings while the bug and newest-code units took every turn; n40, before the newest-code unit, 21).
+The kinds of unit share the pass's time (:mod:`memo.triage.turns`): reducing a bug (never-tried bugs first, then by
+occurrences), localizing a NaN/inconsistency finding (one per library before a second of the same library), rerunning
+a finished bug on the newest code, a float64 truth, a script check left by an earlier pass; a kind without work passes
+its turn. Each kind's time is kept in the store, so the shares go on from one pass to the next (a campaign's background
+passes are short) instead of each pass starting with a bug: that starved the localizations (campaign m40 localized 3
+of its 39 numeric findings while the bug and newest-code units took every turn).
 
 Each reduced bug gets its root-cause key on the reduced model and is merged with an earlier bug that has the same
 key; its folder, script and repro check are written at once, so a pass that runs out of time leaves finished bugs, not half-finished
@@ -40,6 +40,7 @@ from memo.triage.reduce_order import reduce_again
 from memo.triage.pending import pending_bugs, pending_localizations, unchecked_scripts
 from memo.triage.rerun import rerun_script
 from memo.triage.session import Session, TriageSummary
+from memo.triage.turns import TURN_META, TurnClock
 from memo.kinds import NUMERIC_KINDS, TRAINING_KINDS
 from memo.triage.signature import FailureDetails, failure_details
 from memo.backends.executor import Executor
@@ -56,24 +57,6 @@ SCRIPT_CHECK_S = 15.0
 # each begins by running the model on every library involved (two runs for a bug: its check and, after
 # reduction, the final one), so one started with a second left overran a 5-minute campaign's slot by 28 s.
 MIN_STEP_S = 12.0
-UNIT_TURNS = ("bug", "newest", "localization", "truth", "script")
-"""The kinds of unit of a pass, in the order they take turns."""
-TURN_META = "triage_turn"
-"""The store's meta key holding the kind of unit whose turn is next."""
-
-
-def turn_order(first: object) -> tuple[str, ...]:
-    """The kinds of unit in the order a step tries them when ``first``'s turn is next (an unknown or missing turn: a
-    bug's)."""
-    start = UNIT_TURNS.index(first) if first in UNIT_TURNS else 0
-    return UNIT_TURNS[start:] + UNIT_TURNS[:start]
-
-
-def turn_after(kind: str) -> str:
-    """The kind whose turn follows ``kind``'s."""
-    return turn_order(kind)[1]
-
-
 # ---------------------------------------------------------------------------- localization
 def _localize_one(session: Session, verdict_id: int) -> None:
     store = session.store
@@ -304,15 +287,20 @@ class _Units:
         self.touched: set[str] = set()  # the bugs whose folder this pass wrote or judged: their key may change
 
     def step(self) -> bool:
-        """Do the next unit, the kind whose turn it is first (:data:`UNIT_TURNS`); False when the pass is over
-        (nothing left it could do, or the campaign stops)."""
+        """Do the next unit, of the kind with work that has had the least triage time (:mod:`memo.triage.turns`);
+        False when the pass is over (nothing left it could do, or the campaign stops)."""
         units = {"bug": self._bug, "newest": self._newest, "localization": self._localization, "truth": self._truth,
                  "script": self._script}
-        for kind in turn_order(self.store.get_meta(TURN_META)):
+        clock = TurnClock(self.store.get_meta(TURN_META))
+        idle: list[str] = []
+        for kind in clock.order():
+            started = time.monotonic()
             done = units[kind]()
             if done is not None:
-                self.store.set_meta(TURN_META, turn_after(kind))
+                clock.ran(kind, time.monotonic() - started, idle)
+                self.store.set_meta(TURN_META, clock.as_meta())
                 return done
+            idle.append(kind)
         return False
 
     def _bug(self) -> bool | None:

@@ -79,23 +79,37 @@ def test_a_pass_with_less_time_than_one_step_starts_nothing_and_leaves_the_bugs_
         assert all(bug.bug_dir is None and not bug.reduction for bug in pending_bugs(store))
 
 
-def test_the_kinds_of_unit_take_turns_from_where_the_last_pass_left() -> None:
-    from memo.triage.passes import UNIT_TURNS, turn_after, turn_order
+def test_every_kind_of_unit_with_work_gets_an_equal_share_of_triage_time() -> None:
+    from memo.triage.turns import UNIT_KINDS, TurnClock
 
-    assert turn_order(None) == UNIT_TURNS and turn_order("no such kind") == UNIT_TURNS
-    assert turn_order("localization") == ("localization", "truth", "script", "bug", "newest")
-    assert turn_after("bug") == "newest" and turn_after("script") == "bug"
-    # every kind gets a turn in one round, whichever kind starts it
-    assert all(sorted(turn_order(kind)) == sorted(UNIT_TURNS) for kind in UNIT_TURNS)
+    clock = TurnClock(None)
+    assert clock.order() == list(UNIT_KINDS)  # nothing spent yet: the declared order
+    clock.ran("bug", 60.0)  # a reduction of a minute: every other kind goes before the next bug
+    assert clock.order()[-1] == "bug"
+    localizations = 0
+    while clock.order()[0] != "bug":  # only bugs and localizations have work
+        idle = clock.order()[:clock.order().index("localization")]
+        clock.ran("localization", 6.0, [kind for kind in idle if kind != "localization"])
+        localizations += 1
+    assert 10 <= localizations <= 11, "about ten 6-s localizations for one 60-s reduction, not one"
+    # a kind without work is brought up to the time of the kind that ran: work arriving later gets its share,
+    # not every turn until its counter has caught up
+    assert clock.spent["truth"] >= clock.spent["localization"] - 6.0
+    assert min(clock.spent.values()) == 0.0
+    # the counters survive the store (JSON) and ignore what is not a counter
+    assert TurnClock(clock.as_meta()).spent == clock.spent
+    assert TurnClock("bug").spent == TurnClock(None).spent == TurnClock({"bug": -3, "x": 9}).spent
 
 
-def test_a_pass_leaves_the_turn_to_the_kind_after_its_last_unit(tmp_path: Path) -> None:
-    from memo.triage.passes import TURN_META
+def test_a_pass_charges_the_time_of_its_units_to_their_kind(tmp_path: Path) -> None:
+    from memo.triage.turns import TURN_META
 
     ir = model("Dense", "ReLU")
     with make_campaign(tmp_path / "campaigns" / "c") as store:
         add_finding(store, 9, ir, _crash_in_jax(str(tmp_path / "gone")),
                     [("crash", "keras-jax", "execute", "XlaRuntimeError: boom")], str(tmp_path / "gone"))
-        store.set_meta(TURN_META, "script")  # a pass that ends on a script check: the next unit is a bug's
+        store.set_meta(TURN_META, {"bug": 100.0, "localization": 0.0})  # bugs had much more time than the rest
         triage_campaign(store, time_budget_s=0)
-        assert store.get_meta(TURN_META) == "newest"  # the bugs' units ran (only they had work), then newest's turn
+        spent = store.get_meta(TURN_META)
+        # only the bug's unit had work: it ran although its kind had the most time, and the idle kinds caught up
+        assert spent["bug"] > max(value for kind, value in spent.items() if kind != "bug")

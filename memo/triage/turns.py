@@ -1,0 +1,49 @@
+"""Which kind of triage unit goes next: every kind that has work gets an equal share of triage *time*
+(virtual-time fair queuing), not an equal number of turns.
+
+Taking turns by count (one bug, then one localization, ...) gave a bug's reduction (a minute or more) many times the
+time of a localization (seconds each): in the 150-minute campaign long150 the numeric findings waiting for
+localization rose from 5 after the first hour to 41 at the end of fuzzing while the bugs waiting stayed near 25. With
+equal time, a kind with short units does several of them per reduction. A kind found without work is brought up to
+the time of the kind that runs instead, so work that arrives after a quiet hour gets its share, not the whole of
+triage until its counter has caught up. The counters live in the campaign store, so the shares carry over from one
+background pass to the next (those passes are short)."""
+from __future__ import annotations
+
+from typing import Iterable, Mapping
+
+UNIT_KINDS = ("bug", "newest", "localization", "truth", "script")
+"""The kinds of unit of a pass; on equal time, the earlier goes first."""
+TURN_META = "triage_time"
+"""The store's meta key holding each kind's triage seconds (relative: the least is 0)."""
+MIN_CHARGE_S = 1.0
+"""The least a unit is charged: one that returns at once (a bug adopted from the database) still takes a turn."""
+
+
+class TurnClock:
+    """Each kind's triage seconds; the kind with the least time that has work runs next."""
+
+    def __init__(self, spent: object = None) -> None:
+        known = spent if isinstance(spent, Mapping) else {}
+        self.spent = {kind: _seconds(known.get(kind)) for kind in UNIT_KINDS}
+
+    def order(self) -> list[str]:
+        """The kinds in the order a step tries them: least time first, ties in :data:`UNIT_KINDS` order."""
+        return sorted(UNIT_KINDS, key=lambda kind: (self.spent[kind], UNIT_KINDS.index(kind)))
+
+    def ran(self, kind: str, seconds: float, idle: Iterable[str] = ()) -> None:
+        """``kind`` did a unit that took ``seconds``; the kinds in ``idle`` were tried before it and had no work."""
+        now = self.spent[kind]
+        for other in idle:
+            self.spent[other] = max(self.spent[other], now)
+        self.spent[kind] = now + max(seconds, MIN_CHARGE_S)
+        least = min(self.spent.values())
+        self.spent = {name: round(value - least, 3) for name, value in self.spent.items()}
+
+    def as_meta(self) -> dict[str, float]:
+        """What the store keeps under :data:`TURN_META`."""
+        return dict(self.spent)
+
+
+def _seconds(value: object) -> float:
+    return float(value) if isinstance(value, (int, float)) and value >= 0 else 0.0
