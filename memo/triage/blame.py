@@ -17,11 +17,13 @@ from typing import Sequence, TypedDict
 from memo.backends.documented import declared_refusal, delegated_library
 from memo.backends.inner_libraries import inner_library
 from memo.bug_files import read_bug_file
-from memo.kinds import VerdictKind
+from memo.kinds import TRAINING_KINDS, VerdictKind
+from memo.oracle import KERAS_FRONT_END
 from memo.store import BugRow, CampaignStore
 from memo.triage.dedup import variants
 from memo.triage.onnx_reference import blamed_library
-from memo.triage.signature import FailureDetails, computing_library, failure_details
+from memo.triage.signature import FailureDetails, computing_library, failure_details, keras_backends, \
+    library_of
 
 CRASH = VerdictKind.CRASH.value
 
@@ -52,10 +54,23 @@ def decide(bug: BugRow, merged: Sequence[BugRow], details: FailureDetails, opini
     if not delegated and computing != bug.library and any(v["library"] == computing
                                                            for v in variants([bug, *merged])):
         library, reported_by = computing, bug.library  # one defect seen through both: filed where it is computed
+    if not delegated and bug.kind == CRASH and library != KERAS_FRONT_END and _keras_wide([bug, *merged]):
+        library, reported_by = KERAS_FRONT_END, bug.library  # Keras's shared code, failing on more than one backend
+    if bug.kind in TRAINING_KINDS and bug.parts.get("library") == KERAS_FRONT_END:
+        # an optimizer step keyed by Keras's own optimizer code (memo.triage.training_signature.shared_code_parts)
+        library, reported_by = KERAS_FRONT_END, bug.library
     if opinion and opinion != library:  # ONNX's reference evaluator on the same file blames another
         library, reported_by = opinion, bug.library
     return Blame(library=library, reported_by=reported_by, opinion=opinion,
                  refusal=declared_refusal(bug.library, details.exception, details.message or ""))
+
+
+def _keras_wide(bugs: Sequence[BugRow]) -> bool:
+    """Whether an entry's crash is Keras's own: it holds Keras's front-end finding (every Keras backend failed
+    alike) or the same crash on two Keras backends (a device twin is its CPU backend's library), merged by their key
+    under Keras (:func:`memo.triage.signature.in_keras_core`)."""
+    libraries = {library_of(variant["library"]) for variant in variants(bugs)}
+    return KERAS_FRONT_END in libraries or len(libraries & {library_of(name) for name in keras_backends()}) > 1
 
 
 def decide_all(store: CampaignStore) -> int:

@@ -66,6 +66,15 @@ def failing_node(message: str) -> FailingNode | None:
     return FailingNode(op, named or "")
 
 
+def named_operators(message: str) -> list[str]:
+    """Every operator ``message`` names, in the order it names them: a nested message names the node holding a
+    subgraph first and the node inside it that failed last (ONNX Runtime's "while running Loop node ... while
+    running Gather node")."""
+    found = sorted((match for pattern in _patterns(declared_messages()) for match in pattern.finditer(message)),
+                   key=lambda match: match.start())
+    return list(dict.fromkeys(match.group("op").rpartition(":")[2] for match in found))
+
+
 def operator_text(op: str, attributes: dict[str, object]) -> str:
     """``Resize(coordinate_transformation_mode=asymmetric, mode=nearest)``: the op and its code-selecting attributes."""
     chosen = {name: value for name, value in attributes.items() if isinstance(value, str) or name in CODE_FLAGS}

@@ -35,7 +35,7 @@ from memo.bug_files import INPUTS_FILE, read_bug_file, write_bug_file
 from memo.backends import CONVERTERS, find_spec, produced_by, producer_of
 from memo.backends.node_shapes import PER_NODE_MODULES, node_shapes
 from memo.backends.onnx_reference import reference_outputs, shapes_at
-from memo.triage.failing_node import SUBGRAPH_HOLDERS, culprit_operator, file_operators
+from memo.triage.failing_node import SUBGRAPH_HOLDERS, culprit_operator, file_operators, named_operators
 from memo.json_types import JsonObject
 from memo.oracle import Thresholds
 from memo.oracle.criterion import agree, mismatch, nan_problem
@@ -198,6 +198,9 @@ def settle(truth: Truth, opinion: Opinion | None) -> Truth:
 _NO_OPINION = re.compile(r"NotImplemented|not implemented|No implementation|not supported|Unsupported|over the limit|"
                          r"did not finish|ModuleNotFoundError|ImportError|exit -?\d+$", re.IGNORECASE)
 CRASH_FILE = "model.onnx"  # the converted file in a bug folder (memo.triage.bugdir.converted_file)
+# The rules a crash's opinion was decided by (bug.json keeps it as ``rules``): one stored as unavailable under fewer is
+# asked again. 2: the engine's operator among those a nested message names; an empty node by the spec.
+CRASH_RULES = 2
 
 
 _EVALUATOR_OPERATOR = re.compile(r"\[in op_(?P<module>\w+)\]|operator '(?P<op>\w+)'")
@@ -220,7 +223,7 @@ def _shapes(shapes: list[tuple[int, ...]]) -> str:
 
 def judge_crash(evaluated: list[np.ndarray] | str, keras_shapes: list[tuple[int, ...]], reference_name: str,
                 file: str, converter: str | None, engine: str, subgraphs: bool = False,
-                engine_op: str | None = None, at: JsonObject | None = None) -> Opinion:
+                engine_op: str | None = None, at: JsonObject | None = None, keras_empty: bool = False) -> Opinion:
     """The opinion on ``engine``'s crash on ``converter``'s file (of kind ``file``), given the evaluator's outputs
     on it (or why there are none) and the shapes of the reference library's outputs on the Keras model. Other
     shapes from a file with ``subgraphs`` (a Loop, a Scan, an If) decide nothing: the evaluator's control flow is
@@ -229,18 +232,22 @@ def judge_crash(evaluated: list[np.ndarray] | str, keras_shapes: list[tuple[int,
     (``engine_op``; unknown: any), as the evaluator's message or its operator's module names it; where it fails
     later, ``at`` (:func:`memo.backends.onnx_reference.shapes_at` on the engine's operator) decides: a node whose
     output the specification sizes otherwise than ONNX Runtime, which runs the whole file, is the file's defect
-    (tf2onnx's Resize scales whose floor gives 0 columns by the spec, which the engine then refuses)."""
+    (tf2onnx's Resize scales whose floor gives 0 columns by the spec, which the engine then refuses); where ONNX
+    Runtime cannot size that node alone (its bicubic Resize on that layout), an empty output by the specification
+    is the file's defect unless the reference library makes an empty tensor too (``keras_empty``)."""
     opinion = Opinion(file=file, converter=converter)
     on_file = f"{converter or 'the converter'}'s file"
     if isinstance(evaluated, str):
         failed_in = _failing_operator(evaluated)
         spec, runtime = (at or {}).get("spec"), (at or {}).get("onnxruntime")
-        if failed_in and engine_op and _canon(failed_in) != _canon(engine_op) and isinstance(spec, list) \
-                and isinstance(runtime, list) and spec != runtime:
+        runtime_says = f"ONNX Runtime, which runs the whole file, gives {_shapes([tuple(runtime)])}" \
+            if isinstance(runtime, list) else f"{reference_name} makes no empty tensor (ONNX Runtime cannot size it)"
+        if failed_in and engine_op and _canon(failed_in) != _canon(engine_op) and isinstance(spec, list) and (
+                spec != runtime if isinstance(runtime, list) else 0 in spec and not keras_empty):
             opinion.decision, opinion.blamed = CONVERTER, converter
             opinion.reason = (f"by the ONNX specification the file's {engine_op} ({(at or {}).get('node')}) gives "
-                              f"shape {_shapes([tuple(spec)])} where ONNX Runtime, which runs the whole file, gives "
-                              f"{_shapes([tuple(runtime)])}; {engine} follows the specification and fails there, "
+                              f"shape {_shapes([tuple(spec)])} where {runtime_says}; {engine} follows the "
+                              f"specification and fails there, "
                               f"{EVALUATOR} fails after it ({evaluated.rpartition('this file: ')[2]}): the file is "
                               "wrong, the converter's bug")
             return opinion
@@ -278,6 +285,12 @@ def keras_output_shapes(info: JsonObject) -> list[tuple[int, ...]]:
             and all(isinstance(d, int) for d in shape)]
 
 
+def _keras_makes_empty(info: JsonObject) -> bool:
+    """Whether a layer of the reduced model has an empty output by Keras's shapes (``bug.json``'s ``shapes``)."""
+    shapes = info.get("shapes") if isinstance(info.get("shapes"), dict) else {}
+    return any(isinstance(shape, list) and 0 in shape for shape in shapes.values())
+
+
 def opine_on_crash(folder: Path, scratch: Path, timeout_s: float = 60.0) -> Opinion | None:
     """The third opinion on the crash kept in the bug folder ``folder`` of an engine reading a converted file, asked
     once and kept in its ``bug.json`` (None: not such a crash, or no file or inputs to run)."""
@@ -286,8 +299,10 @@ def opine_on_crash(folder: Path, scratch: Path, timeout_s: float = 60.0) -> Opin
     file = onnx_file_of(library)
     if info.get("kind") != "crash" or file is None or library in CONVERTERS:
         return None
-    if ONNX_REFERENCE_KEY in info:
-        return Opinion.from_json(info[ONNX_REFERENCE_KEY])
+    stored = info.get(ONNX_REFERENCE_KEY)
+    if isinstance(stored, dict) and not (stored.get("decision") == UNAVAILABLE
+                                         and int(stored.get("rules") or 0) < CRASH_RULES):
+        return Opinion.from_json(stored)  # asked once; "no opinion" is asked again when the rules grew since
     path, inputs_path = folder / CRASH_FILE, folder / INPUTS_FILE
     if not path.is_file() or not inputs_path.is_file():
         return None
@@ -295,15 +310,19 @@ def opine_on_crash(folder: Path, scratch: Path, timeout_s: float = 60.0) -> Opin
         inputs = {name: data[name] for name in data.files}
     evaluated = reference_outputs(path, inputs, scratch, timeout_s=timeout_s)
     signature = info.get("signature") if isinstance(info.get("signature"), dict) else {}
-    engine_op = culprit_operator(str(info.get("error_message") or ""), list(signature.get("frames") or []), path)
+    message = str(info.get("error_message") or "")
+    engine_op = culprit_operator(message, list(signature.get("frames") or []), path)
     op = engine_op.split(" ")[0] if engine_op else None
     failed_in = _failing_operator(evaluated) if isinstance(evaluated, str) else None
+    # a nested message names the Loop and the node inside it that failed: the evaluator failing in either fails
+    # where the engine does (ONNX Runtime's and the evaluator's Gather out of range in tf2onnx's LSTM Loop)
+    op = next((named for named in named_operators(message) if failed_in and _canon(named) == _canon(failed_in)), op)
     at = shapes_at(path, inputs, op, scratch, timeout_s) if op and failed_in and _canon(failed_in) != _canon(op) \
         else None  # the evaluator fails after the engine's operator: what that operator gives by the spec
     opinion = judge_crash(evaluated, keras_output_shapes(info), str(info.get("reference") or "Keras"), file,
                           producer_of(file), library, bool(set(file_operators(path)) & SUBGRAPH_HOLDERS), op,
-                          at if isinstance(at, dict) else None)
-    write_bug_file(folder, {**info, ONNX_REFERENCE_KEY: opinion.to_json()})
+                          at if isinstance(at, dict) else None, _keras_makes_empty(info))
+    write_bug_file(folder, {**info, ONNX_REFERENCE_KEY: {**opinion.to_json(), "rules": CRASH_RULES}})
     return opinion
 
 

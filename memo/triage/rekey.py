@@ -8,11 +8,12 @@ from pathlib import Path
 
 from memo.bug_files import IR_FILE, read_bug_file
 from memo.kinds import TRAINING_KINDS
+from memo.truth import CONFIRMED
 from memo.model.ir import ModelIR
 from memo.store import BugRow, CampaignStore
 from memo.json_types import JsonObject
 from memo.triage.onnx_reference import ENGINE, ONNX_REFERENCE_KEY
-from memo.triage.reassess import root_cause_parts
+from memo.triage.reassess import TRUTH_KEY, root_cause_parts
 from memo.triage.signature import OWN_STACK, reduced_key
 from memo.triage.training_signature import training_key
 
@@ -20,9 +21,26 @@ from memo.triage.training_signature import training_key
 def own_stack_parts(parts: JsonObject, data: JsonObject) -> JsonObject:
     """``parts`` marked :data:`memo.triage.signature.OWN_STACK` when the bug's ONNX reference opinion (its bug.json
     as ``data``) finds the engine differing from the reference on the converted file it ran: the engine's stack's own
-    defect, which no finding of another stack computing with the same library stands for."""
+    defect, which no finding of another stack computing with the same library stands for. Not where the engine is
+    wrong only through special values (:func:`special_values_wrong`): what a library's kernels do with a NaN made
+    inside the model is the same in every stack computing with it."""
     opinion = data.get(ONNX_REFERENCE_KEY) or {}
-    return {**parts, OWN_STACK: ENGINE} if isinstance(opinion, dict) and opinion.get("decision") == ENGINE else parts
+    if not isinstance(opinion, dict) or opinion.get("decision") != ENGINE or special_values_wrong(data):
+        return parts
+    return {**parts, OWN_STACK: ENGINE}
+
+
+def special_values_wrong(data: JsonObject) -> bool:
+    """Whether a numeric bug (its bug.json as ``data``) is wrong through special values made inside the model: its
+    float64 truth confirmed it only by the operator's NaN contract (``special_values``: float64 makes NaN or Inf
+    inside), or its ONNX reference opinion counts NaN the engine did not propagate. OpenVINO's Minimum and Maximum
+    return the operand that is not NaN, through its ONNX frontend's Min/Max (AutoContrast's 255/0 * 0 on a 1x1
+    image gives 255) and Keras's OpenVINO clip (0) alike: one OpenVINO defect, unlike a finite difference of one
+    stack's own lowering (p40's Resize exclude_outside)."""
+    truth = data.get(TRUTH_KEY) or {}
+    opinion = data.get(ONNX_REFERENCE_KEY) or {}
+    return bool(isinstance(truth, dict) and truth.get("decision") == CONFIRMED and truth.get("special_values")) or \
+        bool(isinstance(opinion, dict) and opinion.get("nan_not_propagated"))
 
 
 def root_cause_key(bug: BugRow) -> str | None:

@@ -183,6 +183,8 @@ OWN_STACK = "reference_opinion"
 # Keras's wrapper around a layer's error ("Exception encountered when calling RandomHue.call().") names the
 # layer class the failure passed through, not the code that failed.
 _KERAS_CALL_WRAPPER = re.compile(r"Exception encountered when calling [\w.]+(?:\(\))?\.?\s*")
+# Keras's traceback filter (``keras.utils.traceback_utils.error_handler``) re-raises every layer's error: not its site.
+_KERAS_WRAPPER_FRAME = "keras/src/utils/traceback_utils.py:"
 # A failure the library did not describe (a signal, an exit status): its words cannot tell two bugs apart.
 _UNDESCRIBED = re.compile(r"^(?:signal|exit) |^WorkerDied$")
 # A stored message is cut at MESSAGE_LIMIT characters; once the wrapper (at most 44 characters and a 24-character
@@ -305,6 +307,31 @@ def computed_for_others() -> frozenset[str]:
                      if (computing := computing_library(backend)) != library_of(backend))
 
 
+def keras_backends() -> frozenset[str]:
+    """The Keras backends: the registered backends that run the ``.keras`` file themselves (not the converters)."""
+    return frozenset(name for name in BACKENDS if (spec := find_spec(name)) is not None and spec.consumes == "keras")
+
+
+def in_keras_core(parts: dict[str, Any]) -> bool:
+    """Whether a crash of a Keras backend arises in Keras's own code shared by every backend: its innermost library
+    frame (past Keras's traceback wrapper) is under ``keras/`` but not in a backend's ``keras/src/backend/<name>/``
+    (Softmax's mask check in ``keras/src/layers/activations/softmax.py``), so another backend reaching that line
+    fails alike. A frame in the backend's own code, or in the library under it (torch's ``Module._call_impl``
+    around Keras on torch's SimpleRNN), is that backend's."""
+    if str(parts.get("library", "")) not in keras_backends():
+        return False
+    frames = [str(frame) for frame in parts.get("frames") or [] if not str(frame).startswith(_KERAS_WRAPPER_FRAME)]
+    return bool(frames) and frames[0].startswith("keras/") and not frames[0].startswith("keras/src/backend/")
+
+
+def _also_libraries(parts: dict[str, Any], library: str) -> list[str]:
+    """The other libraries a crash's code-path keys are also made for: the library whose code the backend runs
+    (:func:`computing_library`), and Keras itself for a crash in Keras's shared code (:func:`in_keras_core`), so that
+    it is one entry with Keras's front-end finding (every backend failed) and with the same crash on another backend."""
+    others = [computing_library(str(parts.get("library", ""))), KERAS_FRONT_END if in_keras_core(parts) else library]
+    return [other for other in dict.fromkeys(others) if other != library]
+
+
 def message_pattern(message: str, reduced: ModelIR) -> str:
     """A masked message with what names the layer rather than the failing code masked too: Keras's wrapper,
     the reduced model's layer names, and its class names where they name the Keras layer object."""
@@ -377,9 +404,8 @@ def reduced_keys(parts: dict[str, Any], reduced: ModelIR) -> tuple[str, ...]:
                 paths = sorted({code_path(layer, wrapped=wrapped) for layer in found})
                 keys.append(digest({**common, "exception": parts["exception"], "code_path": paths,
                                     "message": pattern}))
-                computing = computing_library(str(parts.get("library", "")))
-                if computing != library:  # Keras's export failing as Keras on torch does: one entry, the latter's
-                    keys.append(digest({**common, "library": computing, "exception": parts["exception"],
+                for other in _also_libraries(parts, library):  # Keras's export failing as Keras on torch does
+                    keys.append(digest({**common, "library": other, "exception": parts["exception"],
                                         "code_path": paths, "message": pattern}))
         if parts.get("translator"):  # an importer's translation of one operator: one defect, whatever it raises
             keys.append(digest({**common, "operator": parts.get("operator"), "translator": parts["translator"]}))

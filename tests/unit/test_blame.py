@@ -63,3 +63,26 @@ def test_a_keras_export_crash_is_filed_where_in_the_export_stack_it_arises() -> 
 def test_torch_onnx_is_filed_at_pytorchs_tracker() -> None:
     upstream = upstream_of("torch.onnx")
     assert upstream.tracker == "https://github.com/pytorch/pytorch/issues" and upstream.form.project == "PyTorch"
+
+
+def test_a_keras_core_crash_seen_on_keras_or_two_backends_is_filed_at_keras() -> None:
+    details = FailureDetails("ValueError", "The `mask` must be broadcastable to `inputs`.")
+    one_backend = decide(_bug("crash", "keras-tensorflow"), [], details, None)
+    assert one_backend["library"] == "keras-tensorflow"  # one backend alone: its own, until seen elsewhere
+    with_front_end = decide(_bug("crash", "keras-tensorflow"), [_bug("crash", "keras")], details, None)
+    assert with_front_end["library"] == "keras" and with_front_end["reported_by"] == "keras-tensorflow"
+    assert decide(_bug("crash", "keras-torch"), [_bug("crash", "keras-jax")], details, None)["library"] == "keras"
+    # a device twin is its CPU backend's library, not a second backend
+    assert decide(_bug("crash", "keras-torch"), [_bug("crash", "keras-torch-cuda")], details, None)["library"] \
+        == "keras-torch"
+
+
+def test_an_optimizer_step_keyed_by_keras_optimizer_code_is_filed_at_keras() -> None:
+    shared = BugRow("training-crash-keras-tensorflow-0", "training-crash", "keras-tensorflow", "adam",
+                    {"kind": "training-crash", "library": "keras", "stage": "adam"}, 1, 1, 0.0, 0.0, 1)
+    blame = decide(shared, [], FailureDetails("InvalidArgumentError", "cannot compute Mul"), None)
+    assert blame["library"] == "keras" and blame["reported_by"] == "keras-tensorflow"
+    # a gradient difference stays on the backend that computes it
+    own = BugRow("training-inconsistency-keras-jax-0", "training-inconsistency", "keras-jax", "gradients",
+                 {"kind": "training-inconsistency", "library": "keras-jax", "stage": "gradients"}, 1, 1, 0.0, 0.0, 1)
+    assert decide(own, [], FailureDetails(), None)["library"] == "keras-jax"

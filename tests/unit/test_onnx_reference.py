@@ -268,3 +268,33 @@ def test_shapes_at_gives_a_nodes_shape_by_the_spec_and_by_onnx_runtime(tmp_path:
     assert isinstance(found, dict) and found["op"] == "Resize"
     assert found["spec"] == [2, 16, 1, 0] and found["onnxruntime"] == [2, 16, 2, 1]
     assert isinstance(shapes_at(folder / "model.onnx", inputs, "LSTM", tmp_path), str)  # no such node: why
+
+
+def test_an_empty_node_by_the_spec_that_onnx_runtime_cannot_size_is_the_converters() -> None:
+    from memo.triage.onnx_reference import CONVERTER, UNAVAILABLE, judge_crash
+
+    # long150 crash-onnx2torch-33a3e13a61: tf2onnx's bicubic Resize gives (2, 16, 1, 0) by the spec, ONNX Runtime
+    # cannot build that node alone, Keras's resizing gives (None, 2, 1, 16): the file is wrong
+    failed = ("the ONNX reference evaluator cannot run this file: ValueError: cannot reshape array of size 0 into "
+              "shape (2,2,1,16) [in op_reshape]")
+    at = {"node": "Resize__19268", "op": "Resize", "spec": [2, 16, 1, 0], "onnxruntime": "Fail: upsamplebase.h:314"}
+    opinion = judge_crash(failed, [(2, 2, 1, 16)], "keras-tensorflow", "onnx", "tf2onnx", "onnx2torch",
+                          engine_op="Resize", at=at)
+    assert opinion.decision == CONVERTER and opinion.blamed == "tf2onnx"
+    keras_empty = judge_crash(failed, [(2, 2, 1, 16)], "keras-tensorflow", "onnx", "tf2onnx", "onnx2torch",
+                              engine_op="Resize", at=at, keras_empty=True)
+    assert keras_empty.decision == UNAVAILABLE  # Keras makes an empty tensor too: nothing tells the file wrong
+    sized = judge_crash(failed, [(2, 2, 1, 16)], "keras-tensorflow", "onnx", "tf2onnx", "onnx2torch",
+                        engine_op="Resize", at={**at, "spec": [2, 16, 1, 1]})
+    assert sized.decision == UNAVAILABLE
+
+
+def test_the_evaluator_failing_in_the_node_inside_a_loop_is_failing_where_the_engine_does() -> None:
+    from memo.triage.failing_node import named_operators
+
+    # long150 crash-onnxruntime-15b270f90d: ONNX Runtime's Gather inside tf2onnx's LSTM Loop, the evaluator's too
+    message = ("[ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running Loop node. "
+               "Name:'lstm/while_loop' Status Message: Non-zero status code returned while running Gather node. "
+               "Name:'lstm/while/TensorArrayV2Read_1/TensorListGetItem' Status Message: indices element out of data "
+               "bounds, idx=1 must be within the inclusive range [-1,0]")
+    assert named_operators(message) == ["Loop", "Gather"]

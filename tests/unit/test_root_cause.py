@@ -383,3 +383,51 @@ def test_an_engine_that_differs_from_the_onnx_reference_is_never_one_bug_with_an
     # no other stack computes with MXNet: its findings merge whatever their opinion (p40's crash-mxnet pair)
     mxnet = crash_parts("mxnet", "convert", "MXNetError", "Cannot find argument 'axes' in Reshape")
     assert one_bug((own_stack_parts(mxnet, blames_engine), reduced("Reshape")), (mxnet, reduced("Reshape")))
+
+
+# long150: Masking then Softmax(axis=-1), "The `mask` must be broadcastable to `inputs`", raised in Keras's own
+# keras/src/layers/activations/softmax.py: every backend failing (Keras's front-end finding) and keras-tensorflow alone
+# failing on another model are one Keras defect; SimpleRNN with a mask failing under torch.nn on keras-torch is not
+SOFTMAX_MASK = ("Exception encountered when calling Softmax.call(). The `mask` must be broadcastable to `inputs`. Each "
+                "mask dimension must be N or match the corresponding input dimension. Received: inputs.shape=SHAPE, "
+                "mask.shape=SHAPE")
+KERAS_CORE = ["keras/src/layers/activations/softmax.py:call", "keras/src/utils/traceback_utils.py:error_handler"]
+
+
+def _crash(library: str, message: str, frames: list[str], exception: str = "ValueError") -> dict[str, Any]:
+    return {"kind": "crash", "library": library, "stage": "execute", "exception": exception, "message": message,
+            "frames": frames}
+
+
+def test_a_crash_in_keras_core_on_one_backend_is_one_bug_with_keras_and_other_backends() -> None:
+    masked = ModelIR([Layer("input", "InputLayer", {"batch_shape": [None, 30, 5], "dtype": "float32"}),
+                      Layer("masking", "Masking", {}, ["input"]), Layer("softmax", "Softmax", {}, ["masking"])],
+                     ["softmax"], "reduced")
+    front_end = _crash("keras", SOFTMAX_MASK, KERAS_CORE)
+    assert one_bug((_crash("keras-tensorflow", SOFTMAX_MASK, KERAS_CORE), masked), (front_end, masked))
+    assert one_bug((_crash("keras-tensorflow", SOFTMAX_MASK, KERAS_CORE), masked),
+                   (_crash("keras-jax", SOFTMAX_MASK, KERAS_CORE), masked))
+    # a backend's own code (keras/src/backend/torch/) or the library under it stays that backend's
+    rnn = "Exception encountered when calling SimpleRNN.call(). 'tuple' object has no attribute 'shape'"
+    torch_frames = ["torch/nn/modules/module.py:_call_impl", "torch/nn/modules/module.py:_wrapped_call_impl"]
+    backend_frames = ["keras/src/backend/torch/rnn.py:rnn", "keras/src/utils/traceback_utils.py:error_handler"]
+    for frames in (torch_frames, backend_frames):
+        assert not one_bug((_crash("keras-torch", rnn, frames, "AttributeError"), masked),
+                           (_crash("keras", rnn, frames, "AttributeError"), masked))
+        assert not one_bug((_crash("keras-torch", rnn, frames, "AttributeError"), masked),
+                           (_crash("keras-jax", rnn, frames, "AttributeError"), masked))
+
+
+def test_an_engine_wrong_only_through_nan_is_one_bug_with_another_stack_on_that_library() -> None:
+    # long150: AutoContrast on a 1x1 image (max == min: 255/0 inside, NaN replaced by the input): OpenVINO's Minimum
+    # and Maximum return the operand that is not NaN, through its ONNX frontend (255) and Keras's OpenVINO clip (0)
+    auto = reduced("AutoContrast", {"value_range": [0, 255]}, [None, 1, 1, 1])
+    confirmed = {"decision": "confirmed", "special_values": True}
+    engine = {"onnx_reference": {"decision": "engine", "blamed": "openvino", "nan_not_propagated": 0},
+              "truth": confirmed}
+    onnx_side = {**own_stack_parts(numeric_parts("openvino", "keras-tensorflow", auto), engine), "truth": "confirmed"}
+    keras_side = {**numeric_parts("keras-openvino", "keras-tensorflow", auto), "truth": "confirmed"}
+    assert one_bug((onnx_side, auto), (keras_side, auto))
+    finite = {**engine, "truth": {"decision": "confirmed", "special_values": False}}
+    kept = {**own_stack_parts(numeric_parts("openvino", "keras-tensorflow", auto), finite), "truth": "confirmed"}
+    assert not one_bug((kept, auto), (keras_side, auto)), "a finite difference stays its stack's own (p40)"
