@@ -27,15 +27,17 @@ class BugFolder:
 
     path: Path
     info: JsonObject
+    blamed: str | None = None  # whom triage files it against (bugs.blame, memo.triage.blame); None: not given
 
     @classmethod
-    def read(cls, path: Path) -> "BugFolder":
-        """The folder at ``path``; :class:`UsageError` when it is not a bug folder."""
+    def read(cls, path: Path, blamed: str | None = None) -> "BugFolder":
+        """The folder at ``path`` (``blamed``: the library triage's blame files it against, where the caller has
+        it); :class:`UsageError` when it is not a bug folder."""
         bug_file = Path(path) / BUG_FILE
         if not bug_file.is_file():
             raise UsageError(f"{path}: not a bug folder (no {BUG_FILE})")
         try:
-            return cls(Path(path), json.loads(bug_file.read_text()))
+            return cls(Path(path), json.loads(bug_file.read_text()), blamed or None)
         except (OSError, ValueError) as exc:
             raise UsageError(f"{bug_file}: unreadable ({exc})") from exc
 
@@ -108,10 +110,11 @@ class BugFolder:
 
     @property
     def filed_on(self) -> str:
-        """The library whose tracker gets the issue: the converter, where ONNX's reference evaluator found that the
+        """The library whose tracker gets the issue: triage's blame where the folder was read with it (the report's
+        library column says the same); else the converter, where ONNX's reference evaluator found that the
         converted file itself is wrong; the library inside the stack a crash arises in, or the one its message
         delegates it to; else the bug's library."""
-        return self.converter_blamed or self.inside or self.delegated or self.library
+        return self.blamed or self.converter_blamed or self.inside or self.delegated or self.library
 
     def file(self, name: str) -> Path | None:
         """The folder's file ``name``, None when it is missing."""

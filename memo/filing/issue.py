@@ -13,12 +13,14 @@ from urllib.parse import quote_plus
 from memo import __version__
 from memo.backends import find_spec, producer_of
 from memo.backends.documented import upstream_of
+from memo.backends.spec import UNLIKELY_FIXED
 from memo.backends.inner_libraries import LIBRARIES
 from memo.backends.onnx_validity import INVALID_ONNX
 from memo.backends.training_optimizers import UPDATE_PREFIXES
 from memo.backends.versions import distribution_versions
 from memo.bug_files import NEWEST_FILE
-from memo.newest import BUILD_DISTRIBUTIONS, CANNOT_RUN, STILL_REPRODUCES
+from memo.backends.versions import MISSING
+from memo.newest import BUILD_DISTRIBUTIONS, CANNOT_RUN, STILL_REPRODUCES, build_text, installed_as
 from memo.filing.check import MinimalScript, cached_minimal, minimal_script
 from memo.filing.observed import ERROR_LINES, actual, error_excerpt, quoted
 from memo.filing.folder import ONNX_FILE, REPRO_FILE, BugFolder
@@ -35,6 +37,7 @@ from memo.triage.onnx_reference import ENGINE, ONNX_REFERENCE_KEY
 from memo.triage.ort_unoptimized import unoptimized_text
 from memo.triage.signature import computing_library
 from memo.triage.training_repro import CHANGED
+from memo.triage.newest import provenance
 from memo.backends.trackers import DESCRIBE, DUPLICATES, ENVIRONMENT, EXPECTED, LOG, REPRODUCE, GENERIC
 
 FENCE = "```"
@@ -65,23 +68,51 @@ def environment(folder: BugFolder, checked: MinimalScript) -> list[str]:
 
 def newest_lines(folder: BugFolder) -> list[str]:
     """What the rerun on the newest code said (memo.triage.newest, the folder's newest.json), as an environment
-    line: a maintainer's first question after "is it real?" is "does it still happen on main?"."""
+    line: a maintainer's first question after "is it real?" is "does it still happen on main?". It names the builds
+    of the library the issue is filed against (:attr:`BugFolder.filed_on`) and which packages were development
+    builds; where the rerun did not run that library (an engine's script on the file a converter wrote), it says
+    so instead of naming another library's builds; a verdict remembered from an earlier run says so."""
     path = folder.file(NEWEST_FILE)
     try:
         newest = json.loads(path.read_text()) if path else {}
     except (OSError, ValueError):
         return []
-    build = newest.get("build") or "the newest code"
-    where = "the development builds" if BUILD_DISTRIBUTIONS & set(newest.get("versions") or {}) else \
-        "the newest releases (no development build of them is published)"
-    if newest.get("result") == STILL_REPRODUCES:
-        return [f"- still reproduces on {where}: {build}"]
-    detail = str(newest.get("detail") or "")
-    if newest.get("result") == CANNOT_RUN and f" {CHANGED} " in detail:  # its array agrees there, another does not
-        return [f"- changed on {where} ({build}), not fixed: {detail.removeprefix('could not run (exit 1): ')}"]
-    if newest.get("result") == CANNOT_RUN:
-        return [f"- not checked on {where} ({build}): the script could not run there ({detail})"]
-    return []
+    versions = {str(k): str(v) for k, v in (newest.get("versions") or {}).items()}
+    result, detail = newest.get("result"), str(newest.get("detail") or "")
+    if result not in (STILL_REPRODUCES, CANNOT_RUN):
+        return []
+    remembered = provenance(newest)
+    said = f" ({remembered})" if remembered else ""
+    ran = str(newest.get("library") or folder.library)
+    filed = folder.filed_on
+    if filed != ran and installed_as(main_distribution(filed), versions) is None:
+        shown = "still shows the bug" if result == STILL_REPRODUCES else "could not run"
+        return [f"- not rechecked on {filed}'s newest code: memo's rerun on the newest builds ran {ran}'s script on "
+                f"the stored file ({newest.get('build') or 'the newest code'}), which {shown} there{said}"]
+    build = build_text(library_distributions(filed), versions, MISSING) or newest.get("build") or "the newest code"
+    dev = sorted(name for name in versions if name in BUILD_DISTRIBUTIONS and f"{name} {versions[name]}" in build)
+    owner = f"{filed}'s" if filed else "the"
+    listed = ", ".join(f"{name} {versions[name]}" for name in dev)
+    where = (f"{owner} newest code ({build}; development builds: {listed}, the others the newest releases)" if dev
+             else f"{owner} newest release ({build}; no development build of it is published)" if filed
+             else f"the newest releases ({build}; no development build of them is published)")
+    if result == STILL_REPRODUCES:
+        return [f"- still reproduces on {where}{said}"]
+    if f" {CHANGED} " in detail:  # its array agrees there, another does not
+        return [f"- changed on {where}, not fixed: {detail.removeprefix('could not run (exit 1): ')}{said}"]
+    return [f"- not checked on {where}: the script could not run there ({detail}){said}"]
+
+
+def library_distributions(library: str) -> tuple[str, ...]:
+    """The distributions of ``library`` (its spec's; a library inside a backend's stack, torch.onnx, is its
+    package's: torch)."""
+    spec = find_spec(library)
+    return tuple(spec.distributions) if spec is not None and spec.distributions else (library.split(".")[0],)
+
+
+def main_distribution(library: str) -> str:
+    """The distribution that is ``library`` itself, its spec's first (tf2onnx, openvino; torch for torch.onnx)."""
+    return library_distributions(library)[0]
 
 
 def _reproduce(folder: BugFolder, checked: MinimalScript) -> list[str]:
@@ -253,10 +284,11 @@ def issue_text(folder: Path) -> str:
     return render_issue(BugFolder.read(folder), minimal_script(folder))
 
 
-def kept_issue_text(folder: Path) -> tuple[str, MinimalScript] | None:
+def kept_issue_text(folder: Path, blamed: str | None = None) -> tuple[str, MinimalScript] | None:
     """The issue text and minimal script of ``folder`` when its minimal script was checked already (the report:
-    a read-only view, which runs no library); None otherwise."""
-    bug = BugFolder.read(folder)
+    a read-only view, which runs no library), filed against ``blamed`` (triage's blame, ``bugs.blame``) where given;
+    None otherwise."""
+    bug = BugFolder.read(folder, blamed)
     checked = cached_minimal(bug)
     return (render_issue(bug, checked), checked) if checked is not None else None
 
@@ -371,6 +403,9 @@ def render_issue(bug: BugFolder, checked: MinimalScript) -> str:
         lines += [f"**{upstream.filing[0].upper()}{upstream.filing[1:]}**" + (f" ({upstream.reason})" if upstream.reason
                                                                              else ""), ""]
     elif tracker:
+        if upstream.status in UNLIKELY_FIXED:  # a legacy path: the tracker exists, but no fix will come of it
+            lines += [f"**Not fileable as is: {upstream.status} code**" + (f" ({upstream.reason})" if upstream.reason
+                                                                          else ""), ""]
         lines += [f"File at: {tracker}" + (f" ({form.project})" if form.project else ""), ""]
     lines += [f"**{heading}:** {answer}  " for heading, answer in form.fields.items()]
     if form.fields:

@@ -42,7 +42,7 @@ from memo.triage.bugdir import bug_layers
 from memo.triage.onnx_reference import ONNX_REFERENCE_KEY
 from memo.triage.reassess import REDUCED_VERDICT, TRUTH_KEY
 from memo.triage.signature import FailureDetails, failure_details
-from memo.triage.newest import has_newer_build, pending_newest
+from memo.triage.newest import has_newer_build, pending_newest, provenance
 
 COVERAGE_SERIES = (("types", "Layer types"), ("pairs", "Layer pairs"), ("params", "Layer parameter values"))
 CONFIG_PREVIEW_KEYS = 4
@@ -346,7 +346,10 @@ def bug_entry(store: CampaignStore, bug: BugRow, versions: JsonObject,
         "metrics": reduced.metrics or (finding.verdict.metrics() if finding else {}),
         "truth": info.get(TRUTH_KEY) or {}, "truth_command": info.get("truth_command", ""),
         "onnx_reference": info.get(ONNX_REFERENCE_KEY) or {},
-        "exception": details.exception, "error_message": details.message, "traceback": details.traceback,
+        "exception": details.exception, "traceback": details.traceback,
+        # a training bug's triage may find another cause than the campaign's finding said (a gradient difference that
+        # a layer's forward output makes: memo.triage.training_forward): its heading follows the reduced verdict
+        "error_message": (reduced.message if bug.kind in TRAINING_KINDS and reduced.message else details.message),
         "stderr": details.stderr, "reduction": bug.reduction, "original_layers": bug.original_layers,
         "reduced_layers": bug.reduced_layers, "bug_dir": str(folder) if folder else None,
         "artifact_dir": finding.artifact_dir if finding else None, "localization": localization,
@@ -358,6 +361,7 @@ def bug_entry(store: CampaignStore, bug: BugRow, versions: JsonObject,
                    for other in merged or []],
         "variants": dedup.variants([bug, *(merged or [])]),
         "newest": bug.newest,
+        "newest_provenance": provenance(bug.newest) if bug.newest else "",  # a remembered verdict, never a 0-s rerun
         "newest_pending": newest_pending,
     }
     entry["occurrences"] += sum(other.occurrences for other in merged or [])
@@ -376,7 +380,9 @@ def bug_entry(store: CampaignStore, bug: BugRow, versions: JsonObject,
     if blame.get("refusal") and not documented:
         entry["documented"] = Documented(behaviour=f"{bug.library} declines this on purpose (a declared refusal)",
                                          source="the refusal memo's spec for it declares", quote=blame["refusal"])
-    entry.update(filing_view(folder))  # a checked minimal script counts as reproducing (collect sections it)
+    # the issue text filed where the table says (a bug no pass blamed yet: where its folder says); a checked minimal
+    # script counts as reproducing (collect sections it)
+    entry.update(filing_view(folder, str(blame.get("library") or "") or None))
     entry["issue_markdown"] = issue_markdown(entry, versions)
     return entry
 
@@ -387,10 +393,11 @@ def training_weight(metrics: JsonObject, info: JsonObject) -> str | None:
     return str(record["name"]) if isinstance(record, dict) and record.get("name") else None
 
 
-def filing_view(folder: Path | None) -> FilingView:
-    """The bug's issue text and minimal script as its folder keeps them (memo.filing; none checked: empty): the
-    script's text and the files it reads (in the folder's ``minimal/``) with its check."""
-    kept = kept_issue_text(folder) if folder is not None and (folder / "bug.json").is_file() else None
+def filing_view(folder: Path | None, blamed: str | None = None) -> FilingView:
+    """The bug's issue text, filed against ``blamed`` (triage's blame: the library the report names), and minimal
+    script as its folder keeps them (memo.filing; none checked: empty): the script's text and the files it reads
+    (in the folder's ``minimal/``) with its check."""
+    kept = kept_issue_text(folder, blamed) if folder is not None and (folder / "bug.json").is_file() else None
     if kept is None:
         return {"issue_text": "", "minimal": None}
     text, script = kept

@@ -84,6 +84,7 @@ class BugEntry(TypedDict):
     merged: list[MergedBug]
     variants: list[Variant]
     newest: JsonObject  # the script rerun on the newest code (memo.triage.newest): result, detail, build; {} if not
+    newest_provenance: str  # where a remembered newest-code verdict comes from ("": a run made then)
     newest_pending: bool  # the campaign has a newest-code environment and this reproducing bug awaits its rerun
     weight: NotRequired[str | None]  # a training bug's weight (or input) whose array first differs: conv/kernel
     reported_by: NotRequired[str | None]  # the backend that reported it, when filed against another library

@@ -7,6 +7,7 @@ creates one.
 """
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Sequence
 
@@ -15,6 +16,8 @@ from memo.errors import UsageError
 from memo.json_types import JsonObject
 from memo.report.entry import BugEntry
 from memo.store import BugRow, CampaignStore
+from memo.bug_files import NEWEST_FILE
+from memo.triage.newest import earlier_run, is_remembered, provenance
 from memo.triage.remember import bug_keys, campaign_ref
 
 
@@ -56,7 +59,21 @@ def mark_known(store: CampaignStore, entries: Sequence[BugEntry], rows: Sequence
             entry["known_bug"] = known_bug_json(found)
             entry["known"] = first is not None and first.campaign != this_campaign
             entry["collapsed"] = found.status in COLLAPSED_STATUSES
+            if is_remembered(entry.get("newest") or {}) and not (entry["newest"].get("remembered") or {}).get("checked"):
+                earlier = earlier_newest(db, found)  # the run the remembered verdict stands for, where the database
+                entry["newest_provenance"] = provenance(  # kept it (a folder from before bug.json kept it)
+                    {**entry["newest"], "remembered": earlier_run(entry["newest"], earlier)})
     return str(database)
+
+
+def earlier_newest(db: BugDatabase, known: KnownBug) -> JsonObject:
+    """The rerun on the newest code the database keeps with ``known`` (its newest.json), {} when none."""
+    data = db.files(known.id).get(NEWEST_FILE)
+    try:
+        found = json.loads(data) if data else {}
+    except ValueError:
+        return {}
+    return found if isinstance(found, dict) else {}
 
 
 def known_figures(database: str | None, bugs: Sequence[BugEntry]) -> JsonObject:

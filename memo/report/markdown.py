@@ -138,6 +138,8 @@ def report_markdown(data: JsonObject) -> str:
                  f"site)" if t.get("likely_duplicates") else "")
               + (f"; {t['minimal_reproduce']} of {t['minimal_checked']} minimal scripts reproduce."
                  if t.get("minimal_checked") else ".") + _triage_left(data.get("triage_left")), "",
+              "By section: " + "; ".join(f"{sec['title']} {sec['count']}" for sec in data.get("sections") or []
+                                         if sec["count"]) + ".", "",
               "| id | kind | library | stage | layers | first seen | occurrences | reproduces | status | new or known |",
               "|---|---|---|---|---|---|---|---|---|---|"]
     newest = data.get("newest") or {}

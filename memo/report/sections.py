@@ -4,7 +4,8 @@ A maintainer reads "ready to file" first and must accept every entry there as a 
 named. Everything else stays visible, in its own section with the reason: a numeric finding whose float64
 truth blames another library, one no float32 library can be held to (ill-conditioned), one within the
 tolerance of float64 (float noise), one float64 cannot settle, a documented difference, a retired library's
-or a legacy code path's bug. The first rule that applies decides (a registry, in order).
+or a legacy code path's bug (no tracker takes it: not fileable, never counted as ready). The first rule that applies
+decides (a registry, in order).
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from memo.json_types import JsonObject
 from memo.bugdb import FIXED_UPSTREAM as FIXED_UPSTREAM_STATUS
 from memo.kinds import NUMERIC_KINDS, TRAINING_KINDS, VerdictKind
 from memo.newest import FIXED_UPSTREAM
+from memo.triage.newest import provenance
 from memo.truth import CONTRADICTED, ILL_CONDITIONED, NOISE, UNAVAILABLE, UNDECIDED
 
 if TYPE_CHECKING:
@@ -39,12 +41,13 @@ UNCHECKED = "minimal script not checked (no time left)"  # memo report NAME --is
 SECTIONS: tuple[Section, ...] = (
     Section("ready", READY, "reduced, its checked minimal script reproduces, and (numeric findings) confirmed by the "
                             "float64 truth"),
-    Section("ready-retired", "ready to file (retired library or legacy code)",
-            "real, but upstream is unlikely to fix it: the library is retired (no more releases), or the code reached "
-            "is a legacy path its maintainers replaced (torch.onnx's TorchScript exporter, which Keras's export calls "
-            "for a dynamic batch)"),
     Section("not-ready", "not ready yet", "not reduced, no checked minimal script reproducing it, not rechecked on "
                                           "the newest code, or not triaged yet"),
+    Section("retired", "retired library or legacy code: not fileable",
+            "reduced and reproducing, but there is no tracker to take it: the library is retired (MXNet, moved to the "
+            "Apache Attic: no more releases), or the code reached is a legacy path its maintainers replaced "
+            "(torch.onnx's TorchScript exporter, which Keras's export calls for a dynamic batch); kept as a record, "
+            "not counted as ready to file"),
     Section("fixed-upstream", "fixed upstream", "reproduces on the release memo tests, but no longer on the newest "
                                                 "code (the development build named): already fixed, nothing to file"),
     Section("truth-blames-other", "float64 blames another library",
@@ -133,7 +136,7 @@ RULES: tuple[tuple[str, Callable[[BugEntry], bool]], ...] = (
     ("fixed-upstream", _fixed_upstream),
     ("not-ready", lambda e: not (_reproduces(e) and _reduced(e) and _minimal_reproduces(e))
      or (e.get("kind") in TRUTH_KINDS and _truth_decision(e) is None) or _awaiting_newest(e)),
-    ("ready-retired", lambda e: (e.get("upstream") or {}).get("status") in UNLIKELY_FIXED),
+    ("retired", lambda e: (e.get("upstream") or {}).get("status") in UNLIKELY_FIXED),
     ("ready", lambda e: True),
 )
 
@@ -151,7 +154,9 @@ def status_text(entry: BugEntry) -> str:
         return f"float64 blames {blamed}" if blamed else TITLES[section]
     if section == "fixed-upstream":
         build = _newest(entry).get("build") or (entry.get("known_bug") or {}).get("detail") or "the newest code"
-        return f"fixed upstream: no longer reproduces on {build}"
+        said = (entry.get("newest_provenance") or provenance(_newest(entry))) if _newest(entry) else \
+            "recorded by the bug database from an earlier campaign; not rerun"
+        return f"fixed upstream: no longer reproduces on {build}" + (f" ({said})" if said else "")
     if section == "not-ready":
         if _reduced(entry):  # repro.py not failing (else "does not reproduce"): the minimal script, or the truth
             if _reproduces(entry) and _minimal_reproduces(entry) and _awaiting_newest(entry):
@@ -178,9 +183,21 @@ def _minimal_status(entry: BugEntry) -> str | None:
     return None
 
 
+def counts_by_section(entries: list[BugEntry]) -> dict[str, int]:
+    """How many of ``entries`` each section holds, by key: the one count the report's header, its summary figures
+    and its section list all read ("ready to file" is the ``ready`` section's, never a status text matched)."""
+    counts = {section.key: 0 for section in SECTIONS}
+    for entry in entries:
+        counts[entry.get("section") or section_of(entry)] += 1
+    return counts
+
+
+def ready_count(entries: list[BugEntry]) -> int:
+    """How many of ``entries`` are ready to file (:func:`counts_by_section`)."""
+    return counts_by_section(entries)["ready"]
+
+
 def section_counts(entries: list[BugEntry]) -> list[JsonObject]:
     """Every section with its title, note and number of entries, in reading order."""
-    counts: dict[str, int] = {}
-    for entry in entries:
-        counts[entry["section"]] = counts.get(entry["section"], 0) + 1
-    return [{"key": s.key, "title": s.title, "note": s.note, "count": counts.get(s.key, 0)} for s in SECTIONS]
+    counts = counts_by_section(entries)
+    return [{"key": s.key, "title": s.title, "note": s.note, "count": counts[s.key]} for s in SECTIONS]

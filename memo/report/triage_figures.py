@@ -5,7 +5,7 @@ from __future__ import annotations
 from memo.json_types import JsonObject
 from memo.newest import CANNOT_RUN, FIXED_UPSTREAM, NOT_APPLICABLE, STILL_REPRODUCES
 from memo.report.entry import BugEntry
-from memo.report.sections import READY
+from memo.report.sections import ready_count
 from memo.store import BugRow, CampaignStore
 from memo.triage.newest import recorded_next_python
 from memo.triage.reduce_order import root_guess, stands_for_its_root
@@ -52,6 +52,6 @@ def triage_status(bugs: list[BugEntry], rows: list[BugRow]) -> JsonObject:
             "reproduce": len([b for b in bugs if b["reproduces"] is True]),
             "minimal_checked": len([b for b in bugs if b.get("minimal")]),
             "minimal_reproduce": len([b for b in bugs if (b.get("minimal") or {}).get("reproduces")]),
-            "ready": len([b for b in bugs if b["status"] == READY]),
+            "ready": ready_count(bugs),
             "likely_duplicates": len([b for b in bugs if b.get("likely_duplicate_of")]),
             "median_layers": sizes[len(sizes) // 2] if sizes else None}

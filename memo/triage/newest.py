@@ -17,12 +17,16 @@ from pathlib import Path
 
 from memo.backends import find_spec
 from memo.backends.versions import MISSING
-from memo.bug_files import NEWEST_FILE, Reduction, retried
+from memo.bug_files import NEWEST_FILE, Reduction, read_bug_file, retried
 from memo.bugdb.recheck import read_facts, recheck_folder
 from memo.json_types import JsonObject
 from memo.newest import NEXT_ONLY, NOT_APPLICABLE, build_text
 from memo.store import BugRow, CampaignStore
 
+# A fresh interpreter importing a library under test takes seconds: a verdict given faster was answered from the
+# remembered runs (memo.bugdb.script_runs: the same files on the same installed packages), not run again.
+REMEMBERED_BELOW_S = 0.5
+EARLIER_KEY = "newest_before"  # bug.json: the rerun on the newest code the bug database kept for an adopted bug
 CONFIG_KEY = "next_python"  # the campaign's newest-code interpreter, in its stored configuration ("" for none)
 
 
@@ -52,9 +56,51 @@ def newest_check(folder: Path, library: str, python: str, *, timeout_s: float, r
     own = tuple(spec.distributions) if spec is not None and spec.distributions else ()
     result = recheck_folder(folder, python=python, timeout_s=timeout_s, also=own + also, remember=remember)
     needed = (own or tuple(read_facts(folder).distributions)) + also
-    return {"result": result.result, "detail": result.detail, "build": build_text(needed, result.versions, MISSING),
-            "versions": dict(result.versions), "python": python, "seconds": round(result.seconds, 1),
-            "checked": time.time()}
+    outcome: JsonObject = {"result": result.result, "detail": result.detail, "library": library,
+                           "build": build_text(needed, result.versions, MISSING), "versions": dict(result.versions),
+                           "python": python, "seconds": round(result.seconds, 1), "checked": time.time()}
+    if remember and result.seconds < REMEMBERED_BELOW_S and result.returncode is not None:
+        outcome.update(seconds=None, remembered=remembered_from(folder, outcome))
+    return outcome
+
+
+def remembered_from(folder: Path, outcome: JsonObject) -> JsonObject:
+    """Where a verdict answered from the remembered runs comes from: :func:`earlier_run` of the rerun the bug
+    database kept for this bug (bug.json's ``newest_before``)."""
+    try:
+        earlier = read_bug_file(folder).get(EARLIER_KEY) or {}
+    except (OSError, ValueError):
+        earlier = {}
+    return earlier_run(outcome, earlier)
+
+
+def earlier_run(outcome: JsonObject, earlier: JsonObject) -> JsonObject:
+    """The run a remembered ``outcome`` stands for: ``earlier`` (a rerun recorded before: when, on which build, how
+    long) where it gave the same result on the same build; else only the build (its date and length unknown)."""
+    if earlier.get("result") == outcome.get("result") and earlier.get("build") == outcome.get("build") \
+            and earlier.get("seconds") and earlier.get("checked"):
+        return {"checked": earlier["checked"], "build": earlier["build"], "seconds": earlier["seconds"]}
+    return {"checked": None, "build": outcome.get("build"), "seconds": None}
+
+
+def provenance(newest: JsonObject) -> str:
+    """Where a stored rerun's verdict comes from, as a report says it: "" for a run made then;
+    ``remembered from the run of 2026-11-28 with keras-nightly 3.16.0.dev2026102704, torch 2.15.0 (24.1 s); not
+    rerun`` for one answered from the remembered runs (never a "0 s" rerun)."""
+    if not is_remembered(newest):
+        return ""
+    earlier = newest.get("remembered") if isinstance(newest.get("remembered"), dict) else {}
+    if earlier.get("checked") and earlier.get("seconds"):
+        day = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(float(earlier["checked"])))
+        build = earlier.get("build") or newest.get("build") or "the same packages"
+        return f"remembered from the run of {day} with {build} ({float(earlier['seconds']):.1f} s); not rerun"
+    return "remembered from an earlier run of the same script on the same packages (its date not recorded); not rerun"
+
+
+def is_remembered(newest: JsonObject) -> bool:
+    """Whether a stored rerun was answered from memory: marked so, or (a record from before the mark) 0 s long."""
+    return bool(newest.get("remembered")) or (newest.get("seconds") is not None and not newest.get("seconds")
+                                              and newest.get("result") not in (None, NOT_APPLICABLE))
 
 
 def pending_newest(store: CampaignStore) -> list[BugRow]:

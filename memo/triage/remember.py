@@ -13,6 +13,7 @@ the pass (:func:`memo.triage.bug_reduction.reduces_further`); its new reduction 
 """
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -30,6 +31,7 @@ from memo.triage.bug_reduction import reduces_further
 from memo.triage.bugdir import bug_folder
 from memo.triage.describe import symptom
 from memo.triage.materialize import refresh_script
+from memo.triage.newest import EARLIER_KEY
 from memo.triage.rekey import rekey
 from memo.triage.session import Session
 
@@ -151,13 +153,25 @@ def adopt_known(db: BugDatabase, store: CampaignStore, bug: BugRow) -> KnownBug 
                  REDUCER_KEY: reducer_of(data.get("reduction"))}
     data.update(id=bug.id, known_as=known.id, copied_from=known.origin, reduction=reduction)
     refresh_script(folder, data)  # the database's script is an older memo's: the current one runs where it runs
-    (folder / NEWEST_FILE).unlink(missing_ok=True)  # the known bug's rerun on the newest code, not this campaign's
+    earlier = _read_json(folder / NEWEST_FILE)  # the known bug's rerun on the newest code, not this campaign's:
+    (folder / NEWEST_FILE).unlink(missing_ok=True)  # kept in bug.json, what a remembered rerun quotes
+    if earlier:
+        data[EARLIER_KEY] = earlier
     write_bug_file(folder, data)
     store.triage.update_bug(bug.id, bug_dir=str(folder), original_layers=original, reduced_layers=len(ir.body),
                             reduction=reduction, layer=data.get("layer"), repro=str(folder / REPRO_FILE),
                             reproduces=None, checked=None, newest={})
     rekey(store, store.triage.load_bug(bug.id))
     return known
+
+
+def _read_json(path: Path) -> JsonObject:
+    """The JSON object at ``path``; {} when there is none or it is unreadable."""
+    try:
+        found = json.loads(path.read_text()) if path.is_file() else {}
+    except (OSError, ValueError):
+        return {}
+    return found if isinstance(found, dict) else {}
 
 
 def adopted(bug: BugRow) -> bool:

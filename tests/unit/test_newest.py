@@ -71,7 +71,8 @@ def test_the_newest_code_decides_ready_or_fixed_upstream() -> None:
     assert (waiting["section"], waiting["status"]) == ("not-ready", "not rechecked on the newest code yet")
     assert _entry()["section"] == "ready"  # no newest-code environment: nothing to wait for
     known = _entry(known_bug={"status": "fixed-upstream", "detail": "onnxruntime 1.33.0"})
-    assert known["section"] == "fixed-upstream" and known["status"].endswith("onnxruntime 1.33.0")
+    assert known["section"] == "fixed-upstream" and "no longer reproduces on onnxruntime 1.33.0 (recorded by the bug " \
+        "database from an earlier campaign; not rerun)" in known["status"]  # where the verdict comes from
     not_reproducing = _entry(reproduces=False, newest={"result": FIXED_UPSTREAM})
     assert not_reproducing["section"] == "not-reproducing"  # the release itself no longer shows it
 
@@ -112,6 +113,7 @@ def test_an_issue_text_names_development_builds_only_where_they_ran(tmp_path: Pa
         return newest_lines(BugFolder(tmp_path, {}))
 
     assert line({"openvino": "2026.4.1"}, "openvino 2026.4.1") == [
-        "- still reproduces on the newest releases (no development build of them is published): openvino 2026.4.1"]
+        "- still reproduces on the newest releases (openvino 2026.4.1; no development build of them is published)"]
     assert line({"keras-nightly": "3.16.0.dev2026102704", "jax": "0.10.2"}, "keras-nightly 3.16.0.dev2026102704") == [
-        "- still reproduces on the development builds: keras-nightly 3.16.0.dev2026102704"]
+        "- still reproduces on the newest code (keras-nightly 3.16.0.dev2026102704; development builds: "
+        "keras-nightly 3.16.0.dev2026102704, the others the newest releases)"]

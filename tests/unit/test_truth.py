@@ -112,14 +112,14 @@ def test_a_numeric_finding_without_truth_is_not_ready_and_crashes_need_none() ->
     entry["section"] = section_of(entry)
     assert entry["section"] == "not-ready" and status_text(entry) == "float64 truth not computed yet"
     assert section_of(_entry(kind="crash")) == "ready"
-    assert section_of(_entry(kind="crash", upstream={"status": "retired"})) == "ready-retired"
+    assert section_of(_entry(kind="crash", upstream={"status": "retired"})) == "retired"
     assert section_of(_entry(kind="crash", upstream={"status": "maintenance"})) == "ready"
     # torch.onnx's legacy TorchScript exporter (Keras's export calls it for a dynamic batch): kept apart as well
     from memo.backends.documented import upstream_of
 
     legacy = upstream_of("torch.onnx")
     assert legacy.status == "legacy" and legacy.tracker and not legacy.record_only  # its issue text stays PyTorch's
-    assert section_of(_entry(kind="crash", upstream={"status": legacy.status})) == "ready-retired"
+    assert section_of(_entry(kind="crash", upstream={"status": legacy.status})) == "retired"
     assert section_of(_entry(kind="crash", documented={"behaviour": "b"})) == "documented"
     contradicted = _entry(truth={"decision": CONTRADICTED, "blamed": REF})
     contradicted["section"] = section_of(contradicted)
