@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import shutil
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -33,6 +33,7 @@ from memo.json_types import JsonObject
 from memo.kinds import VerdictKind
 from memo.model.ir import ModelIR
 from memo.oracle import Verdict
+from memo.oracle.verdict import VerdictSummary
 from memo.store import BugRow, CampaignStore
 from memo.training.check import (NUMERIC, TrainingCheck, TruthTrainer, stored_verdicts, trainers,
                                  training_reference)
@@ -49,8 +50,12 @@ from memo.training.selection import weight_dtypes
 from memo.triage.assigned import ASSIGNED_IN_CALL
 from memo.triage.precision_probe import dense_probe, precision_probe
 from memo.triage.probe import _keep_inputs, read_inputs
+from memo.triage.reassess import REDUCED_VERDICT
 from memo.triage.rerun import rerun_script
 from memo.triage.session import Session
+from memo.triage.training_forward import (AFTER_FORWARD, FORWARD_STAGE, ForwardDifference, culprit_cuts,
+                                          first_forward_difference, forward_located, forward_message, forward_parts,
+                                          forward_probe, forward_record, node_outputs)
 from memo.triage.training_repro import model_file_of, write_training_script
 from memo.triage.training_signature import crash_exception, first_in_backward_order, training_parts, weight_owner
 from memo.truth import UNAVAILABLE
@@ -64,6 +69,8 @@ PER_BUG_S = 60.0  # a training run is four of inference's: its reduction gets mo
 FINISH_S = 30.0
 TRUTH_S = 15.0  # the float64 truth starts with this much of the pass left (else the bug waits for a later pass)
 SCRIPT_S = 15.0  # the script's check likewise (a later pass checks an unchecked script)
+FORWARD_S = 20.0  # the forward probe and its cut (three forward-only runs) start with this much left besides FINISH_S
+_SCRATCH = ("tstart", "tfinal", "tprobe", "tcut0", "tcut1")  # the runs' folders under the session's work folder
 
 
 @dataclass
@@ -147,6 +154,32 @@ def localization(ir: ModelIR, run: TrainingRun, reference: str, library: str, st
             "reason": "the layer owning the first differing gradient in backward order" if wrong \
                 else "the layer owning the first differing array",
             "differing": wrong[:20], "alone": None, "together": []}
+
+
+def forward_first(session: Session, bug: BugRow, reference: str, ir: ModelIR, inputs: dict[str, np.ndarray] | None
+                  ) -> tuple[ForwardDifference, tuple[ModelIR, TrainingRun] | None] | None:
+    """The layer whose training-mode forward output is the first to differ on ``ir`` (a loss, state or gradient
+    bug's reduced model; :mod:`memo.triage.training_forward`), and the smallest cut of ``ir`` to it that shows it with
+    its run (None: none does); None when every layer's output agrees. One forward-only run of the probe, one or two
+    of the cuts: triage's cost, never the campaign's."""
+    if str(bug.stage) not in AFTER_FORWARD or bug.kind == VerdictKind.TRAINING_CRASH.value or bug.library == reference:
+        return None
+    probe = forward_probe(ir)
+    run = TrainingChecker(session, replace(bug, stage=FORWARD_STAGE), reference, inputs).run(
+        probe, session.work / f"{bug.id}-tprobe")
+    found = first_forward_difference(probe, bug.library, run.arrays.get(bug.library, {}),
+                                     run.arrays.get(reference, {})) if run.artifact is not None else None
+    if found is None or run.artifact is None:
+        return None
+    arrays = {**read_inputs(run.artifact.inputs_path), **node_outputs(probe, run.arrays[reference])}
+    cutter = TrainingChecker(session, replace(bug, stage=FORWARD_STAGE, parts=forward_parts(bug.parts, found)),
+                             reference, inputs)
+    for index, (cut, feeds) in enumerate(culprit_cuts(ir, found.layer, arrays)):
+        cutter.inputs = feeds or inputs
+        shown = cutter.run(cut, session.work / f"{bug.id}-tcut{index}")
+        if shown.verdict is not None:
+            return found, (cut, shown)
+    return found, None
 
 
 def assigned_in_call(run: TrainingRun) -> list[str]:
@@ -314,6 +347,20 @@ def triage_training_bug(session: Session, bug: BugRow) -> None:
     shutil.rmtree(folder, ignore_errors=True)
     assert run.verdict is not None
     located = localization(ir, run, reference, bug.library, str(bug.stage))
+    # a loss, state or gradient difference whose cause is a layer's forward output: that layer's forward bug
+    forward = forward_first(session, bug, reference, ir, inputs) \
+        if session.remaining() > FORWARD_S + FINISH_S else None
+    if forward is not None:
+        found, shown = forward
+        located = forward_located(found, located)
+        if shown is not None:
+            ir, run = shown
+            outcome.steps.append(f"forward probe: {found.layer} ({found.layer_class}) is the first layer whose "
+                                 f"training-mode output differs; cut to it ({len(ir.body)} layers)")
+            bug = replace(bug, parts=forward_parts(bug.parts, found), stage=FORWARD_STAGE,
+                          layer_class=found.layer_class)
+            store.triage.update_bug(bug.id, parts=bug.parts, stage=bug.stage, layer_class=bug.layer_class)
+    assert run.verdict is not None
     exception = crash_exception(run.verdict.message)[0] if bug.kind == VerdictKind.TRAINING_CRASH.value else ""
     if kept:  # the sweep's probe is the model's reduction already: the counts are the executed model's
         outcome.steps.insert(0, f"optimizer sweep: found on the model's precision probe ({len(model.body)} layers)")
@@ -324,6 +371,11 @@ def triage_training_bug(session: Session, bug: BugRow) -> None:
         "layer_class": bug.layer_class, "layer": located["layer"], "localization": located,
         "reference": reference, "faulty": bug.library, "training": run.verdict.extra.get("training") or {},
         "reduction": reduction, "timeout_s": session.timeout_s}
+    if forward is not None and forward[1] is not None:
+        data["training"] = forward_record(data["training"], forward[0])
+        data["message"] = data["error_message"] = forward_message(run.verdict.message, forward[0])
+        # what the report's entry shows: the cut's verdict, not the campaign's gradient verdict
+        data[REDUCED_VERDICT] = VerdictSummary(data["message"], run.verdict.metrics()).to_json()
     assigned = assigned_in_call(run)
     if assigned:
         data[ASSIGNED_IN_CALL] = assigned
@@ -333,7 +385,7 @@ def triage_training_bug(session: Session, bug: BugRow) -> None:
         except Exception as exc:  # noqa: BLE001  (the bug keeps its folder; the report lists why it has no truth)
             session.error(bug.id, "float64 truth of a training bug", exc)
     write_folder(folder, ir, run, data)
-    for name in ("tstart", "tfinal"):
+    for name in _SCRATCH:
         shutil.rmtree(session.work / f"{bug.id}-{name}", ignore_errors=True)
     store.triage.update_bug(bug.id, bug_dir=str(folder), original_layers=len(finding.ir.body),
                             reduced_layers=len(ir.body), reduction=reduction, layer=located["layer"],

@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from typing import Any, Iterable, Sequence
 
+from memo.backends import REFERENCE
 from memo.backends.training_optimizers import OPTIMIZER_STAGE, optimizer_class, recorded_optimizer
 from memo.json_types import JsonObject
 from memo.kinds import BUG_KINDS, TRAINING_KINDS, VerdictKind
@@ -23,7 +24,7 @@ from memo.oracle import Verdict
 from memo.triage.masks import normalize_message
 from memo.training.judge import MODEL_IR_KEY, UPDATE_STAGES
 from memo.training.selection import variable_dtype, weight_dtypes
-from memo.triage.signature import culprit_classes, digest
+from memo.triage.signature import TRUTH_DECISION, culprit_classes, digest, reduced_keys
 
 UNLOCALIZED = "?"
 INPUT_OWNER = "input"  # the owner class named for an input's gradient
@@ -38,6 +39,12 @@ _INPUT = re.compile(r"^input (\d+)$")
 _FINISHED_BY = re.compile(r"\s*\(finished by [^)]*\)")
 _DTYPES = re.compile(r"\b(?:b?float(?:16|32|64)|half|float|double|int(?:8|16|32|64)|uint8|bool)\b")
 _OUTPUT = re.compile(r"^output (\d+)$")
+# A training finding's kind as the inference finding of the same forward difference (inference_twin).
+_INFERENCE_KIND = {VerdictKind.TRAINING_INCONSISTENCY.value: VerdictKind.INCONSISTENCY.value,
+                   VerdictKind.TRAINING_NAN.value: VerdictKind.NAN.value}
+# Layers whose call in training mode runs code of its own: batch statistics (BatchNormalization), a power iteration
+# (SpectralNormalization), randomness the check makes deterministic (dropout, noise, random augmentation).
+_OWN_TRAINING_CODE = re.compile(r"BatchNormalization|SpectralNormalization|Dropout|Noise|^Random")
 
 
 def training_record(verdict: Verdict) -> JsonObject:
@@ -124,7 +131,7 @@ def training_parts(verdict: Verdict, ir: ModelIR | None) -> dict[str, Any]:
         exception, message = crash_exception(str(verdict.message or ""))
         parts["exception"] = exception
         parts["message"] = _DTYPES.sub("<dtype>", normalize_message(_FINISHED_BY.sub("", message)))
-        return parts
+        return shared_code_parts(parts)
     record = training_record(verdict)
     name = str(record.get("name") or "")
     if stage in UPDATE_STAGES:  # an optimizer updates each variable alike whatever layer owns it: its precision counts
@@ -139,9 +146,28 @@ def training_parts(verdict: Verdict, ir: ModelIR | None) -> dict[str, Any]:
             # whichever lower precision showed it
             parts.pop("optimizer", None)
             parts["weights"] = parts["weights"].split(MIXED)[0] + MIXED + ANY_MIXED
-        return parts
+        return shared_code_parts(parts)
     parts["layer"] = "loss" if name == "loss" else owner_class(ir, name) if name else UNLOCALIZED
     return parts
+
+
+KERAS_LIBRARY = "keras"  # where an optimizer step's bug is filed: Keras's optimizer code on every backend
+TORCH_BACKEND = "keras-torch"
+# the classes Keras on torch steps with its own ``torch._foreach`` code (keras/src/backend/torch/optimizers/)
+TORCH_OWN_OPTIMIZERS = frozenset({"SGD", "Adam", "AdamW", "Adamax", "Nadam", "RMSprop", "Adagrad", "Adadelta", "Lion"})
+GENERIC_CODE = "generic"  # Keras's generic ``update_step`` (keras/src/optimizers/), run by TensorFlow and JAX
+_STAGE_CLASS = {"sgd": "SGD", "adam": "Adam"}  # the optimizer class of the fixed stages
+
+
+def optimizer_code(backend: str, stage: str, optimizer: str) -> str:
+    """Which Keras implementation stepped the variables at ``stage`` on ``backend`` (``optimizer``: the signature's
+    Keras class at stage ``optimizer``): ``keras-torch`` (Keras on torch's own ``torch._foreach`` code) for a class
+    of :data:`TORCH_OWN_OPTIMIZERS` on Keras on torch, else :data:`GENERIC_CODE`. A mixed-precision difference keyed
+    without its class (:data:`ANY_MIXED`) on torch is torch's code (its first-variable scalars)."""
+    if backend != TORCH_BACKEND:
+        return GENERIC_CODE
+    name = _STAGE_CLASS.get(stage) or optimizer
+    return TORCH_BACKEND if not name or name in TORCH_OWN_OPTIMIZERS else GENERIC_CODE
 
 
 MIXED = " among "  # update_precision's word before a model's mixed weight dtypes
@@ -185,8 +211,40 @@ def first_in_backward_order(ir: ModelIR, wrong: Sequence[str]) -> Layer | None:
     return next((owners[name] for name in backward_order(ir) if name in owners), None)
 
 
+def shared_code_parts(parts: JsonObject) -> JsonObject:
+    """``parts`` of an optimizer-stage bug (``sgd``, ``adam``, ``optimizer``) keyed by the code that steps the
+    variables, not by the backend that showed it: every backend's optimizer step is Keras's code
+    (``keras/src/optimizers/``; TensorFlow and JAX run the generic ``update_step``, Keras on torch its own
+    ``keras/src/backend/torch/optimizers/`` for the classes of :data:`TORCH_OWN_OPTIMIZERS`), so the library is
+    ``keras`` and ``code`` says which implementation (:func:`optimizer_code`). Parts signed before this rule (a
+    stored finding's) are brought to it here: one root cause, one key, whichever backend showed it."""
+    stage = str(parts.get("stage") or "")
+    if stage not in UPDATE_STAGES or parts.get("library") == KERAS_LIBRARY:
+        return parts
+    code = optimizer_code(str(parts.get("library") or ""), stage, str(parts.get("optimizer") or ""))
+    return {**parts, "library": KERAS_LIBRARY, "code": code}
+
+
 def training_key(parts: JsonObject, reduced: ModelIR, decision: str = "") -> str:
-    """A reduced training bug's root-cause key (``bugs.final_key``): its signature (without the masked message) with
-    the reduced model's culprit classes and the float64 decision; two training bugs with one key are one entry."""
-    kept = {key: value for key, value in parts.items() if key != "message"}
-    return digest({**kept, "culprit": culprit_classes(reduced), "decision": decision})
+    """A reduced training bug's root-cause key (``bugs.final_key``): its signature (without the masked message; an
+    optimizer stage's by the optimizer code it ran, :func:`shared_code_parts`) with the reduced model's culprit
+    classes and the float64 decision; two training bugs with one key are one entry."""
+    kept = {key: value for key, value in shared_code_parts(parts).items() if key != "message"}
+    own = digest({**kept, "culprit": culprit_classes(reduced), "decision": decision})
+    twin = inference_twin(parts, reduced, decision)
+    return " ".join(dict.fromkeys([own, *(reduced_keys(twin, reduced) if twin else ())]))
+
+
+def inference_twin(parts: JsonObject, reduced: ModelIR, decision: str) -> JsonObject | None:
+    """The parts of the inference finding a training bug is, where it is one: a forward difference (or NaN) of a
+    layer whose training-mode call runs the code its inference call runs (the forward pass of Keras on torch's
+    'same' AveragePooling1D, found through a gradient: :mod:`memo.triage.training_forward`), keyed as an inference
+    bug of that layer on that backend, so that the two are one entry. None for any other stage, and for a culprit
+    whose training-mode call is its own code (batch statistics, power iteration, randomness made deterministic)."""
+    kind = _INFERENCE_KIND.get(str(parts.get("kind", "")))
+    if kind is None or parts.get("stage") != "forward" or not parts.get("layer") or parts["layer"] == UNLOCALIZED:
+        return None
+    if any(_OWN_TRAINING_CODE.search(name) for name in culprit_classes(reduced)):
+        return None
+    return {"kind": kind, "layer": parts["layer"], "library": parts.get("library", ""),
+            "reference": REFERENCE, TRUTH_DECISION: decision}

@@ -233,3 +233,66 @@ def test_a_sweep_verdict_is_keyed_on_the_probe_it_was_computed_on() -> None:
     alone.extra["training"][MODEL_IR_KEY] = dense_probe(("bfloat16",)).dumps()
     assert training_parts(nan, None) == training_parts(alone, None)
     assert training_parts(alone, None)["weights"] == "bfloat16"
+
+
+def test_an_optimizer_step_is_keyed_by_keras_code_not_by_the_backend_that_showed_it() -> None:
+    from memo.triage.training_signature import GENERIC_CODE, KERAS_LIBRARY, TORCH_BACKEND, shared_code_parts
+
+    # long150: Nadam's bfloat16 update NaN on TensorFlow (also on JAX): Keras's generic nadam.py, one key
+    def nan(backend: str) -> Verdict:
+        verdict = training("training-nan", "optimizer", "out/kernel", backend=backend)
+        verdict.extra["training"]["optimizer"] = "nadam"
+        return verdict
+    tf, jax = training_parts(nan("keras-tensorflow"), model()), training_parts(nan("keras-jax"), model())
+    assert tf == jax and tf["library"] == KERAS_LIBRARY and tf["code"] == GENERIC_CODE
+    assert training_key(tf, model(), "confirmed") == training_key(jax, model(), "confirmed")
+    # Keras on torch steps Nadam with its own torch_nadam.py: another implementation, another key
+    torch = training_parts(nan(TORCH_BACKEND), model())
+    assert torch["code"] == TORCH_BACKEND and torch != tf
+    # Lamb has no torch implementation: torch runs the generic code too
+    lamb = nan(TORCH_BACKEND)
+    lamb.extra["training"]["optimizer"] = "lamb"
+    assert training_parts(lamb, model())["code"] == GENERIC_CODE
+    # the fixed stages name their class: Keras on torch's SGD is torch_sgd.py
+    assert training_parts(training("training-inconsistency", "sgd", "out/kernel", backend=TORCH_BACKEND),
+                          model())["code"] == TORCH_BACKEND
+    # a stored signature from before the rule is keyed as a new one
+    stored = {"kind": "training-nan", "library": "keras-tensorflow", "stage": "optimizer", "optimizer": "Nadam",
+              "weights": "out"}
+    assert shared_code_parts(stored) == {**stored, "library": KERAS_LIBRARY, "code": GENERIC_CODE}
+    assert training_key(stored, model(), "confirmed") == training_key(
+        {**stored, "library": "keras-jax"}, model(), "confirmed")
+    # a crash of Keras's generic code on TensorFlow: one key per optimizer class, not per backend
+    crash = "optimizer error: InvalidArgumentError: cannot compute Mul as input #1(zero-based) was expected to be " \
+            "a half tensor but is a float tensor [Op:Mul] name:"
+    adam = Verdict("training-crash", "keras-tensorflow", "optimizer", crash,
+                   extra={"training": {"optimizer": "adam-global-clipnorm"}})
+    parts = training_parts(adam, model())
+    assert parts["library"] == KERAS_LIBRARY and parts["optimizer"] == "Adam" and parts["code"] == GENERIC_CODE
+    # a gradient is the backend's own autodiff: keyed by the backend still
+    assert training_parts(training("training-inconsistency", "gradients", "out/kernel"), model())["library"] \
+        == "keras-jax"
+
+
+def test_a_training_forward_difference_of_a_layer_is_one_entry_with_its_inference_difference() -> None:
+    from memo.triage.signature import TRUTH_DECISION, reduced_key
+
+    # long150: Keras on torch's 'same' AveragePooling1D, found through a Conv1D gradient and relocalized to the
+    # pooling's forward output (memo.triage.training_forward), and found by inference in another model
+    pooling = ModelIR([Layer("x", "InputLayer", {"batch_shape": [None, 30, 8], "dtype": "float32"}),
+                       Layer("average_pooling1d", "AveragePooling1D",
+                             {"pool_size": 4, "strides": 1, "padding": "same"}, ["x"])], ["average_pooling1d"], "m")
+    forward = {"kind": "training-inconsistency", "library": "keras-torch", "stage": "forward",
+               "layer": "AveragePooling1D"}
+    inference = {"kind": "inconsistency", "layer": "AveragePooling1D", "library": "keras-torch",
+                 "reference": "keras-tensorflow", TRUTH_DECISION: "confirmed"}
+    training_keys = set(training_key(forward, pooling, "confirmed").split())
+    assert training_keys & set(reduced_key(inference, pooling).split())
+    # another backend, or a gradient of the layer: not that inference bug
+    assert not set(training_key({**forward, "library": "keras-jax"}, pooling, "confirmed").split()) \
+        & set(reduced_key(inference, pooling).split())
+    assert len(training_key({**forward, "stage": "gradients"}, pooling, "confirmed").split()) == 1
+    # a layer whose training-mode call is code of its own (batch statistics): its training difference stays apart
+    batch_norm = ModelIR([Layer("x", "InputLayer", {"batch_shape": [None, 6], "dtype": "float32"}),
+                          Layer("bn", "BatchNormalization", {}, ["x"])], ["bn"], "m")
+    assert len(training_key({**forward, "layer": "BatchNormalization"}, batch_norm, "confirmed").split()) == 1
