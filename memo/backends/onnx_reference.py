@@ -108,6 +108,39 @@ def _shapes_at(model_path: str, inputs_path: str, out_path: str, op: str) -> int
     return 0
 
 
+def _runtime_shapes(model_path: str, inputs_path: str, out_path: str) -> int:
+    """In the child: the shapes of the file's outputs by ONNX Runtime, as JSON."""
+    import json
+
+    import onnx
+    import onnxruntime
+
+    model = onnx.load(model_path)
+    feed = graph_feed(model, _read_inputs(inputs_path))
+    try:
+        session = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+        shapes = [list(np.shape(array)) for array in session.run(None, feed)]
+    except Exception as exc:  # noqa: BLE001 - said as text
+        print(f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}", file=sys.stderr)
+        return FAILED
+    Path(out_path).write_text(json.dumps(shapes))
+    return 0
+
+
+def runtime_shapes(model_path: Path, inputs: dict[str, np.ndarray], scratch: Path,
+                   timeout_s: float = TIMEOUT_S) -> list[tuple[int, ...]] | None:
+    """The shapes of the file's outputs by ONNX Runtime, a second engine beside the evaluator (None: it cannot run
+    the file): where it gives the Keras model's shapes and the evaluator does not, the evaluator is wrong, not the
+    file (onnx 1.23's GlobalMaxPool on a 5-D input reduces only the last two axes)."""
+    import json
+
+    out = scratch / "runtime-shapes.json"
+    failed = _child(["--runtime", str(model_path)], inputs, scratch / "runtime-shapes.inputs.npz", out, timeout_s)
+    if failed is not None:
+        return None
+    return [tuple(int(d) for d in shape) for shape in json.loads(out.read_text())]
+
+
 def shapes_at(model_path: Path, inputs: dict[str, np.ndarray], op: str, scratch: Path,
               timeout_s: float = TIMEOUT_S) -> dict[str, object] | str:
     """``{"node", "op", "spec", "onnxruntime"}``: the output shape of the file's first ``op`` node by the ONNX
@@ -138,4 +171,6 @@ def reference_outputs(model_path: Path, inputs: dict[str, np.ndarray], scratch: 
 if __name__ == "__main__":
     if sys.argv[1] == "--at":
         sys.exit(_shapes_at(sys.argv[3], sys.argv[4], sys.argv[5], sys.argv[2]))
+    if sys.argv[1] == "--runtime":
+        sys.exit(_runtime_shapes(sys.argv[2], sys.argv[3], sys.argv[4]))
     sys.exit(_evaluate(sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]) if len(sys.argv) > 4 else MAX_NODES))

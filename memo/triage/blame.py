@@ -59,8 +59,9 @@ def decide(bug: BugRow, merged: Sequence[BugRow], details: FailureDetails, opini
     if bug.kind in TRAINING_KINDS and bug.parts.get("library") == KERAS_FRONT_END:
         # an optimizer step keyed by Keras's own optimizer code (memo.triage.training_signature.shared_code_parts)
         library, reported_by = KERAS_FRONT_END, bug.library
-    if opinion and opinion != library:  # ONNX's reference evaluator on the same file blames another
-        library, reported_by = opinion, bug.library
+    if opinion and library_of(opinion) != library:  # ONNX's reference evaluator on the same file blames another
+        # by the library's one name: tf2onnx at opset 11 is tf2onnx (one tracker, one entry name)
+        library, reported_by = library_of(opinion), bug.library
     return Blame(library=library, reported_by=reported_by, opinion=opinion,
                  refusal=declared_refusal(bug.library, details.exception, details.message or ""))
 

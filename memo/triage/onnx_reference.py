@@ -34,7 +34,7 @@ from memo.artifact_files import ARTIFACT_FILES
 from memo.bug_files import INPUTS_FILE, read_bug_file, write_bug_file
 from memo.backends import CONVERTERS, find_spec, produced_by, producer_of
 from memo.backends.node_shapes import PER_NODE_MODULES, node_shapes
-from memo.backends.onnx_reference import reference_outputs, shapes_at
+from memo.backends.onnx_reference import reference_outputs, runtime_shapes, shapes_at
 from memo.triage.failing_node import SUBGRAPH_HOLDERS, culprit_operator, file_operators, named_operators
 from memo.json_types import JsonObject
 from memo.oracle import Thresholds
@@ -199,8 +199,9 @@ _NO_OPINION = re.compile(r"NotImplemented|not implemented|No implementation|not 
                          r"did not finish|ModuleNotFoundError|ImportError|exit -?\d+$", re.IGNORECASE)
 CRASH_FILE = "model.onnx"  # the converted file in a bug folder (memo.triage.bugdir.converted_file)
 # The rules a crash's opinion was decided by (bug.json keeps it as ``rules``): one stored as unavailable under fewer is
-# asked again. 2: the engine's operator among those a nested message names; an empty node by the spec.
-CRASH_RULES = 2
+# asked again, and so is one that blamed the converter. 2: the engine's operator among those a nested message names;
+# an empty node by the spec. 3: ONNX Runtime giving Keras's shapes where the evaluator does not.
+CRASH_RULES = 3
 
 
 _EVALUATOR_OPERATOR = re.compile(r"\[in op_(?P<module>\w+)\]|operator '(?P<op>\w+)'")
@@ -223,7 +224,8 @@ def _shapes(shapes: list[tuple[int, ...]]) -> str:
 
 def judge_crash(evaluated: list[np.ndarray] | str, keras_shapes: list[tuple[int, ...]], reference_name: str,
                 file: str, converter: str | None, engine: str, subgraphs: bool = False,
-                engine_op: str | None = None, at: JsonObject | None = None, keras_empty: bool = False) -> Opinion:
+                engine_op: str | None = None, at: JsonObject | None = None, keras_empty: bool = False,
+                runtime: list[tuple[int, ...]] | None = None) -> Opinion:
     """The opinion on ``engine``'s crash on ``converter``'s file (of kind ``file``), given the evaluator's outputs
     on it (or why there are none) and the shapes of the reference library's outputs on the Keras model. Other
     shapes from a file with ``subgraphs`` (a Loop, a Scan, an If) decide nothing: the evaluator's control flow is
@@ -234,16 +236,19 @@ def judge_crash(evaluated: list[np.ndarray] | str, keras_shapes: list[tuple[int,
     output the specification sizes otherwise than ONNX Runtime, which runs the whole file, is the file's defect
     (tf2onnx's Resize scales whose floor gives 0 columns by the spec, which the engine then refuses); where ONNX
     Runtime cannot size that node alone (its bicubic Resize on that layout), an empty output by the specification
-    is the file's defect unless the reference library makes an empty tensor too (``keras_empty``)."""
+    is the file's defect unless the reference library makes an empty tensor too (``keras_empty``). Other shapes than
+    Keras's from the evaluator blame the file only where ONNX Runtime, run on the whole file (``runtime``), does not
+    give Keras's: where it does, the evaluator is the one that is wrong (s50: onnx 1.23's GlobalMaxPool on a 5-D
+    input, fixed in its newest code, made a correct tf2onnx file look wrong)."""
     opinion = Opinion(file=file, converter=converter)
     on_file = f"{converter or 'the converter'}'s file"
     if isinstance(evaluated, str):
         failed_in = _failing_operator(evaluated)
-        spec, runtime = (at or {}).get("spec"), (at or {}).get("onnxruntime")
-        runtime_says = f"ONNX Runtime, which runs the whole file, gives {_shapes([tuple(runtime)])}" \
-            if isinstance(runtime, list) else f"{reference_name} makes no empty tensor (ONNX Runtime cannot size it)"
+        spec, at_runtime = (at or {}).get("spec"), (at or {}).get("onnxruntime")
+        runtime_says = f"ONNX Runtime, which runs the whole file, gives {_shapes([tuple(at_runtime)])}" \
+            if isinstance(at_runtime, list) else f"{reference_name} makes no empty tensor (ONNX Runtime cannot size it)"
         if failed_in and engine_op and _canon(failed_in) != _canon(engine_op) and isinstance(spec, list) and (
-                spec != runtime if isinstance(runtime, list) else 0 in spec and not keras_empty):
+                spec != at_runtime if isinstance(at_runtime, list) else 0 in spec and not keras_empty):
             opinion.decision, opinion.blamed = CONVERTER, converter
             opinion.reason = (f"by the ONNX specification the file's {engine_op} ({(at or {}).get('node')}) gives "
                               f"shape {_shapes([tuple(spec)])} where {runtime_says}; {engine} follows the "
@@ -255,6 +260,11 @@ def judge_crash(evaluated: list[np.ndarray] | str, keras_shapes: list[tuple[int,
             # beyond the evaluator, or failing elsewhere than the engine: not the same failure
             opinion.reason = f"no opinion: {evaluated}" + (f" (the engine fails in {engine_op})" if engine_op else "")
             return opinion
+        if keras_shapes and runtime == keras_shapes:  # a second engine runs the file as Keras runs the model
+            opinion.reason = (f"no opinion: {EVALUATOR} fails on {on_file} ({evaluated.rpartition('this file: ')[2]})"
+                              f" where ONNX Runtime runs it and returns {reference_name}'s shapes "
+                              f"{_shapes(keras_shapes)}: the evaluator's own limit, not the file's")
+            return opinion
         opinion.decision, opinion.blamed = CONVERTER, converter
         opinion.reason = (f"{EVALUATOR} fails on {on_file} too ({evaluated.rpartition('this file: ')[2]}), while "
                           f"{reference_name} runs the Keras model: the file is wrong, the converter's bug")
@@ -263,6 +273,11 @@ def judge_crash(evaluated: list[np.ndarray] | str, keras_shapes: list[tuple[int,
     if keras_shapes and shapes != keras_shapes and subgraphs:
         opinion.reason = (f"no opinion: {EVALUATOR} on {on_file} returns shape {_shapes(shapes)} where "
                           f"{reference_name} returns {_shapes(keras_shapes)}, in a file with control flow")
+        return opinion
+    if keras_shapes and shapes != keras_shapes and runtime == keras_shapes:
+        opinion.reason = (f"no opinion: {EVALUATOR} on {on_file} returns shape {_shapes(shapes)} where "
+                          f"{reference_name} and ONNX Runtime on the same file return {_shapes(keras_shapes)}: the "
+                          "evaluator's own limit, not the file's")
         return opinion
     if keras_shapes and shapes != keras_shapes:
         opinion.decision, opinion.blamed = CONVERTER, converter
@@ -300,9 +315,9 @@ def opine_on_crash(folder: Path, scratch: Path, timeout_s: float = 60.0) -> Opin
     if info.get("kind") != "crash" or file is None or library in CONVERTERS:
         return None
     stored = info.get(ONNX_REFERENCE_KEY)
-    if isinstance(stored, dict) and not (stored.get("decision") == UNAVAILABLE
+    if isinstance(stored, dict) and not (stored.get("decision") in (UNAVAILABLE, CONVERTER)
                                          and int(stored.get("rules") or 0) < CRASH_RULES):
-        return Opinion.from_json(stored)  # asked once; "no opinion" is asked again when the rules grew since
+        return Opinion.from_json(stored)  # asked once; "no opinion" or "the converter" asked again when the rules grew
     path, inputs_path = folder / CRASH_FILE, folder / INPUTS_FILE
     if not path.is_file() or not inputs_path.is_file():
         return None
@@ -319,9 +334,14 @@ def opine_on_crash(folder: Path, scratch: Path, timeout_s: float = 60.0) -> Opin
     op = next((named for named in named_operators(message) if failed_in and _canon(named) == _canon(failed_in)), op)
     at = shapes_at(path, inputs, op, scratch, timeout_s) if op and failed_in and _canon(failed_in) != _canon(op) \
         else None  # the evaluator fails after the engine's operator: what that operator gives by the spec
-    opinion = judge_crash(evaluated, keras_output_shapes(info), str(info.get("reference") or "Keras"), file,
+    keras_shapes = keras_output_shapes(info)
+    # the evaluator failing or giving other shapes than Keras's: does a second engine run the file as Keras does?
+    second = isinstance(evaluated, str) or (bool(keras_shapes) and [tuple(int(d) for d in np.shape(array))
+                                                                     for array in evaluated] != keras_shapes)
+    opinion = judge_crash(evaluated, keras_shapes, str(info.get("reference") or "Keras"), file,
                           producer_of(file), library, bool(set(file_operators(path)) & SUBGRAPH_HOLDERS), op,
-                          at if isinstance(at, dict) else None, _keras_makes_empty(info))
+                          at if isinstance(at, dict) else None, _keras_makes_empty(info),
+                          runtime_shapes(path, inputs, scratch, timeout_s) if second else None)
     write_bug_file(folder, {**info, ONNX_REFERENCE_KEY: {**opinion.to_json(), "rules": CRASH_RULES}})
     return opinion
 

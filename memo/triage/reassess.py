@@ -31,7 +31,7 @@ from memo.triage.probe import read_inputs, run_model
 from memo.triage.session import Session
 from memo.triage.truth import TRUTH_ARRAYS, artifact_inputs, judge_by_truth
 from memo.truth import CONTRADICTED
-from memo.triage.signature import TRUTH_DECISION
+from memo.triage.signature import NATIVE_SITE, native_site, TRUTH_DECISION
 
 REDUCED_VERDICT = "reduced_verdict"
 CRASH = VerdictKind.CRASH.value
@@ -125,6 +125,8 @@ def root_cause_parts(parts: JsonObject, folder: Path) -> JsonObject:
         # a converter's or an engine's crash: the node of the converted file its message names
         parts = {**parts, **node_parts(str(data.get("error_message") or ""), list(parts.get("frames") or []),
                                        folder / converted_file("onnx"))}
+    if parts.get("kind") == CRASH and (site := native_site(str(data.get("error_message") or ""))):
+        parts = {**parts, NATIVE_SITE: site}  # the library's own check that failed, wherever the model reached it
     located = data.get("localization") or {}
     if parts.get("kind") in NUMERIC_KINDS and located.get("layer_class"):
         # the first misbehaving layer of the REDUCED model; when it is right alone, the first of the layers that

@@ -185,6 +185,11 @@ OWN_STACK = "reference_opinion"
 _KERAS_CALL_WRAPPER = re.compile(r"Exception encountered when calling [\w.]+(?:\(\))?\.?\s*")
 # Keras's traceback filter (``keras.utils.traceback_utils.error_handler``) re-raises every layer's error: not its site.
 _KERAS_WRAPPER_FRAME = "keras/src/utils/traceback_utils.py:"
+# A native library's own source location in its message (OpenVINO's "Exception from src/.../utils.cpp:71:", "Check
+# '...' failed at src/...:201"): the innermost names the check that failed (crash_native_site).
+_NATIVE_SITE = re.compile(r"(?:Exception from|failed at) ((?:src|include|onnxruntime|tensorflow|torch)/[\w/.+-]+"
+                          r"\.(?:cpp|cc|c|h|hpp|cu):\d+)")
+NATIVE_SITE = "site"  # the parts' key of a crash's native site (added by memo.triage.reassess.root_cause_parts)
 # A failure the library did not describe (a signal, an exit status): its words cannot tell two bugs apart.
 _UNDESCRIBED = re.compile(r"^(?:signal|exit) |^WorkerDied$")
 # A stored message is cut at MESSAGE_LIMIT characters; once the wrapper (at most 44 characters and a 24-character
@@ -332,6 +337,14 @@ def _also_libraries(parts: dict[str, Any], library: str) -> list[str]:
     return [other for other in dict.fromkeys(others) if other != library]
 
 
+def native_site(message: str) -> str | None:
+    """The innermost source location a native library's message names (OpenVINO's nested "Exception from
+    src/common/snippets/src/utils/utils.cpp:71:"), None where it names none: a check at one line of the library's code
+    is one defect, reached by Keras on OpenVINO or by OpenVINO's ONNX frontend alike."""
+    found = _NATIVE_SITE.findall(message)
+    return found[-1] if found else None
+
+
 def message_pattern(message: str, reduced: ModelIR) -> str:
     """A masked message with what names the layer rather than the failing code masked too: Keras's wrapper,
     the reduced model's layer names, and its class names where they name the Keras layer object."""
@@ -407,6 +420,9 @@ def reduced_keys(parts: dict[str, Any], reduced: ModelIR) -> tuple[str, ...]:
                 for other in _also_libraries(parts, library):  # Keras's export failing as Keras on torch does
                     keys.append(digest({**common, "library": other, "exception": parts["exception"],
                                         "code_path": paths, "message": pattern}))
+        if described and parts.get(NATIVE_SITE):  # one native check failing, whichever stack and layers reached it
+            keys.append(digest({"kind": parts.get("kind", ""), "library": computing_library(str(parts.get("library"))),
+                                "exception": parts["exception"], NATIVE_SITE: parts[NATIVE_SITE], "message": pattern}))
         if parts.get("translator"):  # an importer's translation of one operator: one defect, whatever it raises
             keys.append(digest({**common, "operator": parts.get("operator"), "translator": parts["translator"]}))
         if described and parts.get("operator"):  # the failing node of a converted file, whichever layer wrote it

@@ -86,3 +86,8 @@ def test_an_optimizer_step_keyed_by_keras_optimizer_code_is_filed_at_keras() -> 
     own = BugRow("training-inconsistency-keras-jax-0", "training-inconsistency", "keras-jax", "gradients",
                  {"kind": "training-inconsistency", "library": "keras-jax", "stage": "gradients"}, 1, 1, 0.0, 0.0, 1)
     assert decide(own, [], FailureDetails(), None)["library"] == "keras-jax"
+
+
+def test_a_converter_blamed_at_another_opset_is_filed_by_its_one_name() -> None:
+    blame = decide(_bug("crash", "mxnet"), [], FailureDetails("MXNetError", "dimensions are invalid"), "tf2onnx-opset11")
+    assert blame["library"] == "tf2onnx" and blame["reported_by"] == "mxnet" and blame["opinion"] == "tf2onnx-opset11"

@@ -298,3 +298,38 @@ def test_the_evaluator_failing_in_the_node_inside_a_loop_is_failing_where_the_en
                "Name:'lstm/while/TensorArrayV2Read_1/TensorListGetItem' Status Message: indices element out of data "
                "bounds, idx=1 must be within the inclusive range [-1,0]")
     assert named_operators(message) == ["Loop", "Gather"]
+
+
+def test_other_shapes_from_the_evaluator_blame_the_file_only_where_onnx_runtime_does_not_give_keras_shapes(
+        tmp_path: Path) -> None:
+    import onnx
+    from onnx import TensorProto, helper
+
+    from memo.backends.onnx_reference import reference_outputs, runtime_shapes
+    from memo.triage.onnx_reference import CONVERTER, UNAVAILABLE, judge_crash
+
+    # s50 crash-mxnet-1aef8525ce: tf2onnx's GlobalMaxPool on a 5-D tensor; ONNX Runtime gives Keras's shape, onnx
+    # 1.23's evaluator reduced only the last two axes (fixed in its newest code)
+    graph = helper.make_graph([helper.make_node("GlobalMaxPool", ["x"], ["y"])], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8, 3, 4, 5])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    path = tmp_path / "model.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 11)]), str(path))
+    inputs = {"x": np.random.default_rng(0).standard_normal((2, 8, 3, 4, 5)).astype(np.float32)}
+    assert runtime_shapes(path, inputs, tmp_path) == [(2, 8, 1, 1, 1)]
+    evaluated = reference_outputs(path, inputs, tmp_path)
+    assert not isinstance(evaluated, str)
+    wrong = [np.zeros((2, 8, 3, 1, 1), np.float32)]  # the evaluator's answer in onnx 1.23
+    keras = [(2, 8, 1, 1, 1)]
+    assert judge_crash(wrong, keras, "keras-tensorflow", "onnx-opset11", "tf2onnx", "mxnet",
+                       runtime=[(2, 8, 1, 1, 1)]).decision == UNAVAILABLE
+    assert judge_crash(wrong, keras, "keras-tensorflow", "onnx-opset11", "tf2onnx", "mxnet",
+                       runtime=[(2, 8, 3, 1, 1)]).decision == CONVERTER  # both engines agree the file is wrong
+    assert judge_crash(wrong, keras, "keras-tensorflow", "onnx-opset11", "tf2onnx", "mxnet").decision == CONVERTER
+    # the evaluator failing after that node (its Squeeze of the axis it did not reduce): the same, by ONNX Runtime
+    failed = ("the ONNX reference evaluator cannot run this file: ValueError: cannot select an axis to squeeze out "
+              "which has size not equal to one [in op_squeeze]")
+    assert judge_crash(failed, [(2, 8)], "keras-tensorflow", "onnx-opset11", "tf2onnx", "mxnet",
+                       runtime=[(2, 8)]).decision == UNAVAILABLE
+    assert judge_crash(failed, [(2, 8)], "keras-tensorflow", "onnx-opset11", "tf2onnx", "mxnet",
+                       runtime=None).decision == CONVERTER  # ONNX Runtime cannot run it either: the file

@@ -431,3 +431,28 @@ def test_an_engine_wrong_only_through_nan_is_one_bug_with_another_stack_on_that_
     finite = {**engine, "truth": {"decision": "confirmed", "special_values": False}}
     kept = {**own_stack_parts(numeric_parts("openvino", "keras-tensorflow", auto), finite), "truth": "confirmed"}
     assert not one_bug((kept, auto), (keras_side, auto)), "a finite difference stays its stack's own (p40)"
+
+
+def test_one_native_check_failing_is_one_bug_through_both_openvino_stacks() -> None:
+    from memo.triage.signature import NATIVE_SITE, native_site
+
+    # s50: OpenVINO's CPU snippets check failing alike for Keras on OpenVINO (an LSTM, EinsumDense and
+    # SpectralNormalization model) and for OpenVINO's ONNX frontend (a SimpleRNN model): one check at one line
+    def layout(check: str, line: int) -> str:
+        return (f"Exception from src/inference/src/cpp/core.cpp:117:\nException from src/inference/src/dev/plugin.cpp:"
+                f"54:\nException from src/common/snippets/src/utils/utils.cpp:{line}:\n{check}\n")
+    message = layout("Layout rank can't be larger than tensor rank", 71)
+    assert native_site(message) == "src/common/snippets/src/utils/utils.cpp:71"
+    assert native_site("ValueError: the mask must be broadcastable") is None
+
+    def sited(backend: str, stage: str, text: str) -> dict[str, Any]:
+        parts = crash_parts(backend, stage, "RuntimeError", text)
+        return {**parts, NATIVE_SITE: native_site(text)}
+    through_keras = sited("keras-openvino", "execute", message)
+    through_onnx = sited("openvino", "load", message)
+    assert one_bug((through_keras, reduced("EinsumDense", {"equation": "abc,cd->abd"}, [None, 4, 3])),
+                   (through_onnx, reduced("SimpleRNN", shape=[None, 4, 3])))
+    # another check, or the same check line with another failure: two bugs
+    other = sited("openvino", "load", layout("Layout rank can't be larger than tensor rank", 88))
+    assert not one_bug((through_keras, reduced("EinsumDense", {"equation": "abc,cd->abd"}, [None, 4, 3])),
+                       (other, reduced("SimpleRNN", shape=[None, 4, 3])))
