@@ -12,8 +12,8 @@ every ``--every`` seconds until it exits:
 * bugs, and the triage backlog: bugs waiting for reduction and numeric findings waiting for localization
   (the same counts the campaign's summary gives).
 
-The samples go to ``reports/NAME-samples.csv``; the curves to one SVG picture (default
-``docs/long-campaign.svg``). It then prints issue 42's figures: exit code and wall time against the slot, peak
+The samples go to ``reports/NAME-samples.csv``; the curves to one SVG picture (default ``reports/NAME.svg``; the
+docs' picture, ``docs/long-campaign.svg``, only when ``--svg`` names it). It then prints issue 42's figures: exit code and wall time against the slot, peak
 memory in the first hour and in the last 30 minutes, executed models per 10 minutes in the first hour and in the
 last half hour, the backlog at the end of the first hour and at the end of fuzzing, the database's size.
 ``--attach`` samples a campaign started elsewhere (by its name) instead of starting one.
@@ -260,7 +260,7 @@ def main() -> int:
     parser.add_argument("--minutes", type=float, default=150.0)
     parser.add_argument("--name", default="long150")
     parser.add_argument("--every", type=float, default=60.0, help="seconds between samples")
-    parser.add_argument("--svg", type=Path, default=REPO / "docs" / "long-campaign.svg")
+    parser.add_argument("--svg", type=Path, default=None, help="the picture (default: reports/NAME.svg)")
     parser.add_argument("--attach", action="store_true", help="sample the running campaign NAME, start nothing")
     args = parser.parse_args()
 
@@ -298,6 +298,7 @@ def main() -> int:
         writer.writerow(asdict(samples[-1]))
     exit_code = child.wait() if child is not None else None
     wall = time.monotonic() - began
+    args.svg = args.svg or reports / f"{args.name}.svg"
     args.svg.write_text(picture(samples, f"memo fuzz --minutes {args.minutes:g} ({time.strftime('%Y-%m-%d')})"))
     print(f"# long campaign {args.name} ({time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores, "
           f"{format_size(psutil.virtual_memory().total)})")
