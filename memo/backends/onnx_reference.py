@@ -57,15 +57,21 @@ def _read_inputs(inputs_path: str) -> dict[str, np.ndarray]:
 
 
 def _child(args: list[str], inputs: dict[str, np.ndarray], inputs_path: Path, out: Path, timeout_s: float,
-           more: list[str] | None = None) -> str | None:
+           more: list[str] | None = None, python: str | None = None) -> str | None:
     """Run this module in a child process on ``inputs`` (saved to ``inputs_path``), writing ``out``: None when it
-    did, :data:`TIMED_OUT`, or the last line of its stderr (or its exit status) when it did not."""
+    did, :data:`TIMED_OUT`, or the last line of its stderr (or its exit status) when it did not. ``python``: another
+    interpreter (the newest-code environment's, which has onnx and numpy but not memo: memo's folder is put on its
+    path)."""
     inputs_path.parent.mkdir(parents=True, exist_ok=True)
     np.savez(inputs_path, **inputs)
     env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+    if python:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(__file__).resolve().parents[2]),
+                                                          env.get("PYTHONPATH")]))
     try:
-        done = subprocess.run([sys.executable, "-m", "memo.backends.onnx_reference", *args, str(inputs_path), str(out),
-                               *(more or [])], capture_output=True, text=True, timeout=timeout_s, env=env, check=False)
+        command = [python or sys.executable, "-m", "memo.backends.onnx_reference", *args, str(inputs_path), str(out),
+                   *(more or [])]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s, env=env, check=False)
     except subprocess.TimeoutExpired:
         return TIMED_OUT
     if done.returncode != 0 or not out.exists():
@@ -108,39 +114,6 @@ def _shapes_at(model_path: str, inputs_path: str, out_path: str, op: str) -> int
     return 0
 
 
-def _runtime_shapes(model_path: str, inputs_path: str, out_path: str) -> int:
-    """In the child: the shapes of the file's outputs by ONNX Runtime, as JSON."""
-    import json
-
-    import onnx
-    import onnxruntime
-
-    model = onnx.load(model_path)
-    feed = graph_feed(model, _read_inputs(inputs_path))
-    try:
-        session = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-        shapes = [list(np.shape(array)) for array in session.run(None, feed)]
-    except Exception as exc:  # noqa: BLE001 - said as text
-        print(f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}", file=sys.stderr)
-        return FAILED
-    Path(out_path).write_text(json.dumps(shapes))
-    return 0
-
-
-def runtime_shapes(model_path: Path, inputs: dict[str, np.ndarray], scratch: Path,
-                   timeout_s: float = TIMEOUT_S) -> list[tuple[int, ...]] | None:
-    """The shapes of the file's outputs by ONNX Runtime, a second engine beside the evaluator (None: it cannot run
-    the file): where it gives the Keras model's shapes and the evaluator does not, the evaluator is wrong, not the
-    file (onnx 1.23's GlobalMaxPool on a 5-D input reduces only the last two axes)."""
-    import json
-
-    out = scratch / "runtime-shapes.json"
-    failed = _child(["--runtime", str(model_path)], inputs, scratch / "runtime-shapes.inputs.npz", out, timeout_s)
-    if failed is not None:
-        return None
-    return [tuple(int(d) for d in shape) for shape in json.loads(out.read_text())]
-
-
 def shapes_at(model_path: Path, inputs: dict[str, np.ndarray], op: str, scratch: Path,
               timeout_s: float = TIMEOUT_S) -> dict[str, object] | str:
     """``{"node", "op", "spec", "onnxruntime"}``: the output shape of the file's first ``op`` node by the ONNX
@@ -155,11 +128,14 @@ def shapes_at(model_path: Path, inputs: dict[str, np.ndarray], op: str, scratch:
 
 
 def reference_outputs(model_path: Path, inputs: dict[str, np.ndarray], scratch: Path,
-                      timeout_s: float = TIMEOUT_S, max_nodes: int = MAX_NODES) -> list[np.ndarray] | str:
+                      timeout_s: float = TIMEOUT_S, max_nodes: int = MAX_NODES,
+                      python: str | None = None) -> list[np.ndarray] | str:
     """The outputs ONNX's reference evaluator computes for the file at ``model_path`` on ``inputs`` (in the
-    model's input order), or why there are none (too large, too slow, an operator it does not implement)."""
+    model's input order), or why there are none (too large, too slow, an operator it does not implement).
+    ``python``: the interpreter whose onnx evaluates (default: memo's)."""
     out = scratch / "onnx-reference.out.npz"
-    failed = _child([str(model_path)], inputs, scratch / "onnx-reference.inputs.npz", out, timeout_s, [str(max_nodes)])
+    failed = _child([str(model_path)], inputs, scratch / "onnx-reference.inputs.npz", out, timeout_s, [str(max_nodes)],
+                    python)
     if failed == TIMED_OUT:
         return f"the ONNX reference evaluator did not finish in {timeout_s:g} s"
     if failed is not None:
@@ -171,6 +147,4 @@ def reference_outputs(model_path: Path, inputs: dict[str, np.ndarray], scratch: 
 if __name__ == "__main__":
     if sys.argv[1] == "--at":
         sys.exit(_shapes_at(sys.argv[3], sys.argv[4], sys.argv[5], sys.argv[2]))
-    if sys.argv[1] == "--runtime":
-        sys.exit(_runtime_shapes(sys.argv[2], sys.argv[3], sys.argv[4]))
     sys.exit(_evaluate(sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]) if len(sys.argv) > 4 else MAX_NODES))

@@ -17,8 +17,8 @@ an entry's learning rate and steps, the minimal script writes its constructor (:
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Any, Iterable
 
 OPTIMIZER_STAGE = "optimizer"
 SGD_LEARNING_RATE = 0.1
@@ -104,6 +104,70 @@ CATALOGUE: dict[str, OptimizerEntry] = {
 }
 
 
+# A triage-reduced configuration (:mod:`memo.triage.optimizer_reduction`): a catalogue entry with some of its settings
+# dropped, ``adam-ema-without-use_ema,ema_momentum``; the plain classes the catalogue names no entry for (``adam``,
+# ``sgd``; ``adamw-plain`` where the class's name is a configured entry's). Neither is chosen for a model
+# (:func:`choose_optimizer` hashes over CATALOGUE alone): only triage names them.
+WITHOUT = "-without-"
+SCHEDULE_SETTING = "schedule"  # an entry's learning-rate schedule, dropped as a setting (its initial rate stays)
+PLAIN: dict[str, OptimizerEntry] = {
+    class_name.lower() + ("-plain" if class_name.lower() in CATALOGUE else ""): OptimizerEntry(class_name)
+    for class_name in sorted({entry.class_name for entry in CATALOGUE.values()})
+    if OptimizerEntry(class_name) not in CATALOGUE.values()}
+
+
+def settings(entry: OptimizerEntry) -> tuple[str, ...]:
+    """The entry's non-default settings a reduction may drop, in its own order: its config keys, then its schedule."""
+    return (*entry.config, *((SCHEDULE_SETTING,) if entry.schedule is not None else ()))
+
+
+def _without(entry: OptimizerEntry, dropped: Iterable[str]) -> OptimizerEntry:
+    gone = set(dropped)
+    return replace(entry, config={key: value for key, value in entry.config.items() if key not in gone},
+                   schedule=None if SCHEDULE_SETTING in gone else entry.schedule)
+
+
+def _root(name: str) -> tuple[str, tuple[str, ...]]:
+    """(catalogue or plain name, settings dropped from it) of entry ``name``."""
+    base, _, dropped = name.partition(WITHOUT)
+    return base, tuple(dropped.split(",")) if dropped else ()
+
+
+def known_entry(name: str) -> OptimizerEntry | None:
+    """The entry ``name`` names: a catalogue entry, a plain class (:data:`PLAIN`), or a catalogue entry without some
+    of its settings (:data:`WITHOUT`); None for an unknown name."""
+    if name in CATALOGUE or name in PLAIN:
+        return CATALOGUE.get(name) or PLAIN[name]
+    base, dropped = _root(name)
+    entry = CATALOGUE.get(base)
+    if entry is None or not dropped or not set(dropped) <= set(settings(entry)):
+        return None
+    return _without(entry, dropped)
+
+
+def derived_name(name: str, dropped: Iterable[str]) -> str:
+    """The name of entry ``name`` without settings ``dropped``: the catalogue's or :data:`PLAIN`'s name where one is
+    the same configuration (``adam-accumulate`` without ``gradient_accumulation_steps`` is ``adam``;
+    ``rmsprop-centered-momentum`` without both is ``rmsprop``), else ``<catalogue entry>-without-<settings>``, the
+    settings in the entry's order: one name per configuration, whichever order a reduction dropped them in."""
+    base, already = _root(name)
+    root = optimizer_entry(base)
+    gone = {*already, *dropped}
+    keys = tuple(key for key in settings(root) if key in gone)
+    entry = _without(root, keys)
+    same = next((known for known, candidate in (*sorted(CATALOGUE.items()), *sorted(PLAIN.items()))
+                 if candidate == entry), None)
+    return same or (f"{base}{WITHOUT}{','.join(keys)}" if keys else base)
+
+
+def simpler_forms(name: str) -> list[str]:
+    """The configurations simpler than entry ``name`` that a reduction tries, in order: the plain class (every
+    setting dropped), then each setting dropped alone, in the entry's order; none for an entry without settings."""
+    keys = settings(optimizer_entry(name))
+    forms = [derived_name(name, keys), *(derived_name(name, (key,)) for key in keys)] if keys else []
+    return [form for form in dict.fromkeys(forms) if form != name]
+
+
 def choose_optimizer(name: str) -> str:
     """The catalogue entry of the model in artifact folder ``name`` (a hash of the name, independent of
     :func:`memo.training.selection.train_chosen`'s: the same entry whichever pipeline, order or resume runs it)."""
@@ -113,11 +177,11 @@ def choose_optimizer(name: str) -> str:
 
 
 def optimizer_entry(name: str) -> OptimizerEntry:
-    """The entry ``name``; a ``KeyError`` naming the catalogue for an unknown one."""
-    try:
-        return CATALOGUE[name]
-    except KeyError:
-        raise KeyError(f"unknown optimizer configuration {name!r} (known: {', '.join(sorted(CATALOGUE))})") from None
+    """The entry ``name`` (:func:`known_entry`); a ``KeyError`` naming the catalogue for an unknown one."""
+    entry = known_entry(name)
+    if entry is None:
+        raise KeyError(f"unknown optimizer configuration {name!r} (known: {', '.join(sorted(CATALOGUE))})")
+    return entry
 
 
 def recorded_optimizer(record: object) -> str | None:
@@ -129,8 +193,9 @@ def recorded_optimizer(record: object) -> str | None:
 
 def optimizer_class(name: str) -> str:
     """The Keras class of entry ``name`` (a bug's dedup key names it: a Nadam defect and a Lion defect are two root
-    causes); ``name`` itself for an entry the catalogue no longer holds."""
-    entry = CATALOGUE.get(name)
+    causes; a reduced configuration has its entry's class); ``name`` itself for an entry the catalogue no longer
+    holds."""
+    entry = known_entry(name)
     return entry.class_name if entry is not None else name
 
 

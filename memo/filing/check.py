@@ -18,7 +18,9 @@ from memo.backends.onnx_validity import INVALID_ONNX
 from memo.bugdb.recheck import run_script
 from memo.filing.folder import BUG_FILE, IR_FILE, ONNX_FILE, BugFolder
 from memo.text import without_ansi
-from memo.filing.script import SCRIPT_FILE, Candidate, NoMinimalScript, candidates
+from memo.filing.onnx_code import GraphNotWritable, file_summary, onnx_graph_code
+from memo.filing.script import (KERAS_ATTACHED, MAX_SCRIPT_LINES, ONNX_ATTACHED, SCRIPT_FILE, Candidate,
+                                NoMinimalScript, candidates, written_candidates)
 from memo.triage.onnx_reference import opine_on_crash, trace_shape_origin
 from memo.triage.assigned import probe_assigned
 from memo.triage.ort_unoptimized import probe_unoptimized
@@ -220,3 +222,28 @@ def check_campaign(bugs_dir: Path, *, refresh: bool = False) -> tuple[int, int]:
                if (path / BUG_FILE).is_file()] if bugs_dir.is_dir() else []
     decided = [result for result in results if not result.inconclusive]  # the others are not kept: checked later
     return len(decided), sum(1 for result in decided if result.reproduces)
+
+
+def attached_model_line(folder: BugFolder, checked: MinimalScript, plumbing: frozenset[str] = frozenset(),
+                        first: str = "") -> str:
+    """The issue's one line on a script that reads the reduced model from its attached file: what the file holds
+    (:func:`memo.filing.onnx_code.file_summary`, ``plumbing`` operators listed last) and the true reason it is no code
+    (a graph helper code cannot state, a script over :data:`MAX_SCRIPT_LINES` lines, or a code-built model that did
+    not show the bug); "" for a script that builds its model."""
+    if checked.source not in (ONNX_ATTACHED, KERAS_ATTACHED):
+        return ""
+    path = folder.file(ONNX_FILE)
+    if checked.source == KERAS_ATTACHED or path is None:
+        return "The reduced model is attached as a file: built in code, it did not show the bug."
+    try:
+        onnx_graph_code(path)
+        built = [candidate for candidate in written_candidates(folder) if candidate.source != ONNX_ATTACHED]
+    except GraphNotWritable as exc:
+        why = f"memo writes no `onnx.helper` code for a graph with {exc}"
+    except Exception:  # a file memo cannot rewrite: say what it holds all the same
+        why = "memo could not write it as `onnx.helper` code"
+    else:
+        longest = max((candidate.lines for candidate in built), default=0)
+        why = (f"as `onnx.helper` code the script would take {longest} lines (over {MAX_SCRIPT_LINES})"
+               if longest > MAX_SCRIPT_LINES else "rebuilt as `onnx.helper` code, it did not show the bug")
+    return f"The attached `{ONNX_FILE}` is the reduced model, {file_summary(path, plumbing, first)}: {why}."

@@ -21,15 +21,15 @@ from memo.backends.versions import distribution_versions
 from memo.bug_files import NEWEST_FILE
 from memo.backends.versions import MISSING
 from memo.newest import BUILD_DISTRIBUTIONS, CANNOT_RUN, STILL_REPRODUCES, build_text, installed_as
-from memo.filing.check import MinimalScript, cached_minimal, minimal_script
+from memo.filing.check import MinimalScript, attached_model_line, cached_minimal, minimal_script
 from memo.filing.observed import ERROR_LINES, actual, error_excerpt, quoted
 from memo.filing.folder import ONNX_FILE, REPRO_FILE, BugFolder
 from memo.kinds import TRAINING_KINDS, VerdictKind
 from memo.backends.idioms import ONNX
-from memo.filing.script import KERAS_ATTACHED, NUMERIC_PRINTS, ONNX_ATTACHED
+from memo.filing.script import NUMERIC_PRINTS
 from memo.filing.torch_onnx_code import SOURCE as TORCH_ONLY
 from memo.filing.torch_onnx_code import found_through
-from memo.filing.title import (KIND_WORDS, culprit, engine_operator, folder_training_symptom, layer_classes,
+from memo.filing.title import (KIND_WORDS, LAYOUT_OPERATORS, culprit, engine_operator, folder_training_symptom, layer_classes,
                                any_optimizer, shape_text, stated_cause, stepped_optimizer, title, tracker_name,
                                wrong_shape)
 from memo.triage.failing_node import node_attributes
@@ -41,7 +41,6 @@ from memo.triage.newest import provenance
 from memo.backends.trackers import DESCRIBE, DUPLICATES, ENVIRONMENT, EXPECTED, LOG, REPRODUCE, GENERIC
 
 FENCE = "```"
-MODEL_FILE_SOURCES = (KERAS_ATTACHED, ONNX_ATTACHED)
 
 
 def _fenced(text: str, language: str = "") -> str:
@@ -121,8 +120,8 @@ def _reproduce(folder: BugFolder, checked: MinimalScript) -> list[str]:
         lines = [_fenced(checked.text, "python"), ""]
         if attached:
             lines.append(f"It reads {', '.join(f'`{name}`' for name in attached)} (attached, next to the script).")
-        if checked.source in MODEL_FILE_SOURCES:
-            lines.append("The reduced model is attached as a file: built in code, it did not show the bug.")
+        described = attached_model_line(folder, checked, LAYOUT_OPERATORS, engine_operator(folder, checked) or "")
+        lines += [described] if described else []
         return lines + ["It exits 1 with the error below when the bug shows, 0 when it is fixed."]
     why = f" ({checked.reason})" if checked.reason else ""
     return [f"No minimal script reproduces this bug{why}: memo's full `{REPRO_FILE}` is attached with the model "
@@ -339,9 +338,10 @@ def _described(bug: BugFolder, checked: MinimalScript) -> str:
     if symptom and stepped is not None:  # an optimizer's update: the optimizer and the variables it steps
         built, dtypes = stepped
         held = f"{' and '.join(dtypes)} variables" if dtypes else "a model's variables"
-        mixed = (" The option is not the cause: memo sees the same with other optimizers and options on these "
-                 "precisions (one root cause), and no difference when every variable is float32."
-                 if any_optimizer(bug) else "")
+        options = "," in built  # settings beside the learning rate (the reduction left those the bug needs)
+        mixed = ((" The option is not the cause: memo sees" if options else " memo sees")
+                 + " the same with other optimizers and options on these precisions (one root cause), and no"
+                 " difference when every variable is float32." if any_optimizer(bug) else "")
         return (f"With {LIBRARY_NAMES.get(bug.library, bug.library)}, `keras.optimizers.{built}` stepping {held} "
                 f"(`optimizer.apply(gradients, variables)`, fixed gradients) computes a step whose {symptom} "
                 f"(training stage {stage}).{mixed}")

@@ -17,6 +17,10 @@ from memo.filing.pycode import INDENT, literal
 INLINE_ELEMENTS = 16  # integer initializers up to this many elements are written in the script
 INLINE_FLOATS = 4  # float ones up to this many
 WEIGHTS_FILE = "weights.npz"
+# A graph with more nodes (its subgraphs' counted) is attached as its file: helper code for it would be no minimal
+# script (Keras's own export writes hundreds of nodes for a few layers).
+MAX_HELPER_NODES = 40
+SUMMARY_OPERATORS = 6  # the operators a file's one-line summary lists
 
 
 class GraphNotWritable(Exception):
@@ -62,9 +66,10 @@ def _array(array: np.ndarray, name: str, attached: dict[str, np.ndarray]) -> str
 def _attribute(attribute: Any, names: _Names, attached: dict[str, np.ndarray]) -> str:
     from onnx import AttributeProto, helper, numpy_helper
 
-    if attribute.type in (AttributeProto.GRAPH, AttributeProto.GRAPHS, AttributeProto.SPARSE_TENSOR,
-                          AttributeProto.SPARSE_TENSORS, AttributeProto.TENSORS):
-        raise GraphNotWritable(f"attribute {attribute.name} of type {attribute.type}")
+    if attribute.type in (AttributeProto.GRAPH, AttributeProto.GRAPHS):
+        raise GraphNotWritable(f"a subgraph (attribute {attribute.name})")
+    if attribute.type in (AttributeProto.SPARSE_TENSOR, AttributeProto.SPARSE_TENSORS, AttributeProto.TENSORS):
+        raise GraphNotWritable(f"attribute {attribute.name} of type {AttributeProto.AttributeType.Name(attribute.type)}")
     if attribute.type == AttributeProto.TENSOR:
         return _array(numpy_helper.to_array(attribute.t), names.short(attribute.t.name or "value", "value"), attached)
     value = helper.get_attribute_value(attribute)
@@ -92,6 +97,9 @@ def onnx_graph_code(path: Path) -> OnnxGraphCode:
 
     model = onnx.load(str(path))
     graph = model.graph
+    counted = len(all_nodes(graph))
+    if counted > MAX_HELPER_NODES:  # checked first: a large graph's reason is its size, whatever else it holds
+        raise GraphNotWritable(f"over {MAX_HELPER_NODES} nodes")
     initializer_names = {init.name for init in graph.initializer}
     inputs = [arg for arg in graph.input if arg.name not in initializer_names]
     names = _Names({arg.name for arg in inputs})
@@ -127,3 +135,40 @@ def onnx_file_inputs(path: Path) -> tuple[list[str], int]:
     graph = onnx.load(str(path)).graph
     initializer_names = {init.name for init in graph.initializer}
     return [arg.name for arg in graph.input if arg.name not in initializer_names], len(graph.output)
+
+
+def all_nodes(graph: Any) -> list[Any]:
+    """The nodes of ``graph`` and of every subgraph its nodes hold (an If's branches, a Loop's body)."""
+    from onnx import AttributeProto
+
+    found = []
+    for node in graph.node:
+        found.append(node)
+        for attribute in node.attribute:
+            held = [attribute.g] if attribute.type == AttributeProto.GRAPH else \
+                list(attribute.graphs) if attribute.type == AttributeProto.GRAPHS else []
+            for subgraph in held:
+                found += all_nodes(subgraph)
+    return found
+
+
+def file_summary(path: Path, plumbing: frozenset[str] = frozenset(), first: str = "") -> str:
+    """What an attached ONNX file holds, in one phrase for a maintainer who would otherwise get an unexplained
+    binary: its producer, its opset, its node count and operators (most frequent first, ``plumbing`` listed last),
+    its subgraphs (``first``, the failing operator where known, listed first): "tf2onnx 1.17.0's file, opset 15, 64 nodes (Resize, If, Mul, ...; 4 subgraphs)"."""
+    import onnx
+
+    model = onnx.load(str(path))
+    nodes = all_nodes(model.graph)
+    counts: dict[str, int] = {}
+    for node in nodes:
+        counts[node.op_type] = counts.get(node.op_type, 0) + 1
+    ranked = sorted(counts, key=lambda op: (op != first, op in plumbing, -counts[op]))
+    listed = ", ".join(ranked[:SUMMARY_OPERATORS]) + (", ..." if len(ranked) > SUMMARY_OPERATORS else "")
+    held = sum(1 if attribute.HasField("g") else len(attribute.graphs) for node in nodes for attribute in node.attribute)
+    producer = " ".join(word for word in f"{model.producer_name} {model.producer_version}".split() if word != "None")
+    opset = next((entry.version for entry in model.opset_import if entry.domain in ("", "ai.onnx")), None)
+    made = f"{producer}'s file" if producer else "a file"
+    opset_text = f", opset {opset}" if opset else ""
+    subgraphs = f"; {held} subgraph{'s' * (held != 1)}" if held else ""
+    return f"{made}{opset_text}, {len(nodes)} node{'s' * (len(nodes) != 1)} ({listed}{subgraphs})"

@@ -38,10 +38,6 @@ THREAD_VARIABLES = frozenset({"OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NU
 # Where a candidate's weights and inputs come from: a seeded generator, attached arrays, or the attached model file
 # itself (the last resort: a graph helper code cannot rebuild, a Keras model whose bug needs its saved state).
 SEEDED, ATTACHED, ONNX_ATTACHED, KERAS_ATTACHED = "seeded", "attached", "onnx-file", "keras-file"
-
-# A graph with more nodes is attached as its file: helper code for it would be no minimal script (Keras's own
-# export writes hundreds of nodes for a few layers).
-MAX_HELPER_NODES = 40
 # The longest script an issue shows: a longer candidate (a graph or a model built in code) gives way to one reading
 # the model from its attached file.
 MAX_SCRIPT_LINES = 40
@@ -335,8 +331,6 @@ def _onnx_part(folder: BugFolder, source: str) -> ModelPart:
         graph = onnx_graph_code(onnx_path)
     except GraphNotWritable as exc:
         raise NoMinimalScript(f"the graph has {exc}") from exc
-    if graph.nodes > MAX_HELPER_NODES:
-        raise NoMinimalScript(f"the graph has {graph.nodes} nodes: the file is attached instead")
     files = {WEIGHTS_FILE: _npz(graph.attached)} if graph.attached else {}
     return ModelPart(graph.lines, files, graph.inputs, graph.outputs)
 
@@ -351,6 +345,15 @@ def _sources(folder: BugFolder, idiom: Idiom, floats: bool) -> list[str]:
 def candidates(folder: BugFolder, deadline: float | None = None) -> list[Candidate]:
     """The scripts to try for ``folder``, shortest first (``deadline``, monotonic clock: what writing them may run
     ends by then)."""
+    out = written_candidates(folder)
+    if folder.kind in TRAINING_KINDS:
+        return out
+    short = [candidate for candidate in out if candidate.lines <= MAX_SCRIPT_LINES] or out
+    return _torch_only(folder, short[0], deadline) + short
+
+
+def written_candidates(folder: BugFolder) -> list[Candidate]:
+    """Every script memo can write for ``folder``, in the order of their sources, however long."""
     if folder.kind in UNSCRIPTED_KINDS:
         raise NoMinimalScript(UNSCRIPTED_KINDS[folder.kind])
     if folder.kind in TRAINING_KINDS:
@@ -376,8 +379,7 @@ def candidates(folder: BugFolder, deadline: float | None = None) -> list[Candida
             why = str(exc)
     if not out:
         raise NoMinimalScript(why)
-    short = [candidate for candidate in out if candidate.lines <= MAX_SCRIPT_LINES] or out
-    return _torch_only(folder, short[0], deadline) + short
+    return out
 
 
 def _torch_only(folder: BugFolder, keras: Candidate, deadline: float | None) -> list[Candidate]:

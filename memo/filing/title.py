@@ -12,8 +12,8 @@ from memo.filing.folder import ONNX_FILE, BugFolder
 from memo.filing.observed import error_text, message_head, quoted, stated_message, whole_words
 from memo.filing.script import idiom_for
 from memo.filing.training_idiom import training_symptom
-from memo.backends.training_optimizers import (ADAM_LEARNING_RATE, CATALOGUE, OPTIMIZER_STAGE, SGD_LEARNING_RATE,
-                                               constructor_text)
+from memo.backends.training_optimizers import (ADAM_LEARNING_RATE, OPTIMIZER_STAGE, SGD_LEARNING_RATE,
+                                               constructor_text, known_entry)
 from memo.kinds import TRAINING_KINDS
 from memo.training.judge import UPDATE_STAGES
 from memo.training.selection import weight_dtypes
@@ -101,9 +101,9 @@ def stepped_optimizer(folder: BugFolder) -> tuple[str, list[str]] | None:
     if folder.kind not in TRAINING_KINDS or stage not in UPDATE_STAGES:
         return None
     entry = str((folder.info.get("training") or {}).get("optimizer") or "") if stage == OPTIMIZER_STAGE else ""
-    built = constructor_text(entry).removeprefix("keras.optimizers.") if entry in CATALOGUE else \
-        {"sgd": f"SGD(learning_rate={SGD_LEARNING_RATE:g})", "adam": f"Adam(learning_rate={ADAM_LEARNING_RATE:g})"}.get(
-            stage, "the optimizer")
+    fixed = {"sgd": f"SGD(learning_rate={SGD_LEARNING_RATE:g})", "adam": f"Adam(learning_rate={ADAM_LEARNING_RATE:g})"}
+    built = constructor_text(entry).removeprefix("keras.optimizers.") if entry and known_entry(entry) is not None \
+        else fixed.get(stage, "the optimizer")
     ir = folder.ir()
     return built, list(weight_dtypes(ir)) if ir is not None else []
 
@@ -148,19 +148,33 @@ def culprit(folder: BugFolder, checked: MinimalScript | None = None) -> str:
     operator = origin.get("op") or (engine_operator(folder, checked) if engine else None)
     if operator:
         return str(operator)
-    names = _operators(folder) if engine else classes
-    if engine and folder.kind == "crash" and len(names) > 2 and classes:
-        names = classes
+    localized = str(folder.info.get("layer_class") or "")
+    operators = _operators(folder) if engine else []
+    if operators:  # the maintainer reads the ONNX file, never the Keras model: its operators, the layer a suffix
+        layers = [name for name in classes if localized and localized in _classes_of(name)] or classes or (
+            [localized] if localized else [])
+        same = {part for name in layers for part in _classes_of(name)} >= set(operators)
+        return listed(operators) + (f" {from_keras(layers)}" if layers and not same else "")
+    names = classes
     said = error_text(folder, checked) if checked is not None else ""
     said = said or str(folder.info.get("error_message") or "")
-    localized = str(folder.info.get("layer_class") or "")
     named = [name for name in names if any(f"{part}.call()" in said for part in _classes_of(name))]  # Keras names it
     located = [name for name in classes if localized in _classes_of(name)]
     if named:
         names = named
     elif localized and (located or localized in names or not names):
         names = located or [localized]
-    return ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
+    return listed(names)
+
+
+def listed(names: list[str], most: int = 3) -> str:
+    """``names`` for a title: the first ``most``, ", ..." for the rest."""
+    return ", ".join(names[:most]) + (", ..." if len(names) > most else "")
+
+
+def from_keras(layers: list[str]) -> str:
+    """The suffix naming the Keras layers an ONNX file's operators were converted from."""
+    return f"(from Keras {listed(layers, 2)})"
 
 
 # What a cause cut from a long message may open with that is no word of it: the end of a checked condition
@@ -181,6 +195,30 @@ _WORDS = re.compile(r"\b[A-Za-z]{2,}\b")
 # initialization: <C++ frame> [ONNXRuntimeError] : 1 : FAIL : upsamplebase.h:579 ScalesValidation 'Cubic' mode ...")
 _NESTED_STATUS = re.compile(r"\[\w+Error\]\s*:\s*\d+\s*:\s*\w+\s*:\s*")
 _SOURCE_LOCATION = re.compile(r"^\S+\.\w+:\d+\s+")  # a source file and line opening a message
+# ONNX Runtime's wrapper around a kernel's status: the node it ran, then the kernel's own message (the cause)
+_STATUS_MESSAGE = re.compile(r"Non-zero status code returned while running \w+ node\.\s*Name:\s*'[^']*'\s*"
+                             r"Status Message:\s*")
+_LIST_ITEM = re.compile(r"^\s*[*-]\s+")
+
+
+def status_message(text: str) -> str:
+    """The kernel's own message inside ONNX Runtime's status wrapper ("[ONNXRuntimeError] : 1 : FAIL : Non-zero
+    status code returned while running Resize node. Name:'...' Status Message: upsamplebase.h:579 ScalesValidation
+    'Cubic' mode only supports:\n  * 2-D inputs ...") in one line, its source location and list marks left out; ""
+    where ``text`` has no such wrapper. The wrapper's words are the same for every failure: the title and the search
+    words need the cause, and the operator the title names already."""
+    found = list(_STATUS_MESSAGE.finditer(text))
+    if not found:
+        return ""
+    lines = []
+    for line in text[found[-1].end():].splitlines():
+        if _TRACEBACK_LINE.match(line):
+            break
+        lines.append(_LIST_ITEM.sub("", line).strip())
+    return _SOURCE_LOCATION.sub("", " ".join(line for line in lines if line)).strip()
+
+
+_TRACEBACK_LINE = re.compile(r"^(?:Traceback \(most recent|\s*File \"|Stack trace:)")
 _QUOTED_PATH = re.compile(r"\s*'[^'\s]*/[^'\s]*'")
 
 
@@ -189,7 +227,8 @@ def stated_cause(folder: BugFolder, checked: MinimalScript | None = None) -> str
     message's stated line as a full clause (:func:`memo.triage.describe.full_clause`), and of a long one its first
     sentence in words."""
     checked = checked or MinimalScript()
-    head = message_head(folder, checked)
+    head = status_message(error_text(folder, checked) or str(folder.info.get("error_message") or "")) or \
+        message_head(folder, checked)
     nested = _NESTED_STATUS.split(head)  # an error re-raised with its own status tag: the innermost one says why
     if len(nested) > 2 and len(_WORDS.findall(nested[-1])) >= 3:
         head = _SOURCE_LOCATION.sub("", nested[-1]).strip()
@@ -246,9 +285,10 @@ def title(folder: BugFolder, checked: MinimalScript | None = None) -> str:
                     f"{shape_text(origin['reference'])} in {origin.get('by') or 'the reference'}")
     else:
         cause = stated_cause(folder, checked)
+        if not folder.converter_blamed:  # the exception apart: a title too long drops it before the cause's words
+            return fitted(f"[{tracker_name(folder.filed_on)}] ", culprit(folder, checked), folder.exception, cause)
         what = f"{folder.exception}: {cause}" if folder.exception else cause
-        if folder.converter_blamed:  # the converter's file, which an engine fails on
-            what = f"writes a file {folder.library} fails on ({what})"
+        what = f"writes a file {folder.library} fails on ({what})"  # the converter's file, which an engine fails on
     named = culprit(folder, checked)
     filed = tracker_name(folder.filed_on)
     assigned = [str(name) for name in folder.info.get("assigned_in_call") or []]
@@ -256,4 +296,44 @@ def title(folder: BugFolder, checked: MinimalScript | None = None) -> str:
         # and the backends part by whether they differentiate through it: the layer's defect, not one backend's
         named += f" assigns {', '.join(assigned)} in call()"
         filed = "keras"
-    return whole_words(f"[{filed}] {named}: {what}", TITLE_CHARS)
+    return fitted(f"[{filed}] ", named, "", what)
+
+
+# asides in words ("(zero-based)", "(against keras-tensorflow)"), bracketed tags ("[Op:Mul]"), an empty trailing name;
+# not a figure's brackets ("shape [*, 4]", "size (11)"), which state the bug
+_ASIDES = re.compile(r"\s*(?:\([A-Za-z][A-Za-z -]*\)|\[\w+:[^\[\]]*\])|\s+name:\s*$")
+# Where a phrase may end: punctuation, or a word opening a clause or a complement
+_CLAUSE_ENDS = re.compile(r"[,;:.]\s|\s-\s|\s(?=\()|\s(?=(?:as|but|where|with|for|because|since|when|while|which|by|in|at|"
+                          r"from|after|before|than|between)\s)")
+_MIN_WORDS = 3
+
+
+def clauses(text: str) -> list[str]:
+    """``text`` ended at each place a phrase may end, longest first (each of :data:`_MIN_WORDS` words at least)."""
+    ends = [match.start() for match in _CLAUSE_ENDS.finditer(text)]
+    cut = [text[:end].rstrip(" ,;:.-(") for end in reversed(ends)]
+    return [part for part in dict.fromkeys(cut) if len(_WORDS.findall(part)) >= _MIN_WORDS
+            and part.rsplit(" ", 1)[-1].lower() not in _OPEN_WORDS]
+
+
+_OPEN_WORDS = frozenset({"a", "an", "the", "to", "of", "and", "or", "is", "was", "be", "are", "were", "not", "got"})
+
+
+def fitted(head: str, named: str, exception: str, cause: str, limit: int = TITLE_CHARS) -> str:
+    """``head named: exception: cause`` within ``limit`` characters, shortened by what says least first: the Keras
+    layers an ONNX operator came from, the cause's asides (parentheses in words, bracketed tags), the exception's name, the
+    cause's trailing clauses (it ends where a phrase ends, never mid-sentence), the culprit's list after its first
+    name; cut at a word with "..." only where nothing else fits."""
+    bare = _ASIDES.sub("", cause).strip() or cause
+    short_named = re.sub(r" \(from Keras [^)]*\)$", "", named)
+    first_named = named.split(", ")[0] + (", ..." if ", " in named else "")
+    first_named = re.sub(r" \(from Keras [^)]*\)$", "", first_named)
+    tries = [(named, exception, cause), (short_named, exception, cause), (short_named, exception, bare),
+             (short_named, "", bare)]
+    tries += [(culprit_name, said, part) for culprit_name in (short_named, first_named) for part in clauses(bare)
+              for said in (exception, "")]
+    for culprit_name, said, what in tries:
+        text = f"{head}{culprit_name}: {f'{said}: ' if said and what else said}{what}"
+        if len(text) <= limit:
+            return text
+    return whole_words(f"{head}{named}: {f'{exception}: ' if exception else ''}{cause}", limit)

@@ -7,8 +7,8 @@ backend writes it, and the check against the reference's arrays (``expected.npz`
   ``actual`` is every trainable weight's gradient;
 * ``forward`` and ``loss``: the outputs of ``model(x, training=True)`` and that loss;
 * ``sgd``, ``adam`` and ``optimizer``: the optimizer's own ``apply`` of memo's fixed gradients, ``actual`` the
-  update ``(after - before) / lr``; ``optimizer`` constructs the catalogue entry the bug's check ran
-  (:mod:`memo.backends.training_optimizers`, bug.json's ``training.optimizer``).
+  update ``(after - before) / lr``; ``optimizer`` constructs the catalogue entry the bug's check ran, or the simpler
+  form of it triage reduced it to (:mod:`memo.backends.training_optimizers`, bug.json's ``training.optimizer``).
 
 The script raises (exits 1) when the bug shows: ``np.testing.assert_allclose`` against the expected arrays with the
 oracle's tolerance (a numeric bug), the library's own exception (a ``training-crash``).
@@ -16,8 +16,8 @@ oracle's tolerance (a numeric bug), the library's own exception (a ``training-cr
 from __future__ import annotations
 
 from memo.backends.training import LOSS_SEED, STEP_SEED
-from memo.backends.training_optimizers import (ADAM_LEARNING_RATE, ADAM_STEPS, CATALOGUE, OPTIMIZER_STAGE,
-                                               SGD_LEARNING_RATE, UPDATE_PREFIXES, constructor_text)
+from memo.backends.training_optimizers import (ADAM_LEARNING_RATE, ADAM_STEPS, OPTIMIZER_STAGE, SGD_LEARNING_RATE,
+                                               UPDATE_PREFIXES, constructor_text, known_entry)
 from memo.kinds import VerdictKind
 
 # The loss every stage uses: memo's fixed random projection of the outputs (cotangent W / batch on every backend).
@@ -72,7 +72,7 @@ def _optimizer_of(stage: str, optimizer: str | None) -> tuple[str, str, int, flo
     stage ``optimizer``."""
     if stage != OPTIMIZER_STAGE:
         return _OPTIMIZERS[stage]
-    entry = CATALOGUE.get(optimizer or "")
+    entry = known_entry(optimizer or "")
     if entry is None:
         raise NoTrainingIdiom(f"the bug names no known optimizer configuration ({optimizer!r})")
     return "opt", constructor_text(str(optimizer)), entry.steps, entry.learning_rate
@@ -149,7 +149,7 @@ def training_symptom(stage: str, kind: str, training: dict[str, object], referen
     ``also``: the other backends that make the same NaN (its message's "also on")."""
     if kind == VerdictKind.TRAINING_CRASH.value:
         return ""
-    entry = CATALOGUE.get(str(training.get("optimizer") or ""))
+    entry = known_entry(str(training.get("optimizer") or ""))
     array = STAGE_ARRAYS.get(stage, stage + " {name}").format(
         name=training.get("name") or training.get("array") or "", optimizer=entry.class_name if entry else "optimizer")
     if kind == VerdictKind.TRAINING_NAN.value and stage in UPDATE_PREFIXES:  # judged without a reference

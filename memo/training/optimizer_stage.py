@@ -6,8 +6,8 @@ from typing import Mapping, Protocol, Sequence
 
 import numpy as np
 
-from memo.backends.training_optimizers import (ADAM_LEARNING_RATE, ADAM_STEPS, CATALOGUE, OPTIMIZER_STAGE,
-                                               SGD_LEARNING_RATE, UPDATE_PREFIXES, constructor_text)
+from memo.backends.training_optimizers import (ADAM_LEARNING_RATE, ADAM_STEPS, OPTIMIZER_STAGE, SGD_LEARNING_RATE,
+                                               UPDATE_PREFIXES, constructor_text, known_entry)
 
 
 class Named(Protocol):
@@ -37,13 +37,13 @@ def update_steps(reference: Mapping[str, np.ndarray], prefix: str) -> tuple[floa
         return UPDATES[prefix]
     if prefix != OPTIMIZER_PREFIX:
         return None
-    entry = CATALOGUE.get(optimizer_name(reference) or "")
+    entry = known_entry(optimizer_name(reference) or "")
     return (entry.learning_rate, entry.steps) if entry is not None else None
 
 
 def optimizer_label(name: str) -> str:
     """How a verdict's message names catalogue entry ``name``: ``[optimizer nadam: keras.optimizers.Nadam(...)]``."""
-    return f"[optimizer {name}: {constructor_text(name)}]" if name in CATALOGUE else f"[optimizer {name}]"
+    return f"[optimizer {name}: {constructor_text(name)}]" if known_entry(name) else f"[optimizer {name}]"
 
 
 def name_optimizer(verdicts: Sequence[Named], name: str | None) -> None:

@@ -34,12 +34,13 @@ from memo.artifact_files import ARTIFACT_FILES
 from memo.bug_files import INPUTS_FILE, read_bug_file, write_bug_file
 from memo.backends import CONVERTERS, find_spec, produced_by, producer_of
 from memo.backends.node_shapes import PER_NODE_MODULES, node_shapes
-from memo.backends.onnx_reference import reference_outputs, runtime_shapes, shapes_at
+from memo.backends.onnx_reference import reference_outputs, shapes_at
 from memo.triage.failing_node import SUBGRAPH_HOLDERS, culprit_operator, file_operators, named_operators
 from memo.json_types import JsonObject
 from memo.oracle import Thresholds
 from memo.oracle.criterion import agree, mismatch, nan_problem
 from memo.truth import CONFIRMED, ILL_CONDITIONED, Truth
+from memo.newest import next_python
 
 ONNX_REFERENCE_KEY = "onnx_reference"
 SHAPE_ORIGIN_KEY = "shape_origin"  # the first node whose output shape an engine gets wrong (bug.json)
@@ -200,7 +201,7 @@ _NO_OPINION = re.compile(r"NotImplemented|not implemented|No implementation|not 
 CRASH_FILE = "model.onnx"  # the converted file in a bug folder (memo.triage.bugdir.converted_file)
 # The rules a crash's opinion was decided by (bug.json keeps it as ``rules``): one stored as unavailable under fewer is
 # asked again, and so is one that blamed the converter. 2: the engine's operator among those a nested message names;
-# an empty node by the spec. 3: ONNX Runtime giving Keras's shapes where the evaluator does not.
+# an empty node by the spec. 3: the newest onnx's evaluator asked where the released one fails or gives other shapes.
 CRASH_RULES = 3
 
 
@@ -224,8 +225,7 @@ def _shapes(shapes: list[tuple[int, ...]]) -> str:
 
 def judge_crash(evaluated: list[np.ndarray] | str, keras_shapes: list[tuple[int, ...]], reference_name: str,
                 file: str, converter: str | None, engine: str, subgraphs: bool = False,
-                engine_op: str | None = None, at: JsonObject | None = None, keras_empty: bool = False,
-                runtime: list[tuple[int, ...]] | None = None) -> Opinion:
+                engine_op: str | None = None, at: JsonObject | None = None, keras_empty: bool = False) -> Opinion:
     """The opinion on ``engine``'s crash on ``converter``'s file (of kind ``file``), given the evaluator's outputs
     on it (or why there are none) and the shapes of the reference library's outputs on the Keras model. Other
     shapes from a file with ``subgraphs`` (a Loop, a Scan, an If) decide nothing: the evaluator's control flow is
@@ -236,10 +236,7 @@ def judge_crash(evaluated: list[np.ndarray] | str, keras_shapes: list[tuple[int,
     output the specification sizes otherwise than ONNX Runtime, which runs the whole file, is the file's defect
     (tf2onnx's Resize scales whose floor gives 0 columns by the spec, which the engine then refuses); where ONNX
     Runtime cannot size that node alone (its bicubic Resize on that layout), an empty output by the specification
-    is the file's defect unless the reference library makes an empty tensor too (``keras_empty``). Other shapes than
-    Keras's from the evaluator blame the file only where ONNX Runtime, run on the whole file (``runtime``), does not
-    give Keras's: where it does, the evaluator is the one that is wrong (s50: onnx 1.23's GlobalMaxPool on a 5-D
-    input, fixed in its newest code, made a correct tf2onnx file look wrong)."""
+    is the file's defect unless the reference library makes an empty tensor too (``keras_empty``)."""
     opinion = Opinion(file=file, converter=converter)
     on_file = f"{converter or 'the converter'}'s file"
     if isinstance(evaluated, str):
@@ -260,11 +257,6 @@ def judge_crash(evaluated: list[np.ndarray] | str, keras_shapes: list[tuple[int,
             # beyond the evaluator, or failing elsewhere than the engine: not the same failure
             opinion.reason = f"no opinion: {evaluated}" + (f" (the engine fails in {engine_op})" if engine_op else "")
             return opinion
-        if keras_shapes and runtime == keras_shapes:  # a second engine runs the file as Keras runs the model
-            opinion.reason = (f"no opinion: {EVALUATOR} fails on {on_file} ({evaluated.rpartition('this file: ')[2]})"
-                              f" where ONNX Runtime runs it and returns {reference_name}'s shapes "
-                              f"{_shapes(keras_shapes)}: the evaluator's own limit, not the file's")
-            return opinion
         opinion.decision, opinion.blamed = CONVERTER, converter
         opinion.reason = (f"{EVALUATOR} fails on {on_file} too ({evaluated.rpartition('this file: ')[2]}), while "
                           f"{reference_name} runs the Keras model: the file is wrong, the converter's bug")
@@ -273,11 +265,6 @@ def judge_crash(evaluated: list[np.ndarray] | str, keras_shapes: list[tuple[int,
     if keras_shapes and shapes != keras_shapes and subgraphs:
         opinion.reason = (f"no opinion: {EVALUATOR} on {on_file} returns shape {_shapes(shapes)} where "
                           f"{reference_name} returns {_shapes(keras_shapes)}, in a file with control flow")
-        return opinion
-    if keras_shapes and shapes != keras_shapes and runtime == keras_shapes:
-        opinion.reason = (f"no opinion: {EVALUATOR} on {on_file} returns shape {_shapes(shapes)} where "
-                          f"{reference_name} and ONNX Runtime on the same file return {_shapes(keras_shapes)}: the "
-                          "evaluator's own limit, not the file's")
         return opinion
     if keras_shapes and shapes != keras_shapes:
         opinion.decision, opinion.blamed = CONVERTER, converter
@@ -306,6 +293,29 @@ def _keras_makes_empty(info: JsonObject) -> bool:
     return any(isinstance(shape, list) and 0 in shape for shape in shapes.values())
 
 
+def evaluate_newest_first_wrong(path: Path, inputs: dict[str, np.ndarray], scratch: Path, timeout_s: float,
+                                keras_shapes: list[tuple[int, ...]]) -> tuple[list[np.ndarray] | str, str]:
+    """The evaluator's outputs on a converted file, and what the newest onnx's evaluator said where it decided
+    instead (else ""). Where the released evaluator fails or gives other shapes than Keras's, the newest onnx's
+    (the newest-code environment, :func:`memo.newest.next_python`) is asked too: where it runs the file and gives
+    Keras's shapes, the released evaluator's was its own defect, not the file's (s50: onnx 1.23's GlobalMaxPool on a
+    5-D input reduced two axes only, so a correct tf2onnx file looked wrong; fixed in onnx's newest code)."""
+    evaluated = reference_outputs(path, inputs, scratch, timeout_s=timeout_s)
+    wrong = isinstance(evaluated, str) or (bool(keras_shapes) and _shape_list(evaluated) != keras_shapes)
+    python = next_python() if wrong else None
+    if python is None:
+        return evaluated, ""
+    newest = reference_outputs(path, inputs, scratch / "newest", timeout_s=timeout_s, python=python)
+    if isinstance(newest, str) or _shape_list(newest) != keras_shapes:
+        return evaluated, ""
+    released = evaluated if isinstance(evaluated, str) else f"shapes {_shapes(_shape_list(evaluated))}"
+    return newest, f"the newest onnx's evaluator; the released one's answer, {released}, is its own defect"
+
+
+def _shape_list(arrays: list[np.ndarray]) -> list[tuple[int, ...]]:
+    return [tuple(int(d) for d in np.shape(array)) for array in arrays]
+
+
 def opine_on_crash(folder: Path, scratch: Path, timeout_s: float = 60.0) -> Opinion | None:
     """The third opinion on the crash kept in the bug folder ``folder`` of an engine reading a converted file, asked
     once and kept in its ``bug.json`` (None: not such a crash, or no file or inputs to run)."""
@@ -323,7 +333,7 @@ def opine_on_crash(folder: Path, scratch: Path, timeout_s: float = 60.0) -> Opin
         return None
     with np.load(inputs_path, allow_pickle=False) as data:
         inputs = {name: data[name] for name in data.files}
-    evaluated = reference_outputs(path, inputs, scratch, timeout_s=timeout_s)
+    evaluated, newest_said = evaluate_newest_first_wrong(path, inputs, scratch, timeout_s, keras_output_shapes(info))
     signature = info.get("signature") if isinstance(info.get("signature"), dict) else {}
     message = str(info.get("error_message") or "")
     engine_op = culprit_operator(message, list(signature.get("frames") or []), path)
@@ -334,14 +344,11 @@ def opine_on_crash(folder: Path, scratch: Path, timeout_s: float = 60.0) -> Opin
     op = next((named for named in named_operators(message) if failed_in and _canon(named) == _canon(failed_in)), op)
     at = shapes_at(path, inputs, op, scratch, timeout_s) if op and failed_in and _canon(failed_in) != _canon(op) \
         else None  # the evaluator fails after the engine's operator: what that operator gives by the spec
-    keras_shapes = keras_output_shapes(info)
-    # the evaluator failing or giving other shapes than Keras's: does a second engine run the file as Keras does?
-    second = isinstance(evaluated, str) or (bool(keras_shapes) and [tuple(int(d) for d in np.shape(array))
-                                                                     for array in evaluated] != keras_shapes)
-    opinion = judge_crash(evaluated, keras_shapes, str(info.get("reference") or "Keras"), file,
+    opinion = judge_crash(evaluated, keras_output_shapes(info), str(info.get("reference") or "Keras"), file,
                           producer_of(file), library, bool(set(file_operators(path)) & SUBGRAPH_HOLDERS), op,
-                          at if isinstance(at, dict) else None, _keras_makes_empty(info),
-                          runtime_shapes(path, inputs, scratch, timeout_s) if second else None)
+                          at if isinstance(at, dict) else None, _keras_makes_empty(info))
+    if newest_said:
+        opinion.reason = f"{opinion.reason} ({newest_said})"
     write_bug_file(folder, {**info, ONNX_REFERENCE_KEY: {**opinion.to_json(), "rules": CRASH_RULES}})
     return opinion
 

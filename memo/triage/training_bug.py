@@ -5,7 +5,9 @@
    and owner class of the first differing array, or the same exception for a crash);
 2. reduced by :func:`memo.triage.bug_reduction.reduce_bug` with that predicate, starting from the layer owning the
    first differing weight; an optimizer stage's bug first tries the model's weights by precision alone
-   (:func:`memo.triage.precision_probe.precision_probe`: one layer per weight dtype, one run);
+   (:func:`memo.triage.precision_probe.precision_probe`: one layer per weight dtype, one run); then the ``optimizer``
+   stage's catalogue entry is reduced on that model (:mod:`memo.triage.optimizer_reduction`: plain ``Adam`` for
+   ``Adam(gradient_accumulation_steps=2)`` where it shows the bug too);
 3. localized on the reduced model: the layer whose own weight or input gradient is the first wrong one in backward
    order (:func:`memo.triage.training_signature.first_in_backward_order`, from the per-weight comparison);
 4. judged by the float64 truth (:mod:`memo.training.truth`; bug.json's ``truth``, as inference bugs keep theirs);
@@ -27,7 +29,7 @@ from memo.artifact import Artifact, prepare_artifact
 from memo.backends import load_spec
 from memo.backends.executor import DifferentialExecutor, ExecutionAbandoned
 from memo.backends.training import ASSIGNED_KEY
-from memo.backends.training_optimizers import recorded_optimizer
+from memo.backends.training_optimizers import OPTIMIZER_STAGE, recorded_optimizer
 from memo.errors import InvalidModelError
 from memo.json_types import JsonObject
 from memo.kinds import VerdictKind
@@ -48,6 +50,7 @@ from memo.triage.bugdir import bug_folder
 from memo.triage.finding import load_finding
 from memo.training.selection import weight_dtypes
 from memo.triage.assigned import ASSIGNED_IN_CALL
+from memo.triage.optimizer_reduction import reduce_optimizer, showing_run
 from memo.triage.precision_probe import dense_probe, precision_probe
 from memo.triage.probe import _keep_inputs, read_inputs
 from memo.triage.reassess import REDUCED_VERDICT
@@ -70,6 +73,7 @@ FINISH_S = 30.0
 TRUTH_S = 15.0  # the float64 truth starts with this much of the pass left (else the bug waits for a later pass)
 SCRIPT_S = 15.0  # the script's check likewise (a later pass checks an unchecked script)
 FORWARD_S = 20.0  # the forward probe and its cut (three forward-only runs) start with this much left besides FINISH_S
+OPTIMIZER_S = 15.0  # the optimizer's reduction (a few runs of the reduced model) starts with this much left likewise
 _SCRATCH = ("tstart", "tfinal", "tprobe", "tcut0", "tcut1")  # the runs' folders under the session's work folder
 
 
@@ -343,6 +347,14 @@ def triage_training_bug(session: Session, bug: BugRow) -> None:
     ir, run = (outcome.ir, final) if final.verdict is not None else (model, start)
     if final.verdict is None:
         outcome.status = "final check failed; original model kept"
+    if str(bug.stage) == OPTIMIZER_STAGE and checker.optimizer and session.remaining() > OPTIMIZER_S + FINISH_S:
+        simpler = reduce_optimizer(checker.optimizer, lambda name: showing_run(
+            lambda directory: TrainingChecker(session, bug, reference, inputs, name).run(ir, directory),
+            session.work / f"{bug.id}-topt-{name}", lambda exc: session.error(bug.id, f"optimizer {name}", exc)))
+        outcome.runs += len(simpler.tried)
+        outcome.steps.append(simpler.step(checker.optimizer))
+        if simpler.run is not None:  # the bug's configuration from here on: its folder, truth and scripts
+            run, checker = simpler.run, TrainingChecker(session, bug, reference, inputs, simpler.name)
     folder = bug_folder(store.directory.resolve(), bug.id)
     shutil.rmtree(folder, ignore_errors=True)
     assert run.verdict is not None
@@ -385,8 +397,8 @@ def triage_training_bug(session: Session, bug: BugRow) -> None:
         except Exception as exc:  # noqa: BLE001  (the bug keeps its folder; the report lists why it has no truth)
             session.error(bug.id, "float64 truth of a training bug", exc)
     write_folder(folder, ir, run, data)
-    for name in _SCRATCH:
-        shutil.rmtree(session.work / f"{bug.id}-{name}", ignore_errors=True)
+    for scratch in [*(session.work / f"{bug.id}-{name}" for name in _SCRATCH), *session.work.glob(f"{bug.id}-topt-*")]:
+        shutil.rmtree(scratch, ignore_errors=True)
     store.triage.update_bug(bug.id, bug_dir=str(folder), original_layers=len(finding.ir.body),
                             reduced_layers=len(ir.body), reduction=reduction, layer=located["layer"],
                             repro=str(folder / "repro.py"))

@@ -61,7 +61,7 @@ def test_a_converters_title_states_its_fault_as_the_script_prints_it(tmp_path: P
     checked = MinimalScript("...", reproduces=True, versions=NODE_CHECK_OUTPUT.splitlines()[0],
                             output=NODE_CHECK_OUTPUT)
     assert title(folder, checked) == ("[tf2onnx] Resize: scales [1.0, 1.0, 0.9444444, 1.0] give 16 by the ONNX spec "
-                                      "where Keras computes 17...")
+                                      "where Keras computes 17")
     assert "onnx2pytorch" not in title(folder, checked) and "ONNX Runtime" not in title(folder, checked)
 
 

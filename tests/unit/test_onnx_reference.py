@@ -300,36 +300,44 @@ def test_the_evaluator_failing_in_the_node_inside_a_loop_is_failing_where_the_en
     assert named_operators(message) == ["Loop", "Gather"]
 
 
-def test_other_shapes_from_the_evaluator_blame_the_file_only_where_onnx_runtime_does_not_give_keras_shapes(
-        tmp_path: Path) -> None:
-    import onnx
-    from onnx import TensorProto, helper
+def test_the_newest_evaluator_decides_where_the_released_one_fails_or_gives_other_shapes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from memo.triage import onnx_reference as triage_reference
 
-    from memo.backends.onnx_reference import reference_outputs, runtime_shapes
-    from memo.triage.onnx_reference import CONVERTER, UNAVAILABLE, judge_crash
-
-    # s50 crash-mxnet-1aef8525ce: tf2onnx's GlobalMaxPool on a 5-D tensor; ONNX Runtime gives Keras's shape, onnx
-    # 1.23's evaluator reduced only the last two axes (fixed in its newest code)
+    # s50 crash-mxnet-1aef8525ce: onnx 1.23's evaluator reduced a 5-D GlobalMaxPool over two axes only, so a correct
+    # tf2onnx file looked wrong; the newest onnx's evaluator runs it and gives Keras's shape
     graph = helper.make_graph([helper.make_node("GlobalMaxPool", ["x"], ["y"])], "g",
                               [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8, 3, 4, 5])],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
     path = tmp_path / "model.onnx"
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 11)]), str(path))
     inputs = {"x": np.random.default_rng(0).standard_normal((2, 8, 3, 4, 5)).astype(np.float32)}
-    assert runtime_shapes(path, inputs, tmp_path) == [(2, 8, 1, 1, 1)]
-    evaluated = reference_outputs(path, inputs, tmp_path)
-    assert not isinstance(evaluated, str)
-    wrong = [np.zeros((2, 8, 3, 1, 1), np.float32)]  # the evaluator's answer in onnx 1.23
-    keras = [(2, 8, 1, 1, 1)]
-    assert judge_crash(wrong, keras, "keras-tensorflow", "onnx-opset11", "tf2onnx", "mxnet",
-                       runtime=[(2, 8, 1, 1, 1)]).decision == UNAVAILABLE
-    assert judge_crash(wrong, keras, "keras-tensorflow", "onnx-opset11", "tf2onnx", "mxnet",
-                       runtime=[(2, 8, 3, 1, 1)]).decision == CONVERTER  # both engines agree the file is wrong
-    assert judge_crash(wrong, keras, "keras-tensorflow", "onnx-opset11", "tf2onnx", "mxnet").decision == CONVERTER
-    # the evaluator failing after that node (its Squeeze of the axis it did not reduce): the same, by ONNX Runtime
-    failed = ("the ONNX reference evaluator cannot run this file: ValueError: cannot select an axis to squeeze out "
-              "which has size not equal to one [in op_squeeze]")
-    assert judge_crash(failed, [(2, 8)], "keras-tensorflow", "onnx-opset11", "tf2onnx", "mxnet",
-                       runtime=[(2, 8)]).decision == UNAVAILABLE
-    assert judge_crash(failed, [(2, 8)], "keras-tensorflow", "onnx-opset11", "tf2onnx", "mxnet",
-                       runtime=None).decision == CONVERTER  # ONNX Runtime cannot run it either: the file
+    answers = {None: [np.zeros((2, 8, 3, 1, 1), np.float32)], "newest": [np.zeros((2, 8, 1, 1, 1), np.float32)]}
+
+    def evaluator(model: Path, feed: dict, scratch: Path, timeout_s: float = 60.0, max_nodes: int = 300,
+                  python: str | None = None) -> list[np.ndarray] | str:
+        return answers[python]
+    monkeypatch.setattr(triage_reference, "reference_outputs", evaluator)
+    monkeypatch.setattr(triage_reference, "next_python", lambda: "newest")
+    evaluated, said = triage_reference.evaluate_newest_first_wrong(path, inputs, tmp_path, 5.0, [(2, 8, 1, 1, 1)])
+    assert [a.shape for a in evaluated] == [(2, 8, 1, 1, 1)] and "released one's answer, shapes (2, 8, 3, 1, 1)" in said
+    answers["newest"] = "the ONNX reference evaluator cannot run this file: ValueError: no"  # the newest fails too
+    evaluated, said = triage_reference.evaluate_newest_first_wrong(path, inputs, tmp_path, 5.0, [(2, 8, 1, 1, 1)])
+    assert [a.shape for a in evaluated] == [(2, 8, 3, 1, 1)] and said == ""
+    answers[None] = [np.zeros((2, 8, 1, 1, 1), np.float32)]  # the released one agrees with Keras: newest not asked
+    answers.pop("newest")
+    assert triage_reference.evaluate_newest_first_wrong(path, inputs, tmp_path, 5.0, [(2, 8, 1, 1, 1)])[1] == ""
+
+
+def test_the_evaluator_runs_in_another_interpreter(tmp_path: Path) -> None:
+    import sys
+
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])])
+    path = tmp_path / "model.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(path))
+    x = np.array([[-1, 0, 2], [3, -4, 5]], np.float32)
+    out = reference_outputs(path, {"x": x}, tmp_path, python=sys.executable)  # memo's folder put on its path
+    assert not isinstance(out, str), out
+    np.testing.assert_array_equal(out[0], np.maximum(x, 0))
