@@ -30,6 +30,8 @@ def public_id(num: int) -> str:
     return f"{ID_PREFIX}{num:04d}"
 
 
+STATUS_WORDS = {"new": "not filed yet"}  # a database status as the report and `memo bugs list` word it
+
 @dataclass(frozen=True)
 class CampaignRef:
     """A campaign as the database knows it: ``key`` is its name and start time, so two campaigns of one name
@@ -153,9 +155,14 @@ class KnownBug:
         ordered = sorted(self.seen, key=lambda s: (s.first_seen, s.campaign))
         return list(dict.fromkeys(s.campaign_name for s in ordered))
 
+    def status_words(self) -> str:
+        """The status as a reader takes it: ``new`` in the database is a bug seen before but not filed yet (a report
+        saying "known M-0010: new" beside "4 new, 56 known" read as a contradiction, s50's reader)."""
+        return STATUS_WORDS.get(self.status, self.status)
+
     def status_text(self) -> str:
-        """``filed https://...``, ``fixed 1.32 (regression)``, ``new``."""
-        text = f"{self.status} {self.detail}".strip()
+        """``filed https://...``, ``fixed 1.32 (regression)``, ``not filed yet``."""
+        text = f"{self.status_words()} {self.detail}".strip()
         return text + (" (regression: reproduces again)" if self.regression else "")
 
     def to_json(self) -> JsonObject:

@@ -24,7 +24,8 @@ from memo.triage.remember import bug_keys, campaign_ref
 def known_bug_json(known: KnownBug) -> JsonObject:
     """What an entry shows of its database bug."""
     first = known.first
-    return {"id": known.id, "status": known.status, "detail": known.detail, "link": known.link,
+    return {"id": known.id, "status": known.status, "status_words": known.status_words(), "detail": known.detail,
+            "link": known.link,
             "status_text": known.status_text(), "regression": known.regression, "campaigns": known.campaigns,
             "first_campaign": first.campaign_name if first else None}
 
