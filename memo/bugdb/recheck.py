@@ -84,6 +84,7 @@ class RecheckResult:
     output: str = ""  # the tail of what the script printed
     distribution: str = ""  # the blamed library's distribution: the first the script needs (onnxruntime, keras)
     expected: str = ""  # which expected output a numeric bug was judged by (memo.bugdb.expected.prepare)
+    remembered: bool = False  # the script's run was answered from the remembered runs (ScriptRun.remembered)
 
     @property
     def library_version(self) -> str:
@@ -183,6 +184,7 @@ class ScriptRun:
     output: str
     timed_out: bool = False
     stderr: str = ""
+    remembered: bool = False  # answered from :mod:`memo.bugdb.script_runs`, not run again
 
 
 def run_script(folder: Path, python: str, limit_s: float, script: str = REPRO_FILE, *,
@@ -202,7 +204,7 @@ def run_script(folder: Path, python: str, limit_s: float, script: str = REPRO_FI
         if known is not None:
             returncode, output, errors = known
             return ScriptRun(returncode, output.replace(FOLDER_MARK, str(folder)),
-                             False, errors.replace(FOLDER_MARK, str(folder)))
+                             False, errors.replace(FOLDER_MARK, str(folder)), remembered=True)
     run = _run_fresh(folder, python, limit_s, script, stderr_apart=stderr_apart, tail=tail)
     if runs is not None and key is not None and run.returncode is not None and not run.timed_out:
         runs.put(key, run.returncode, run.output.replace(str(folder), FOLDER_MARK),
@@ -346,10 +348,11 @@ def recheck_folder(folder: Path, *, python: str | None = None, timeout_s: float 
 
     expected = ""
 
-    def answer(result: Result, detail: str, returncode: int | None = None, output: str = "") -> RecheckResult:
+    def answer(result: Result, detail: str, returncode: int | None = None, output: str = "",
+               remembered: bool = False) -> RecheckResult:
         detail = _one_line(f"{detail} ({expected})") if expected and expected != AS_RECORDED else detail
         return RecheckResult(result, detail, versions, time.monotonic() - started, interpreter, returncode, output,
-                             facts.distributions[0] if facts.distributions else "", expected)
+                             facts.distributions[0] if facts.distributions else "", expected, remembered)
 
     try:  # a numeric bug whose expected output was too big to keep: the reference reruns it first
         expected = prepare(folder, timeout_s=max(timeout_s, RERUN_TIMEOUT_S))
@@ -370,7 +373,7 @@ def recheck_folder(folder: Path, *, python: str | None = None, timeout_s: float 
         detail = _one_line(f"{detail} (not installed for {interpreter}: {', '.join(absent)})")
     if result == FIXED and _never_shown_again(facts.bug):
         detail = _one_line(f"{detail} ({FLAKY_NOTE})")
-    return answer(result, detail, returncode, output)
+    return answer(result, detail, returncode, output, run.remembered)
 
 
 def recheck_all(folders: Iterable[Path], *, python: str | None = None, timeout_s: float = 120.0,

@@ -23,9 +23,6 @@ from memo.json_types import JsonObject
 from memo.newest import NEXT_ONLY, NOT_APPLICABLE, build_text
 from memo.store import BugRow, CampaignStore
 
-# A fresh interpreter importing a library under test takes seconds: a verdict given faster was answered from the
-# remembered runs (memo.bugdb.script_runs: the same files on the same installed packages), not run again.
-REMEMBERED_BELOW_S = 0.5
 EARLIER_KEY = "newest_before"  # bug.json: the rerun on the newest code the bug database kept for an adopted bug
 CONFIG_KEY = "next_python"  # the campaign's newest-code interpreter, in its stored configuration ("" for none)
 
@@ -59,7 +56,7 @@ def newest_check(folder: Path, library: str, python: str, *, timeout_s: float, r
     outcome: JsonObject = {"result": result.result, "detail": result.detail, "library": library,
                            "build": build_text(needed, result.versions, MISSING), "versions": dict(result.versions),
                            "python": python, "seconds": round(result.seconds, 1), "checked": time.time()}
-    if remember and result.seconds < REMEMBERED_BELOW_S and result.returncode is not None:
+    if result.remembered:  # answered from the remembered runs (the same files on the same packages), not run again
         outcome.update(seconds=None, remembered=remembered_from(folder, outcome))
     return outcome
 

@@ -61,7 +61,7 @@ def test_newest_check_marks_a_run_answered_from_memory(tmp_path: Path, monkeypat
         "result": "fixed", "build": "keras-nightly 3.16.0.dev1, torch 2.15.0", "seconds": 24.1, "checked": 1.8e9}}))
     versions = {"keras-nightly": "3.16.0.dev1", "torch": "2.15.0"}
     monkeypatch.setattr(newest_module, "recheck_folder", lambda *a, **k: RecheckResult(
-        "fixed", "does not reproduce", versions, 0.01, "py", 1))
+        "fixed", "does not reproduce", versions, 0.01, "py", 1, remembered=True))
     outcome = newest_check(tmp_path, "keras-torch", "py", timeout_s=10, remember=True)
     assert outcome["seconds"] is None and outcome["remembered"]["seconds"] == 24.1
     assert "(24.1 s)" in provenance(outcome)

@@ -38,6 +38,7 @@ def test_a_second_run_of_the_same_files_is_answered_from_the_record(folder: Path
     second = run_script(folder, sys.executable, 60, remember=True)
     assert _runs(folder) == 1
     assert (first.returncode, first.output) == (second.returncode, second.output) == (1, f"value 1 in {folder}\n")
+    assert not first.remembered and second.remembered  # the answer says where it comes from
     (folder / "bug.json").write_text("{}")  # memo's own records are not the script's input
     (folder / "newest.json").write_text("{}")
     run_script(folder, sys.executable, 60, remember=True)
