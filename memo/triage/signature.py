@@ -333,7 +333,7 @@ def _also_libraries(parts: dict[str, Any], library: str) -> list[str]:
     """The other libraries a crash's code-path keys are also made for: the library whose code the backend runs
     (:func:`computing_library`), and Keras itself for a crash in Keras's shared code (:func:`in_keras_core`), so that
     it is one entry with Keras's front-end finding (every backend failed) and with the same crash on another backend."""
-    others = [computing_library(str(parts.get("library", ""))), KERAS_FRONT_END if in_keras_core(parts) else library]
+    others = [computing_library(str(parts.get("library", ""))), *([KERAS_FRONT_END] if in_keras_core(parts) else [])]
     return [other for other in dict.fromkeys(others) if other != library]
 
 

@@ -20,7 +20,7 @@ from memo.backends.training_optimizers import OPTIMIZER_STAGE, optimizer_class, 
 from memo.json_types import JsonObject
 from memo.kinds import BUG_KINDS, TRAINING_KINDS, VerdictKind
 from memo.model.ir import Layer, ModelIR
-from memo.oracle import Verdict
+from memo.oracle import KERAS_FRONT_END, Verdict
 from memo.triage.masks import normalize_message
 from memo.training.judge import MODEL_IR_KEY, UPDATE_STAGES
 from memo.training.selection import variable_dtype, weight_dtypes
@@ -151,7 +151,6 @@ def training_parts(verdict: Verdict, ir: ModelIR | None) -> dict[str, Any]:
     return parts
 
 
-KERAS_LIBRARY = "keras"  # where an optimizer step's bug is filed: Keras's optimizer code on every backend
 TORCH_BACKEND = "keras-torch"
 # the classes Keras on torch steps with its own ``torch._foreach`` code (keras/src/backend/torch/optimizers/)
 TORCH_OWN_OPTIMIZERS = frozenset({"SGD", "Adam", "AdamW", "Adamax", "Nadam", "RMSprop", "Adagrad", "Adadelta", "Lion"})
@@ -219,10 +218,10 @@ def shared_code_parts(parts: JsonObject) -> JsonObject:
     ``keras`` and ``code`` says which implementation (:func:`optimizer_code`). Parts signed before this rule (a
     stored finding's) are brought to it here: one root cause, one key, whichever backend showed it."""
     stage = str(parts.get("stage") or "")
-    if stage not in UPDATE_STAGES or parts.get("library") == KERAS_LIBRARY:
+    if stage not in UPDATE_STAGES or parts.get("library") == KERAS_FRONT_END:
         return parts
     code = optimizer_code(str(parts.get("library") or ""), stage, str(parts.get("optimizer") or ""))
-    return {**parts, "library": KERAS_LIBRARY, "code": code}
+    return {**parts, "library": KERAS_FRONT_END, "code": code}
 
 
 def training_key(parts: JsonObject, reduced: ModelIR, decision: str = "") -> str:

@@ -236,7 +236,8 @@ def test_a_sweep_verdict_is_keyed_on_the_probe_it_was_computed_on() -> None:
 
 
 def test_an_optimizer_step_is_keyed_by_keras_code_not_by_the_backend_that_showed_it() -> None:
-    from memo.triage.training_signature import GENERIC_CODE, KERAS_LIBRARY, TORCH_BACKEND, shared_code_parts
+    from memo.oracle import KERAS_FRONT_END
+    from memo.triage.training_signature import GENERIC_CODE, TORCH_BACKEND, shared_code_parts
 
     # long150: Nadam's bfloat16 update NaN on TensorFlow (also on JAX): Keras's generic nadam.py, one key
     def nan(backend: str) -> Verdict:
@@ -244,7 +245,7 @@ def test_an_optimizer_step_is_keyed_by_keras_code_not_by_the_backend_that_showed
         verdict.extra["training"]["optimizer"] = "nadam"
         return verdict
     tf, jax = training_parts(nan("keras-tensorflow"), model()), training_parts(nan("keras-jax"), model())
-    assert tf == jax and tf["library"] == KERAS_LIBRARY and tf["code"] == GENERIC_CODE
+    assert tf == jax and tf["library"] == KERAS_FRONT_END and tf["code"] == GENERIC_CODE
     assert training_key(tf, model(), "confirmed") == training_key(jax, model(), "confirmed")
     # Keras on torch steps Nadam with its own torch_nadam.py: another implementation, another key
     torch = training_parts(nan(TORCH_BACKEND), model())
@@ -259,7 +260,7 @@ def test_an_optimizer_step_is_keyed_by_keras_code_not_by_the_backend_that_showed
     # a stored signature from before the rule is keyed as a new one
     stored = {"kind": "training-nan", "library": "keras-tensorflow", "stage": "optimizer", "optimizer": "Nadam",
               "weights": "out"}
-    assert shared_code_parts(stored) == {**stored, "library": KERAS_LIBRARY, "code": GENERIC_CODE}
+    assert shared_code_parts(stored) == {**stored, "library": KERAS_FRONT_END, "code": GENERIC_CODE}
     assert training_key(stored, model(), "confirmed") == training_key(
         {**stored, "library": "keras-jax"}, model(), "confirmed")
     # a crash of Keras's generic code on TensorFlow: one key per optimizer class, not per backend
@@ -268,7 +269,7 @@ def test_an_optimizer_step_is_keyed_by_keras_code_not_by_the_backend_that_showed
     adam = Verdict("training-crash", "keras-tensorflow", "optimizer", crash,
                    extra={"training": {"optimizer": "adam-global-clipnorm"}})
     parts = training_parts(adam, model())
-    assert parts["library"] == KERAS_LIBRARY and parts["optimizer"] == "Adam" and parts["code"] == GENERIC_CODE
+    assert parts["library"] == KERAS_FRONT_END and parts["optimizer"] == "Adam" and parts["code"] == GENERIC_CODE
     # a gradient is the backend's own autodiff: keyed by the backend still
     assert training_parts(training("training-inconsistency", "gradients", "out/kernel"), model())["library"] \
         == "keras-jax"
