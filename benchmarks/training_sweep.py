@@ -16,7 +16,8 @@ the ONNX file they convert), and a converter trains where its inference run pass
 writes into them) instead of the catalogue's. ``--optimizers``: each model checked once per named entry of the
 optimizer catalogue (``all``: every entry; default: the model's own, as a campaign chooses it);
 ``--dtype``: the samples' layers compute and keep their weights in that dtype (``float16``, ``bfloat16``: the
-DType mutation operator's), the inputs staying float32; with ``--mixed`` the model's last sample stays float32, so
+DType mutation operator's), the inputs staying float32; ``--remat full``: every model's layers built inside
+``keras.RematScope(mode="full")`` (memo.backends.training_remat), on every backend; with ``--mixed`` the model's last sample stays float32, so
 that the optimizers step variables of both precisions together (a model the DType operator changed one layer of:
 global gradient clipping and Keras on torch's per-step scalars see both).
 """
@@ -36,6 +37,7 @@ from memo.backends.executor import DifferentialExecutor  # noqa: E402
 from memo.layers import CATALOGUE  # noqa: E402
 from memo.layers.probe import batches, entry_samples, samples_ir  # noqa: E402
 from memo.backends.training_optimizers import CATALOGUE as OPTIMIZERS  # noqa: E402
+from memo.backends.training_remat import REMAT_MODES  # noqa: E402
 from memo.model.ir import ModelIR  # noqa: E402
 from memo.training.check import run_training_check  # noqa: E402
 
@@ -44,13 +46,13 @@ CONVERTED = ["onnx2torch", "onnx2pytorch"]  # trained on the ONNX file tf2onnx w
 
 
 def check_one(executor: DifferentialExecutor, artifact: Artifact, scratch: Path, trainers: list[str],
-              title: str, optimizer: str | None = None) -> None:
+              title: str, optimizer: str | None = None, remat: str | None = None) -> None:
     """Print the check of one artifact (``optimizer``: that catalogue entry, else the model's own): its title and
     seconds, then every verdict with its float64 decision."""
     began = time.perf_counter()
     if any(name in CONVERTED for name in trainers):  # tf2onnx, then them: they train where this run passed
         executor.run(artifact, [name for name in trainers if name in CONVERTED])
-    check = run_training_check(executor, artifact, scratch, trainers, optimizer=optimizer)
+    check = run_training_check(executor, artifact, scratch, trainers, optimizer=optimizer, remat=remat)
     seconds = {name: round(result.seconds, 2) for name, result in check.results.items()}
     print(f"{title} [optimizer {check.judgement.optimizer}] ({time.perf_counter() - began:.1f} s; "
           f"train seconds {seconds})"
@@ -83,6 +85,7 @@ def main() -> int:
     parser.add_argument("--optimizers", help="optimizer catalogue entries, comma-separated, or all "
                                              "(default: each model's own)")
     parser.add_argument("--dtype", help="the samples' layers in this dtype (float16, bfloat16; default float32)")
+    parser.add_argument("--remat", choices=REMAT_MODES, help="every model's layers built inside keras.RematScope")
     parser.add_argument("--mixed", action="store_true", help="with --dtype: each model's last sample stays float32")
     args = parser.parse_args()
     entries: list[str | None] = [None] if not args.optimizers else sorted(OPTIMIZERS) \
@@ -107,7 +110,7 @@ def main() -> int:
                                         Path(scratch) / f"b{index}", seed=5)
             for entry in entries:
                 check_one(executor, artifact, Path(scratch) / f"t{index}-{entry}", trainers,
-                          f"model {index}: {', '.join(s.api for s in batch)}", entry)
+                          f"model {index}: {', '.join(s.api for s in batch)}", entry, args.remat)
             if args.batch == 1:
                 print(f"  shapes {batch[0].shapes}, config {batch[0].config}")
     return 0

@@ -28,6 +28,37 @@ def one_layer_ir(class_name: str, config: dict[str, Any], input_shape: tuple[int
                    outputs=["layer"], name=f"one_{class_name.lower()}")
 
 
+def triaged_training_store(root: Path, ir: ModelIR, backends: list[str], seed: int, budget_s: float,
+                           **check: Any) -> tuple[Any, Any]:
+    """A campaign store holding one executed model ``ir`` with its inference and training verdicts (the training
+    check run with ``check``'s options: ``optimizer``, ``remat``), triaged on fresh workers of ``backends``:
+    (the store, triage's summary)."""
+    from memo.artifact import prepare_artifact
+    from memo.backends.executor import DifferentialExecutor
+    from memo.oracle import judge
+    from memo.store import CampaignStore, MutantRecord
+    from memo.training.check import run_training_check, stored_verdicts
+    from memo.triage import triage_campaign
+
+    store = CampaignStore(root / "campaign", create=True)
+    store.set_meta("campaign_name", root.name)
+    store.set_meta("config", {"seed": seed, "backends": backends, "timeout_s": 60.0, "search": "mh"})
+    store.set_meta("started", 0.0)
+    with DifferentialExecutor(backends=backends, timeout_s=60.0) as executor:
+        mutant_id = store.add_mutant(MutantRecord(0, ir.name, "NLA", "seed", ir.name, {}, ir.dumps(), True,
+                                                  diverse=True))
+        artifact = prepare_artifact(ir, (root / "artifacts" / str(mutant_id)).resolve(), seed=seed)
+        result = executor.run(artifact)
+        store.add_execution(mutant_id, result.to_json(), result.seconds, str(artifact.directory))
+        for verdict in judge(result):
+            store.add_verdict(mutant_id, verdict)
+        training = run_training_check(executor, artifact, artifact.directory / "training", truth=False, **check)
+        for verdict in stored_verdicts(training):
+            store.add_verdict(mutant_id, verdict)
+        summary = triage_campaign(store, executor=executor, time_budget_s=budget_s)
+    return store, summary
+
+
 @pytest.fixture(scope="session")
 def executor() -> Iterator[Any]:
     from memo.backends.executor import DifferentialExecutor

@@ -26,6 +26,8 @@ from memo.library_coverage.measured import MeasuredCode  # stdlib only, like thi
 # class hierarchy): "unsupported operand type(s)", "... is not registered" in a KeyError are bugs.
 NEVER_UNSUPPORTED: tuple[str, ...] = ("TypeError", "KeyError", "IndexError", "AssertionError", "AttributeError")
 
+KERAS_FRONT_END = "keras"  # the backend name of a finding against Keras itself (its shared front end)
+
 
 @dataclass(frozen=True)
 class UnsupportedPhrase:

@@ -43,6 +43,7 @@ import numpy as np
 
 from memo.backends.spec import ModelInputs
 from memo.backends.training_optimizers import SGD_LEARNING_RATE  # noqa: F401  (re-exported: torch_common's)
+from memo.backends.training_remat import REMAT_KEY, apply_remat
 from memo.backends.training_prepare import NEUTRALIZED, RandomInTraining, neutralize  # noqa: F401  (re-exported)
 from memo.backends.training_optimizers import (OPTIMIZER_STAGE, UPDATE_PREFIXES, Optimizer, optimizer_entry,
                                                stage_optimizers)
@@ -132,6 +133,10 @@ def training_stages(model: Any, inputs: ModelInputs, options: dict[str, Any] | N
     names = {"names": np.array([v.path for v in model.trainable_weights], dtype=str),
              "state_names": np.array([v.path for v in model.non_trainable_weights], dtype=str),
              "notes": np.array(notes, dtype=str), **precision_record(model)}
+    remat = (options or {}).get(REMAT_KEY)
+    if remat:  # built as inside keras.RematScope(mode=remat): every layer recomputes its forward in the backward pass
+        apply_remat(model, str(remat))
+        names[REMAT_KEY] = np.array(str(remat))
     chosen = (options or {}).get("optimizer")
     if chosen:
         optimizer_entry(str(chosen))  # an unknown name fails the prepare stage, not a later one

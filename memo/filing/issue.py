@@ -36,6 +36,8 @@ from memo.triage.failing_node import node_attributes
 from memo.triage.onnx_reference import ENGINE, ONNX_REFERENCE_KEY
 from memo.triage.ort_unoptimized import unoptimized_text
 from memo.triage.signature import computing_library
+from memo.triage.training_signature import TORCH_BACKEND
+from memo.backends.training_remat import recorded_remat, remat_scope
 from memo.triage.training_repro import CHANGED
 from memo.triage.newest import provenance
 from memo.backends.trackers import DESCRIBE, DUPLICATES, ENVIRONMENT, EXPECTED, LOG, REPRODUCE, GENERIC
@@ -333,23 +335,53 @@ def _described(bug: BugFolder, checked: MinimalScript) -> str:
         held = f"{' and '.join(dtypes)} variables" if dtypes else "a model's variables"
         return (f"With {LIBRARY_NAMES.get(bug.library, bug.library)}, `keras.optimizers.{built}` fails to step "
                 f"{held} (`optimizer.apply(gradients, variables)`, training stage {stage})"
-                + (f", where {finished} steps the same variables." if finished else "."))
+                + (f", where {finished} steps the same variables." if finished else ".") + low_precision_note(dtypes))
     symptom = folder_training_symptom(bug)
     if symptom and stepped is not None:  # an optimizer's update: the optimizer and the variables it steps
         built, dtypes = stepped
         held = f"{' and '.join(dtypes)} variables" if dtypes else "a model's variables"
         options = "," in built  # settings beside the learning rate (the reduction left those the bug needs)
-        mixed = ((" The option is not the cause: memo sees" if options else " memo sees")
-                 + " the same with other optimizers and options on these precisions (one root cause), and no"
-                 " difference when every variable is float32." if any_optimizer(bug) else "")
+        cause = (" " + TORCH_SCALARS + (" The option is not the cause." if options else "")
+                 if any_optimizer(bug) and bug.library == TORCH_BACKEND else "")
         return (f"With {LIBRARY_NAMES.get(bug.library, bug.library)}, `keras.optimizers.{built}` stepping {held} "
                 f"(`optimizer.apply(gradients, variables)`, fixed gradients) computes a step whose {symptom} "
-                f"(training stage {stage}).{mixed}")
+                f"(training stage {stage}).{cause}{low_precision_note(dtypes)}")
     if symptom:  # which array of the training step goes wrong, not that the library "fails"
         return (f"On a model of {culprit(bug, checked)}, {LIBRARY_NAMES.get(bug.library, bug.library)} computes a "
                 f"training step whose {symptom} (training stage {stage}; the script computes it as a user of "
                 f"{bug.library} would).{assigned_text(bug)}")
     return f"{bug.library} {KIND_WORDS.get(bug.kind, 'fails')} on a model of {culprit(bug, checked)} ({stage} stage)."
+
+
+# Keras on torch's optimizers (keras/src/backend/torch/optimizers/torch_*.py) read as memo's keying rule for a
+# numeric difference on mixed precisions (memo.triage.training_signature.ANY_MIXED) assumes it
+TORCH_SCALARS = ("Keras on PyTorch's optimizers (`keras/src/backend/torch/optimizers/torch_*.py`) compute the step's "
+                 "scalars (learning rate, bias corrections) once, in `variables[0].dtype`, and step every variable "
+                 "with them; TensorFlow and JAX compute them per variable, in its own dtype.")
+LOW_PRECISIONS = ("float16", "bfloat16")
+
+
+def remat_note(bug: BugFolder) -> str:
+    """Where a training bug's layers are built inside ``keras.RematScope``: that, and whether triage saw the reduced
+    model without remat train right (its reduction's step, :mod:`memo.triage.training_bug`)."""
+    mode = recorded_remat(bug.info.get("training")) if bug.kind in TRAINING_KINDS else None
+    if not mode:
+        return ""
+    steps = " ".join(str(step) for step in (bug.info.get("reduction") or {}).get("steps") or [])
+    without = " The same model built without it does not show the bug." if f"remat {mode}: needed" in steps else ""
+    return (f" The model's layers are built inside `{remat_scope(mode)}` (rematerialization: each layer's forward "
+            f"pass is recomputed in the backward pass), which must not change what training computes.{without}")
+
+
+def low_precision_note(dtypes: list[str]) -> str:
+    """What a Keras maintainer asks first of an optimizer bug on float16 or bfloat16 variables: where they come
+    from, and that Keras accepts them (a sentence opening with a space; "" for other precisions)."""
+    low = [dtype for dtype in dtypes if dtype in LOW_PRECISIONS]
+    if not low:
+        return ""
+    return (f" The {' and '.join(low)} variables belong to layers built with `dtype=\"{low[0]}\"`: a per-layer dtype "
+            f"Keras accepts and builds the variables in (not a mixed-precision policy such as `mixed_{low[0]}`, "
+            f"whose variables are float32); the optimizer raises no error or warning about them.")
 
 
 _FINISHED_BY = re.compile(r"\(finished by ([^)]*)\)")
@@ -390,7 +422,7 @@ def render_issue(bug: BugFolder, checked: MinimalScript) -> str:
     tracker = "" if upstream.record_only else upstream.tracker
     form = upstream.form if tracker else GENERIC
     parts = {
-        DESCRIBE: [_described(bug, checked) + f" Found by memo {__version__} (coverage-guided model mutation), bug "
+        DESCRIBE: [_described(bug, checked) + remat_note(bug) + f" Found by memo {__version__} (coverage-guided model mutation), bug "
                    f"`{bug.id}`; the model was reduced to what still shows the bug."],
         ENVIRONMENT: environment(bug, checked),
         REPRODUCE: _reproduce(bug, checked),

@@ -28,7 +28,7 @@ from memo.filing.onnx_code import WEIGHTS_FILE, GraphNotWritable, onnx_file_inpu
 from memo.filing.pycode import literal, used_imports
 from memo.filing.torch_onnx_code import SOURCE as TORCH_ONLY
 from memo.filing.torch_onnx_code import torch_only_scripts
-from memo.filing.training_idiom import NoTrainingIdiom, check_lines, training_lines
+from memo.filing.training_idiom import NoTrainingIdiom, check_lines, remat_lines, training_lines
 from memo.kinds import TRAINING_KINDS
 from memo.triage.onnx_reference import EVALUATED, ONNX_REFERENCE_ARRAYS, SHAPE_ORIGIN_KEY
 
@@ -445,6 +445,6 @@ def _training_candidate(folder: BugFolder) -> Candidate:
     lines = [f"# {folder.library}: memo bug {folder.id} (training, stage {stage}); exits 1 (an exception) when the "
              "bug shows", *_env_lines(folder.library), *idiom.imports,
              *(line for line in imports if line not in idiom.imports), "",
-             *part.lines, *_input_lines(arrays, part.inputs, idiom, ATTACHED), f"print({idiom.versions})",
-             *call, *checked]
+             *remat_lines(part.lines, folder.info.get("training")), *_input_lines(arrays, part.inputs, idiom, ATTACHED),
+             f"print({idiom.versions})", *call, *checked]
     return Candidate("\n".join(lines) + "\n", files, (spec.python if spec else None) or "", ATTACHED)

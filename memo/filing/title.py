@@ -19,6 +19,7 @@ from memo.training.judge import UPDATE_STAGES
 from memo.training.selection import weight_dtypes
 from memo.model.ir import Layer
 from memo.triage.failing_node import culprit_operator
+from memo.backends.training_remat import recorded_remat
 from memo.triage.training_signature import ANY_MIXED, MIXED
 from memo.triage.onnx_reference import SHAPE_ORIGIN_KEY
 
@@ -129,6 +130,13 @@ def any_optimizer(folder: BugFolder) -> bool:
 
 
 def culprit(folder: BugFolder, checked: MinimalScript | None = None) -> str:
+    """:func:`layer_culprit`, under the ``keras.RematScope`` mode a training bug's layers were built with."""
+    mode = recorded_remat(folder.info.get("training")) if folder.kind in TRAINING_KINDS else None
+    named = layer_culprit(folder, checked)
+    return f"{named} under RematScope({mode})" if mode else named
+
+
+def layer_culprit(folder: BugFolder, checked: MinimalScript | None = None) -> str:
     """The layer or operator a title names, from the reduced model (a wrapper with the layer it wraps). An engine's
     crash: the operator of the file it failed in where its message or traceback tells it, else the file's operators
     where there are two at most (layout plumbing left out), else the Keras layers. Otherwise the class the checked

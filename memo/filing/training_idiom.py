@@ -16,6 +16,7 @@ oracle's tolerance (a numeric bug), the library's own exception (a ``training-cr
 from __future__ import annotations
 
 from memo.backends.training import LOSS_SEED, STEP_SEED
+from memo.backends.training_remat import recorded_remat, remat_scope
 from memo.backends.training_optimizers import (ADAM_LEARNING_RATE, ADAM_STEPS, OPTIMIZER_STAGE, SGD_LEARNING_RATE,
                                                UPDATE_PREFIXES, constructor_text, known_entry)
 from memo.kinds import VerdictKind
@@ -90,6 +91,13 @@ def _optimizer_lines(stage: str, optimizer: str | None) -> tuple[list[str], str]
             "zip(grads, model.trainable_variables)], model.trainable_variables)",
             "actual = [(keras.ops.convert_to_numpy(v.value).astype(np.float64) - b) / "
             f"{rate} for v, b in zip(model.trainable_variables, before)]"], prefix
+
+
+def remat_lines(lines: list[str], training: object) -> list[str]:
+    """The model's construction ``lines`` inside ``keras.RematScope`` where the bug's training record names a remat
+    mode (:mod:`memo.backends.training_remat`: Keras keeps the scope's mode on each layer built inside it)."""
+    mode = recorded_remat(training)
+    return [f"with {remat_scope(mode)}:", *(f"    {line}" for line in lines)] if mode else lines
 
 
 def training_lines(library: str, stage: str, kind: str,

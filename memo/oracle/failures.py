@@ -13,11 +13,11 @@ from __future__ import annotations
 from collections import defaultdict
 from memo.backends import REFERENCE, find_spec
 from memo.backends.result import FAILURES, TRACE_STAGE, BackendResult, ExecutionResult, StageResult
+from memo.backends.spec import KERAS_FRONT_END
 from memo.devices import cpu_twin, same_on_both_devices
 from memo.kinds import StageStatus, VerdictKind
 from memo.oracle.verdict import Failure, FrontEnd, Verdict
 
-KERAS_FRONT_END = "keras"  # the backend name of a finding against Keras itself (its shared front end)
 TF_FUNCTION_STAGE = "tf-function"
 KIND_OF_STATUS = {StageStatus.ERROR.value: VerdictKind.CRASH.value, StageStatus.CRASH.value: VerdictKind.CRASH.value,
                    StageStatus.HANG.value: VerdictKind.HANG.value,

@@ -198,7 +198,8 @@ def _apart(data: JsonObject) -> list[str]:
     if checked:
         lines += ["", f"Training check: {checked['models']} models checked ({checked['by_share']} by the hash share, "
                   f"{checked['by_novelty']} by novelty, {checked['left_out']} left out), holding {checked['types']} "
-                  f"layer types, {checked['pairs']} pairs, {checked['params']} parameter values."
+                  f"layer types, {checked['pairs']} pairs, {checked['params']} parameter values"
+                  + (f"; {checked['remat']}" if checked.get("remat") else "") + "."
                   + (f" {checked['over_budget']} more chosen, not checked: over the check's CPU budget "
                      f"({checked['check_s']} s of checks against {checked['inference_s']} s of inference)."
                      if checked.get("over_budget") else "")

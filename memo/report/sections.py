@@ -19,7 +19,8 @@ from memo.bugdb import FIXED_UPSTREAM as FIXED_UPSTREAM_STATUS
 from memo.kinds import NUMERIC_KINDS, TRAINING_KINDS, VerdictKind
 from memo.newest import FIXED_UPSTREAM
 from memo.triage.newest import provenance
-from memo.truth import CONTRADICTED, ILL_CONDITIONED, NOISE, UNAVAILABLE, UNDECIDED
+from memo.triage.onnx_reference import NAN_NOT_PROPAGATED
+from memo.truth import CONFIRMED, CONTRADICTED, ILL_CONDITIONED, NOISE, UNAVAILABLE, UNDECIDED
 
 if TYPE_CHECKING:
     from memo.report.entry import BugEntry
@@ -54,6 +55,11 @@ SECTIONS: tuple[Section, ...] = (
             "the float64 truth sides with the library accused: the one the verdict trusted is wrong"),
     Section("documented", "documented differences",
             "behaviour the library's documentation or the operator's specification allows"),
+    Section("spec-open", "NaN the specification leaves open",
+            "an engine returns a number where ONNX's reference implementation and the other libraries propagate NaN, "
+            "through operators whose specification does not say what NaN gives (Min, Max, Clip, the reductions): "
+            "a question of consistency for the engine's maintainers, not a defect the specification decides; not "
+            "counted as ready to file"),
     Section("ill-conditioned", "ill-conditioned",
             "no float32 library can be held to the tolerance on this model (the float64 result itself is unstable, "
             "non-finite, near overflow, or an index decided by ties)"),
@@ -69,6 +75,14 @@ TITLES = {section.key: section.title for section in SECTIONS}
 def _truth_decision(entry: BugEntry) -> str | None:
     truth = entry.get("truth") or {}
     return truth.get("decision") if entry.get("kind") in TRUTH_KINDS else None
+
+
+def _spec_silent(entry: BugEntry) -> bool:
+    """Confirmed only by NaN an engine did not propagate where the operator's specification is silent on NaN (truths
+    settled before the flag existed say so by their reason's head)."""
+    truth = entry.get("truth") or {}
+    return _truth_decision(entry) == CONFIRMED and (
+        bool(truth.get("spec_silent")) or str(truth.get("reason") or "").startswith(NAN_NOT_PROPAGATED))
 
 
 def _reduced(entry: BugEntry) -> bool:
@@ -128,6 +142,7 @@ def _unfinished(entry: BugEntry) -> bool:
 # (section key, does it apply?) in order: the first that applies decides.
 RULES: tuple[tuple[str, Callable[[BugEntry], bool]], ...] = (
     ("documented", lambda e: bool(e.get("documented"))),
+    ("spec-open", lambda e: _spec_silent(e)),
     ("ill-conditioned", lambda e: _truth_decision(e) == ILL_CONDITIONED),
     ("noise", lambda e: _truth_decision(e) == NOISE),
     ("undecided", lambda e: _truth_decision(e) in (UNDECIDED, UNAVAILABLE)),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from memo.backends.training_remat import recorded_remat
 from memo.backends.training_optimizers import CATALOGUE, OPTIMIZER_STAGE, constructor_text, recorded_optimizer
 from memo.json_types import JsonObject
 from memo.coverage import Coverage, model_coverage
@@ -20,6 +21,7 @@ def training_coverage(store: CampaignStore) -> JsonObject:
     models hold (inert items included); {} when no model was checked."""
     checked: list[int] = []
     chosen: Counter[str] = Counter()
+    remat: Counter[str] = Counter()  # models checked with their layers under keras.RematScope, by mode
     left_out = 0
     for row in store.executions():
         record = row.result.get("training") if isinstance(row.result, dict) else None
@@ -28,6 +30,7 @@ def training_coverage(store: CampaignStore) -> JsonObject:
         checked.append(row.mutant_id)
         chosen[str(record.get("chosen") or "share")] += 1
         left_out += bool(record.get("left_out"))
+        remat[recorded_remat(record) or ""] += 1
     if not checked:
         return {}
     covered = Coverage()
@@ -39,7 +42,13 @@ def training_coverage(store: CampaignStore) -> JsonObject:
             "by_novelty": chosen["novelty"], "types": len(covered.types), "pairs": len(covered.pairs),
             "params": len(covered.params), "over_budget": int(budget.get("over_budget", 0)),
             "budget": budget.get("budget"), "check_s": budget.get("check_s"), "inference_s": budget.get("inference_s"),
-            "swept": swept_sets(store)}
+            "swept": swept_sets(store), **_remat_counts(remat)}
+
+
+def _remat_counts(remat: Counter[str]) -> JsonObject:
+    """The models checked under each ``keras.RematScope`` mode, in words ({} where none was)."""
+    said = ", ".join(f'{count} under RematScope(mode="{mode}")' for mode, count in sorted(remat.items()) if mode)
+    return {"remat": said} if said else {}
 
 
 def swept_sets(store: CampaignStore) -> list[JsonObject]:

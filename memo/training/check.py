@@ -18,6 +18,7 @@ from memo.kinds import TRAINING_KINDS
 from memo.oracle import Verdict
 from memo.oracle.criterion import Thresholds
 from memo.backends.training_optimizers import choose_optimizer
+from memo.backends.training_remat import REMAT_KEY, choose_remat
 from memo.training.judge import NUMERIC_KINDS, Arrays, Judgement, judge_training, read_arrays, worker_stages
 from memo.training.truth import ENGINE, assess_verdict, engine_for
 from memo.truth import PERTURBATIONS, perturb
@@ -42,6 +43,7 @@ class TrainingCheck:
         """What a campaign keeps of the check with the model's execution (``training`` in its result): which
         optimizer entry it stepped, whether it was left out, how many verdicts (the report counts them)."""
         return {"optimizer": self.judgement.optimizer, "left_out": self.judgement.left_out,
+                **({REMAT_KEY: self.judgement.remat} if self.judgement.remat else {}),
                 "verdicts": len(self.judgement.verdicts), "seconds": round(self.seconds, 3),
                 **({"chosen": self.chosen} if self.chosen else {})}
 
@@ -64,11 +66,12 @@ def training_reference(backends: Sequence[str], reference: str) -> str:
 def run_training_check(executor: DifferentialExecutor, artifact: Artifact, scratch: Path,
                        backends: Sequence[str] | None = None, truth: bool = True,
                        thresholds: Thresholds = Thresholds(), optimizer: str | None = None,
-                       stages: Sequence[str] | None = None) -> TrainingCheck:
+                       stages: Sequence[str] | None = None, remat: str | None = None) -> TrainingCheck:
     """The check of ``artifact`` on ``backends`` (default: every trainer the executor runs); ``truth``: judge each
     numeric verdict by float64 (a worker of its own, started only when there is one); ``optimizer``: the catalogue
     entry of the ``optimizer`` stage (default: the model's, :func:`choose_optimizer` of its folder's name; ``""``:
-    no such stage); ``stages``: those worker stages only (default: every one)."""
+    no such stage); ``stages``: those worker stages only (default: every one); ``remat``: the layers built as inside
+    ``keras.RematScope(mode=remat)`` on every backend (:mod:`memo.backends.training_remat`; the truth without)."""
     names = [name for name in trainers(backends if backends is not None else executor.backend_names)
              if name in executor.backend_names and inference_passed(executor, artifact, name)]
     if not names:
@@ -80,6 +83,7 @@ def run_training_check(executor: DifferentialExecutor, artifact: Artifact, scrat
     # with a converted module among them, the Keras trainers add the inference-mode stages it is judged by
     check.results = executor.train(artifact, names, scratch,
                                    {**({"optimizer": chosen} if chosen else {}),
+                                    **({REMAT_KEY: remat} if remat else {}),
                                     **({"inference": True} if converted else {}),
                                     **({"stages": list(stages)} if stages is not None else {})})
     arrays = {name: read_arrays(result.outputs_path) for name, result in check.results.items()}
@@ -176,15 +180,15 @@ def train_if_chosen(executor: object, artifact: Artifact, result: ExecutionResul
                     chosen: str, optimizer: str | None = None) -> TrainingCheck | None:
     """The check of a model a campaign executed, when it was ``chosen`` (why: :class:`memo.training.selection.
     TrainingSelection`, kept in the check's summary) and the reference ran it, stepping catalogue entry ``optimizer``
-    (default: the model's hashed one); None otherwise, and on an executor without a training check (a
-    cluster's). No float64 truth: that is triage's."""
+    (default: the model's hashed one), under the model's hashed remat mode (:func:`choose_remat`); None otherwise,
+    and on an executor without a training check (a cluster's). No float64 truth: that is triage's."""
     reference = result.backends.get(result.reference)
     if not chosen or reference is None or reference.status != "ok" \
             or not isinstance(executor, DifferentialExecutor):
         return None
     try:
         check = run_training_check(executor, artifact, artifact.directory / "training", truth=False,
-                                   optimizer=optimizer)
+                                   optimizer=optimizer, remat=choose_remat(artifact.directory.name))
         check.chosen = chosen
         return check
     except Exception as exc:  # noqa: BLE001  (a defect of the check must not cost the model its inference result)

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Mapping, Sequence
 import numpy as np
 
 from memo.backends.training_optimizers import OPTIMIZER_STAGE
+from memo.backends.training_remat import REMAT_KEY, recorded_remat
 from memo.kinds import StageStatus, VerdictKind
 from memo.oracle.criterion import Thresholds, mismatch, nan_problem, output_scale
 from memo.training.optimizer_stage import name_optimizer, optimizer_name, update_steps
@@ -57,7 +58,7 @@ _KEY = re.compile(r"^(out|loss|state|grad|input_grad|sgd|adam|opt|eval_out|eval_
 PREPARE = "prepare"
 # What the worker records beside the arrays (memo.backends.training): weight names, and the model's precision
 DESCRIPTIVE_KEYS: tuple[str, ...] = ("names", "state_names", "compute_dtype", "weight_dtypes", "weight_scales",
-                                     "weights_finite", "stages", "optimizer")
+                                     "weights_finite", "stages", "optimizer", REMAT_KEY)
 # The stages stepping an optimizer on the fixed, finite gradients: NaN/Inf in their updates is a defect wherever
 # the weights were finite, the reference's included (:func:`_nonfinite_updates`)
 UPDATE_STAGES: tuple[str, ...] = ("sgd", "adam", OPTIMIZER_STAGE)
@@ -87,6 +88,7 @@ class TrainingVerdict:
     figures: dict[str, float] = field(default_factory=dict)
     truth: Truth | None = None
     optimizer: str | None = None  # the check's catalogue entry (memo.backends.training_optimizers)
+    remat: str | None = None  # the check's keras.RematScope mode (memo.backends.training_remat), None: none
 
     def to_json(self) -> dict[str, object]:
         data = asdict(self)
@@ -103,9 +105,10 @@ class Judgement:
     left_out: str | None = None
     notes: list[str] = field(default_factory=list)
     optimizer: str | None = None  # the catalogue entry of the optimizer stage, None when it did not run
+    remat: str | None = None  # the keras.RematScope mode the layers were built with, None: none
 
     def to_json(self) -> dict[str, object]:
-        return {"left_out": self.left_out, "notes": self.notes, "optimizer": self.optimizer,
+        return {"left_out": self.left_out, "notes": self.notes, "optimizer": self.optimizer, REMAT_KEY: self.remat,
                 "verdicts": [v.to_json() for v in self.verdicts]}
 
 
@@ -240,8 +243,11 @@ def judge_training(stages: Mapping[str, Sequence[StageResult]], arrays: Mapping[
     judgement = Judgement(notes=[str(note) for note in ref_arrays.get("notes", ())],
                           optimizer=next((name for own in [ref_arrays, *arrays.values()]
                                           if (name := optimizer_name(own))), None))
+    judgement.remat = recorded_remat(ref_arrays)
     _judged(judgement, stages, arrays, reference, thresholds)
     name_optimizer(judgement.verdicts, judgement.optimizer)
+    for verdict in judgement.verdicts:  # an update steps fixed gradients: remat cannot change it
+        verdict.remat = judgement.remat if verdict.stage not in UPDATE_STAGES else None
     return judgement
 
 
@@ -255,7 +261,7 @@ def _judged(judgement: Judgement, stages: Mapping[str, Sequence[StageResult]], a
                               + (f"{first.stage} {first.status}: {_failure_text(first)}" if first else "no result"))
         judgement.verdicts += _reference_failures(stages, reference, ((PREPARE,),))
         return judgement
-    judgement.verdicts += _reference_failures(stages, reference, CHAINS)
+    judgement.verdicts += _reference_failures(stages, reference, CHAINS, everywhere=judgement.remat is not None)
     judgement.verdicts += _nonfinite_updates(stages, arrays, reference)
     found: list[TrainingVerdict] = []
     for backend, own in stages.items():
@@ -349,9 +355,10 @@ def nonfinite_update(backend: str, stage: str, arrays: Arrays) -> TrainingVerdic
 
 
 def _reference_failures(stages: Mapping[str, Sequence[StageResult]], reference: str,
-                        chains: Sequence[Sequence[str]]) -> list[TrainingVerdict]:
+                        chains: Sequence[Sequence[str]], everywhere: bool = False) -> list[TrainingVerdict]:
     """``training-crash`` verdicts against the reference: per chain, the first stage it failed (error, crash, hang)
-    where another backend finished it (a refusal or a skip is no finding)."""
+    where another backend finished it (a refusal or a skip is no finding); ``everywhere`` (the layers built under
+    ``keras.RematScope``, whose code is Keras's alone): also where every backend failed it with one exception type."""
     found = []
     for chain in chains:
         for stage in chain:
@@ -362,10 +369,13 @@ def _reference_failures(stages: Mapping[str, Sequence[StageResult]], reference: 
                 continue
             ran = [name for name, own in stages.items() if name != reference and
                    (done := _status(own, worker_stage)) is not None and done.status == StageStatus.OK.value]
-            if ran:
+            alike = [name for name, own in stages.items() if name != reference and (done := _status(
+                own, worker_stage)) is not None and done.exc_type == failed.exc_type] if everywhere else []
+            if ran or (alike and len(alike) == len(stages) - 1):
                 found.append(TrainingVerdict(VerdictKind.TRAINING_CRASH.value, reference, stage,
                                              f"{failed.stage} {failed.status}: {_failure_text(failed)} "
-                                             f"(finished by {', '.join(ran)})"))
+                                             + (f"(finished by {', '.join(ran)})" if ran
+                                                else f"(also on {', '.join(alike)})")))
             break
     return found
 

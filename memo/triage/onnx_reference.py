@@ -183,6 +183,9 @@ def blamed_library(data: JsonObject) -> str | None:
     return opinion.get("blamed") if opinion.get("decision") in (ENGINE, CONVERTER) else None
 
 
+NAN_NOT_PROPAGATED = "NaN not propagated"  # the head of a truth's reason that settle decided by dropped NaN
+
+
 def settle(truth: Truth, opinion: Opinion | None) -> Truth:
     """The float64 truth once the operator's contract is heard: a finding float64 left as ill-conditioned only
     because special values arise (NaN made inside the model) is the engine's bug when the evaluator, which follows
@@ -190,7 +193,11 @@ def settle(truth: Truth, opinion: Opinion | None) -> Truth:
     if opinion is None or opinion.decision != ENGINE or truth.decision != ILL_CONDITIONED or not truth.special_values:
         return truth
     truth.decision, truth.blamed = CONFIRMED, opinion.blamed
-    what = "NaN not propagated" if opinion.nan_not_propagated else "special values against the operator's contract"
+    # ONNX's operator documents never say what NaN gives (Min, Max, Clip, the reductions, MaxPool): its reference
+    # propagates it as numpy does, but an engine returning the other operand follows IEEE 754-2008's minNum, and two
+    # readers of s50/t50 called OpenVINO's Min/Max on AutoContrast's 0/0 unspecified, not a defect to file
+    truth.spec_silent = bool(opinion.nan_not_propagated)
+    what = NAN_NOT_PROPAGATED if opinion.nan_not_propagated else "special values against the operator's contract"
     truth.reason = f"{what}: {opinion.reason} (float64 alone: {truth.reason})"
     return truth
 

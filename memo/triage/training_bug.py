@@ -30,6 +30,7 @@ from memo.backends import load_spec
 from memo.backends.executor import DifferentialExecutor, ExecutionAbandoned
 from memo.backends.training import ASSIGNED_KEY
 from memo.backends.training_optimizers import OPTIMIZER_STAGE, recorded_optimizer
+from memo.backends.training_remat import REMAT_KEY, recorded_remat
 from memo.errors import InvalidModelError
 from memo.json_types import JsonObject
 from memo.kinds import VerdictKind
@@ -37,12 +38,12 @@ from memo.model.ir import ModelIR
 from memo.oracle import Verdict
 from memo.oracle.verdict import VerdictSummary
 from memo.store import BugRow, CampaignStore
-from memo.training.check import (NUMERIC, TrainingCheck, TruthTrainer, stored_verdicts, trainers,
+from memo.training.check import (NUMERIC, TrainingCheck, stored_verdicts, trainers,
                                  training_reference)
 from memo.training.judge import (DESCRIPTIVE_KEYS, JUDGED_STAGES, MODEL_IR_KEY, UPDATE_STAGES, Arrays,
-                                 TrainingVerdict, differing_names, judge_training, read_arrays, stage_keys,
+                                 differing_names, judge_training, read_arrays, stage_keys,
                                  worker_stages)
-from memo.training.truth import assess_verdict, engine_for
+from memo.training.truth import engine_for
 from memo.triage.bug_reduction import STRUCTURAL_PASSES, ReductionOutcome, reduce_bug
 from memo.bug_files import (EXPECTED_FILE, INPUTS_FILE, IR_FILE, MODEL_FILE, Reduction, read_bug_file, retried,
                             write_bug_file)
@@ -60,6 +61,7 @@ from memo.triage.training_forward import (AFTER_FORWARD, FORWARD_STAGE, ForwardD
                                           first_forward_difference, forward_located, forward_message, forward_parts,
                                           forward_probe, forward_record, node_outputs)
 from memo.triage.training_repro import model_file_of, write_training_script
+from memo.triage.training_truth import reference_wrong, training_truth_of, turned
 from memo.triage.training_signature import crash_exception, first_in_backward_order, training_parts, weight_owner
 from memo.truth import UNAVAILABLE
 
@@ -91,7 +93,7 @@ class TrainingChecker:
     """Trains candidates on the reference and the accused backend; true when the bug's signature comes back."""
 
     def __init__(self, session: Session, bug: BugRow, reference: str, inputs: dict[str, np.ndarray] | None,
-                 optimizer: str | None = None) -> None:
+                 optimizer: str | None = None, remat: str | None = None) -> None:
         self.session, self.bug = session, bug
         names = trainers(session.executor.backend_names) if session.executor is not None else []
         # a verdict against the reference is judged against the others (a crash: one finishing the stage; a numeric
@@ -105,9 +107,10 @@ class TrainingChecker:
         self.count = 0
         # only the stages that judging the bug's stage needs: one XLA program on JAX, not four; the optimizer stage's
         # catalogue entry the finding's check ran (its record's ``optimizer``)
-        self.optimizer = optimizer
+        self.optimizer, self.remat = optimizer, remat
         self.options: dict[str, Any] = {"stages": worker_stages(str(bug.stage or "")),
-                                        **({"optimizer": optimizer} if optimizer else {})}
+                                        **({"optimizer": optimizer} if optimizer else {}),
+                                        **({REMAT_KEY: remat} if remat else {})}
 
     def run(self, ir: ModelIR, directory: Path) -> TrainingRun:
         executor = self.session.executor
@@ -127,9 +130,10 @@ class TrainingChecker:
         arrays = {name: read_arrays(result.outputs_path) for name, result in results.items()}
         judgement = judge_training({name: result.stages for name, result in results.items()}, arrays, self.reference)
         verdicts = stored_verdicts(TrainingCheck(reference=self.reference, judgement=judgement))
-        wanted = {key: value for key, value in self.bug.parts.items() if key != "message"}
+        # the remat mode is the run's setting, compared by the request, not by the parts (the bug's without remat)
+        wanted = {key: value for key, value in self.bug.parts.items() if key not in ("message", REMAT_KEY)}
         same = next((v for v in verdicts if {key: value for key, value in training_parts(v, ir).items()
-                                             if key != "message"} == wanted), None)
+                                             if key not in ("message", REMAT_KEY)} == wanted), None)
         return TrainingRun(artifact, arrays, same)
 
     def __call__(self, ir: ModelIR) -> bool:
@@ -194,23 +198,6 @@ def assigned_in_call(run: TrainingRun) -> list[str]:
         if ASSIGNED_KEY in arrays:
             names.update(str(name) for name in np.atleast_1d(np.asarray(arrays[ASSIGNED_KEY])))
     return sorted(names)
-
-
-def _truth(session: Session, run: TrainingRun, reference: str, optimizer: str | None) -> JsonObject:
-    """The float64 truth of the run's numeric verdict (bug.json's ``truth``), {} for a crash."""
-    verdict = run.verdict
-    if verdict is None or verdict.kind not in NUMERIC or run.artifact is None:
-        return {}
-    record = verdict.extra.get("training") or {}
-    own = TrainingVerdict(verdict.kind, verdict.backend, str(verdict.stage), verdict.message,
-                          record.get("array"), record.get("name"))
-    engine = engine_for(verdict.backend)
-    runner = TruthTrainer(session.work / "training-truth", worker=session.truth_runner().worker(engine), engine=engine)
-    try:
-        wide, moved = runner.runs(run.artifact, worker_stages(str(verdict.stage)), optimizer)
-    finally:
-        runner.close()
-    return assess_verdict(own, run.arrays, wide, moved, reference).to_json()
 
 
 def write_folder(folder: Path, ir: ModelIR, run: TrainingRun, data: JsonObject) -> JsonObject:
@@ -310,7 +297,8 @@ def triage_training_bug(session: Session, bug: BugRow) -> None:
     inputs = read_inputs(source / INPUTS_FILE) if source is not None and (source / INPUTS_FILE).exists() else None
     reference = training_reference([name for name in executor.backend_names], executor.reference)
     checker = TrainingChecker(session, bug, reference, inputs,
-                              recorded_optimizer(finding.verdict.extra.get("training")))
+                              recorded_optimizer(finding.verdict.extra.get("training")),
+                              recorded_remat(finding.verdict.extra.get("training")))
     start = checker.run(model, session.work / f"{bug.id}-tstart")
     if start.verdict is None:
         _not_again(session, bug, model, start, reference)
@@ -355,6 +343,15 @@ def triage_training_bug(session: Session, bug: BugRow) -> None:
         outcome.steps.append(simpler.step(checker.optimizer))
         if simpler.run is not None:  # the bug's configuration from here on: its folder, truth and scripts
             run, checker = simpler.run, TrainingChecker(session, bug, reference, inputs, simpler.name)
+    if checker.remat and session.remaining() > OPTIMIZER_S + FINISH_S:  # remat's bug, or the model's without it?
+        plain = TrainingChecker(session, bug, reference, inputs, checker.optimizer)
+        shown = showing_run(lambda directory: plain.run(ir, directory), session.work / f"{bug.id}-topt-plain",
+                            lambda exc: session.error(bug.id, "the run without remat", exc))
+        outcome.runs += 1
+        outcome.steps.append(f"remat {checker.remat}: {'not needed (shows without it)' if shown else 'needed'}")
+        if shown is not None:  # the model's bug: its parts, run and scripts lose remat
+            run, checker, bug = shown, plain, replace(bug, parts={k: v for k, v in bug.parts.items() if k != REMAT_KEY})
+            store.triage.update_bug(bug.id, parts=bug.parts)
     folder = bug_folder(store.directory.resolve(), bug.id)
     shutil.rmtree(folder, ignore_errors=True)
     assert run.verdict is not None
@@ -393,9 +390,19 @@ def triage_training_bug(session: Session, bug: BugRow) -> None:
         data[ASSIGNED_IN_CALL] = assigned
     if session.remaining() > TRUTH_S:
         try:
-            data["truth"] = _truth(session, run, reference, checker.optimizer)
+            data["truth"] = training_truth_of(session, run, reference, checker.optimizer)
         except Exception as exc:  # noqa: BLE001  (the bug keeps its folder; the report lists why it has no truth)
             session.error(bug.id, "float64 truth of a training bug", exc)
+    if reference_wrong(data) and session.remaining() > TRUTH_S:  # float64 blames the reference: turn the roles
+        turn = TrainingChecker(session, turned(bug, reference), bug.library, inputs, checker.optimizer, checker.remat)
+        shown = turn.run(ir, session.work / f"{bug.id}-topt-turned")
+        if shown.verdict is not None:
+            bug, run, reference = turn.bug, shown, bug.library
+            data.update(library=bug.library, faulty=bug.library, reference=reference, signature=bug.parts,
+                        message=run.verdict.message, error_message=run.verdict.message,
+                        training=run.verdict.extra.get("training") or {},
+                        truth=training_truth_of(session, run, reference, checker.optimizer))
+            store.triage.update_bug(bug.id, library=bug.library, parts=bug.parts)
     write_folder(folder, ir, run, data)
     for scratch in [*(session.work / f"{bug.id}-{name}" for name in _SCRATCH), *session.work.glob(f"{bug.id}-topt-*")]:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -419,10 +426,10 @@ def training_truth(session: Session, bug: BugRow) -> None:
     folder = Path(str(bug.bug_dir))
     data = read_bug_file(folder)
     checker = TrainingChecker(session, bug, str(data.get("reference") or ""), read_inputs(folder / INPUTS_FILE),
-                              recorded_optimizer(data.get("training")))
+                              recorded_optimizer(data.get("training")), recorded_remat(data.get("training")))
     run = checker.run(ModelIR.loads((folder / IR_FILE).read_text()), session.work / f"{bug.id}-ttruth")
     try:
-        data["truth"] = _truth(session, run, checker.reference, checker.optimizer) if run.verdict is not None else {
+        data["truth"] = training_truth_of(session, run, checker.reference, checker.optimizer) if run.verdict is not None else {
             "method": engine_for(bug.library), "decision": UNAVAILABLE, "reason": "the folder's model did not show the bug again"}
     finally:
         shutil.rmtree(session.work / f"{bug.id}-ttruth", ignore_errors=True)

@@ -16,6 +16,7 @@ from pathlib import Path
 from memo import __version__
 from memo.backends import load_spec
 from memo.backends.training_optimizers import recorded_optimizer
+from memo.backends.training_remat import recorded_remat
 from memo.json_types import JsonObject
 from memo.kinds import VerdictKind
 from memo.oracle.criterion import Thresholds
@@ -44,6 +45,7 @@ _MAIN = '''
 HERE = Path(__file__).resolve().parent
 BACKEND, KIND, STAGE, ARRAY = {backend!r}, {kind!r}, {stage!r}, {array!r}
 OPTIMIZER = {optimizer!r}  # the optimizer stage's catalogue entry (memo.backends.training_optimizers)
+REMAT = {remat!r}  # the keras.RematScope mode the layers are built with (memo.backends.training_remat)
 EXCEPTION = {exception!r}
 INPUT_NAMES = {input_names!r}
 THRESHOLDS = Thresholds({thresholds})
@@ -54,7 +56,8 @@ def main() -> int:
     inputs = _read_inputs(HERE / "inputs.npz", INPUT_NAMES)
     record = {{}}
     try:
-        stages, names = {train}(model, inputs, {{"stages": [COMPUTED_BY.get(STAGE, STAGE)], "optimizer": OPTIMIZER}})
+        stages, names = {train}(model, inputs, {{"stages": [COMPUTED_BY.get(STAGE, STAGE)], "optimizer": OPTIMIZER,
+                                                  "remat": REMAT}})
         record.update(names)
         wanted = COMPUTED_BY.get(STAGE, STAGE)
         for name, action in stages:
@@ -131,7 +134,7 @@ def render_training_script(bug: JsonObject, input_names: list[str], thresholds: 
                         backend=library, kind=kind, stage=str(bug.get("stage") or ""),
                         array=str(training.get("array") or "") if kind != VerdictKind.TRAINING_CRASH.value else "",
                         exception=str(bug.get("exception") or ""), input_names=list(input_names),
-                        optimizer=recorded_optimizer(training),
+                        optimizer=recorded_optimizer(training), remat=recorded_remat(training),
                         thresholds=", ".join(f"{k}={v!r}" for k, v in dataclasses.asdict(thresholds).items()))
     return header + frame + main
 

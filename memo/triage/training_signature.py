@@ -16,6 +16,7 @@ import re
 from typing import Any, Iterable, Sequence
 
 from memo.backends import REFERENCE
+from memo.backends.training_remat import REMAT_KEY, recorded_remat
 from memo.backends.training_optimizers import OPTIMIZER_STAGE, optimizer_class, recorded_optimizer
 from memo.json_types import JsonObject
 from memo.kinds import BUG_KINDS, TRAINING_KINDS, VerdictKind
@@ -36,7 +37,7 @@ _INPUT = re.compile(r"^input (\d+)$")
 # dtype names in a training crash's message: the same step failing on float16 and on float64 weights beside float32
 # ones ("expected to be a half tensor but is a float tensor", "... a double tensor ...") is one defect
 # the witnesses a crash of the reference names ("(finished by keras-jax, keras-torch)"): which ran, not the bug
-_FINISHED_BY = re.compile(r"\s*\(finished by [^)]*\)")
+_FINISHED_BY = re.compile(r"\s*\((?:finished by|also on) [^)]*\)")  # who else ran the stage: not the cause
 _DTYPES = re.compile(r"\b(?:b?float(?:16|32|64)|half|float|double|int(?:8|16|32|64)|uint8|bool)\b")
 _OUTPUT = re.compile(r"^output (\d+)$")
 # A training finding's kind as the inference finding of the same forward difference (inference_twin).
@@ -127,6 +128,9 @@ def training_parts(verdict: Verdict, ir: ModelIR | None) -> dict[str, Any]:
     parts: dict[str, Any] = {"kind": kind, "library": str(verdict.backend or ""), "stage": stage}
     if stage == OPTIMIZER_STAGE:  # the catalogue entry's Keras class: a Nadam defect and a Lion defect are two bugs
         parts["optimizer"] = optimizer_class(recorded_optimizer(training_record(verdict)) or "")
+    remat = recorded_remat(training_record(verdict))
+    if remat:  # a defect of remat's code (tf.recompute_grad, jax.checkpoint) is not the same model's without remat
+        parts[REMAT_KEY] = remat
     if kind == VerdictKind.TRAINING_CRASH.value:
         exception, message = crash_exception(str(verdict.message or ""))
         parts["exception"] = exception

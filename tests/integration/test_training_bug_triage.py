@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from memo.model.ir import Layer, ModelIR
-from memo.store import CampaignStore, MutantRecord
+from memo.store import CampaignStore
+from tests.conftest import triaged_training_store
 
 BACKENDS = ["keras-tensorflow", "keras-jax"]
 SEED = 3
@@ -29,32 +30,7 @@ def spectral_model() -> ModelIR:
 
 @pytest.fixture(scope="module")
 def triaged(tmp_path_factory: pytest.TempPathFactory) -> tuple[CampaignStore, Any]:
-    from memo.artifact import prepare_artifact
-    from memo.backends.executor import DifferentialExecutor
-    from memo.oracle import judge
-    from memo.training.check import run_training_check, stored_verdicts
-    from memo.triage import triage_campaign
-
-    root = tmp_path_factory.mktemp("training-triage")
-    store = CampaignStore(root / "campaign", create=True)
-    store.set_meta("campaign_name", "training-triage")
-    store.set_meta("config", {"seed": SEED, "backends": BACKENDS, "timeout_s": 60.0, "search": "mh"})
-    store.set_meta("started", 0.0)
-    ir = spectral_model()
-    with DifferentialExecutor(backends=BACKENDS, timeout_s=60.0) as executor:
-        mutant_id = store.add_mutant(MutantRecord(0, ir.name, "NLA", "seed", ir.name, {}, ir.dumps(), True,
-                                                  diverse=True))
-        artifact = prepare_artifact(ir, (root / "artifacts" / str(mutant_id)).resolve(), seed=SEED)
-        result = executor.run(artifact)
-        store.add_execution(mutant_id, result.to_json(), result.seconds, str(artifact.directory))
-        inference = judge(result)
-        for verdict in inference:
-            store.add_verdict(mutant_id, verdict)
-        check = run_training_check(executor, artifact, artifact.directory / "training", truth=False)
-        for verdict in stored_verdicts(check):
-            store.add_verdict(mutant_id, verdict)
-        summary = triage_campaign(store, executor=executor, time_budget_s=300.0)
-    return store, summary
+    return triaged_training_store(tmp_path_factory.mktemp("training-triage"), spectral_model(), BACKENDS, SEED, 300.0)
 
 
 def test_spectral_normalization_gradient_on_jax_becomes_a_reduced_reproducing_bug(

@@ -97,3 +97,21 @@ def test_the_newest_line_names_the_blamed_librarys_builds_where_the_rerun_ran_it
             versions={"keras-nightly": "3.16", "openvino": "1"})
     remembered = newest_lines(BugFolder(tmp_path, {"library": "keras-openvino", "kind": "crash"}))
     assert "remembered from an earlier run" in remembered[0] and "0.0 s" not in remembered[0]
+
+
+def test_nan_an_engine_drops_where_the_spec_is_silent_is_not_ready_but_kept_apart() -> None:
+    settled = {"decision": "confirmed", "spec_silent": True, "reason": "NaN not propagated: engine gives 255"}
+    entry = _entry(kind="inconsistency", truth=settled)
+    assert entry["section"] == "spec-open" and ready_count([entry]) == 0
+    # a truth settled before the flag existed says so by its reason's head
+    older = _entry(kind="inconsistency", truth={"decision": "confirmed", "reason": settled["reason"]})
+    assert older["section"] == "spec-open"
+    confirmed = _entry(kind="inconsistency", truth={"decision": "confirmed", "reason": "accused 40 tolerances"})
+    assert confirmed["section"] == "ready"
+
+
+def test_keras_front_end_bugs_are_filed_at_keras_tracker() -> None:
+    from memo.backends.documented import upstream_of
+
+    assert upstream_of("keras").tracker == upstream_of("keras-tensorflow").tracker
+    assert "keras-team/keras" in upstream_of("keras").tracker
