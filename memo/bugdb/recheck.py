@@ -51,8 +51,12 @@ FLAKY_NOTE = "triage could not show it again either: flaky?"
 OUTPUT_TAIL = 4000
 
 # The verdict lines a script prints when it ran to its end and the bug did not show (templates/checks/*.py.j2).
-_NOT_REPRODUCED = re.compile(r"^(ran without an exception|ran to the end|outputs match the reference|"
-                             r"no unexpected NaN/Inf|shapes match|finished within [0-9.e+]+ s): does not reproduce$",
+# A training bug's repro.py (memo.triage.training_repro) says "keras-torch finished forward: not reproduced" or
+# "... agrees with the expected gradients arrays: not reproduced" (t51: a training crash fixed on keras-nightly read as
+# "could not run")
+_NOT_REPRODUCED = re.compile(r"^(?:(?:ran without an exception|ran to the end|outputs match the reference|"
+                             r"no unexpected NaN/Inf|shapes match|finished within [0-9.e+]+ s): does not reproduce|"
+                             r"[\w.-]+ (?:finished \w+|agrees with the expected \w+ arrays): not reproduced)$",
                              re.MULTILINE)
 # A crash's script whose library raised, but not the recorded exception (templates/checks/crash.py.j2).
 _OTHER_EXCEPTION = re.compile(r"^raises, but not the same exception.*$", re.MULTILINE)

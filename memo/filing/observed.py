@@ -20,7 +20,8 @@ ERROR_LINES = 25
 ACTUAL_CHARS = 300
 # Where numpy's assert_allclose message stops stating the mismatch and starts printing the arrays, and where Keras
 # stops stating a failing call's cause and lists its arguments.
-_DATA_STARTS = (" ACTUAL:", "ACTUAL:", "Arguments received by ")
+_ARGUMENTS = "Arguments received by "
+_DATA_STARTS = (" ACTUAL:", "ACTUAL:", _ARGUMENTS)
 # Notes a library adds after an exception's message when the traceback is printed (not part of the message: the
 # campaign's signatures never see them), which would otherwise become the quoted cause, the title and the search
 # words: JAX's note on the frames it filtered out.
@@ -50,8 +51,12 @@ def error_text(folder: BugFolder, checked: MinimalScript) -> str:
 
 
 def error_excerpt(folder: BugFolder, checked: MinimalScript) -> list[str]:
-    """:func:`error_text`'s first lines (a message may go on with data)."""
+    """:func:`error_text`'s first lines (a message may go on with data), without the values of the arguments Keras
+    lists after a failing call's message (t51: a training crash's log was 20 lines of its input array)."""
     lines = error_text(folder, checked).splitlines()
+    listed = next((index for index, line in enumerate(lines) if line.startswith(_ARGUMENTS)), None)
+    if listed is not None:
+        lines = [*lines[:listed + 1], "  (the values of the arguments left out)"]
     return lines[:ERROR_LINES] + (["..."] if len(lines) > ERROR_LINES else [])
 
 

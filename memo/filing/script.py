@@ -313,7 +313,7 @@ def _keras_part(folder: BugFolder, source: str) -> ModelPart:
     if source == SEEDED:
         return ModelPart(["keras.utils.set_random_seed(0)", *keras_model_code(ir).lines], {}, names, outputs)
     weights = _keras_weights(folder)
-    code = keras_model_code(ir, frozenset(name.rpartition("/")[0] for name in weights))
+    code = keras_model_code(ir, frozenset(name.rpartition("/")[0] for name in weights), folder.kind in TRAINING_KINDS)
     lines = [*code.lines, f"w = np.load({WEIGHTS_FILE!r})",
              "for layer in model.layers:",
              '    layer.set_weights([w[f"{layer.name}/{i}"] for i in range(len(layer.weights))])']

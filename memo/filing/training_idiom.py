@@ -26,14 +26,11 @@ LOSS_LINES: tuple[str, ...] = (
     "def loss_of(outputs, losses=()):  # memo's loss: a fixed random projection of the outputs, plus model.losses",
     "    outputs = outputs if isinstance(outputs, (list, tuple)) else [outputs]",
     "    total = 0.0",
-    "    for i, y in enumerate(outputs):",
-    "        if keras.backend.standardize_dtype(y.dtype) in ('float16', 'bfloat16'):",
-    "            y = keras.ops.cast(y, 'float32')  # summed in float32",
+    "    for i, y in enumerate(outputs):  # a float16 or bfloat16 output summed in float32",
+    "        y = keras.ops.cast(y, 'float32') if keras.backend.standardize_dtype(y.dtype) in ('float16', 'bfloat16') else y",
     f"        w = np.random.default_rng({LOSS_SEED} + i).standard_normal(tuple(y.shape))",
     "        total = total + keras.ops.sum(y * keras.ops.convert_to_tensor(w, dtype=y.dtype)) / y.shape[0]",
-    "    for extra in losses:  # regularizers and add_loss, as Keras's trainer adds them",
-    "        total = total + keras.ops.cast(extra, total.dtype)",
-    "    return total",
+    "    return total + sum(keras.ops.cast(extra, total.dtype) for extra in losses)  # regularizers, add_loss",
 )
 _GRADIENTS: dict[str, tuple[str, ...]] = {
     "tensorflow": ("with tf.GradientTape() as tape:",

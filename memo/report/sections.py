@@ -19,7 +19,7 @@ from memo.bugdb import FIXED_UPSTREAM as FIXED_UPSTREAM_STATUS
 from memo.kinds import NUMERIC_KINDS, TRAINING_KINDS, VerdictKind
 from memo.newest import FIXED_UPSTREAM
 from memo.triage.newest import provenance
-from memo.triage.onnx_reference import NAN_NOT_PROPAGATED
+from memo.triage.onnx_reference import NAN_NOT_PROPAGATED, SPECIAL_VALUES
 from memo.truth import CONFIRMED, CONTRADICTED, ILL_CONDITIONED, NOISE, UNAVAILABLE, UNDECIDED
 
 if TYPE_CHECKING:
@@ -56,8 +56,9 @@ SECTIONS: tuple[Section, ...] = (
     Section("documented", "documented differences",
             "behaviour the library's documentation or the operator's specification allows"),
     Section("spec-open", "NaN the specification leaves open",
-            "an engine returns a number where ONNX's reference implementation and the other libraries propagate NaN, "
-            "through operators whose specification does not say what NaN gives (Min, Max, Clip, the reductions): "
+            "an engine's result differs only through NaN or Inf made inside the model (0/0, 255/0), where ONNX's "
+            "reference implementation and the other libraries propagate NaN, through operators whose specification "
+            "does not say what NaN gives (Min, Max, Clip, the reductions): "
             "a question of consistency for the engine's maintainers, not a defect the specification decides; not "
             "counted as ready to file"),
     Section("ill-conditioned", "ill-conditioned",
@@ -82,7 +83,7 @@ def _spec_silent(entry: BugEntry) -> bool:
     settled before the flag existed say so by their reason's head)."""
     truth = entry.get("truth") or {}
     return _truth_decision(entry) == CONFIRMED and (
-        bool(truth.get("spec_silent")) or str(truth.get("reason") or "").startswith(NAN_NOT_PROPAGATED))
+        bool(truth.get("spec_silent")) or str(truth.get("reason") or "").startswith((NAN_NOT_PROPAGATED, SPECIAL_VALUES)))
 
 
 def _reduced(entry: BugEntry) -> bool:

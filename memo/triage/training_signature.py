@@ -70,19 +70,30 @@ def weight_owner(ir: ModelIR | None, name: str | None) -> Layer | None:
         return ir.by_name().get(ir.outputs[index]) if index < len(ir.outputs) else None
     components = name.split("/")[:-1]
     layers = ir.by_name()
-    for component in components:  # the outermost layer of the model that the path names
-        if component in layers:
-            return layers[component]
     wrappers = [(layer, inner) for layer in ir.body if isinstance(inner := layer.config.get("layer"), dict)]
+    for component in components:  # the outermost layer of the model that the path names
+        if component in layers:  # unless a wrapped layer Keras named itself has that name too (t51: a Dense named
+            # ``dense`` after SpectralNormalization(Dense), whose kernel Keras also calls ``dense/kernel``): the
+            # wrapper, whose own code a training difference of that path came through
+            return next((layer for layer, inner in wrappers if _auto_named(inner, component)), layers[component])
     for component in components:
         for layer, inner in wrappers:
             if (inner.get("config") or {}).get("name") == component:
                 return layer
     for component in components:  # a wrapped layer Keras named itself: ``dense`` or ``dense_3`` for a Dense
         for layer, inner in wrappers:
-            if re.fullmatch(rf"{re.escape(snake_case(str(inner.get('class_name') or '')))}(?:_\d+)?", component):
+            if _auto_named(inner, component, numbered=True):
                 return layer
     return None
+
+
+def _auto_named(inner: dict, component: str, numbered: bool = False) -> bool:
+    """Whether a wrapped layer's config without a name of its own is one Keras names ``component`` (its class in
+    snake case; ``numbered``: with a ``_N`` suffix too)."""
+    if (inner.get("config") or {}).get("name"):
+        return False
+    base = re.escape(snake_case(str(inner.get("class_name") or "")))
+    return re.fullmatch(rf"{base}(?:_\d+)?" if numbered else base, component) is not None
 
 
 def snake_case(class_name: str) -> str:
@@ -242,12 +253,19 @@ def inference_twin(parts: JsonObject, reduced: ModelIR, decision: str) -> JsonOb
     """The parts of the inference finding a training bug is, where it is one: a forward difference (or NaN) of a
     layer whose training-mode call runs the code its inference call runs (the forward pass of Keras on torch's
     'same' AveragePooling1D, found through a gradient: :mod:`memo.triage.training_forward`), keyed as an inference
-    bug of that layer on that backend, so that the two are one entry. None for any other stage, and for a culprit
-    whose training-mode call is its own code (batch statistics, power iteration, randomness made deterministic)."""
-    kind = _INFERENCE_KIND.get(str(parts.get("kind", "")))
-    if kind is None or parts.get("stage") != "forward" or not parts.get("layer") or parts["layer"] == UNLOCALIZED:
+    bug of that layer on that backend, so that the two are one entry; a crash at ``forward`` as the inference crash
+    with its exception and message. None for any other stage, for a model built under ``keras.RematScope`` (remat's
+    code), and for a culprit whose training-mode call is its own code (batch statistics, power iteration, randomness
+    made deterministic)."""
+    if parts.get("stage") != "forward" or parts.get(REMAT_KEY) \
+            or any(_OWN_TRAINING_CODE.search(name) for name in culprit_classes(reduced)):
         return None
-    if any(_OWN_TRAINING_CODE.search(name) for name in culprit_classes(reduced)):
+    if parts.get("kind") == VerdictKind.TRAINING_CRASH.value:  # the inference crash's message-pattern key (t51's
+        # LayerNormalization on Keras on torch, failing alike at inference: one entry)
+        return {"kind": VerdictKind.CRASH.value, "library": parts.get("library", ""), "stage": "execute",
+                "exception": parts.get("exception", ""), "message": parts.get("message", "")}
+    kind = _INFERENCE_KIND.get(str(parts.get("kind", "")))
+    if kind is None or not parts.get("layer") or parts["layer"] == UNLOCALIZED:
         return None
     return {"kind": kind, "layer": parts["layer"], "library": parts.get("library", ""),
             "reference": REFERENCE, TRUTH_DECISION: decision}

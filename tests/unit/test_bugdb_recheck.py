@@ -188,6 +188,15 @@ def test_a_verdict_followed_by_a_traceback_is_not_a_fix() -> None:
                                                                       "could not run (exit 1): OSError: closing")
 
 
+def test_a_training_repro_that_finishes_its_stage_or_agrees_is_fixed() -> None:
+    facts = read_facts(CORPUS_BUG)
+    for said in ("keras-torch finished forward: not reproduced",
+                 "keras-jax agrees with the expected gradients arrays: not reproduced"):
+        assert classify(facts, 1, f"keras 3.16.0\n{said}\n", timed_out=False, limit_s=10) == (FIXED, said)
+    changed = "keras-jax failed (TypeError), the bug is a training-nan: not reproduced"  # another failure: not fixed
+    assert classify(facts, 1, f"{changed}\n", timed_out=False, limit_s=10)[0] == ERROR
+
+
 def _corpus_copy(tmp_path: Path) -> Path:
     return Path(shutil.copytree(CORPUS_BUG, tmp_path / CORPUS_BUG.name))
 

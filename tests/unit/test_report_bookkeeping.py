@@ -106,6 +106,9 @@ def test_nan_an_engine_drops_where_the_spec_is_silent_is_not_ready_but_kept_apar
     # a truth settled before the flag existed says so by its reason's head
     older = _entry(kind="inconsistency", truth={"decision": "confirmed", "reason": settled["reason"]})
     assert older["section"] == "spec-open"
+    through = _entry(kind="inconsistency", truth={"decision": "confirmed", "spec_silent": True,
+                                                  "reason": "special values against the operator's contract: ..."})
+    assert through["section"] == "spec-open"  # a NaN made and removed inside (AutoContrast's 0/0 through Min/Max)
     confirmed = _entry(kind="inconsistency", truth={"decision": "confirmed", "reason": "accused 40 tolerances"})
     assert confirmed["section"] == "ready"
 

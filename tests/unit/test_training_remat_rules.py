@@ -70,3 +70,18 @@ def test_a_truth_blaming_the_reference_alone_turns_the_bug_round() -> None:
     assert not reference_wrong({**data, "truth": {**data["truth"], "errors": {TORCH: 0.1, REF: 0.5}}})
     both = {**data["truth"], "errors": {TORCH: 0.1, REF: 40.0, JAX: 30.0}}  # two witnesses off: not the reference's
     assert not reference_wrong({**data, "truth": both})
+
+
+def test_a_training_script_keeps_the_settings_that_act_in_training() -> None:
+    from memo.filing.keras_code import keras_model_code
+    from memo.model.ir import Layer, ModelIR
+
+    ir = ModelIR([Layer("x", "InputLayer", {"batch_shape": [None, 30, 5], "dtype": "float32"}),
+                  Layer("c", "Conv1D", {"filters": 5, "kernel_size": [3], "activity_regularizer": "l2",
+                                        "kernel_constraint": "non_neg", "kernel_initializer": "ones",
+                                        "trainable": False}, ["x"])], ["c"], "conv")
+    inference = " ".join(keras_model_code(ir).lines)
+    training = " ".join(keras_model_code(ir, training=True).lines)
+    for setting in ("activity_regularizer='l2'", "kernel_constraint='non_neg'", "trainable=False"):
+        assert setting not in inference and setting in training, (setting, training)
+    assert "kernel_initializer" not in training  # the weights are attached: the initializer never acts

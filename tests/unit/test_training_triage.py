@@ -297,3 +297,31 @@ def test_a_training_forward_difference_of_a_layer_is_one_entry_with_its_inferenc
     batch_norm = ModelIR([Layer("x", "InputLayer", {"batch_shape": [None, 6], "dtype": "float32"}),
                           Layer("bn", "BatchNormalization", {}, ["x"])], ["bn"], "m")
     assert len(training_key({**forward, "layer": "BatchNormalization"}, batch_norm, "confirmed").split()) == 1
+
+
+def test_a_weight_path_a_wrapped_layer_shares_with_a_named_one_is_the_wrappers() -> None:
+    inner = {"class_name": "Dense", "module": "keras.layers", "config": {"units": 4}}
+    ir = ModelIR([Layer("x", "InputLayer", {"batch_shape": [None, 6], "dtype": "float32"}),
+                  Layer("spectral", "SpectralNormalization", {"layer": inner}, ["x"]),
+                  Layer("dense", "Dense", {"units": 3}, ["spectral"])], ["dense"], "clash")
+    # Keras names the wrapped Dense ``dense`` too (t51): the path is the wrapper's, whose code a difference came through
+    assert owner_class(ir, "dense/kernel") == "SpectralNormalization"
+    assert owner_class(ir, "dense_1/kernel") == "SpectralNormalization"
+    plain = ModelIR([ir.layers[0], Layer("dense", "Dense", {"units": 3}, ["x"])], ["dense"], "plain")
+    assert owner_class(plain, "dense/kernel") == "Dense"
+
+
+def test_a_forward_training_crash_shares_the_inference_crashs_key() -> None:
+    from memo.triage.signature import reduced_keys
+    from memo.triage.training_signature import training_key
+
+    ir = ModelIR([Layer("x", "InputLayer", {"batch_shape": [None, 4, 6], "dtype": "float32"}),
+                  Layer("norm", "LayerNormalization", {"axis": 1}, ["x"])], ["norm"], "ln")
+    message = "Exception encountered when calling LayerNormalization.call(). Given normalized_shape=SHAPE"
+    crash = {"kind": "crash", "library": "keras-torch", "stage": "execute", "exception": "RuntimeError",
+             "message": message, "frames": ["torch/nn/functional.py:layer_norm"]}
+    training = {"kind": "training-crash", "library": "keras-torch", "stage": "forward", "exception": "RuntimeError",
+                "message": message}
+    assert set(reduced_keys(crash, ir)) & set(training_key(training, ir).split())  # one entry
+    under_remat = {**training, "remat": "full"}  # remat's code: its own entry
+    assert not set(reduced_keys(crash, ir)) & set(training_key(under_remat, ir).split())
