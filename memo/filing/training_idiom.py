@@ -106,7 +106,9 @@ def training_lines(library: str, stage: str, kind: str,
     if stage not in STAGES:
         raise NoTrainingIdiom(f"memo writes no training script for stage {stage!r}")
     imports = [_MODULES[backend]]
-    if stage == "gradients":
+    # a crash in the forward pass as the worker met it: Keras on JAX's forward and gradients are one jitted
+    # value_and_grad program (t52: JAX's UnexpectedTracerError under keras.RematScope showed only when differentiated)
+    if stage == "gradients" or (kind == VerdictKind.TRAINING_CRASH.value and stage in ("forward", "loss", "state")):
         return imports, [*LOSS_LINES, *_GRADIENTS[backend]], "grad"
     if stage in (*_OPTIMIZERS, OPTIMIZER_STAGE):
         lines, prefix = _optimizer_lines(stage, optimizer)

@@ -85,3 +85,12 @@ def test_a_training_script_keeps_the_settings_that_act_in_training() -> None:
     for setting in ("activity_regularizer='l2'", "kernel_constraint='non_neg'", "trainable=False"):
         assert setting not in inference and setting in training, (setting, training)
     assert "kernel_initializer" not in training  # the weights are attached: the initializer never acts
+
+
+def test_a_forward_crash_script_differentiates_as_the_worker_did() -> None:
+    from memo.filing.training_idiom import training_lines
+
+    _, crash, _ = training_lines("keras-jax", "forward", "training-crash")
+    assert any("jax.grad" in line for line in crash)  # JAX's forward and gradients are one jitted program
+    _, difference, prefix = training_lines("keras-jax", "forward", "training-inconsistency")
+    assert prefix == "out" and not any("jax.grad" in line for line in difference)
