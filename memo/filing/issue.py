@@ -22,7 +22,7 @@ from memo.bug_files import NEWEST_FILE
 from memo.backends.versions import MISSING
 from memo.newest import BUILD_DISTRIBUTIONS, CANNOT_RUN, STILL_REPRODUCES, build_text, installed_as
 from memo.filing.check import MinimalScript, attached_model_line, cached_minimal, minimal_script
-from memo.filing.observed import ERROR_LINES, actual, error_excerpt, quoted
+from memo.filing.observed import ERROR_LINES, actual, error_excerpt, message_head, quoted
 from memo.filing.folder import ONNX_FILE, REPRO_FILE, BugFolder
 from memo.kinds import TRAINING_KINDS, VerdictKind
 from memo.backends.idioms import ONNX
@@ -350,7 +350,9 @@ def _described(bug: BugFolder, checked: MinimalScript) -> str:
         return (f"On a model of {culprit(bug, checked)}, {LIBRARY_NAMES.get(bug.library, bug.library)} computes a "
                 f"training step whose {symptom} (training stage {stage}; the script computes it as a user of "
                 f"{bug.library} would).{assigned_text(bug)}")
-    return f"{bug.library} {KIND_WORDS.get(bug.kind, 'fails')} on a model of {culprit(bug, checked)} ({stage} stage)."
+    head = message_head(bug, checked) if bug.kind in CRASH_KINDS else ""  # what it says, not only that it fails
+    said = f": {bug.exception + ': ' if bug.exception else ''}{head.rstrip('.')}" if head else ""
+    return f"{bug.library} {KIND_WORDS.get(bug.kind, 'fails')} on a model of {culprit(bug, checked)} ({stage} stage){said}."
 
 
 # Keras on torch's optimizers (keras/src/backend/torch/optimizers/torch_*.py) read as memo's keying rule for a
@@ -359,6 +361,7 @@ TORCH_SCALARS = ("Keras on PyTorch's optimizers (`keras/src/backend/torch/optimi
                  "scalars (learning rate, bias corrections) once, in `variables[0].dtype`, and step every variable "
                  "with them; TensorFlow and JAX compute them per variable, in its own dtype.")
 LOW_PRECISIONS = ("float16", "bfloat16")
+CRASH_KINDS = (VerdictKind.CRASH.value, VerdictKind.TRAINING_CRASH.value)
 
 
 def remat_note(bug: BugFolder) -> str:
