@@ -58,8 +58,6 @@ class Truth:
     witnesses: list[str] = field(default_factory=list)
     blamed: str | None = None  # the library float64 blames (None: none)
     special_values: bool = False  # ill-conditioned only because special values arise (the operator's contract decides)
-    # confirmed only by NaN an engine did not propagate where the operator's specification says nothing of NaN
-    spec_silent: bool = False
 
     def to_json(self) -> dict[str, object]:
         data = asdict(self)

@@ -10,12 +10,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from memo.backends import find_spec
+from memo.backends import REFERENCE, find_spec
 from memo.backends.inner_libraries import LIBRARIES
 from memo.backends.spec import KERAS_FRONT_END, NEVER_UNSUPPORTED, UNKNOWN_UPSTREAM, BackendSpec, DocumentedDifference, UnsupportedPhrase, Upstream
 from memo.model.ir import Layer, ModelIR
-
-KERAS_REFERENCE = "keras-tensorflow"  # the Keras backend whose upstream Keras's front end shares
 
 # Keys under which a wrapper layer (Bidirectional, TimeDistributed) keeps the layer it wraps.
 _WRAPPED_KEYS = ("layer", "forward_layer")
@@ -44,7 +42,7 @@ def upstream_of(name: str) -> Upstream:
     with no tracker (:data:`memo.backends.spec.UNKNOWN_UPSTREAM`). Keras's shared front end (a bug every Keras
     backend shows, or Keras's optimizer code, blamed as ``keras``) is filed where its backends' bugs are."""
     if name == KERAS_FRONT_END:
-        name = KERAS_REFERENCE
+        name = REFERENCE  # Keras on TensorFlow: its upstream is Keras's
     spec = find_spec(name)
     if spec is None and name in LIBRARIES:  # a library inside a backend's stack (torch.onnx under Keras's export)
         return LIBRARIES[name].upstream

@@ -30,14 +30,14 @@ from memo.filing.script import NUMERIC_PRINTS
 from memo.filing.torch_onnx_code import SOURCE as TORCH_ONLY
 from memo.filing.torch_onnx_code import found_through
 from memo.filing.title import (KIND_WORDS, LAYOUT_OPERATORS, culprit, engine_operator, folder_training_symptom, layer_classes,
-                               any_optimizer, shape_text, stated_cause, stepped_optimizer, title, tracker_name,
+                               any_optimizer, folder_remat, shape_text, stated_cause, stepped_optimizer, title, tracker_name,
                                wrong_shape)
 from memo.triage.failing_node import node_attributes
 from memo.triage.onnx_reference import ENGINE, ONNX_REFERENCE_KEY
 from memo.triage.ort_unoptimized import unoptimized_text
 from memo.triage.signature import computing_library
 from memo.triage.training_signature import TORCH_BACKEND
-from memo.backends.training_remat import recorded_remat, remat_scope
+from memo.backends.training_remat import remat_scope
 from memo.triage.training_repro import CHANGED
 from memo.triage.newest import provenance
 from memo.backends.trackers import DESCRIBE, DUPLICATES, ENVIRONMENT, EXPECTED, LOG, REPRODUCE, GENERIC
@@ -367,7 +367,7 @@ CRASH_KINDS = (VerdictKind.CRASH.value, VerdictKind.TRAINING_CRASH.value)
 def remat_note(bug: BugFolder) -> str:
     """Where a training bug's layers are built inside ``keras.RematScope``: that, and whether triage saw the reduced
     model without remat train right (its reduction's step, :mod:`memo.triage.training_bug`)."""
-    mode = recorded_remat(bug.info.get("training")) if bug.kind in TRAINING_KINDS else None
+    mode = folder_remat(bug)
     if not mode:
         return ""
     steps = " ".join(str(step) for step in (bug.info.get("reduction") or {}).get("steps") or [])

@@ -129,9 +129,14 @@ def any_optimizer(folder: BugFolder) -> bool:
     return isinstance(signature, dict) and str(signature.get("weights", "")).endswith(MIXED + ANY_MIXED)
 
 
+def folder_remat(folder: BugFolder) -> str | None:
+    """The ``keras.RematScope`` mode a training bug's layers were built with (None: none, or not a training bug)."""
+    return recorded_remat(folder.info.get("training")) if folder.kind in TRAINING_KINDS else None
+
+
 def culprit(folder: BugFolder, checked: MinimalScript | None = None) -> str:
     """:func:`layer_culprit`, under the ``keras.RematScope`` mode a training bug's layers were built with."""
-    mode = recorded_remat(folder.info.get("training")) if folder.kind in TRAINING_KINDS else None
+    mode = folder_remat(folder)
     named = layer_culprit(folder, checked)
     return f"{named} under RematScope({mode})" if mode else named
 

@@ -79,11 +79,10 @@ def _truth_decision(entry: BugEntry) -> str | None:
 
 
 def _spec_silent(entry: BugEntry) -> bool:
-    """Confirmed only by NaN an engine did not propagate where the operator's specification is silent on NaN (truths
-    settled before the flag existed say so by their reason's head)."""
-    truth = entry.get("truth") or {}
-    return _truth_decision(entry) == CONFIRMED and (
-        bool(truth.get("spec_silent")) or str(truth.get("reason") or "").startswith((NAN_NOT_PROPAGATED, SPECIAL_VALUES)))
+    """Confirmed only through NaN or Inf made inside the model, where the operator's specification is silent on NaN:
+    the truth :func:`memo.triage.onnx_reference.settle` decided, whose reason opens with what settled it."""
+    reason = str((entry.get("truth") or {}).get("reason") or "")
+    return _truth_decision(entry) == CONFIRMED and reason.startswith((NAN_NOT_PROPAGATED, SPECIAL_VALUES))
 
 
 def _reduced(entry: BugEntry) -> bool:
@@ -143,7 +142,7 @@ def _unfinished(entry: BugEntry) -> bool:
 # (section key, does it apply?) in order: the first that applies decides.
 RULES: tuple[tuple[str, Callable[[BugEntry], bool]], ...] = (
     ("documented", lambda e: bool(e.get("documented"))),
-    ("spec-open", lambda e: _spec_silent(e)),
+    ("spec-open", _spec_silent),
     ("ill-conditioned", lambda e: _truth_decision(e) == ILL_CONDITIONED),
     ("noise", lambda e: _truth_decision(e) == NOISE),
     ("undecided", lambda e: _truth_decision(e) in (UNDECIDED, UNAVAILABLE)),

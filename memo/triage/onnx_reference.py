@@ -197,8 +197,8 @@ def settle(truth: Truth, opinion: Opinion | None) -> Truth:
     # ONNX's operator documents never say what NaN or Inf gives (Min, Max, Clip, the reductions, MaxPool): its
     # reference propagates NaN as numpy does, but an engine returning the other operand follows IEEE 754-2008's
     # minNum, and the readers of s50, t50 and t51 called OpenVINO's Min/Max on AutoContrast's 0/0 unspecified (whether
-    # the NaN reaches the output or a later operator turns it into a number), not a defect to file
-    truth.spec_silent = True
+    # the NaN reaches the output or a later operator turns it into a number), not a defect to file: the reason's
+    # head (NAN_NOT_PROPAGATED, SPECIAL_VALUES) is what the report's "NaN the specification leaves open" reads
     what = NAN_NOT_PROPAGATED if opinion.nan_not_propagated else SPECIAL_VALUES
     truth.reason = f"{what}: {opinion.reason} (float64 alone: {truth.reason})"
     return truth

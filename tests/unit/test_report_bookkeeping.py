@@ -100,13 +100,10 @@ def test_the_newest_line_names_the_blamed_librarys_builds_where_the_rerun_ran_it
 
 
 def test_nan_an_engine_drops_where_the_spec_is_silent_is_not_ready_but_kept_apart() -> None:
-    settled = {"decision": "confirmed", "spec_silent": True, "reason": "NaN not propagated: engine gives 255"}
+    settled = {"decision": "confirmed", "reason": "NaN not propagated: engine gives 255"}
     entry = _entry(kind="inconsistency", truth=settled)
     assert entry["section"] == "spec-open" and ready_count([entry]) == 0
-    # a truth settled before the flag existed says so by its reason's head
-    older = _entry(kind="inconsistency", truth={"decision": "confirmed", "reason": settled["reason"]})
-    assert older["section"] == "spec-open"
-    through = _entry(kind="inconsistency", truth={"decision": "confirmed", "spec_silent": True,
+    through = _entry(kind="inconsistency", truth={"decision": "confirmed",
                                                   "reason": "special values against the operator's contract: ..."})
     assert through["section"] == "spec-open"  # a NaN made and removed inside (AutoContrast's 0/0 through Min/Max)
     confirmed = _entry(kind="inconsistency", truth={"decision": "confirmed", "reason": "accused 40 tolerances"})
