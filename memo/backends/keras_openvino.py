@@ -12,6 +12,8 @@ from memo.backends.spec import Upstream
 
 UPSTREAM = Upstream("active", "https://github.com/keras-team/keras-openvino/issues",
                     "Keras's OpenVINO backend moved out of Keras to keras-team/keras-openvino (keras-openvino 0.0.1 "
-                    "beside keras-nightly); the released Keras 3.15.1 still holds it", trackers.KERAS)
+                    "beside keras-nightly); the released Keras 3.15.1 still holds it", trackers.KERAS,
+                    "Keras's OpenVINO backend: keras-nightly no longer holds keras/src/backend/openvino, the "
+                    "keras-openvino package holds it, and its repository is keras-team/keras-openvino")
 
 SPEC = dataclasses.replace(keras_spec("openvino", ("openvino",)), upstream=UPSTREAM)

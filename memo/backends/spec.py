@@ -155,6 +155,7 @@ class Upstream:
     tracker: str = ""
     reason: str = ""
     form: TrackerForm = GENERIC
+    where: str = ""  # why this tracker, where a maintainer would look for another one (said beside "File at")
 
     def __post_init__(self) -> None:
         if self.status not in UPSTREAM_STATUSES:

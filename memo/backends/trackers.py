@@ -20,6 +20,11 @@ class TrackerForm:
     headings: dict[str, str]
     order: tuple[str, ...] = DEFAULT_ORDER
     fields: dict[str, str] = field(default_factory=dict)
+    keras_fields: dict[str, str] = field(default_factory=dict)  # answers instead where the script is Keras code
+
+    def answers(self, keras_script: bool) -> dict[str, str]:
+        """The fixed fields' answers for an issue whose script builds a Keras model (``keras_script``) or not."""
+        return {**self.fields, **(self.keras_fields if keras_script else {})}
 
 
 GENERIC_HEADINGS = {DESCRIBE: "Describe the bug", ENVIRONMENT: "Environment", REPRODUCE: "To reproduce",
@@ -28,8 +33,8 @@ GENERIC = TrackerForm("", GENERIC_HEADINGS)
 
 
 def _form(project: str, order: tuple[str, ...] = DEFAULT_ORDER, fields: dict[str, str] | None = None,
-          **headings: str) -> TrackerForm:
-    return TrackerForm(project, {**GENERIC_HEADINGS, **headings}, order, fields or {})
+          keras_fields: dict[str, str] | None = None, **headings: str) -> TrackerForm:
+    return TrackerForm(project, {**GENERIC_HEADINGS, **headings}, order, fields or {}, keras_fields or {})
 
 
 PYTORCH = _form(
@@ -55,6 +60,9 @@ ONNXRUNTIME = _form(
 OPENVINO = _form(
     "OpenVINO", (ENVIRONMENT, DESCRIBE, REPRODUCE, EXPECTED, LOG, DUPLICATES),
     fields={"Device used for inference": "CPU", "Framework": "ONNX", "Model used": "the graph in the script"},
+    # OpenVINO failing on the model Keras's OpenVINO backend builds (t52's reader: "Framework: ONNX" on a Keras script)
+    keras_fields={"Framework": "Keras 3 (its OpenVINO backend, `KERAS_BACKEND=openvino`)",
+                  "Model used": "the Keras model in the script"},
     environment="OpenVINO Version and Operating System", describe="Issue description",
     reproduce="Step-by-step reproduction", log="Relevant log output",
     duplicates="Issue submission checklist: searched for duplicates")

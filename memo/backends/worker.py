@@ -34,6 +34,7 @@ import numpy as np
 
 from memo.backends import load_spec
 from memo.backends.coverage_probe import CoverageProbes
+from memo.backends.failure_cause import primary_failure
 from memo.backends.result import ConversionProblem, StageFailure
 from memo.backends.spec import (SPEC_NAME, NEVER_UNSUPPORTED, AnySpec, BackendSpec, ConverterSpec,
                                 UnsupportedPatterns, UnsupportedPhrase)
@@ -106,6 +107,7 @@ class Worker:
             cause: BaseException = exc
             if isinstance(exc, StageFailure):  # failed in an earlier stage of a multi-stage callable
                 record["stage"], cause = exc.stage, exc.cause
+            cause = primary_failure(cause)
             record.update(status=classify(cause, spec.unsupported_patterns), exc_type=type(cause).__name__,
                           message=str(cause)[:4000], traceback=_format(cause)[-8000:])
         record["seconds"] = time.perf_counter() - start

@@ -3,7 +3,6 @@ symptom, the versions, the minimal script (checked to reproduce) or memo's full 
 against actual (with the float64 truth for a numeric bug), and the words searched for duplicates."""
 from __future__ import annotations
 
-import re
 
 import json
 import platform
@@ -24,20 +23,21 @@ from memo.newest import BUILD_DISTRIBUTIONS, CANNOT_RUN, STILL_REPRODUCES, build
 from memo.filing.check import MinimalScript, attached_model_line, cached_minimal, minimal_script
 from memo.filing.observed import ERROR_LINES, actual, error_excerpt, message_head, quoted
 from memo.filing.folder import ONNX_FILE, REPRO_FILE, BugFolder
+from memo.filing.training_text import (LIBRARY_NAMES, TORCH_SCALARS, assigned_text, finished_by, low_precision_note,
+                                        remat_note)
 from memo.kinds import TRAINING_KINDS, VerdictKind
 from memo.backends.idioms import ONNX
 from memo.filing.script import NUMERIC_PRINTS
 from memo.filing.torch_onnx_code import SOURCE as TORCH_ONLY
 from memo.filing.torch_onnx_code import found_through
 from memo.filing.title import (KIND_WORDS, LAYOUT_OPERATORS, culprit, engine_operator, folder_training_symptom, layer_classes,
-                               any_optimizer, folder_remat, shape_text, stated_cause, stepped_optimizer, title, tracker_name,
+                               any_optimizer, shape_text, stated_cause, stepped_optimizer, title, tracker_name,
                                wrong_shape)
 from memo.triage.failing_node import node_attributes
 from memo.triage.onnx_reference import ENGINE, ONNX_REFERENCE_KEY
 from memo.triage.ort_unoptimized import unoptimized_text
-from memo.triage.signature import computing_library
+from memo.triage.signature import computing_library, native_site
 from memo.triage.training_signature import TORCH_BACKEND
-from memo.backends.training_remat import remat_scope
 from memo.triage.training_repro import CHANGED
 from memo.triage.newest import provenance
 from memo.backends.trackers import DESCRIBE, DUPLICATES, ENVIRONMENT, EXPECTED, LOG, REPRODUCE, GENERIC
@@ -130,10 +130,6 @@ def _reproduce(folder: BugFolder, checked: MinimalScript) -> list[str]:
             f"and inputs it reads (`python {REPRO_FILE}` exits 0 when the bug reproduces)."]
 
 
-# How an issue names the reference libraries a maintainer knows by another name.
-LIBRARY_NAMES = {"keras-tensorflow": "Keras on TensorFlow", "keras-jax": "Keras on JAX", "keras-torch": "Keras on "
-                 "PyTorch", "keras-openvino": "Keras on OpenVINO",
-                 "keras-export": "Keras's `model.export(format=\"onnx\")` on the torch backend (torch.onnx underneath)"}
 
 
 def reference_outputs(folder: BugFolder) -> list[str]:
@@ -352,62 +348,16 @@ def _described(bug: BugFolder, checked: MinimalScript) -> str:
                 f"{bug.library} would).{assigned_text(bug)}")
     head = message_head(bug, checked) if bug.kind in CRASH_KINDS else ""  # what it says, not only that it fails
     said = f": {bug.exception + ': ' if bug.exception else ''}{head.rstrip('.')}" if head else ""
+    if bug.delegated:  # the check that fails is the delegate's own code, reached through the backend's lowering
+        site = native_site(str(bug.info.get("error_message") or bug.info.get("message") or ""))
+        named = upstream_of(bug.delegated).form.project or bug.delegated
+        return (f"{named} fails on the model {LIBRARY_NAMES.get(bug.library, bug.library)} builds for "
+                f"{culprit(bug, checked)} ({stage} stage){said}. The check that fails is {named}'s own code"
+                f"{f' (`{site}`)' if site else ''}, not the backend's lowering.")
     return f"{bug.library} {KIND_WORDS.get(bug.kind, 'fails')} on a model of {culprit(bug, checked)} ({stage} stage){said}."
 
 
-# Keras on torch's optimizers (keras/src/backend/torch/optimizers/torch_*.py) read as memo's keying rule for a
-# numeric difference on mixed precisions (memo.triage.training_signature.ANY_MIXED) assumes it
-TORCH_SCALARS = ("Keras on PyTorch's optimizers (`keras/src/backend/torch/optimizers/torch_*.py`) compute the step's "
-                 "scalars (learning rate, bias corrections) once, in `variables[0].dtype`, and step every variable "
-                 "with them; TensorFlow and JAX compute them per variable, in its own dtype.")
-LOW_PRECISIONS = ("float16", "bfloat16")
 CRASH_KINDS = (VerdictKind.CRASH.value, VerdictKind.TRAINING_CRASH.value)
-
-
-def remat_note(bug: BugFolder) -> str:
-    """Where a training bug's layers are built inside ``keras.RematScope``: that, and whether triage saw the reduced
-    model without remat train right (its reduction's step, :mod:`memo.triage.training_bug`)."""
-    mode = folder_remat(bug)
-    if not mode:
-        return ""
-    steps = " ".join(str(step) for step in (bug.info.get("reduction") or {}).get("steps") or [])
-    without = " The same model built without it does not show the bug." if f"remat {mode}: needed" in steps else ""
-    return (f" The model's layers are built inside `{remat_scope(mode)}` (rematerialization: each layer's forward "
-            f"pass is recomputed in the backward pass), which must not change what training computes.{without}")
-
-
-def low_precision_note(dtypes: list[str]) -> str:
-    """What a Keras maintainer asks first of an optimizer bug on float16 or bfloat16 variables: where they come
-    from, and that Keras accepts them (a sentence opening with a space; "" for other precisions)."""
-    low = [dtype for dtype in dtypes if dtype in LOW_PRECISIONS]
-    if not low:
-        return ""
-    return (f" The {' and '.join(low)} variables belong to layers built with `dtype=\"{low[0]}\"`: a per-layer dtype "
-            f"Keras accepts and builds the variables in (not a mixed-precision policy such as `mixed_{low[0]}`, "
-            f"whose variables are float32); the optimizer raises no error or warning about them.")
-
-
-_FINISHED_BY = re.compile(r"\(finished by ([^)]*)\)")
-
-
-def finished_by(bug: BugFolder) -> str:
-    """The libraries that finish the stage a training crash fails in (its message's "(finished by ...)"), in words."""
-    found = _FINISHED_BY.search(str(bug.info.get("message") or bug.info.get("error_message") or ""))
-    names = [name.strip() for name in found.group(1).split(",")] if found else []
-    return " and ".join(LIBRARY_NAMES.get(name, name) for name in names if name)
-
-
-def assigned_text(bug: BugFolder) -> str:
-    """The sentence on trainable weights the model's training-mode call assigns (bug.json's ``assigned_in_call``,
-    recorded by Keras on TensorFlow and torch), "" where it assigns none."""
-    names = [str(name) for name in bug.info.get("assigned_in_call") or []]
-    if not names:
-        return ""
-    plural = "s" if len(names) > 1 else ""
-    return (f" The layer's training-mode call assigns its trainable weight{plural} {', '.join(f'`{n}`' for n in names)}"
-            f" (after the forward pass the value differs from the one before): the gradient with respect to a weight "
-            f"the forward pass overwrites depends on whether a backend differentiates through that assignment, so "
-            f"Keras's backends part by the layer's design, not by rounding.")
 
 
 def torch_only_origin(checked: MinimalScript) -> str:
@@ -441,9 +391,11 @@ def render_issue(bug: BugFolder, checked: MinimalScript) -> str:
         if upstream.status in UNLIKELY_FIXED:  # a legacy path: the tracker exists, but no fix will come of it
             lines += [f"**Not fileable as is: {upstream.status} code**" + (f" ({upstream.reason})" if upstream.reason
                                                                           else ""), ""]
-        lines += [f"File at: {tracker}" + (f" ({form.project})" if form.project else ""), ""]
-    lines += [f"**{heading}:** {answer}  " for heading, answer in form.fields.items()]
-    if form.fields:
+        lines += [f"File at: {tracker}" + (f" ({form.project})" if form.project else "")
+                  + (f"; {upstream.where}" if upstream.where else ""), ""]
+    fields = form.answers("import keras" in checked.text)
+    lines += [f"**{heading}:** {answer}  " for heading, answer in fields.items()]
+    if fields:
         lines.append("")
     for key in form.order:
         lines += [f"### {form.headings[key]}", "", *parts[key], ""]

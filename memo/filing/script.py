@@ -26,8 +26,8 @@ from memo.backends.training_optimizers import recorded_optimizer
 from memo.filing.keras_code import keras_model_code
 from memo.filing.onnx_code import WEIGHTS_FILE, GraphNotWritable, onnx_file_inputs, onnx_graph_code
 from memo.filing.pycode import literal, used_imports
-from memo.filing.torch_onnx_code import SOURCE as TORCH_ONLY
-from memo.filing.torch_onnx_code import torch_only_scripts
+from memo.backends.failure_cause import unfiltered_lines
+from memo.filing.torch_onnx_code import SOURCE as TORCH_ONLY, torch_only_scripts
 from memo.filing.training_idiom import NoTrainingIdiom, check_lines, remat_lines, training_lines
 from memo.kinds import TRAINING_KINDS
 from memo.triage.onnx_reference import EVALUATED, ONNX_REFERENCE_ARRAYS, SHAPE_ORIGIN_KEY
@@ -415,7 +415,7 @@ def _candidate(folder: BugFolder, idiom: Idiom, source: str, inputs: dict[str, n
     library = script_library(folder)
     imports = (*idiom.imports, "from onnx.reference import ReferenceEvaluator") if converter else idiom.imports
     lines = [f"# {library}: memo bug {folder.id}; exits 1 (an exception) when the bug shows",
-             *_env_lines(library), *used_imports(imports, body), "", *body]
+             *_env_lines(library), *used_imports(imports, body), *unfiltered_lines(folder.exception), "", *body]
     return Candidate("\n".join(lines) + "\n", files, python, source)
 
 
@@ -444,7 +444,7 @@ def _training_candidate(folder: BugFolder) -> Candidate:
     spec = find_spec(folder.library)
     lines = [f"# {folder.library}: memo bug {folder.id} (training, stage {stage}); exits 1 (an exception) when the "
              "bug shows", *_env_lines(folder.library), *idiom.imports,
-             *(line for line in imports if line not in idiom.imports), "",
+             *(line for line in imports if line not in idiom.imports), *unfiltered_lines(folder.exception), "",
              *remat_lines(part.lines, folder.info.get("training")), *_input_lines(arrays, part.inputs, idiom, ATTACHED),
              f"print({idiom.versions})", *call, *checked]
     return Candidate("\n".join(lines) + "\n", files, (spec.python if spec else None) or "", ATTACHED)

@@ -349,6 +349,10 @@ def message_pattern(message: str, reduced: ModelIR) -> str:
     """A masked message with what names the layer rather than the failing code masked too: Keras's wrapper,
     the reduced model's layer names, and its class names where they name the Keras layer object."""
     text = _KERAS_CALL_WRAPPER.sub("", message)
+    for _, class_name in _named(reduced):
+        # Python's own words for an attribute of the layer object ("property 'activation' of 'LSTM' object has no
+        # setter"): the code that touched it is not the class's, any layer object would do
+        text = re.sub(rf"'{re.escape(class_name)}'(?= object\b)", f"'{LAYER_OBJECT}'", text)
     # the 1-D/2-D/3-D twin a library picks for a layer of that rank (onnx2pytorch builds Conv2d for ConvLSTM1D
     # and Conv3d for ConvLSTM2D, and fails alike in both): one code path
     text = _RANK_SUFFIX.sub(r"\1Nd", text)
@@ -357,6 +361,9 @@ def message_pattern(message: str, reduced: ModelIR) -> str:
             text = re.sub(rf"(?<![\w/]){re.escape(name)}(?![\w/])", "NAME", text)
         text = re.sub(rf"\b{re.escape(class_name)}(?=\.\w+\(\)|\s+layer\b| name=)", "LAYER", text)
     return text.strip()[:PATTERN_LIMIT]
+
+
+LAYER_OBJECT = "LAYER"  # message_pattern's word for a layer class named as a Python object
 
 
 def _named(reduced: ModelIR) -> list[tuple[str, str]]:

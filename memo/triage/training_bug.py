@@ -166,11 +166,12 @@ def localization(ir: ModelIR, run: TrainingRun, reference: str, library: str, st
 
 def forward_first(session: Session, bug: BugRow, reference: str, ir: ModelIR, inputs: dict[str, np.ndarray] | None
                   ) -> tuple[ForwardDifference, tuple[ModelIR, TrainingRun] | None] | None:
-    """The layer whose training-mode forward output is the first to differ on ``ir`` (a loss, state or gradient
-    bug's reduced model; :mod:`memo.triage.training_forward`), and the smallest cut of ``ir`` to it that shows it with
+    """The layer whose training-mode forward output is the first to differ on ``ir`` (a forward, loss, state or
+    gradient bug's reduced model; :mod:`memo.triage.training_forward`: a model output differing in training mode is
+    localized so too, t52's 17-layer ConvLSTM2D model blamed its last Activation), and the smallest cut of ``ir`` to it that shows it with
     its run (None: none does); None when every layer's output agrees. One forward-only run of the probe, one or two
     of the cuts: triage's cost, never the campaign's."""
-    if str(bug.stage) not in AFTER_FORWARD or bug.kind == VerdictKind.TRAINING_CRASH.value or bug.library == reference:
+    if str(bug.stage) not in AFTER_FORWARD | {FORWARD_STAGE} or bug.kind == VerdictKind.TRAINING_CRASH.value or bug.library == reference:
         return None
     probe = forward_probe(ir)
     run = TrainingChecker(session, replace(bug, stage=FORWARD_STAGE), reference, inputs).run(

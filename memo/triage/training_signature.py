@@ -25,7 +25,7 @@ from memo.oracle import KERAS_FRONT_END, Verdict
 from memo.triage.masks import normalize_message
 from memo.training.judge import MODEL_IR_KEY, UPDATE_STAGES
 from memo.training.selection import variable_dtype, weight_dtypes
-from memo.triage.signature import TRUTH_DECISION, culprit_classes, digest, reduced_keys
+from memo.triage.signature import LAYER_OBJECT, TRUTH_DECISION, culprit_classes, digest, message_pattern, reduced_keys
 
 UNLOCALIZED = "?"
 INPUT_OWNER = "input"  # the owner class named for an input's gradient
@@ -245,8 +245,22 @@ def training_key(parts: JsonObject, reduced: ModelIR, decision: str = "") -> str
     classes and the float64 decision; two training bugs with one key are one entry."""
     kept = {key: value for key, value in shared_code_parts(parts).items() if key != "message"}
     own = digest({**kept, "culprit": culprit_classes(reduced), "decision": decision})
+    shared = shared_code_key(kept, parts, reduced)
     twin = inference_twin(parts, reduced, decision)
-    return " ".join(dict.fromkeys([own, *(reduced_keys(twin, reduced) if twin else ())]))
+    return " ".join(dict.fromkeys([own, *([shared] if shared else ()),
+                                   *(reduced_keys(twin, reduced) if twin else ())]))
+
+
+def shared_code_key(kept: JsonObject, parts: JsonObject, reduced: ModelIR) -> str | None:
+    """A training crash's key without its culprit class where its message names the layer only as the Python object
+    some shared code touched (``property 'activation' of 'LSTM' object has no setter``, RematScope("activations") on
+    every RNN class, t52): the masked message pattern stands for the code path. None for any other bug."""
+    if parts.get("kind") != VerdictKind.TRAINING_CRASH.value:
+        return None
+    pattern = message_pattern(str(parts.get("message") or ""), reduced)
+    if f"'{LAYER_OBJECT}' object" not in pattern:
+        return None
+    return digest({**kept, "message": pattern})
 
 
 def inference_twin(parts: JsonObject, reduced: ModelIR, decision: str) -> JsonObject | None:
