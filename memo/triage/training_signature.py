@@ -252,13 +252,16 @@ def training_key(parts: JsonObject, reduced: ModelIR, decision: str = "") -> str
 
 
 def shared_code_key(kept: JsonObject, parts: JsonObject, reduced: ModelIR) -> str | None:
-    """A training crash's key without its culprit class where its message names the layer only as the Python object
-    some shared code touched (``property 'activation' of 'LSTM' object has no setter``, RematScope("activations") on
-    every RNN class, t52): the masked message pattern stands for the code path. None for any other bug."""
+    """A training crash's key without its culprit class where the code that fails is shared by every layer: its
+    message names the layer only as the Python object some shared code touched (``property 'activation' of 'LSTM'
+    object has no setter``, RematScope("activations") on every RNN class, t52), or the model is built under
+    ``keras.RematScope``, whose wrapper runs every layer's call (t53: JAX's checkpoint traces ``training``, so
+    ``if training`` fails alike in LSTM, BatchNormalization and Attention). The masked message pattern stands for
+    the code path. None for any other bug."""
     if parts.get("kind") != VerdictKind.TRAINING_CRASH.value:
         return None
     pattern = message_pattern(str(parts.get("message") or ""), reduced)
-    if f"'{LAYER_OBJECT}' object" not in pattern:
+    if f"'{LAYER_OBJECT}' object" not in pattern and not parts.get(REMAT_KEY):
         return None
     return digest({**kept, "message": pattern})
 
