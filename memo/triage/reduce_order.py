@@ -21,9 +21,7 @@ from memo.kinds import NUMERIC_KINDS, TRAINING_KINDS
 from memo.store import BugRow
 from memo.triage.bug_reduction import reduces_further
 
-# onnx::Cast, op_type:ReduceMax, and each operation OpenVINO's frontend lists as failed ("-- LSTM-15 with a message":
-# t52's LSTM failure listed before a known Loop failure was taken for that Loop bug and never reduced)
-OPERATOR = re.compile(r"\b(?:onnx|aten|prim)::(\w+)|op_type:\s*(\w+)|-- (\w+)-(?:\d+|N) with a message")
+OPERATOR = re.compile(r"\b(?:onnx|aten|prim)::(\w+)|op_type:\s*(\w+)")  # onnx::Cast, op_type:ReduceMax
 CHECK_FAILED = re.compile(r"Check failed: (.{1,120})")
 ROOT_FRAMES = 3  # innermost library frames in a root guess (the signature keeps more)
 STANDING = (Reduction.DONE, Reduction.KNOWN)  # a bug so reduced stands for its root guess

@@ -89,16 +89,3 @@ def test_training_differences_and_mxnet_operators_are_told_apart() -> None:
                                                  "operator")
     assert root_guess(minimum) == root_guess(_bug("n", frames=bind, message=minimum.parts["message"]))
     assert root_guess(minimum) != root_guess(take)
-
-
-def test_each_operation_openvino_lists_as_failed_tells_its_failure_apart() -> None:
-    # t52: an LSTM failure listed before the known Loop failure was taken for the Loop bug and never reduced
-    head = ("Exception from NAME: Check 'false' failed at NAME: FrontEnd API failed with OpConversionFailure: Model "
-            "wasn't fully converted. Failed operations detailed log: ")
-    loop = f"{head}-- Loop-N with a message: Check '(canonical_inputs.size() >= control_inputs_count' failed"
-    both = f"{head}-- LSTM-N with a message: Element not supported -- Loop-N with a message: Check"
-    frames = ["openvino/_ov_api.py:read_model"]
-    assert root_guess(_bug("a", frames=frames, message=loop)) != root_guess(_bug("b", frames=frames, message=both))
-    other_model = f"{head}-- Loop-N with a message: Check '(canonical_inputs.size() >= 3' failed"
-    assert root_guess(_bug("a", frames=frames, message=loop)) == root_guess(_bug("c", frames=frames,
-                                                                                  message=other_model))
