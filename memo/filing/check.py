@@ -176,6 +176,8 @@ def cached_minimal(folder: BugFolder) -> MinimalScript | None:
         text = (root / SCRIPT_FILE).read_text() if (root / SCRIPT_FILE).exists() else ""
     except OSError:
         return None
+    if not text:  # no script was written: writing none again is cheap, and memo may write one now
+        return None
     return MinimalScript(text, files, bool(data.get("reproduces")), str(data.get("versions", "")),
                          str(data.get("output", "")), str(data.get("reason", "")), str(data.get("source", "")))
 

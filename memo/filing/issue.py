@@ -354,7 +354,7 @@ def _described(bug: BugFolder, checked: MinimalScript) -> str:
         return (f"{named} fails on the model {LIBRARY_NAMES.get(bug.library, bug.library)} builds for "
                 f"{culprit(bug, checked)} ({stage} stage){said}. The check that fails is {named}'s own code"
                 f"{f' (`{site}`)' if site else ''}, not the backend's lowering.")
-    return f"{bug.library} {KIND_WORDS.get(bug.kind, 'fails')} on a model of {culprit(bug, checked)} ({stage} stage){said}."
+    return f"{LIBRARY_NAMES.get(bug.library, bug.library)} {KIND_WORDS.get(bug.kind, 'fails')} on a model of {culprit(bug, checked)} ({stage} stage){said}."
 
 
 CRASH_KINDS = (VerdictKind.CRASH.value, VerdictKind.TRAINING_CRASH.value)

@@ -18,8 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from memo.backends import find_spec
+from memo.backends import REFERENCE, find_spec
 from memo.backends.onnx_validity import ATTRIBUTE_BOUNDS, negative_pads
+from memo.backends.spec import KERAS_FRONT_END
 from memo.filing.folder import EXPECTED_FILE, INPUTS_FILE, KERAS_FILE, ONNX_FILE, BugFolder
 from memo.backends.idioms import KERAS, Idiom
 from memo.backends.training_optimizers import recorded_optimizer
@@ -107,8 +108,7 @@ def _env_lines(library: str) -> list[str]:
 
 def idiom_for(library: str) -> Idiom | None:
     """The idiom memo's backend ``library`` declares (None: memo writes no minimal script for it)."""
-    spec = find_spec(library)
-    return spec.idiom if spec is not None else None
+    return spec.idiom if (spec := find_spec(library)) is not None else None
 
 
 def _input_lines(arrays: list[np.ndarray], names: list[str], idiom: Idiom, source: str) -> list[str]:
@@ -391,8 +391,8 @@ def _torch_only(folder: BugFolder, keras: Candidate, deadline: float | None) -> 
 
 def script_library(folder: BugFolder) -> str:
     """The library a bug's minimal script runs: the converter whose file is wrong (it shows what is wrong in that
-    file), else the bug's library."""
-    return folder.converter_blamed or folder.library
+    file), the reference backend for a bug of Keras's shared front end (every backend shows it), else the bug's."""
+    return folder.converter_blamed or (REFERENCE if folder.library == KERAS_FRONT_END else folder.library)
 
 
 def _candidate(folder: BugFolder, idiom: Idiom, source: str, inputs: dict[str, np.ndarray],

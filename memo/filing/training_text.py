@@ -11,7 +11,7 @@ from memo.filing.title import folder_remat
 
 # How an issue names the reference libraries a maintainer knows by another name.
 LIBRARY_NAMES = {"keras-tensorflow": "Keras on TensorFlow", "keras-jax": "Keras on JAX", "keras-torch": "Keras on "
-                 "PyTorch", "keras-openvino": "Keras on OpenVINO",
+                 "PyTorch", "keras-openvino": "Keras on OpenVINO", "keras": "Keras (on every backend)",
                  "keras-export": "Keras's `model.export(format=\"onnx\")` on the torch backend (torch.onnx underneath)"}
 
 

@@ -248,6 +248,22 @@ def culprit_operator(message: str, frames: list[str] | tuple[str, ...], onnx_pat
     return f"{op} in a {holder} body" if holder else op
 
 
+# A failure report listing several operations, each in its own block (OpenVINO's "-- Loop-15 with a message: ...").
+_BLOCK = re.compile(r"\s*-- (?=[A-Za-z]\w*-\d+ with a message:)")
+
+
+def own_failure(message: str) -> str:
+    """``message`` cut to the failing node's own failure (:func:`failing_node`) where it lists several: the report's
+    head and that operation's block, so that the words and the native check compared are the cause's, not those of
+    the operations listed beside it (sorted by name, a cascade's first); ``message`` itself otherwise."""
+    head, *blocks = _BLOCK.split(message)
+    found = failing_node(message)
+    if len(blocks) < 2 or found is None:
+        return message
+    own = next((block for block in blocks if block.startswith(f"{found.op}-")), None)
+    return f"{head} -- {own}" if own is not None else message
+
+
 def node_parts(message: str, frames: list[str] | tuple[str, ...], onnx_path: Path | None) -> dict[str, str]:
     """The parts a converter's or an engine's crash adds to its root-cause key: the node its message names (its
     operator and name), else the importer's per-operator code it failed in (the operator and that frame: one

@@ -23,7 +23,8 @@ from memo.oracle.verdict import VerdictSummary
 from memo.store import BugRow, CampaignStore
 from memo.bug_files import INPUTS_FILE, IR_FILE, Reduction, read_bug_file, write_bug_file
 from memo.triage.bugdir import converted_file
-from memo.triage.failing_node import node_parts
+from memo.triage.failing_node import node_parts, own_failure
+from memo.triage.masks import normalize_message
 from memo.triage.finding import Finding, load_finding
 from memo.triage.onnx_reference import (ONNX_REFERENCE_ARRAYS, ONNX_REFERENCE_KEY, Opinion, ask_reference,
                                         blamed_library, onnx_file_of, settle)
@@ -121,11 +122,14 @@ def root_cause_parts(parts: JsonObject, folder: Path) -> JsonObject:
         parts = {**parts, "library": blamed_library(data)}
     if truth.get("decision"):
         parts = {**parts, TRUTH_DECISION: truth["decision"]}
+    message = str(data.get("error_message") or "")
     if parts.get("kind") == CRASH and _reads_a_converted_file(str(parts.get("library", ""))):
-        # a converter's or an engine's crash: the node of the converted file its message names
-        parts = {**parts, **node_parts(str(data.get("error_message") or ""), list(parts.get("frames") or []),
-                                       folder / converted_file("onnx"))}
-    if parts.get("kind") == CRASH and (site := native_site(str(data.get("error_message") or ""))):
+        # a converter's or an engine's crash: the node of the converted file its message names, and that node's
+        # own failure where the message lists several
+        parts = {**parts, **node_parts(message, list(parts.get("frames") or []), folder / converted_file("onnx"))}
+        if (own := own_failure(message)) != message:
+            parts, message = {**parts, "message": normalize_message(own)}, own
+    if parts.get("kind") == CRASH and (site := native_site(message)):
         parts = {**parts, NATIVE_SITE: site}  # the library's own check that failed, wherever the model reached it
     located = data.get("localization") or {}
     if parts.get("kind") in NUMERIC_KINDS and located.get("layer_class"):

@@ -19,7 +19,7 @@ from typing import Iterable
 from memo.bug_files import Reduction
 from memo.kinds import NUMERIC_KINDS, TRAINING_KINDS
 from memo.store import BugRow
-from memo.triage.bug_reduction import reduces_further
+from memo.triage.bug_reduction import TRIED_AGAIN, reduces_further
 
 OPERATOR = re.compile(r"\b(?:onnx|aten|prim)::(\w+)|op_type:\s*(\w+)")  # onnx::Cast, op_type:ReduceMax
 CHECK_FAILED = re.compile(r"Check failed: (.{1,120})")
@@ -47,11 +47,24 @@ def root_guess(bug: BugRow) -> tuple[str, ...]:
             str(parts.get("layer") or ""), *where)
 
 
+# A training-mode output difference adopted with more layers than this is triaged again (from its new finding's
+# model): before the forward probe localized such differences, t52's 17-layer model was titled after its last
+# Activation; the probe cuts it to the first layer whose output differs (issue 40: median at most 3 layers).
+UNLOCALIZED_FORWARD_LAYERS = 3
+
+
 def reduce_again(bug: BugRow) -> bool:
     """Whether ``bug``, adopted from the bug database with a reduction an older reducer made, is to be reduced again
-    from its adopted model (:func:`memo.triage.bug_reduction.reduces_further`; a training bug's reduction starts
-    from its finding's model, :mod:`memo.triage.training_bug`, so its adopted one stays)."""
-    return bug.kind not in TRAINING_KINDS and bool(bug.bug_dir) and reduces_further(bug.reduction)
+    from its adopted model (:func:`memo.triage.bug_reduction.reduces_further`). A training bug's reduction starts
+    from its finding's model (:mod:`memo.triage.training_bug`), so its adopted one stays, but for a training-mode
+    output difference left larger than :data:`UNLOCALIZED_FORWARD_LAYERS` (unless a triage again failed)."""
+    if bug.kind in TRAINING_KINDS:
+        reduction = bug.reduction if isinstance(bug.reduction, dict) else {}
+        layers = reduction.get("reduced_layers")
+        return (bug.kind != "training-crash" and bool(bug.bug_dir) and bug.stage == "forward"
+                and Reduction.of(reduction) is Reduction.KNOWN and not reduction.get(TRIED_AGAIN)
+                and isinstance(layers, int) and layers > UNLOCALIZED_FORWARD_LAYERS)
+    return bool(bug.bug_dir) and reduces_further(bug.reduction)
 
 
 def stands_for_its_root(bug: BugRow) -> bool:

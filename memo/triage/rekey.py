@@ -9,6 +9,7 @@ from pathlib import Path
 from memo.bug_files import IR_FILE, read_bug_file
 from memo.kinds import TRAINING_KINDS
 from memo.truth import CONFIRMED
+from memo.training.judge import UPDATE_STAGES
 from memo.model.ir import ModelIR
 from memo.store import BugRow, CampaignStore
 from memo.json_types import JsonObject
@@ -43,6 +44,17 @@ def special_values_wrong(data: JsonObject) -> bool:
         bool(isinstance(opinion, dict) and opinion.get("nan_not_propagated"))
 
 
+def folder_blame(parts: JsonObject, data: JsonObject) -> JsonObject:
+    """A training bug's ``parts`` naming the library its folder blames (bug.json's ``library``): float64 turned t51's
+    remat gradient round to the reference, and a bug adopted from the bug database with that folder keeps the
+    accused its new finding named (t53: one TensorFlow defect keyed once by TensorFlow, once by torch). An
+    optimizer stage's parts name Keras's code already (:func:`memo.triage.training_signature.shared_code_parts`)."""
+    blamed = str(data.get("library") or "")
+    if not blamed or blamed == parts.get("library") or parts.get("stage") in UPDATE_STAGES:
+        return parts
+    return {**parts, "library": blamed}
+
+
 def root_cause_key(bug: BugRow) -> str | None:
     """A bug's root-cause key on its folder's model (None: no folder model): a training bug's by
     :func:`training_key`, any other's by :func:`reduced_key` on :func:`root_cause_parts` (:func:`own_stack_parts`)."""
@@ -51,8 +63,9 @@ def root_cause_key(bug: BugRow) -> str | None:
         return None
     ir = ModelIR.loads(path.read_text())
     if bug.kind in TRAINING_KINDS:
-        decision = str((read_bug_file(path.parent).get("truth") or {}).get("decision") or "")
-        return training_key(bug.parts, ir, decision)
+        data = read_bug_file(path.parent)
+        decision = str((data.get("truth") or {}).get("decision") or "")
+        return training_key(folder_blame(bug.parts, data), ir, decision)
     return reduced_key(own_stack_parts(root_cause_parts(bug.parts, path.parent), read_bug_file(path.parent)), ir)
 
 

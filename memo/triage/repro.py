@@ -47,7 +47,7 @@ NUMERIC_CHECKS = ("nan", "inconsistency", "shape")  # the kinds whose check comp
 _WORKER_IO = (("memo.backends.worker", "_read_inputs"), ("memo.backends.worker", "_write_outputs"))
 _CONVERTER_RECORD = ("memo.backends.worker", "_problem_record")
 _CHECK_CODE: dict[str, tuple[tuple[str, str], ...]] = {
-    "crash": (("memo.triage.pathmask", "comparable_message"),),
+    "crash": (("memo.triage.pathmask", "comparable_message"), ("memo.backends.failure_cause", "primary_failure")),
     "hang": (),
     "nan": (("memo.oracle.criterion", "nan_problem"),),
     "inconsistency": (("memo.oracle.criterion", "Thresholds"), ("memo.oracle.criterion", "mismatch")),

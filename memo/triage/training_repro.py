@@ -28,6 +28,7 @@ from memo.triage.repro import script_python
 # torch_common.train_module)
 _CODE: tuple[tuple[str, str], ...] = (
     ("memo.backends.worker", "_read_inputs"),
+    ("memo.backends.failure_cause", "primary_failure"),
     ("memo.training.judge", "COMPUTED_BY"),
     ("memo.training.judge", "compare_stage"),
     ("memo.training.judge", "compare_array"),
@@ -65,6 +66,7 @@ def main() -> int:
                 record.update(action())
     except Exception as exc:  # noqa: BLE001
         traceback.print_exc()
+        exc = primary_failure(exc)  # the error the library raised, as memo's worker records it
         if KIND == "training-crash":
             same = type(exc).__name__ == EXCEPTION or not EXCEPTION
             print(f"{{BACKEND}} failed at {{STAGE}}: {{type(exc).__name__}}: {{exc}}")

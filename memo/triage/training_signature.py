@@ -245,20 +245,34 @@ def training_key(parts: JsonObject, reduced: ModelIR, decision: str = "") -> str
     classes and the float64 decision; two training bugs with one key are one entry."""
     kept = {key: value for key, value in shared_code_parts(parts).items() if key != "message"}
     own = digest({**kept, "culprit": culprit_classes(reduced), "decision": decision})
-    shared = shared_code_key(kept, parts, reduced)
+    shared = shared_code_key(kept, parts, reduced, decision)
     twin = inference_twin(parts, reduced, decision)
     return " ".join(dict.fromkeys([own, *([shared] if shared else ()),
                                    *(reduced_keys(twin, reduced) if twin else ())]))
 
 
-def shared_code_key(kept: JsonObject, parts: JsonObject, reduced: ModelIR) -> str | None:
-    """A training crash's key without its culprit class where its message names the layer only as the Python object
-    some shared code touched (``property 'activation' of 'LSTM' object has no setter``, RematScope("activations") on
-    every RNN class, t52): the masked message pattern stands for the code path. None for any other bug."""
+# Settings Keras's base Layer runs with its own code whatever the class (keras/src/layers/layer.py): a remat difference
+# that needs one is that code's under remat (t53: TensorFlow drops an activity regularizer's gradient under
+# RematScope on a Dense and on a Conv1D model: one defect)
+BASE_LAYER_SETTINGS = ("activity_regularizer",)
+
+
+def shared_code_key(kept: JsonObject, parts: JsonObject, reduced: ModelIR, decision: str = "") -> str | None:
+    """A training bug's key without its culprit class where the code at fault is shared by every layer. A crash: its
+    message names the layer only as the Python object some shared code touched (``property 'activation' of 'LSTM'
+    object has no setter``, RematScope("activations") on every RNN class, t52), or the model is built under
+    ``keras.RematScope``, whose wrapper runs every layer's call (t53: JAX's checkpoint traces ``training``, so
+    ``if training`` fails alike in LSTM, BatchNormalization and Attention); the masked message pattern stands for
+    the code path. A numeric difference under remat whose reduced model keeps a setting of the base Layer
+    (:data:`BASE_LAYER_SETTINGS`): that setting stands for it. None for any other bug."""
     if parts.get("kind") != VerdictKind.TRAINING_CRASH.value:
-        return None
+        settings = sorted({name for layer in reduced.body for name in BASE_LAYER_SETTINGS if layer.config.get(name)})
+        if not parts.get(REMAT_KEY) or not settings:
+            return None
+        return digest({**{key: value for key, value in kept.items() if key != "layer"}, "decision": decision,
+                       "base_layer": settings})
     pattern = message_pattern(str(parts.get("message") or ""), reduced)
-    if f"'{LAYER_OBJECT}' object" not in pattern:
+    if f"'{LAYER_OBJECT}' object" not in pattern and not parts.get(REMAT_KEY):
         return None
     return digest({**kept, "message": pattern})
 

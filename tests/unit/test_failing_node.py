@@ -115,3 +115,25 @@ def test_a_wrapper_names_the_root_cause_not_the_class_it_wraps() -> None:
         findings.append((crash_parts("keras-openvino", "execute", "AttributeError", message, traceback), ir))
     assert findings[0][0]["frames"] != findings[1][0]["frames"]  # each through its own module
     assert one_bug(*findings)
+
+
+def test_openvino_lists_failed_operations_by_name_and_a_cascade_is_not_the_cause() -> None:
+    from memo.triage.failing_node import own_failure
+
+    # t53: LSTM and LeakyRelu read what ConvLSTM's unconverted Loop left and fail on its element type; OpenVINO lists
+    # them first (by name); the Loop is the cause
+    report = ("Exception from src/inference/src/cpp/core.cpp:84:\nCheck 'false' failed at src/frontends/common_"
+              "translators/src/unconverted_ops_report.cpp:151:\nFrontEnd API failed with OpConversionFailure:\nModel "
+              "wasn't fully converted. Failed operations detailed log:\n-- LSTM-15 with a message:\nWhile validating "
+              "ONNX node '<Node(LSTM): LSTM__44362:0>': Exception from src/core/shape_inference/include/element_visitor"
+              ".hpp:150:\nElement not supported\n\n-- Loop-15 with a message:\nCheck '(canonical_inputs.size() >= 2)' "
+              "failed at src/frontends/onnx/frontend/src/op/loop.cpp:310:\nWhile validating ONNX node '<Node(Loop): "
+              "m/conv_lstm1d_1/while_loop:0>':\nThe provided loop body graph canonical inputs size (9)\n\n-- Pad-15 "
+              "with a message:\nWhile validating ONNX node '<Node(Pad): pad:0>': Exception from src/core/shape_"
+              "inference/include/element_visitor.hpp:150:\nElement not supported")
+    assert failing_node(report) == FailingNode("Loop", "m/conv_lstm1d_1/while_loop:0")
+    own = own_failure(report)
+    assert "Loop-15" in own and "LSTM" not in own and "Pad-15" not in own and "loop.cpp:310" in own
+    # a single failure, even an element-type one, stays as it is
+    single = report.split("\n\n-- Loop-15")[0]
+    assert own_failure(single) == single

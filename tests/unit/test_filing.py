@@ -172,3 +172,13 @@ def test_an_exception_bug_json_does_not_record_is_read_from_the_message(tmp_path
     (tmp_path / "bug.json").write_text(json.dumps({"kind": "crash", "library": "keras-export", "exception": "",
                                                    "error_message": "ValueError: Exception encountered when ..."}))
     assert BugFolder.read(tmp_path).exception == "ValueError"
+
+
+def test_a_bug_of_keras_front_end_gets_its_script_on_the_reference_backend(tmp_path: Path) -> None:
+    # t53: Masking then Softmax fails on every Keras backend (library "keras"): no minimal script was written for it
+    from memo.backends import REFERENCE
+    from memo.filing.folder import BugFolder
+    from memo.filing.script import idiom_for, script_library
+
+    folder = BugFolder(tmp_path, {"id": "crash-keras-x", "kind": "crash", "library": "keras"}, None)
+    assert script_library(folder) == REFERENCE and idiom_for(script_library(folder)) is not None

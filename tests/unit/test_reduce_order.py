@@ -89,3 +89,17 @@ def test_training_differences_and_mxnet_operators_are_told_apart() -> None:
                                                  "operator")
     assert root_guess(minimum) == root_guess(_bug("n", frames=bind, message=minimum.parts["message"]))
     assert root_guess(minimum) != root_guess(take)
+
+
+def test_an_adopted_training_forward_difference_left_large_is_triaged_again() -> None:
+    known = {"status": "known: M-0181, reduced model and script copied from the bug database",
+             "original_layers": 29, "reduced_layers": 17, "reducer": 2}
+    forward = _bug("t", kind="training-inconsistency", stage="forward", bug_dir="/tmp/t", reduction=known)
+    assert reduce_again(forward)
+    assert not reduce_again(_bug("s", kind="training-inconsistency", stage="forward", bug_dir="/tmp/t",
+                                 reduction={**known, "reduced_layers": 2}))
+    assert not reduce_again(_bug("g", kind="training-inconsistency", stage="gradients", bug_dir="/tmp/t",
+                                 reduction=known))
+    from memo.triage.bug_reduction import TRIED_AGAIN
+    assert not reduce_again(_bug("f", kind="training-inconsistency", stage="forward", bug_dir="/tmp/t",
+                                 reduction={**known, TRIED_AGAIN: "triage failed"}))

@@ -345,5 +345,54 @@ def test_a_training_crash_naming_the_layer_as_a_python_object_is_one_entry_acros
     # another message on the same classes, or a message that names no layer object: keyed by the class still
     other = {**crash("ConvLSTM3D"), "message": "property 'units' of 'ConvLSTM3D' object has no setter"}
     assert not lstm & set(training_key(other, rnn("ConvLSTM3D")).split())
-    plain = {**crash("LSTM"), "message": "an error in LSTM"}
-    assert len(training_key(plain, rnn("LSTM")).split()) == 1
+    plain = {key: value for key, value in crash("LSTM").items() if key != "remat"}
+    assert len(training_key({**plain, "stage": "gradients", "message": "an error in LSTM"}, rnn("LSTM")).split()) == 1
+
+
+def test_a_training_crash_under_remat_with_one_message_is_one_entry_across_classes() -> None:
+    # t53: JAX's checkpoint traces ``training``: ``if training`` fails alike in LSTM and BatchNormalization
+    def model(class_name: str) -> ModelIR:
+        return ModelIR([Layer("x", "InputLayer", {"batch_shape": [None, 4, 3], "dtype": "float32"}),
+                        Layer("layer", class_name, {}, ["x"])], ["layer"], "m")
+
+    message = ("Attempted boolean conversion of traced array with shape bool[]. The error occurred while tracing the "
+               "function call at PATH:N for checkpoint / remat.")
+    crash = {"kind": "training-crash", "library": "keras-jax", "stage": "forward", "remat": "full",
+             "exception": "TracerBoolConversionError", "message": message}
+    lstm = set(training_key(crash, model("LSTM")).split())
+    assert lstm & set(training_key(crash, model("BatchNormalization")).split())
+    # without remat the layer's own code raised: keyed by its class
+    plain = {key: value for key, value in crash.items() if key != "remat"}
+    assert not set(training_key(plain, model("LSTM")).split()) & set(
+        training_key(plain, model("BatchNormalization")).split())
+
+
+def test_a_remat_difference_needing_an_activity_regularizer_is_one_entry_across_classes() -> None:
+    # t53: TensorFlow drops an activity regularizer's gradient under RematScope, on a Dense and on a Conv1D model
+    def model(class_name: str, regularized: bool = True) -> ModelIR:
+        config = {"activity_regularizer": "l1"} if regularized else {}
+        return ModelIR([Layer("x", "InputLayer", {"batch_shape": [None, 4, 3], "dtype": "float32"}),
+                        Layer("layer", class_name, config, ["x"])], ["layer"], "m")
+
+    def gradient(class_name: str) -> dict[str, Any]:
+        return {"kind": "training-inconsistency", "library": "keras-tensorflow", "stage": "gradients",
+                "remat": "full", "layer": class_name}
+
+    dense = set(training_key(gradient("Dense"), model("Dense"), "confirmed").split())
+    assert dense & set(training_key(gradient("Conv1D"), model("Conv1D"), "confirmed").split())
+    # without the setting, or without remat, or judged otherwise by float64: each its own
+    assert not dense & set(training_key(gradient("Conv1D"), model("Conv1D", False), "confirmed").split())
+    plain = {key: value for key, value in gradient("Conv1D").items() if key != "remat"}
+    assert not dense & set(training_key(plain, model("Conv1D"), "confirmed").split())
+    assert not dense & set(training_key(gradient("Conv1D"), model("Conv1D"), "noise").split())
+
+
+def test_a_bug_adopted_with_a_turned_folder_is_keyed_by_the_library_its_folder_blames() -> None:
+    from memo.triage.rekey import folder_blame
+
+    # t53: the folder of t51's remat gradient blames TensorFlow (float64 turned it round); its new finding accused torch
+    parts = {"kind": "training-inconsistency", "library": "keras-torch", "stage": "gradients", "layer": "Conv2D"}
+    assert folder_blame(parts, {"library": "keras-tensorflow"})["library"] == "keras-tensorflow"
+    assert folder_blame(parts, {}) == parts
+    optimizer = {**parts, "stage": "optimizer", "library": "keras", "code": "generic"}
+    assert folder_blame(optimizer, {"library": "keras-tensorflow"}) == optimizer
