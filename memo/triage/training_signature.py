@@ -274,7 +274,10 @@ def shared_code_key(kept: JsonObject, parts: JsonObject, reduced: ModelIR, decis
     pattern = message_pattern(str(parts.get("message") or ""), reduced)
     if f"'{LAYER_OBJECT}' object" not in pattern and not parts.get(REMAT_KEY):
         return None
-    return digest({**kept, "message": pattern})
+    # its complete sentences: a message is stored cut at a length its paths' lengths move (t54: the same JAX error
+    # through lstm.py and through batch_normalization.py cut 25 characters apart)
+    whole = pattern.endswith(".") or ". " not in pattern
+    return digest({**kept, "message": pattern if whole else pattern[:pattern.rfind(". ") + 1]})
 
 
 def inference_twin(parts: JsonObject, reduced: ModelIR, decision: str) -> JsonObject | None:

@@ -361,6 +361,9 @@ def test_a_training_crash_under_remat_with_one_message_is_one_entry_across_class
              "exception": "TracerBoolConversionError", "message": message}
     lstm = set(training_key(crash, model("LSTM")).split())
     assert lstm & set(training_key(crash, model("BatchNormalization")).split())
+    # stored cut at another length (the path's): the same complete sentences
+    cut = {**crash, "message": message + " This concrete value was not avail"}
+    assert lstm & set(training_key(cut, model("Attention")).split())
     # without remat the layer's own code raised: keyed by its class
     plain = {key: value for key, value in crash.items() if key != "remat"}
     assert not set(training_key(plain, model("LSTM")).split()) & set(
