@@ -11,6 +11,7 @@ is recorded as that refusal.
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Sequence, TypedDict
 
@@ -22,6 +23,7 @@ from memo.oracle import KERAS_FRONT_END
 from memo.store import BugRow, CampaignStore
 from memo.triage.dedup import variants
 from memo.triage.onnx_reference import blamed_library
+from memo.triage.rekey import folder_blame
 from memo.triage.signature import FailureDetails, computing_library, failure_details, keras_backends, \
     library_of
 
@@ -88,6 +90,8 @@ def decide_all(store: CampaignStore) -> int:
         finding = store.finding(bug.first_verdict)
         details = failure_details(finding.verdict, finding.result) if finding else FailureDetails()
         info = read_bug_file(Path(bug.bug_dir)) if bug.bug_dir else {}
+        if bug.kind in TRAINING_KINDS and (parts := folder_blame(bug.parts, info)) is not bug.parts:
+            bug = replace(bug, library=str(parts["library"]), parts=parts)  # float64 turned its folder round
         blame = decide(bug, merged.get(bug.id, []), details,
                        blamed_library(info))  # a numeric finding, or an engine's crash on a converted file
         if dict(blame) != bug.blame:

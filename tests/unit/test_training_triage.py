@@ -399,3 +399,26 @@ def test_a_bug_adopted_with_a_turned_folder_is_keyed_by_the_library_its_folder_b
     assert folder_blame(parts, {}) == parts
     optimizer = {**parts, "stage": "optimizer", "library": "keras", "code": "generic"}
     assert folder_blame(optimizer, {"library": "keras-tensorflow"}) == optimizer
+
+
+def test_an_adopted_training_bug_is_filed_against_the_library_its_folder_blames(tmp_path: Any) -> None:
+    import json
+
+    from memo.triage.blame import decide_all
+    from memo.triage.dedup import update_bugs
+    from tests.unit.triage_store import add_finding, make_campaign, model
+
+    # t54: the folder of a remat gradient float64 turned round to TensorFlow, adopted by a finding that accused torch
+    with make_campaign(tmp_path / "campaigns" / "unit") as store:
+        add_finding(store, 6, model("Conv2D"), {"artifact_dir": "gone", "reference": "keras-tensorflow",
+                                                "backends": {}},
+                    [("training-inconsistency", "keras-torch", "gradients", "conv/kernel: 9/9 elements outside")])
+        update_bugs(store)
+        bug = next(b for b in store.triage.load_bugs() if b.library == "keras-torch")
+        folder = tmp_path / "bug"
+        folder.mkdir()
+        (folder / "bug.json").write_text(json.dumps({"id": bug.id, "kind": bug.kind, "library": "keras-tensorflow",
+                                                     "stage": "gradients"}))
+        store.triage.update_bug(bug.id, bug_dir=str(folder))
+        decide_all(store)
+        assert store.triage.load_bug(bug.id).blame["library"] == "keras-tensorflow"
