@@ -176,8 +176,6 @@ def cached_minimal(folder: BugFolder) -> MinimalScript | None:
         text = (root / SCRIPT_FILE).read_text() if (root / SCRIPT_FILE).exists() else ""
     except OSError:
         return None
-    if not text:  # no script was written: writing none again is cheap, and memo may write one now
-        return None
     return MinimalScript(text, files, bool(data.get("reproduces")), str(data.get("versions", "")),
                          str(data.get("output", "")), str(data.get("reason", "")), str(data.get("source", "")))
 
@@ -210,7 +208,7 @@ def minimal_script(folder: Path, *, refresh: bool = False, deadline: float | Non
             probe_assigned(Path(folder), reference_s)  # a training bug: weights its training call assigns
     bug = BugFolder.read(folder)
     cached = None if refresh else cached_minimal(bug)
-    if cached is not None:
+    if cached is not None and cached.text:  # a kept "no script": writing none again is cheap, and memo may write one
         return cached
     result = check_minimal(bug, deadline)
     if not result.inconclusive:
