@@ -86,11 +86,10 @@ UPSTREAM = Upstream("active", "https://github.com/openvinotoolkit/openvino/issue
 # unconverted one left fails on its element type ("Element not supported", element_visitor.hpp), a cascade, never
 # the cause where another failure is listed (t53: LSTM, LeakyRelu and Pad after ConvLSTM's Loop; the file passes
 # onnx.checker and ONNX Runtime runs it). Of the others the first is taken.
-_CASCADE = r"(?!(?:(?!-- )[^'])*'<Node\(\w+\): [^>]*>':\s*Exception from \S+\s*Element not supported)"
+_ELEMENT_TYPE = r":\s*Exception from \S+\s*Element not supported"  # a node's failure on its input's element type
 MESSAGES = MessageRules(failing_nodes=(
-    rf"-- (?P<op>[A-Za-z]\w*)-\d+ with a message:{_CASCADE}",
-    r"While validating ONNX node '<Node\((?P<op>[A-Za-z]\w*)\): (?P<node>[^>]*)>'(?!:\s*Exception from \S+\s*Element "
-    r"not supported)"))
+    rf"-- (?P<op>[A-Za-z]\w*)-\d+ with a message:(?!(?:(?!-- )[^'])*'<Node\(\w+\): [^>]*>'{_ELEMENT_TYPE})",
+    rf"While validating ONNX node '<Node\((?P<op>[A-Za-z]\w*)\): (?P<node>[^>]*)>'(?!{_ELEMENT_TYPE})"))
 
 SPEC = BackendSpec(name="openvino", consumes="onnx", convert=_convert, load=_load, run=_run, setup=_setup,
                    distributions=DISTRIBUTIONS, unsupported_patterns=UNSUPPORTED, repro=ReproRecipe(),

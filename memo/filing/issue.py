@@ -3,7 +3,6 @@ symptom, the versions, the minimal script (checked to reproduce) or memo's full 
 against actual (with the float64 truth for a numeric bug), and the words searched for duplicates."""
 from __future__ import annotations
 
-
 import json
 import platform
 from pathlib import Path
@@ -354,7 +353,8 @@ def _described(bug: BugFolder, checked: MinimalScript) -> str:
         return (f"{named} fails on the model {LIBRARY_NAMES.get(bug.library, bug.library)} builds for "
                 f"{culprit(bug, checked)} ({stage} stage){said}. The check that fails is {named}'s own code"
                 f"{f' (`{site}`)' if site else ''}, not the backend's lowering.")
-    return f"{LIBRARY_NAMES.get(bug.library, bug.library)} {KIND_WORDS.get(bug.kind, 'fails')} on a model of {culprit(bug, checked)} ({stage} stage){said}."
+    return (f"{LIBRARY_NAMES.get(bug.library, bug.library)} {KIND_WORDS.get(bug.kind, 'fails')} on a model of "
+            f"{culprit(bug, checked)} ({stage} stage){said}.")
 
 
 CRASH_KINDS = (VerdictKind.CRASH.value, VerdictKind.TRAINING_CRASH.value)

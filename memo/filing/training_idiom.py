@@ -158,7 +158,8 @@ def training_symptom(stage: str, kind: str, training: dict[str, object], referen
         return ""
     entry = known_entry(str(training.get("optimizer") or ""))
     array = STAGE_ARRAYS.get(stage, stage + " {name}").format(
-        name=str(training.get("name") or training.get("array") or "").removeprefix("output "), optimizer=entry.class_name if entry else "optimizer")
+        name=str(training.get("name") or training.get("array") or "").removeprefix("output "),  # "output 0"
+        optimizer=entry.class_name if entry else "optimizer")
     if kind == VerdictKind.TRAINING_NAN.value and stage in UPDATE_PREFIXES:  # judged without a reference
         return f"{array} is NaN/Inf from finite weights and gradients" + (f" (also on {also})" if also else "")
     if kind == VerdictKind.TRAINING_NAN.value:

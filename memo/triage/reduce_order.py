@@ -17,7 +17,7 @@ import re
 from typing import Iterable
 
 from memo.bug_files import Reduction
-from memo.kinds import NUMERIC_KINDS, TRAINING_KINDS
+from memo.kinds import NUMERIC_KINDS, TRAINING_KINDS, VerdictKind
 from memo.store import BugRow
 from memo.triage.bug_reduction import TRIED_AGAIN, reduces_further
 
@@ -61,7 +61,7 @@ def reduce_again(bug: BugRow) -> bool:
     if bug.kind in TRAINING_KINDS:
         reduction = bug.reduction if isinstance(bug.reduction, dict) else {}
         layers = reduction.get("reduced_layers")
-        return (bug.kind != "training-crash" and bool(bug.bug_dir) and bug.stage == "forward"
+        return (bug.kind != VerdictKind.TRAINING_CRASH.value and bool(bug.bug_dir) and bug.stage == "forward"
                 and Reduction.of(reduction) is Reduction.KNOWN and not reduction.get(TRIED_AGAIN)
                 and isinstance(layers, int) and layers > UNLOCALIZED_FORWARD_LAYERS)
     return bool(bug.bug_dir) and reduces_further(bug.reduction)
