@@ -7,8 +7,10 @@ gives without remat: any difference is a defect of that code, which only trainin
 the layer catalogue, keras 3.15.1: on TensorFlow an activity regularizer's gradient changes under
 ``RematScope(mode="full")``; on JAX the same model fails with ``UnexpectedTracerError``; both still on keras-nightly).
 
-A campaign checks one trained model in :data:`REMAT_SHARE` under remat (:func:`choose_remat`, hashed from the
-model's folder name like the optimizer entry, so a seed gives the same choice), on every Keras backend alike; the
+A campaign builds a checked model under the mode (or none) that most of its layer classes have not been checked
+under yet (:meth:`memo.training.selection.TrainingSelection.remat`); where every option has met them, one model in
+:data:`REMAT_SHARE` (:func:`choose_remat`, hashed from the model's folder name like the optimizer entry, so a seed
+gives the same choice). The mode is the same on every Keras backend; the
 float64 truth computes without remat (the values remat must not change). The worker applies the scope's mode to the
 loaded model's layers (:func:`apply_remat`: what building the model inside the scope does, as the minimal script
 does); the record names it (``remat``), and triage reruns, ``repro.py`` and the minimal script take it from there.
@@ -20,7 +22,7 @@ import hashlib
 from typing import Any
 
 REMAT_MODES: tuple[str, ...] = ("full", "activations")  # RematScope's modes that need no per-model argument
-REMAT_SHARE = 4  # one trained model in this many is checked under remat
+REMAT_SHARE = 4  # where novelty does not decide, one checked model in this many is built under remat
 REMAT_KEY = "remat"  # the request option, the worker's record and a verdict's training record
 
 

@@ -153,6 +153,7 @@ class Pipeline:
         known = self.known
         train = self.training.choose(directory.name, ir)
         optimizer = self.training.optimizer(directory.name, ir) if train else None
+        remat = self.training.remat(directory.name, ir) if train else None
         probes = self._sweep_probes(ir)
 
         selection = self.training
@@ -165,7 +166,7 @@ class Pipeline:
                 artifact = prepare_artifact(ir, directory, seed=seed)
                 result = executor.run(artifact, skip=known.skips(ir, directory.name), library=library)
                 seconds = time.perf_counter() - began
-                training = train_if_chosen(executor, artifact, result, train, optimizer) if train else None
+                training = train_if_chosen(executor, artifact, result, train, optimizer, remat) if train else None
                 swept = sweep_optimizers(executor, probes, directory / "sweep", seed) \
                     if probes and isinstance(executor, DifferentialExecutor) else None
                 checked = time.perf_counter() - began - seconds

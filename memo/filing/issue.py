@@ -23,7 +23,7 @@ from memo.filing.check import MinimalScript, attached_model_line, cached_minimal
 from memo.filing.observed import ERROR_LINES, actual, error_excerpt, message_head, quoted
 from memo.filing.folder import ONNX_FILE, REPRO_FILE, BugFolder
 from memo.filing.training_text import (LIBRARY_NAMES, TORCH_SCALARS, assigned_text, finished_by, low_precision_note,
-                                        remat_note)
+                                       remat_note, rounded_decays_note, weightless_note)
 from memo.kinds import TRAINING_KINDS, VerdictKind
 from memo.backends.idioms import ONNX
 from memo.filing.script import NUMERIC_PRINTS
@@ -330,7 +330,8 @@ def _described(bug: BugFolder, checked: MinimalScript) -> str:
         held = f"{' and '.join(dtypes)} variables" if dtypes else "a model's variables"
         return (f"With {LIBRARY_NAMES.get(bug.library, bug.library)}, `keras.optimizers.{built}` fails to step "
                 f"{held} (`optimizer.apply(gradients, variables)`, training stage {stage})"
-                + (f", where {finished} steps the same variables." if finished else ".") + low_precision_note(dtypes))
+                + (f", where {finished} steps the same variables." if finished else ".") + rounded_decays_note(built, dtypes)
+                + low_precision_note(dtypes))
     symptom = folder_training_symptom(bug)
     if symptom and stepped is not None:  # an optimizer's update: the optimizer and the variables it steps
         built, dtypes = stepped
@@ -340,11 +341,11 @@ def _described(bug: BugFolder, checked: MinimalScript) -> str:
                  if any_optimizer(bug) and bug.library == TORCH_BACKEND else "")
         return (f"With {LIBRARY_NAMES.get(bug.library, bug.library)}, `keras.optimizers.{built}` stepping {held} "
                 f"(`optimizer.apply(gradients, variables)`, fixed gradients) computes a step whose {symptom} "
-                f"(training stage {stage}).{cause}{low_precision_note(dtypes)}")
+                f"(training stage {stage}).{cause}{rounded_decays_note(built, dtypes)}{low_precision_note(dtypes)}")
     if symptom:  # which array of the training step goes wrong, not that the library "fails"
         return (f"On a model of {culprit(bug, checked)}, {LIBRARY_NAMES.get(bug.library, bug.library)} computes a "
                 f"training step whose {symptom} (training stage {stage}; the script computes it as a user of "
-                f"{bug.library} would).{assigned_text(bug)}")
+                f"{bug.library} would).{weightless_note(bug)}{assigned_text(bug)}")
     head = message_head(bug, checked) if bug.kind in CRASH_KINDS else ""  # what it says, not only that it fails
     said = f": {bug.exception + ': ' if bug.exception else ''}{head.rstrip('.')}" if head else ""
     if bug.delegated:  # the check that fails is the delegate's own code, reached through the backend's lowering

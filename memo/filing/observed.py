@@ -99,8 +99,15 @@ def message_head(folder: BugFolder, checked: MinimalScript) -> str:
         source_line = line.startswith('File "')  # the next line is that frame's code (TensorFlow's "in user code:")
     # a line announcing what follows (OpenVINO's "Exception from src/...cpp:132:", MXNet's "Arguments:") or a
     # value it lists ("predictions: (2, 10)") states nothing
+    lines = [kept for kept in (_REPORT_REQUEST.sub("", line).strip() for line in lines) if kept]
     stated = [line for line in lines if not line.endswith(":") and len(_WORDS.findall(line)) >= 3]
     return (stated or lines or [""])[0]
+
+
+# A library's request that its own tracker hear of the error (torch.onnx's "Please send a bug report at
+# https://github.com/pytorch/pytorch/issues."): no part of what failed, and the issue says which tracker it is for
+_REPORT_REQUEST = re.compile(r"\s*Please (?:send|file|open|submit|report)\b(?:[^.]|\.(?=\S))*?\b(?:bug|issue)s?\b"
+                             r"(?:[^.]|\.(?=\S))*\.?", re.IGNORECASE)
 
 
 def whole_words(text: str, limit: int) -> str:

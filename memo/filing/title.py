@@ -141,6 +141,39 @@ def culprit(folder: BugFolder, checked: MinimalScript | None = None) -> str:
     return f"{named} under RematScope({mode})" if mode else named
 
 
+GRADIENT_KINDS = ("training-nan", "training-inconsistency")
+MINIMAL_WEIGHTS = ("minimal", "weights.npz")  # the checked minimal script's weights, one array per "layer/index"
+
+
+def weightless_after(bug: BugFolder) -> list[str]:
+    """A gradient bug's layers after the one owning the first differing gradient in backward order (localization's
+    layer, else the differing weight's), when none of them holds a weight: the gradient may go wrong in their
+    backward pass, which no weight's gradient shows apart (t54: a JAX NaN "of Conv2D" made by AutoContrast after
+    it). Their classes in the model's order; [] for any other bug, or without the minimal script's weights."""
+    if bug.kind not in GRADIENT_KINDS or str(bug.info.get("stage") or "") != "gradients":
+        return []
+    ir, weights = bug.ir(), bug.path.joinpath(*MINIMAL_WEIGHTS)
+    located = bug.info.get("localization") if isinstance(bug.info.get("localization"), dict) else {}
+    differing = str((bug.info.get("training") or {}).get("name") or "").partition("/")[0]
+    owner = str(located.get("layer") or differing)
+    if ir is None or owner not in ir.by_name() or not weights.is_file():
+        return []
+    import numpy as np
+
+    with np.load(weights) as stored:
+        holding = {key.rpartition("/")[0] for key in stored.files}
+    consumers, after, frontier = ir.consumers(), [], [owner]
+    while frontier:
+        for name in consumers.get(frontier.pop(), []):
+            if name not in after:
+                after.append(name)
+                frontier.append(name)
+    if not after or any(name in holding for name in after):
+        return []
+    order = [layer.name for layer in ir.layers]
+    return list(dict.fromkeys(ir.get(name).class_name for name in sorted(after, key=order.index)))
+
+
 def layer_culprit(folder: BugFolder, checked: MinimalScript | None = None) -> str:
     """The layer or operator a title names, from the reduced model (a wrapper with the layer it wraps). An engine's
     crash: the operator of the file it failed in where its message or traceback tells it, else the file's operators
@@ -175,6 +208,8 @@ def layer_culprit(folder: BugFolder, checked: MinimalScript | None = None) -> st
     located = [name for name in classes if localized in _classes_of(name)]
     if named:
         names = named
+    elif weightless_after(folder):  # the gradient may go wrong in a weightless layer after the localized one
+        names = classes
     elif localized and (located or localized in names or not names):
         names = located or [localized]
     return listed(names)

@@ -18,7 +18,7 @@ from memo.kinds import TRAINING_KINDS
 from memo.oracle import Verdict
 from memo.oracle.criterion import Thresholds
 from memo.backends.training_optimizers import choose_optimizer
-from memo.backends.training_remat import REMAT_KEY, choose_remat
+from memo.backends.training_remat import REMAT_KEY
 from memo.training.judge import NUMERIC_KINDS, Arrays, Judgement, judge_training, read_arrays, worker_stages
 from memo.training.truth import ENGINE, assess_verdict, engine_for
 from memo.truth import PERTURBATIONS, perturb
@@ -176,11 +176,12 @@ class TruthTrainer:
 
 
 
-def train_if_chosen(executor: object, artifact: Artifact, result: ExecutionResult,
-                    chosen: str, optimizer: str | None = None) -> TrainingCheck | None:
+def train_if_chosen(executor: object, artifact: Artifact, result: ExecutionResult, chosen: str,
+                    optimizer: str | None = None, remat: str | None = None) -> TrainingCheck | None:
     """The check of a model a campaign executed, when it was ``chosen`` (why: :class:`memo.training.selection.
     TrainingSelection`, kept in the check's summary) and the reference ran it, stepping catalogue entry ``optimizer``
-    (default: the model's hashed one), under the model's hashed remat mode (:func:`choose_remat`); None otherwise,
+    (default: the model's hashed one), under ``keras.RematScope`` mode ``remat`` (the campaign's choice:
+    :meth:`memo.training.selection.TrainingSelection.remat`; None: without); None otherwise,
     and on an executor without a training check (a cluster's). No float64 truth: that is triage's."""
     reference = result.backends.get(result.reference)
     if not chosen or reference is None or reference.status != "ok" \
@@ -188,7 +189,7 @@ def train_if_chosen(executor: object, artifact: Artifact, result: ExecutionResul
         return None
     try:
         check = run_training_check(executor, artifact, artifact.directory / "training", truth=False,
-                                   optimizer=optimizer, remat=choose_remat(artifact.directory.name))
+                                   optimizer=optimizer, remat=remat)
         check.chosen = chosen
         return check
     except Exception as exc:  # noqa: BLE001  (a defect of the check must not cost the model its inference result)

@@ -13,6 +13,12 @@ and float16; ...), in an order that starts at the model's hashed entry; the hash
 kernel fails in one precision (Nadam in bfloat16, a global norm over float16 and float32 gradients), so a precision
 a campaign builds rarely meets every entry of the catalogue instead of one in twenty.
 
+So does the ``keras.RematScope`` mode a checked model is built under (:mod:`memo.backends.training_remat`): the
+one (none, or each mode) under which most of the model's layer classes have not been trained yet, the model's hashed
+mode where they tie. A remat defect lives in one class's call under one mode (every RNN layer under
+``mode="activations"``, BatchNormalization's ``training`` flag under ``"full"`` on JAX), which the hash alone gave a
+class's models one chance in eight of meeting; now the first three checked models holding a class meet the three.
+
 Both rules spend a CPU budget (:attr:`TrainingSelection.budget`, ``memo fuzz --train-budget``): a model either rule
 chooses is checked only while the checks' measured seconds stay within that share of the inference runs' seconds
 (the pipelines' time: what models per hour are made of). A large seed model's check costs tens of seconds, a small
@@ -32,6 +38,7 @@ import threading
 from dataclasses import dataclass, field
 
 from memo.backends.training_optimizers import CATALOGUE, choose_optimizer
+from memo.backends.training_remat import REMAT_MODES, choose_remat
 from memo.model.ir import Layer, ModelIR, policy_name
 
 BY_SHARE, BY_NOVELTY = "share", "novelty"  # why a model was checked (kept with its check's summary)
@@ -91,6 +98,7 @@ class TrainingSelection:
     trained: set[str] = field(default_factory=set)
     stepped: set[tuple[str, tuple[str, ...]]] = field(default_factory=set)  # (entry, weight dtypes) stepped so far
     swept: set[tuple[str, ...]] = field(default_factory=set)  # weight dtype sets the optimizer sweep covered
+    rematted: set[tuple[str, str]] = field(default_factory=set)  # (remat mode or "", layer class) checked so far
     submitted: int = 0
     chosen: int = 0
     by_novelty: int = 0
@@ -173,6 +181,19 @@ class TrainingSelection:
         entry = next((entry for entry in order if (entry, dtypes) not in self.stepped), order[0])
         self.stepped.add((entry, dtypes))
         return entry
+
+    def remat(self, name: str, ir: ModelIR) -> str | None:
+        """The ``keras.RematScope`` mode a checked model (folder ``name``, IR ``ir``) is built under (None: without
+        remat): the option under which most of its layer classes are new, its hashed one (:func:`choose_remat`)
+        first among equals; records the choice."""
+        classes = {layer.class_name for layer in ir.layers if not layer.is_input}
+        hashed = choose_remat(name)
+        options = [hashed] + [mode for mode in (None, *REMAT_MODES) if mode != hashed]
+        with self.lock:
+            best = max(options, key=lambda mode: len({cls for cls in classes
+                                                      if (mode or "", cls) not in self.rematted}))
+            self.rematted |= {(best or "", cls) for cls in classes}
+        return best
 
 
 __all__ = ["BUDGET_ALLOWANCE_S", "BY_NOVELTY", "BY_SHARE", "NOVELTY_CAP", "PENDING_GUESS_S", "TrainingSelection", "optimizer_order", "train_chosen",

@@ -82,16 +82,18 @@ def earlier_run(outcome: JsonObject, earlier: JsonObject) -> JsonObject:
 
 def provenance(newest: JsonObject) -> str:
     """Where a stored rerun's verdict comes from, as a report says it: "" for a run made then;
-    ``remembered from the run of 2026-11-28 with keras-nightly 3.16.0.dev2026102704, torch 2.15.0 (24.1 s); not
-    rerun`` for one answered from the remembered runs (never a "0 s" rerun)."""
+    ``memo ran this script on keras-nightly 3.16.0.dev2026102704, torch 2.15.0 on 2026-11-28 10:02 UTC (24.1 s); its
+    files and those packages are unchanged since`` for one answered from the remembered runs (never a "0 s" rerun:
+    t54's reader read "not rerun" as a stale claim)."""
     if not is_remembered(newest):
         return ""
     earlier = newest.get("remembered") if isinstance(newest.get("remembered"), dict) else {}
     if earlier.get("checked") and earlier.get("seconds"):
         day = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(float(earlier["checked"])))
         build = earlier.get("build") or newest.get("build") or "the same packages"
-        return f"remembered from the run of {day} with {build} ({float(earlier['seconds']):.1f} s); not rerun"
-    return "remembered from an earlier run of the same script on the same packages (its date not recorded); not rerun"
+        return (f"memo ran this script on {build} on {day} ({float(earlier['seconds']):.1f} s); its files and "
+                f"those packages are unchanged since")
+    return "memo ran this script on these packages before (its date not recorded); its files and they are unchanged"
 
 
 def is_remembered(newest: JsonObject) -> bool:

@@ -250,3 +250,12 @@ def test_onnxruntimes_status_wrapper_gives_way_to_the_kernels_message() -> None:
             "ScalesValidation 'Cubic' mode only supports:\n  * 2-D inputs ('Bicubic') or\n  * 4-D inputs\n")
     assert status_message(text) == "ScalesValidation 'Cubic' mode only supports: 2-D inputs ('Bicubic') or 4-D inputs"
     assert status_message("RuntimeError: Layout rank can't be larger than tensor rank") == ""
+
+
+def test_a_librarys_request_for_a_bug_report_is_no_part_of_the_head(tmp_path: Path) -> None:
+    """t54's keras-export RandomTranslation crash, filed at Keras: torch.onnx's message asks for a report at
+    PyTorch's tracker, which the issue text must not repeat as if it were the cause."""
+    folder = _folder(tmp_path, "crash-keras-export-c7007cde43")
+    assert "Please send a bug report" in folder.info["error_message"]
+    assert message_head(folder, MinimalScript()) == "Unsupported prim::Constant kind: 'ival'."
+    assert "bug report" not in title(folder, MinimalScript(reason="not checked"))

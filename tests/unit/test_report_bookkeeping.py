@@ -45,10 +45,11 @@ def test_header_and_sections_count_ready_alike_and_retired_is_not_ready() -> Non
 def test_a_remembered_verdict_says_so_and_is_never_a_zero_second_rerun() -> None:
     legacy = {"result": "fixed", "build": "keras-nightly 3.16", "seconds": 0.0}
     assert is_remembered(legacy)
-    assert "remembered" in provenance(legacy) and "0.0 s" not in provenance(legacy)
+    assert "date not recorded" in provenance(legacy) and "0.0 s" not in provenance(legacy)
     earlier = {"result": "fixed", "build": "keras-nightly 3.16", "seconds": 24.1, "checked": 1795899276.6}
     said = provenance({**legacy, "remembered": earlier_run(legacy, earlier)})
-    assert said.startswith("remembered from the run of 2026-") and "keras-nightly 3.16 (24.1 s)" in said
+    assert said.startswith("memo ran this script on keras-nightly 3.16 on 2026-") and "(24.1 s)" in said
+    assert "unchanged since" in said and "not rerun" not in said
     other_build = earlier_run(legacy, {**earlier, "build": "keras-nightly 3.15"})
     assert other_build["checked"] is None  # another build's run is not the one remembered
     assert provenance({"result": "fixed", "build": "x", "seconds": 12.0}) == ""  # a run made then
@@ -96,7 +97,7 @@ def test_the_newest_line_names_the_blamed_librarys_builds_where_the_rerun_ran_it
     _newest(tmp_path, result="reproduces", library="keras-openvino", seconds=0.0, build="keras-nightly 3.16, openvino 1",
             versions={"keras-nightly": "3.16", "openvino": "1"})
     remembered = newest_lines(BugFolder(tmp_path, {"library": "keras-openvino", "kind": "crash"}))
-    assert "remembered from an earlier run" in remembered[0] and "0.0 s" not in remembered[0]
+    assert "memo ran this script on these packages before" in remembered[0] and "0.0 s" not in remembered[0]
 
 
 def test_nan_an_engine_drops_where_the_spec_is_silent_is_not_ready_but_kept_apart() -> None:

@@ -93,6 +93,25 @@ def test_the_optimizer_sweep_takes_the_first_model_of_each_weight_dtype_set() ->
     assert not TrainingSelection(0.0).sweep(_model("Dense"))  # no training check: no sweep
 
 
+def test_each_class_meets_every_remat_option_before_the_hash_decides() -> None:
+    from memo.backends.training_remat import REMAT_MODES, choose_remat
+
+    selection = TrainingSelection(0.1)
+    names = [str(i) for i in range(40)]
+    modes = [selection.remat(name, _model("LSTM", "Dense")) for name in names]
+    assert modes[0] == choose_remat(names[0])  # all options new: the model's hashed one
+    assert set(modes[:3]) == {None, *REMAT_MODES}  # the next two take the options the classes have not met
+    assert modes[3:] == [choose_remat(name) for name in names[3:]]  # every option met: the hash again
+    # a class new to every option beside known ones: the option that is new to the most classes
+    first = selection.remat("fresh", _model("LSTM", "GRU", "Dense"))
+    assert first == choose_remat("fresh")
+    for name in names:  # GRU was met under that option only: not that one again, whatever the hash says
+        assert selection.remat(name, _model("GRU", "SimpleRNN")) != first
+        selection.rematted -= {(mode or "", "SimpleRNN") for mode in (None, *REMAT_MODES)}
+        selection.rematted -= {(mode or "", "GRU") for mode in (None, *REMAT_MODES) if mode != first}
+    assert TrainingSelection(0.1).remat("x", _model("LSTM")) == TrainingSelection(0.1).remat("x", _model("LSTM"))
+
+
 def test_a_class_the_budget_refused_is_trained_with_its_next_model() -> None:
     names = [name for name in (f"n{i}" for i in range(50)) if not train_chosen(name, 0.01)]
     selection = TrainingSelection(0.01, budget=0.1)

@@ -106,3 +106,27 @@ def test_a_difference_keyed_by_mixed_precisions_alone_does_not_blame_the_entrys_
     text = render_issue(BugFolder.read(tmp_path), MinimalScript(reason="not checked"))
     assert text.startswith("# [keras-torch] Adam() on float16+float32 variables: Adam update of dense_float32"), text
     assert "The option is not the cause" in text
+
+
+def test_a_nonfinite_low_precision_update_names_the_factor_its_dtype_rounds_to_one(tmp_path) -> None:
+    """t54's reader: Nadam's bfloat16 NaN update was filed without its cause, beta_2=0.999 being 1.0 in bfloat16."""
+    import json
+
+    from memo.filing.check import MinimalScript
+    from memo.filing.folder import BugFolder
+    from memo.filing.issue import render_issue
+    from memo.filing.training_text import rounded, rounded_decays_note
+    from memo.triage.precision_probe import dense_probe
+
+    assert rounded(0.999, 8) == 1.0 and rounded(0.999, 11) == 0.9990234375 and rounded(0.99, 8) < 1.0
+    assert rounded_decays_note("Nadam(learning_rate=0.01)", ["float16"]) == ""
+    assert rounded_decays_note("Nadam(learning_rate=0.01, beta_2=0.99)", ["bfloat16"]) == ""  # a setting overrides
+    assert rounded_decays_note("Lion(learning_rate=0.01)", ["bfloat16"]) == ""
+    (tmp_path / "ir.json").write_text(dense_probe(("bfloat16",)).dumps())
+    (tmp_path / "bug.json").write_text(json.dumps({
+        "id": "training-nan-keras-x", "kind": "training-nan", "library": "keras", "stage": "optimizer",
+        "reference": "keras-tensorflow", "message": "optimizer: dense_bfloat16/kernel: 12 non-finite values",
+        "training": {"optimizer": "nadam", "name": "dense_bfloat16/kernel", "array": "opt_0"}}))
+    text = render_issue(BugFolder.read(tmp_path), MinimalScript(reason="not checked"))
+    assert "In bfloat16 (8 significant bits) `beta_2=0.999` rounds to 1.0" in text
+    assert "`1 - beta_2**t` the step computes for the bfloat16 variables is 0" in text

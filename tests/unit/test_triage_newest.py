@@ -58,8 +58,8 @@ def test_a_bug_the_newest_code_fixed_is_listed_apart_and_recorded(tmp_path: Path
         assert entry["section"] == "fixed-upstream"
         # a run made then names its build alone; one answered from the remembered runs (this machine ran the same
         # script on the same packages before) says so, never as a 0-s rerun
-        said = " (remembered from an earlier run of the same script on the same packages (its date not recorded); " \
-               "not rerun)" if outcome.get("remembered") else ""
+        said = " (memo ran this script on these packages before (its date not recorded); its files and they are " \
+               "unchanged)" if outcome.get("remembered") else ""
         assert entry["status"] == f"fixed upstream: no longer reproduces on {outcome['build']}{said}"
         assert data["newest"]["results"][FIXED_UPSTREAM] == 1 and data["newest"]["python"] == sys.executable
         with BugDatabase(tmp_path / "bugs.sqlite") as db:
