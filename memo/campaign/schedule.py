@@ -12,7 +12,7 @@ from memo.campaign.config import CampaignConfig
 from memo.campaign.progress import Reporter
 from memo.campaign.stop import StopFlag
 from memo.diskspace import is_disk_full
-from memo.filing.final_checks import ChecksDone, check_one, reserve_s, run_checks, scripts_to_check
+from memo.filing.final_checks import ChecksDone, check_one, newest_by_minimal, reserve_s, run_checks, scripts_to_check
 from memo.json_types import JsonObject
 from memo.store import CampaignStore
 from memo.triage import (MIN_STEP_S, TriageService, TriageSummary, pending_bugs, pending_localizations, seconds_for,
@@ -130,6 +130,7 @@ class TriageSchedule:
                 if not summary.worked and summary.seconds < min(FINAL_SLICE_S, left) - 1:
                     break  # nothing left that this pass could do
             self.final_checks = done = first.then(run_checks(scripts_to_check(self.store), until))
+            newest_by_minimal(self.store, until)  # a repro.py the newest code could not run: the script
             if done.checked or done.left:
                 self.reporter.finding({"mutant_id": "-", "kind": "triage", "backend": "memo", "stage": "final",
                                        "message": f"minimal scripts: {done.checked} checked, {done.reproducing} "

@@ -7,7 +7,9 @@ again after its reductions, most frequent first and the newest first among equal
 fresh process importing the library, so one starts only with :data:`memo.triage.passes.SCRIPT_CHECK_S` left, and
 one the deadline cuts short keeps nothing (``memo report NAME --issue-scripts`` does it later). While bugs still
 wait for reduction, the checks keep a share of the final pass (:func:`reserve_s`). The background triage calls
-:func:`check_one` between its passes. The ordering and the budget are pure functions of the bugs' records, tested without a library.
+:func:`check_one` between its passes. The ordering and the budget are pure functions of the bugs' records, tested
+without a library. A bug whose repro.py could not run on the newest code is decided there by its checked minimal
+script (:func:`newest_by_minimal`).
 """
 from __future__ import annotations
 
@@ -17,7 +19,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
-from memo.filing.check import CheckCutShort, cached_minimal, minimal_script
+from memo.bug_files import NEWEST_FILE
+from memo.filing.check import CheckCutShort, cached_minimal, minimal_script, run_candidate
+from memo.filing.script import Candidate
+from memo.newest import CANNOT_RUN, FIXED_UPSTREAM, STILL_REPRODUCES
+from memo.triage.newest import recorded_next_python
 from memo.filing.folder import BUG_FILE, NUMERIC_KINDS, BugFolder
 from memo.store import BugRow, CampaignStore
 from memo.bug_files import retried
@@ -137,3 +143,38 @@ def run_checks(todos: list[ScriptTodo], until: float, check: Callable[[ScriptTod
 def final_checks(store: CampaignStore, until: float) -> ChecksDone:
     """The final pass's checks: every bug of ``store`` that would be ready to file, until ``until``."""
     return run_checks(scripts_to_check(store), until)
+
+
+def newest_by_minimal(store: CampaignStore, until: float, clock: Callable[[], float] = time.monotonic) -> int:
+    """Rerun on the newest code the checked minimal script of each bug whose repro.py could not run there (t54: a
+    JAX remat crash's repro.py met another tracer error on keras-nightly, while the script the issue attaches ran to
+    its end there: the bug is fixed). Its verdict replaces the stored one where it decides (reproduces, or ran to
+    its end: fixed); how many were rerun. None starts with less than :data:`SCRIPT_CHECK_S` left before ``until``."""
+    python = recorded_next_python(store.get_meta("config", {}) or {})
+    rerun = 0
+    for bug in store.triage.load_bugs() if python else []:
+        newest = bug.newest or {}
+        if newest.get("result") != CANNOT_RUN or bug.merged_into is not None or not bug.bug_dir:
+            continue
+        folder = BugFolder.read(Path(bug.bug_dir))
+        kept = cached_minimal(folder)
+        if kept is None or not kept.reproduces or not kept.text:
+            continue
+        if until - clock() < SCRIPT_CHECK_S:
+            break
+        began = time.time()
+        run = run_candidate(folder, Candidate(kept.text, kept.files, python=str(python)),
+                            max(1.0, until - clock()))
+        rerun += 1
+        ended = not run.reproduces and not run.inconclusive and run.reason.startswith("the script exited 0")
+        if not (run.reproduces or ended):
+            continue
+        outcome = {**newest, "result": STILL_REPRODUCES if run.reproduces else FIXED_UPSTREAM,
+                   "detail": ("the issue's minimal script " + ("reproduces there" if run.reproduces else
+                              "ran to its end there: the bug does not show") +
+                              f"; repro.py could not run there ({newest.get('detail') or 'no detail'})")[:400],
+                   "seconds": round(time.time() - began, 1), "checked": time.time(), "remembered": None,
+                   "by": "minimal script"}
+        store.triage.update_bug(bug.id, newest=outcome)
+        (Path(bug.bug_dir) / NEWEST_FILE).write_text(json.dumps(outcome, indent=1, sort_keys=True))
+    return rerun

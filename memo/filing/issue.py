@@ -22,6 +22,7 @@ from memo.newest import BUILD_DISTRIBUTIONS, CANNOT_RUN, STILL_REPRODUCES, build
 from memo.filing.check import MinimalScript, attached_model_line, cached_minimal, minimal_script
 from memo.filing.observed import ERROR_LINES, actual, error_excerpt, message_head, quoted
 from memo.filing.folder import ONNX_FILE, REPRO_FILE, BugFolder
+from memo.filing.export_text import traced_ones_note
 from memo.filing.training_text import (LIBRARY_NAMES, TORCH_SCALARS, assigned_text, finished_by, low_precision_note,
                                        remat_note, rounded_decays_note, weightless_note)
 from memo.kinds import TRAINING_KINDS, VerdictKind
@@ -330,7 +331,8 @@ def _described(bug: BugFolder, checked: MinimalScript) -> str:
         held = f"{' and '.join(dtypes)} variables" if dtypes else "a model's variables"
         return (f"With {LIBRARY_NAMES.get(bug.library, bug.library)}, `keras.optimizers.{built}` fails to step "
                 f"{held} (`optimizer.apply(gradients, variables)`, training stage {stage})"
-                + (f", where {finished} steps the same variables." if finished else ".") + rounded_decays_note(built, dtypes)
+                + (f", where {finished} steps the same variables." if finished else ".")
+                + rounded_decays_note(built, dtypes)
                 + low_precision_note(dtypes))
     symptom = folder_training_symptom(bug)
     if symptom and stepped is not None:  # an optimizer's update: the optimizer and the variables it steps
@@ -355,7 +357,7 @@ def _described(bug: BugFolder, checked: MinimalScript) -> str:
                 f"{culprit(bug, checked)} ({stage} stage){said}. The check that fails is {named}'s own code"
                 f"{f' (`{site}`)' if site else ''}, not the backend's lowering.")
     return (f"{LIBRARY_NAMES.get(bug.library, bug.library)} {KIND_WORDS.get(bug.kind, 'fails')} on a model of "
-            f"{culprit(bug, checked)} ({stage} stage){said}.")
+            f"{culprit(bug, checked)} ({stage} stage){said}.{traced_ones_note(bug)}")
 
 
 CRASH_KINDS = (VerdictKind.CRASH.value, VerdictKind.TRAINING_CRASH.value)

@@ -256,21 +256,45 @@ class _Search:
     def parameters(self) -> None:
         for name in [layer.name for layer in self.outcome.ir.body]:
             layer = self.outcome.ir.get(name)
-            defaults = layer_defaults(layer.class_name)
-            changes = {key: defaults[key] for key, value in layer.config.items()
-                       if key in defaults and not isinstance(value, dict) and _normalized(value) != defaults[key]}
-            if not changes or self.out_of_time():
-                continue
-            if self.accept(self._with_config(name, changes), f"{name}: defaults for {', '.join(changes)}"):
-                continue
-            if len(changes) > 1:
-                for key, value in changes.items():
-                    self.accept(self._with_config(name, {key: value}), f"{name}: default {key}")
+            wrapped = layer.config.get(WRAPPED)
+            for inner in ((False, True) if _is_layer_config(wrapped) else (False,)):
+                config = self.outcome.ir.get(name).config
+                config = config[WRAPPED]["config"] if inner else config
+                changes = changed_settings(str(wrapped["class_name"]) if inner else layer.class_name, config)
+                where = f"{name}'s {wrapped['class_name']}" if inner else name
+                if not changes or self.out_of_time():
+                    continue
+                if self.accept(self._with_config(name, changes, inner), f"{where}: defaults for {', '.join(changes)}"):
+                    continue
+                if len(changes) > 1:
+                    for key, value in changes.items():
+                        self.accept(self._with_config(name, {key: value}, inner), f"{where}: default {key}")
 
-    def _with_config(self, name: str, changes: LayerConfig) -> ModelIR:
+    def _with_config(self, name: str, changes: LayerConfig, inner: bool = False) -> ModelIR:
+        """The model with ``changes`` to layer ``name``'s settings (``inner``: to those of the layer it wraps)."""
         candidate = self.outcome.ir.copy()
-        candidate.get(name).config.update(changes)
+        config = candidate.get(name).config
+        (config[WRAPPED]["config"] if inner else config).update(changes)
         return candidate
+
+
+WRAPPED = "layer"  # a wrapper's setting holding the layer it wraps (SpectralNormalization, Bidirectional, ...)
+
+
+def _is_layer_config(value: object) -> bool:
+    return isinstance(value, dict) and isinstance(value.get("class_name"), str) \
+        and isinstance(value.get("config"), dict)
+
+
+def changed_settings(class_name: str, config: LayerConfig) -> LayerConfig:
+    """The settings of a ``class_name`` layer's ``config`` that differ from its constructor's defaults, each mapped
+    to its default: plain values, and objects (a regularizer, a constraint) whose default is None; a wrapped layer
+    and the initializers are left (a wrapper's parameters pass takes the one; an initializer acts on the weights,
+    which the model's weights replace)."""
+    defaults = layer_defaults(class_name)
+    return {key: defaults[key] for key, value in config.items()
+            if key in defaults and key != WRAPPED and _normalized(value) != defaults[key]
+            and (not isinstance(value, dict) or defaults[key] is None)}
 
 
 STRUCTURAL_PASSES = ("outputs", "hinted", "prefix", "alone", "ddmin", "each alone")

@@ -259,3 +259,17 @@ def test_a_librarys_request_for_a_bug_report_is_no_part_of_the_head(tmp_path: Pa
     assert "Please send a bug report" in folder.info["error_message"]
     assert message_head(folder, MinimalScript()) == "Unsupported prim::Constant kind: 'ival'."
     assert "bug report" not in title(folder, MinimalScript(reason="not checked"))
+
+
+def test_an_exports_out_of_range_lookup_names_the_ones_it_traces_on(tmp_path: Path) -> None:
+    """t54's reader: Embedding(input_dim=1) fails to export with "index out of range", and the text did not say that
+    Keras's export traces the model on ones of the input signature (index 1 of a table of one)."""
+    from memo.filing.export_text import traced_ones_note
+
+    folder = _folder(tmp_path, "crash-keras-export-cc1a54ba10")
+    note = traced_ones_note(folder)
+    assert "`convert_spec_to_tensor` in `keras/src/export/export_utils.py`" in note
+    assert "the Embedding's lookup then reads index 1 of a table of input_dim=1" in note
+    assert note in render_issue(folder, MinimalScript(reason="not checked"))
+    other = _folder(tmp_path / "other", "crash-keras-export-c7007cde43")
+    assert traced_ones_note(other) == ""  # not an out-of-range lookup

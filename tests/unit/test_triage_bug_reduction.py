@@ -113,6 +113,27 @@ def test_parameters_move_back_to_keras_defaults_when_the_bug_survives() -> None:
     assert layer_defaults("Conv1D")["strides"] == 1 and "name" not in layer_defaults("Conv1D")
 
 
+def test_parameters_of_a_wrapped_layer_and_regularizer_objects_move_back_to_defaults() -> None:
+    """t54's reader: SpectralNormalization(Conv2D)'s script kept the wrapped layer's sparse_sigmoid activation, its
+    NonNeg constraint and an L1L2 regularizer that the bug does not need; an initializer is left (weights replace
+    it), and a regularizer the bug needs stays."""
+    ir = _chain(["SpectralNormalization"])
+    regularizer = {"module": "keras.regularizers", "class_name": "L1L2", "config": {"l1": 0.01, "l2": 0.01}}
+    ir.get("n0").config = {"power_iterations": 3, "layer": {"module": "keras.layers", "class_name": "Conv1D", "config": {
+        "filters": 2, "kernel_size": 3, "activation": "sparse_sigmoid", "activity_regularizer": regularizer,
+        "kernel_constraint": {"module": "keras.constraints", "class_name": "NonNeg", "config": {}},
+        "kernel_regularizer": regularizer,
+        "kernel_initializer": {"module": "keras.initializers", "class_name": "Ones", "config": {}}}}}
+    needs = lambda m: m.get("n0").config["layer"]["config"].get("activity_regularizer") is not None  # noqa: E731
+    outcome = reduce_bug(ir, needs, budget_s=30)
+    inner = outcome.ir.get("n0").config["layer"]["config"]
+    assert outcome.ir.get("n0").config["power_iterations"] == 1  # the wrapper's own settings as before
+    assert inner["activation"] is None and inner["kernel_constraint"] is None and inner["kernel_regularizer"] is None
+    assert inner["activity_regularizer"] == regularizer and inner["kernel_initializer"]["class_name"] == "Ones"
+    assert inner["filters"] == 2 and inner["kernel_size"] == 3  # no default: kept
+    assert any("n0's Conv1D: default" in step or "n0's Conv1D: defaults" in step for step in outcome.steps)
+
+
 def test_first_divergence_names_the_first_node_that_differs() -> None:
     ir = _chain(["Dense", "AveragePooling1D", "Flatten"])
     good = {"n0": np.ones((2, 3)), "n1": np.ones((2, 2)), "n2": np.ones(4)}

@@ -99,3 +99,32 @@ def test_a_keras_on_openvino_bug_runs_on_the_newest_code_through_keras_openvino(
     assert "keras-nightly" in outcome["build"] and "keras-openvino" in outcome["build"], outcome
     release = newest_check(folder, "keras-openvino", sys.executable, timeout_s=180)
     assert release["result"] == STILL_REPRODUCES, release
+
+
+@pytest.mark.parametrize("exits, result", [(0, FIXED_UPSTREAM), (1, STILL_REPRODUCES)])
+def test_a_bug_whose_repro_cannot_run_on_the_newest_code_is_decided_by_its_minimal_script(
+        tmp_path: Path, exits: int, result: str) -> None:
+    """t54: a JAX remat crash's repro.py met another error on keras-nightly ("could not run there") while the
+    minimal script the issue attaches ran to its end there. The kept minimal script, rerun with the newest-code
+    interpreter, decides: exit 0 is fixed, the bug's exception again is still reproducing."""
+    import time
+
+    from memo.filing.check import MinimalScript, keep
+    from memo.filing.final_checks import newest_by_minimal
+    from memo.filing.folder import BugFolder
+
+    store, bug_id = _campaign_with_reproducing_bug(tmp_path, sys.executable)
+    with store:
+        folder = tmp_path / "c" / "bugs" / bug_id
+        exception = json.loads((folder / "bug.json").read_text())["exception"]
+        script = (f"import sys\nprint('versions')\nsys.stderr.write('{exception}: the bug\\n' * {exits})\n"
+                  f"sys.exit({exits})\n")
+        keep(BugFolder.read(folder), MinimalScript(script, reproduces=True))
+        could_not = {"result": "error", "detail": "could not run (exit 1): UnexpectedTracerError: ...", "build": "b"}
+        store.triage.update_bug(bug_id, newest=could_not)
+        assert newest_by_minimal(store, time.monotonic() + 120) == 1
+        outcome = store.triage.load_bug(bug_id).newest
+        assert outcome["result"] == result and outcome["by"] == "minimal script" and outcome["build"] == "b"
+        assert "repro.py could not run there (could not run (exit 1): UnexpectedTracerError" in outcome["detail"]
+        assert json.loads((folder / NEWEST_FILE).read_text())["result"] == result
+        assert newest_by_minimal(store, time.monotonic() + 120) == 0  # decided: not rerun

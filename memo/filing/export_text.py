@@ -1,0 +1,32 @@
+"""The sentence an issue text adds for a crash of Keras's ONNX export that comes from the input the export traces
+the model on: not the user's, but ones of the input signature's shape (``convert_spec_to_tensor`` in
+``keras/src/export/export_utils.py``, keras 3.15.1). An integer lookup of a size-1 table then reads index 1, out of
+range (t54: ``Embedding(input_dim=1)``, IndexError "index out of range in self"; its reader found the cause missing
+from the text). Pure: reads a bug's folder only."""
+from __future__ import annotations
+
+from memo.filing.folder import BugFolder
+
+EXPORT_LIBRARY = "keras-export"
+OUT_OF_RANGE = "index out of range"
+TABLE_SIZES = ("input_dim", "num_tokens", "max_tokens")  # a lookup layer's table size, by the settings holding it
+
+
+def traced_ones_note(bug: BugFolder) -> str:
+    """The cause of an export's out-of-range lookup where the reduced model holds a table of one entry (a sentence
+    opening with a space; "" otherwise)."""
+    message = str(bug.info.get("error_message") or bug.info.get("message") or "")
+    ir = bug.ir()
+    if bug.library != EXPORT_LIBRARY or OUT_OF_RANGE not in message or ir is None:
+        return ""
+    small = [(layer.class_name, key) for layer in ir.body for key in TABLE_SIZES
+             if isinstance(layer.config.get(key), int) and layer.config[key] <= 1]
+    if not small:
+        return ""
+    class_name, key = small[0]
+    return (f" Keras's export traces the model on a tensor of ones built from the input signature "
+            f"(`convert_spec_to_tensor` in `keras/src/export/export_utils.py`), not on the inputs the script gives: "
+            f"the {class_name}'s lookup then reads index 1 of a table of {key}=1.")
+
+
+__all__ = ["traced_ones_note"]
