@@ -331,19 +331,19 @@ def _described(bug: BugFolder, checked: MinimalScript) -> str:
         held = f"{' and '.join(dtypes)} variables" if dtypes else "a model's variables"
         return (f"With {LIBRARY_NAMES.get(bug.library, bug.library)}, `keras.optimizers.{built}` fails to step "
                 f"{held} (`optimizer.apply(gradients, variables)`, training stage {stage})"
-                + (f", where {finished} steps the same variables." if finished else ".")
-                + rounded_decays_note(built, dtypes)
-                + low_precision_note(dtypes))
+                + (f", where {finished} steps the same variables." if finished else ".") + low_precision_note(dtypes))
     symptom = folder_training_symptom(bug)
     if symptom and stepped is not None:  # an optimizer's update: the optimizer and the variables it steps
         built, dtypes = stepped
         held = f"{' and '.join(dtypes)} variables" if dtypes else "a model's variables"
         options = "," in built  # settings beside the learning rate (the reduction left those the bug needs)
+        nonfinite = bug.kind == VerdictKind.TRAINING_NAN.value  # a factor rounded to 1.0 makes a NaN, not a crash
         cause = (" " + TORCH_SCALARS + (" The option is not the cause." if options else "")
                  if any_optimizer(bug) and bug.library == TORCH_BACKEND else "")
         return (f"With {LIBRARY_NAMES.get(bug.library, bug.library)}, `keras.optimizers.{built}` stepping {held} "
                 f"(`optimizer.apply(gradients, variables)`, fixed gradients) computes a step whose {symptom} "
-                f"(training stage {stage}).{cause}{rounded_decays_note(built, dtypes)}{low_precision_note(dtypes)}")
+                f"(training stage {stage}).{cause}{rounded_decays_note(built, dtypes) if nonfinite else ''}"
+                f"{low_precision_note(dtypes)}")
     if symptom:  # which array of the training step goes wrong, not that the library "fails"
         return (f"On a model of {culprit(bug, checked)}, {LIBRARY_NAMES.get(bug.library, bug.library)} computes a "
                 f"training step whose {symptom} (training stage {stage}; the script computes it as a user of "

@@ -25,6 +25,7 @@ from memo.oracle import KERAS_FRONT_END, Verdict
 from memo.triage.masks import normalize_message
 from memo.training.judge import MODEL_IR_KEY, UPDATE_STAGES
 from memo.training.selection import variable_dtype, weight_dtypes
+from memo.truth import CONFIRMED
 from memo.triage.signature import LAYER_OBJECT, TRUTH_DECISION, culprit_classes, digest, message_pattern, reduced_keys
 
 UNLOCALIZED = "?"
@@ -247,7 +248,8 @@ def training_key(parts: JsonObject, reduced: ModelIR, decision: str = "") -> str
     own = digest({**kept, "culprit": culprit_classes(reduced), "decision": decision})
     shared = shared_code_key(kept, parts, reduced, decision)
     twin = inference_twin(parts, reduced, decision)
-    return " ".join(dict.fromkeys([own, *([shared] if shared else ()),
+    setting = remat_setting_key(parts, reduced, decision)
+    return " ".join(dict.fromkeys([own, *([shared] if shared else ()), *([setting] if setting else ()),
                                    *(reduced_keys(twin, reduced) if twin else ())]))
 
 
@@ -278,6 +280,20 @@ def shared_code_key(kept: JsonObject, parts: JsonObject, reduced: ModelIR, decis
     # through lstm.py and through batch_normalization.py cut 25 characters apart)
     whole = pattern.endswith(".") or ". " not in pattern
     return digest({**kept, "message": pattern if whole else pattern[:pattern.rfind(". ") + 1]})
+
+
+def remat_setting_key(parts: JsonObject, reduced: ModelIR, decision: str = "") -> str | None:
+    """The key of a bug under ``keras.RematScope`` whose reduced model keeps a setting of the base Layer
+    (:data:`BASE_LAYER_SETTINGS`), whatever its kind, backend and stage: the base Layer computes an activity
+    regularizer's loss and adds it (``add_loss``) inside the call the remat wrapper recomputes, a side effect each
+    backend's wrapper mishandles its own way (t55: TensorFlow's ``tf.recompute_grad`` drops its gradient, JAX's
+    ``jax.checkpoint`` lets its tracer escape: UnexpectedTracerError). A numeric one float64 set apart keeps its
+    own. None for any other bug."""
+    settings = sorted({name for layer in reduced.body for name in BASE_LAYER_SETTINGS if layer.config.get(name)})
+    mode = parts.get(REMAT_KEY)
+    if not mode or not settings or (decision and decision != CONFIRMED):
+        return None
+    return digest({REMAT_KEY: mode, "base_layer": settings})
 
 
 def inference_twin(parts: JsonObject, reduced: ModelIR, decision: str) -> JsonObject | None:

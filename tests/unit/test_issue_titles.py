@@ -11,7 +11,7 @@ from pathlib import Path
 from memo.filing.check import MinimalScript
 from memo.filing.folder import BugFolder
 from memo.filing.issue import culprit, render_issue, title
-from memo.filing.observed import message_head
+from memo.filing.observed import actual, message_head
 from memo.model.ir import Layer, ModelIR
 from memo.text import without_listed_alternatives
 from memo.triage.describe import symptom
@@ -259,6 +259,7 @@ def test_a_librarys_request_for_a_bug_report_is_no_part_of_the_head(tmp_path: Pa
     assert "Please send a bug report" in folder.info["error_message"]
     assert message_head(folder, MinimalScript()) == "Unsupported prim::Constant kind: 'ival'."
     assert "bug report" not in title(folder, MinimalScript(reason="not checked"))
+    assert "bug report" not in actual(folder, MinimalScript(reason="not checked"))
 
 
 def test_an_exports_out_of_range_lookup_names_the_ones_it_traces_on(tmp_path: Path) -> None:

@@ -130,3 +130,23 @@ def test_a_nonfinite_low_precision_update_names_the_factor_its_dtype_rounds_to_o
     text = render_issue(BugFolder.read(tmp_path), MinimalScript(reason="not checked"))
     assert "In bfloat16 (8 significant bits) `beta_2=0.999` rounds to 1.0" in text
     assert "`1 - beta_2**t` the step computes for the bfloat16 variables is 0" in text
+
+
+def test_an_optimizer_crash_is_not_explained_by_a_rounded_factor(tmp_path) -> None:
+    """t55: Keras on torch's Nadam crash on bfloat16 (`_foreach_div` given a numpy scalar) is a type error; the
+    rounding of beta_2, which explains the generic code's NaN, is no part of it."""
+    import json
+
+    from memo.filing.check import MinimalScript
+    from memo.filing.folder import BugFolder
+    from memo.filing.issue import render_issue
+    from memo.triage.precision_probe import dense_probe
+
+    (tmp_path / "ir.json").write_text(dense_probe(("bfloat16",)).dumps())
+    message = "optimizer error: TypeError: _foreach_div() received an invalid combination of arguments"
+    (tmp_path / "bug.json").write_text(json.dumps({
+        "id": "training-crash-keras-x", "kind": "training-crash", "library": "keras", "stage": "optimizer",
+        "reference": "keras-tensorflow", "message": message, "error_message": message, "exception": "TypeError",
+        "training": {"optimizer": "nadam"}}))
+    text = render_issue(BugFolder.read(tmp_path), MinimalScript(reason="not checked"))
+    assert "fails to step bfloat16 variables" in text and "rounds to 1.0" not in text

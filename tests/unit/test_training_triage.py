@@ -388,6 +388,12 @@ def test_a_remat_difference_needing_an_activity_regularizer_is_one_entry_across_
     plain = {key: value for key, value in gradient("Conv1D").items() if key != "remat"}
     assert not dense & set(training_key(plain, model("Conv1D"), "confirmed").split())
     assert not dense & set(training_key(gradient("Conv1D"), model("Conv1D"), "noise").split())
+    # t55: JAX's checkpoint lets the regularizer's loss escape as a tracer, a crash of the same remat code
+    crash = {"kind": "training-crash", "library": "keras-jax", "stage": "forward", "remat": "full",
+             "exception": "UnexpectedTracerError", "message": "Encountered an unexpected tracer."}
+    assert dense & set(training_key(crash, model("Dense")).split())
+    assert not dense & set(training_key({**crash, "remat": "activations"}, model("Dense")).split())
+    assert not dense & set(training_key(crash, model("Dense", False)).split())
 
 
 def test_a_bug_adopted_with_a_turned_folder_is_keyed_by_the_library_its_folder_blames() -> None:
