@@ -89,6 +89,7 @@ class RecheckResult:
     distribution: str = ""  # the blamed library's distribution: the first the script needs (onnxruntime, keras)
     expected: str = ""  # which expected output a numeric bug was judged by (memo.bugdb.expected.prepare)
     remembered: bool = False  # the script's run was answered from the remembered runs (ScriptRun.remembered)
+    ran_at: float | None = None  # a remembered run: when it ran (ScriptRun.ran_at)
 
     @property
     def library_version(self) -> str:
@@ -189,6 +190,7 @@ class ScriptRun:
     timed_out: bool = False
     stderr: str = ""
     remembered: bool = False  # answered from :mod:`memo.bugdb.script_runs`, not run again
+    ran_at: float | None = None  # a remembered run: when it ran (epoch seconds)
 
 
 def run_script(folder: Path, python: str, limit_s: float, script: str = REPRO_FILE, *,
@@ -206,9 +208,9 @@ def run_script(folder: Path, python: str, limit_s: float, script: str = REPRO_FI
     if runs is not None and key is not None:
         known = runs.get(key)
         if known is not None:
-            returncode, output, errors = known
+            returncode, output, errors, created = known
             return ScriptRun(returncode, output.replace(FOLDER_MARK, str(folder)),
-                             False, errors.replace(FOLDER_MARK, str(folder)), remembered=True)
+                             False, errors.replace(FOLDER_MARK, str(folder)), remembered=True, ran_at=created)
     run = _run_fresh(folder, python, limit_s, script, stderr_apart=stderr_apart, tail=tail)
     if runs is not None and key is not None and run.returncode is not None and not run.timed_out:
         runs.put(key, run.returncode, run.output.replace(str(folder), FOLDER_MARK),
@@ -353,10 +355,10 @@ def recheck_folder(folder: Path, *, python: str | None = None, timeout_s: float 
     expected = ""
 
     def answer(result: Result, detail: str, returncode: int | None = None, output: str = "",
-               remembered: bool = False) -> RecheckResult:
+               remembered: bool = False, ran_at: float | None = None) -> RecheckResult:
         detail = _one_line(f"{detail} ({expected})") if expected and expected != AS_RECORDED else detail
         return RecheckResult(result, detail, versions, time.monotonic() - started, interpreter, returncode, output,
-                             facts.distributions[0] if facts.distributions else "", expected, remembered)
+                             facts.distributions[0] if facts.distributions else "", expected, remembered, ran_at)
 
     try:  # a numeric bug whose expected output was too big to keep: the reference reruns it first
         expected = prepare(folder, timeout_s=max(timeout_s, RERUN_TIMEOUT_S))
@@ -377,7 +379,7 @@ def recheck_folder(folder: Path, *, python: str | None = None, timeout_s: float 
         detail = _one_line(f"{detail} (not installed for {interpreter}: {', '.join(absent)})")
     if result == FIXED and _never_shown_again(facts.bug):
         detail = _one_line(f"{detail} ({FLAKY_NOTE})")
-    return answer(result, detail, returncode, output, run.remembered)
+    return answer(result, detail, returncode, output, run.remembered, run.ran_at)
 
 
 def recheck_all(folders: Iterable[Path], *, python: str | None = None, timeout_s: float = 120.0,

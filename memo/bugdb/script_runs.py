@@ -94,17 +94,19 @@ class ScriptRuns:
         db.execute(SCHEMA)
         return db
 
-    def get(self, key: str) -> tuple[int, str, str] | None:
-        """``(returncode, output, stderr)`` of the remembered run, or None."""
+    def get(self, key: str) -> tuple[int, str, str, float] | None:
+        """``(returncode, output, stderr, created)`` of the remembered run (``created``: when it ran, epoch
+        seconds), or None."""
         try:
             db = self._connect()
             try:
-                row = db.execute("SELECT returncode, output, stderr FROM runs WHERE key = ?", (key,)).fetchone()
+                row = db.execute("SELECT returncode, output, stderr, created FROM runs WHERE key = ?",
+                                 (key,)).fetchone()
             finally:
                 db.close()
         except (sqlite3.Error, OSError):
             return None
-        return (int(row[0]), str(row[1]), str(row[2])) if row else None
+        return (int(row[0]), str(row[1]), str(row[2]), float(row[3])) if row else None
 
     def put(self, key: str, returncode: int, output: str, stderr: str) -> None:
         try:

@@ -24,6 +24,7 @@ from memo.filing.script import (KERAS_ATTACHED, MAX_SCRIPT_LINES, ONNX_ATTACHED,
 from memo.triage.onnx_reference import opine_on_crash, trace_shape_origin
 from memo.triage.assigned import probe_assigned
 from memo.triage.ort_unoptimized import probe_unoptimized
+from memo.triage.second_engine import probe_second_engine
 from memo.triage.passes import SCRIPT_CHECK_S
 
 GENERATOR = "memo-minimal/4"  # changes when the scripts memo writes change: older checks are then redone
@@ -205,6 +206,7 @@ def minimal_script(folder: Path, *, refresh: bool = False, deadline: float | Non
             opine_on_crash(Path(folder), Path(scratch), reference_s)
             trace_shape_origin(Path(folder), Path(scratch), reference_s)  # where an engine's shapes went wrong
             probe_unoptimized(Path(folder), Path(scratch), reference_s)  # ONNX Runtime's passes off: still there?
+            probe_second_engine(Path(folder), Path(scratch), reference_s)  # another engine's crash: ORT runs it?
             probe_assigned(Path(folder), reference_s)  # a training bug: weights its training call assigns
     bug = BugFolder.read(folder)
     cached = None if refresh else cached_minimal(bug)

@@ -23,6 +23,7 @@ from memo.filing.check import MinimalScript, attached_model_line, cached_minimal
 from memo.filing.observed import ERROR_LINES, actual, error_excerpt, message_head, quoted
 from memo.filing.folder import ONNX_FILE, REPRO_FILE, BugFolder
 from memo.filing.export_text import traced_ones_note
+from memo.triage.second_engine import second_engine_text
 from memo.filing.training_text import (LIBRARY_NAMES, TORCH_SCALARS, assigned_text, finished_by, low_precision_note,
                                        remat_note, rounded_decays_note, weightless_note)
 from memo.kinds import TRAINING_KINDS, VerdictKind
@@ -244,7 +245,8 @@ def _crash_expected(folder: BugFolder, named: str) -> str:
         declared = f" and returns output{plural} of shape {', '.join(shapes)}, the shape{plural} Keras declares " \
                    f"for it" if shapes else ""
         return f"The model runs{declared}. Instead {folder.library} raises {raised}."
-    return f"The model runs: {named} runs this model{returns}. Instead {folder.library} raises {raised}."
+    return (f"The model runs: {named} runs this model{returns}.{second_engine_text(folder.info)} Instead "
+            f"{folder.library} raises {raised}.")
 
 
 def _log(folder: BugFolder, checked: MinimalScript) -> list[str]:

@@ -20,7 +20,7 @@ from memo.training.selection import weight_dtypes
 from memo.model.ir import Layer
 from memo.triage.failing_node import culprit_operator
 from memo.backends.training_remat import recorded_remat
-from memo.triage.training_signature import ANY_MIXED, MIXED
+from memo.triage.training_signature import ANY_MIXED, BASE_LAYER_SETTINGS, MIXED
 from memo.triage.onnx_reference import SHAPE_ORIGIN_KEY
 
 # ONNX operators a converter writes around every layer (layouts, shapes, dtypes): never what a title names.
@@ -135,10 +135,17 @@ def folder_remat(folder: BugFolder) -> str | None:
 
 
 def culprit(folder: BugFolder, checked: MinimalScript | None = None) -> str:
-    """:func:`layer_culprit`, under the ``keras.RematScope`` mode a training bug's layers were built with."""
+    """:func:`layer_culprit`, under the ``keras.RematScope`` mode a training bug's layers were built with; under
+    remat, the layers holding a setting of the base Layer instead, with it (t55's reader: "Conv2D under
+    RematScope(full)" hid the Conv1D's activity_regularizer the bug needs: its loss is added inside the
+    rematerialized call)."""
     mode = folder_remat(folder)
-    named = layer_culprit(folder, checked)
-    return f"{named} under RematScope({mode})" if mode else named
+    if not mode:
+        return layer_culprit(folder, checked)
+    ir = folder.ir()
+    holding = list(dict.fromkeys(f"{layer.class_name}({name})" for layer in (ir.body if ir else [])
+                                 for name in BASE_LAYER_SETTINGS if layer.config.get(name)))
+    return f"{listed(holding) if holding else layer_culprit(folder, checked)} under RematScope({mode})"
 
 
 GRADIENT_KINDS = ("training-nan", "training-inconsistency")

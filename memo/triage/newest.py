@@ -57,7 +57,10 @@ def newest_check(folder: Path, library: str, python: str, *, timeout_s: float, r
                            "build": build_text(needed, result.versions, MISSING), "versions": dict(result.versions),
                            "python": python, "seconds": round(result.seconds, 1), "checked": time.time()}
     if result.remembered:  # answered from the remembered runs (the same files on the same packages), not run again
-        outcome.update(seconds=None, remembered=remembered_from(folder, outcome))
+        earlier = remembered_from(folder, outcome)
+        if not earlier.get("checked") and result.ran_at:  # when the remembered run itself ran
+            earlier["checked"] = result.ran_at
+        outcome.update(seconds=None, remembered=earlier)
     return outcome
 
 
@@ -88,11 +91,11 @@ def provenance(newest: JsonObject) -> str:
     if not is_remembered(newest):
         return ""
     earlier = newest.get("remembered") if isinstance(newest.get("remembered"), dict) else {}
-    if earlier.get("checked") and earlier.get("seconds"):
+    if earlier.get("checked"):
         day = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(float(earlier["checked"])))
         build = earlier.get("build") or newest.get("build") or "the same packages"
-        return (f"memo ran this script on {build} on {day} ({float(earlier['seconds']):.1f} s); its files and "
-                f"those packages are unchanged since")
+        took = f" ({float(earlier['seconds']):.1f} s)" if earlier.get("seconds") else ""
+        return f"memo ran this script on {build} on {day}{took}; its files and those packages are unchanged since"
     return "memo ran this script on these packages before (its date not recorded); its files and they are unchanged"
 
 

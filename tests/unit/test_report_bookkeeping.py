@@ -53,6 +53,9 @@ def test_a_remembered_verdict_says_so_and_is_never_a_zero_second_rerun() -> None
     other_build = earlier_run(legacy, {**earlier, "build": "keras-nightly 3.15"})
     assert other_build["checked"] is None  # another build's run is not the one remembered
     assert provenance({"result": "fixed", "build": "x", "seconds": 12.0}) == ""  # a run made then
+    # t55's reader: "its date not recorded" cannot be checked; the remembered run's own date is kept
+    dated = provenance({**legacy, "remembered": {"checked": 1795899276.6, "build": "x", "seconds": None}})
+    assert dated.startswith("memo ran this script on x on 2026-") and "date not recorded" not in dated
 
 
 def test_newest_check_marks_a_run_answered_from_memory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

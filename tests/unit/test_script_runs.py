@@ -3,6 +3,7 @@ record; a changed file, or a run that ran out of time, runs again. Real fresh pr
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -39,6 +40,7 @@ def test_a_second_run_of_the_same_files_is_answered_from_the_record(folder: Path
     assert _runs(folder) == 1
     assert (first.returncode, first.output) == (second.returncode, second.output) == (1, f"value 1 in {folder}\n")
     assert not first.remembered and second.remembered  # the answer says where it comes from
+    assert first.ran_at is None and second.ran_at is not None and abs(second.ran_at - time.time()) < 60  # and when
     (folder / "bug.json").write_text("{}")  # memo's own records are not the script's input
     (folder / "newest.json").write_text("{}")
     run_script(folder, sys.executable, 60, remember=True)

@@ -150,3 +150,26 @@ def test_an_optimizer_crash_is_not_explained_by_a_rounded_factor(tmp_path) -> No
         "training": {"optimizer": "nadam"}}))
     text = render_issue(BugFolder.read(tmp_path), MinimalScript(reason="not checked"))
     assert "fails to step bfloat16 variables" in text and "rounds to 1.0" not in text
+
+
+def test_a_remat_bug_needing_an_activity_regularizer_is_titled_by_the_layer_holding_it(tmp_path) -> None:
+    """t55's reader: "Conv2D under RematScope(full)" hid that the bug needs the Conv1D's activity_regularizer."""
+    import json
+
+    from memo.filing.check import MinimalScript
+    from memo.filing.folder import BugFolder
+    from memo.filing.issue import render_issue
+    from memo.model.ir import Layer, ModelIR
+
+    ir = ModelIR([Layer("x", "InputLayer", {"batch_shape": [None, 8, 8, 1], "dtype": "float32"}),
+                  Layer("conv3", "Conv2D", {"filters": 2, "kernel_size": [3, 3]}, ["x"]),
+                  Layer("reshape", "Reshape", {"target_shape": [36, 2]}, ["conv3"]),
+                  Layer("conv1d", "Conv1D", {"filters": 2, "kernel_size": [2], "activity_regularizer": "l1"},
+                        ["reshape"])], ["conv1d"], "m")
+    (tmp_path / "ir.json").write_text(ir.dumps())
+    (tmp_path / "bug.json").write_text(json.dumps({
+        "id": "training-inconsistency-keras-tensorflow-x", "kind": "training-inconsistency",
+        "library": "keras-tensorflow", "stage": "gradients", "reference": "keras-torch", "layer_class": "Conv2D",
+        "message": "gradients: conv3/kernel: differs", "training": {"name": "conv3/kernel", "remat": "full"}}))
+    text = render_issue(BugFolder.read(tmp_path), MinimalScript(reason="not checked"))
+    assert text.startswith("# [keras-tensorflow] Conv1D(activity_regularizer) under RematScope(full): ")

@@ -1,0 +1,46 @@
+"""A second engine on the file another engine crashed on (memo.triage.second_engine): ONNX's checker and ONNX
+Runtime on the bug folder's file, in a child process, kept in bug.json and said in the issue text."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from memo.triage.second_engine import SECOND_ENGINE_KEY, probe_second_engine, second_engine_text
+
+
+def _folder(tmp_path: Path, library: str) -> Path:
+    onnx = pytest.importorskip("onnx")
+    pytest.importorskip("onnxruntime")
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])])
+    folder = tmp_path / library
+    folder.mkdir()
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), folder / "model.onnx")
+    np.savez(folder / "inputs.npz", x=np.ones((2, 3), np.float32))
+    (folder / "bug.json").write_text(json.dumps({"id": f"crash-{library}-x", "kind": "crash", "library": library,
+                                                 "exception": "RuntimeError"}))
+    return folder
+
+
+def test_another_engines_crash_gets_the_checker_and_onnx_runtime_on_its_file(tmp_path: Path) -> None:
+    folder = _folder(tmp_path, "openvino")
+    answer = probe_second_engine(folder, tmp_path / "scratch")
+    assert answer is not None and answer["status"] == "runs" and answer["shapes"] == [[2, 3]]
+    assert answer["checker"] == "passes" and answer["engine"].startswith("onnxruntime ")
+    info = json.loads((folder / "bug.json").read_text())
+    assert info[SECOND_ENGINE_KEY] == answer  # kept: asked once
+    text = second_engine_text(info)
+    assert "`onnx.checker.check_model(..., full_check=True)` accepts the attached file" in text
+    assert text.endswith("runs it (output shape (2, 3)).")
+
+
+def test_onnx_runtimes_own_crash_and_a_converter_get_none(tmp_path: Path) -> None:
+    assert probe_second_engine(_folder(tmp_path, "onnxruntime"), tmp_path / "s") is None
+    assert probe_second_engine(_folder(tmp_path, "tf2onnx"), tmp_path / "s") is None
+    assert second_engine_text({SECOND_ENGINE_KEY: {"status": "fails", "message": "x"}}) == ""
