@@ -11,6 +11,7 @@ import json
 import sys
 import tempfile
 import time
+import zipfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -18,7 +19,7 @@ from memo.backends.onnx_validity import INVALID_ONNX
 from memo.bugdb.recheck import run_script
 from memo.filing.folder import BUG_FILE, IR_FILE, ONNX_FILE, BugFolder
 from memo.text import without_ansi
-from memo.filing.onnx_code import GraphNotWritable, file_summary, onnx_graph_code
+from memo.filing.onnx_code import GraphNotWritable, computed_weight, file_summary, onnx_graph_code
 from memo.filing.script import (KERAS_ATTACHED, MAX_SCRIPT_LINES, ONNX_ATTACHED, SCRIPT_FILE, Candidate,
                                 NoMinimalScript, candidates, written_candidates)
 from memo.triage.onnx_reference import opine_on_crash, trace_shape_origin
@@ -181,6 +182,11 @@ def cached_minimal(folder: BugFolder) -> MinimalScript | None:
                          str(data.get("output", "")), str(data.get("reason", "")), str(data.get("source", "")))
 
 
+def attachment_name(folder: BugFolder) -> str:
+    """The zip :func:`keep` writes beside a minimal script: the script and the files it reads."""
+    return f"{folder.id}.zip"
+
+
 def keep(folder: BugFolder, result: MinimalScript) -> None:
     """Write ``result`` into the folder's ``minimal/`` (replacing an older one)."""
     root = folder.path / MINIMAL_DIR
@@ -192,6 +198,10 @@ def keep(folder: BugFolder, result: MinimalScript) -> None:
         (root / SCRIPT_FILE).write_text(result.text)
     for name, data in result.files.items():
         (root / name).write_bytes(data)
+    if result.text and result.files:  # what the issue attaches: a tracker takes a .zip, not .npz or .onnx files
+        with zipfile.ZipFile(root / attachment_name(folder), "w", zipfile.ZIP_DEFLATED) as bundle:
+            for name, data in {SCRIPT_FILE: result.text.encode(), **result.files}.items():
+                bundle.writestr(name, data)
     (root / CHECK_FILE).write_text(json.dumps({**result.to_json(), "key": folder_key(folder)}, indent=1))
 
 
@@ -248,4 +258,6 @@ def attached_model_line(folder: BugFolder, checked: MinimalScript, plumbing: fro
         longest = max((candidate.lines for candidate in built), default=0)
         why = (f"as `onnx.helper` code the script would take {longest} lines (over {MAX_SCRIPT_LINES})"
                if longest > MAX_SCRIPT_LINES else "rebuilt as `onnx.helper` code, it did not show the bug")
-    return f"The attached `{ONNX_FILE}` is the reduced model, {file_summary(path, plumbing, first)}: {why}."
+    weight = computed_weight(path, first) if first else ""
+    return (f"The attached `{ONNX_FILE}` is the reduced model, {file_summary(path, plumbing, first)}"
+            f"{f'; {weight}' if weight else ''}: {why}.")

@@ -19,7 +19,8 @@ from memo.backends.versions import distribution_versions
 from memo.bug_files import NEWEST_FILE
 from memo.backends.versions import MISSING
 from memo.newest import BUILD_DISTRIBUTIONS, CANNOT_RUN, STILL_REPRODUCES, build_text, installed_as
-from memo.filing.check import MinimalScript, attached_model_line, cached_minimal, minimal_script
+from memo.filing.check import (MINIMAL_DIR, MinimalScript, attached_model_line, attachment_name, cached_minimal,
+                               minimal_script)
 from memo.filing.observed import ERROR_LINES, actual, error_excerpt, message_head, quoted
 from memo.filing.folder import ONNX_FILE, REPRO_FILE, BugFolder
 from memo.filing.export_text import traced_ones_note
@@ -122,7 +123,9 @@ def _reproduce(folder: BugFolder, checked: MinimalScript) -> list[str]:
         attached = [name for name in sorted(checked.files)]
         lines = [_fenced(checked.text, "python"), ""]
         if attached:
-            lines.append(f"It reads {', '.join(f'`{name}`' for name in attached)} (attached, next to the script).")
+            lines.append(f"It reads {', '.join(f'`{name}`' for name in attached)} from its folder: attached with "
+                         f"the script as `{attachment_name(folder)}` (memo keeps it in the bug's "
+                         f"`{MINIMAL_DIR}/`; a tracker takes a .zip, not the files).")
         described = attached_model_line(folder, checked, LAYOUT_OPERATORS, engine_operator(folder, checked) or "")
         lines += [described] if described else []
         return lines + ["It exits 1 with the error below when the bug shows, 0 when it is fixed."]

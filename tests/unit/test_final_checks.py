@@ -174,3 +174,23 @@ def test_the_background_triage_checks_a_script_when_idle_within_its_budget(tmp_p
     assert not TriageService(directory, None, idle=failing)._idle_work()
     with CampaignStore(directory) as store:
         assert any(error.step == "background idle work" for error in store.triage.errors())
+
+
+def test_a_kept_script_with_files_is_bundled_as_one_zip_the_issue_names(tmp_path: Path) -> None:
+    """t55's reader: a tracker takes a .zip, not the .npz and .onnx files a script reads."""
+    import zipfile
+
+    from memo.filing.check import attachment_name
+    from memo.filing.issue import render_issue
+
+    folder = tmp_path / "crash-openvino-x"
+    folder.mkdir()
+    (folder / "bug.json").write_text(json.dumps({"id": "crash-openvino-x", "kind": "crash", "library": "openvino",
+                                                 "exception": "RuntimeError", "error_message": "it fails"}))
+    bug = BugFolder.read(folder)
+    checked = MinimalScript("print('openvino 1')\nraise RuntimeError('it fails')\n", {"inputs.npz": b"npz"},
+                            reproduces=True, versions="openvino 1")
+    keep(bug, checked)
+    with zipfile.ZipFile(folder / "minimal" / attachment_name(bug)) as bundle:
+        assert sorted(bundle.namelist()) == ["bug_repro.py", "inputs.npz"] and bundle.read("inputs.npz") == b"npz"
+    assert f"attached with the script as `{attachment_name(bug)}`" in render_issue(bug, checked)

@@ -1,5 +1,6 @@
 """A second engine on the file another engine crashed on (memo.triage.second_engine): ONNX's checker and ONNX
-Runtime on the bug folder's file, in a child process, kept in bug.json and said in the issue text."""
+Runtime on the bug folder's file, in a child process, kept in bug.json and said in the issue text; and a weight
+input that no stored tensor holds (memo.filing.onnx_code.computed_weight)."""
 from __future__ import annotations
 
 import json
@@ -44,3 +45,27 @@ def test_onnx_runtimes_own_crash_and_a_converter_get_none(tmp_path: Path) -> Non
     assert probe_second_engine(_folder(tmp_path, "onnxruntime"), tmp_path / "s") is None
     assert probe_second_engine(_folder(tmp_path, "tf2onnx"), tmp_path / "s") is None
     assert second_engine_text({SECOND_ENGINE_KEY: {"status": "fails", "message": "x"}}) == ""
+
+
+def test_a_weight_input_no_initializer_holds_is_named(tmp_path: Path) -> None:
+    """t55's reader: onnx2pytorch's Gemm failure on a 113-node file, and the text did not say that the Gemm's B is
+    computed in the graph (onnx2pytorch reads it as a stored tensor)."""
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+
+    from memo.filing.onnx_code import computed_weight
+
+    def saved(stored: bool) -> Path:
+        weight = numpy_helper.from_array(np.ones((3, 3), np.float32), "w")
+        nodes = [helper.make_node("Gemm", ["x", "w" if stored else "b"], ["y"])]
+        if not stored:
+            nodes.insert(0, helper.make_node("MatMul", ["x", "w"], ["b"]))
+        graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 3])],
+                                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3, 3])], [weight])
+        path = tmp_path / f"{stored}.onnx"
+        onnx.save(helper.make_model(graph), path)
+        return path
+
+    assert computed_weight(saved(False), "Gemm") == "its Gemm's B input is computed in the graph, not a stored initializer"
+    assert computed_weight(saved(True), "Gemm") == ""
+    assert computed_weight(saved(False), "Relu") == ""
