@@ -23,6 +23,7 @@ from memo.filing.check import (MINIMAL_DIR, MinimalScript, attached_model_line, 
                                minimal_script)
 from memo.filing.observed import ERROR_LINES, actual, error_excerpt, message_head, quoted
 from memo.filing.folder import ONNX_FILE, REPRO_FILE, BugFolder
+from memo.backends.training_remat import remat_scope
 from memo.filing.export_text import traced_ones_note
 from memo.triage.second_engine import second_engine_text
 from memo.filing.training_text import (LIBRARY_NAMES, TORCH_SCALARS, assigned_text, finished_by, low_precision_note,
@@ -32,9 +33,9 @@ from memo.backends.idioms import ONNX
 from memo.filing.script import NUMERIC_PRINTS
 from memo.filing.torch_onnx_code import SOURCE as TORCH_ONLY
 from memo.filing.torch_onnx_code import found_through
-from memo.filing.title import (KIND_WORDS, LAYOUT_OPERATORS, culprit, engine_operator, folder_training_symptom, layer_classes,
-                               any_optimizer, shape_text, stated_cause, stepped_optimizer, title, tracker_name,
-                               wrong_shape)
+from memo.filing.title import (KIND_WORDS, LAYOUT_OPERATORS, culprit, engine_operator, folder_remat,
+                               folder_training_symptom, layer_classes, any_optimizer, shape_text, stated_cause,
+                               stepped_optimizer, title, tracker_name, wrong_shape)
 from memo.triage.failing_node import node_attributes
 from memo.triage.onnx_reference import ENGINE, ONNX_REFERENCE_KEY
 from memo.triage.ort_unoptimized import unoptimized_text
@@ -209,8 +210,10 @@ def _expected(folder: BugFolder, checked: MinimalScript) -> list[str]:
         lines += ["", unoptimized]
     truth = folder.info.get("truth") or {}
     if truth.get("errors"):
-        lines += ["", f"memo's float64 recomputation of the reduced model ({truth.get('method', '')}; not printed by "
-                      f"the script) says {truth.get('decision', '?')}: {truth.get('reason', '')}", "",
+        mode = folder_remat(folder)
+        unscoped = f", built without `{remat_scope(mode)}`: what remat must not change" if mode else ""
+        lines += ["", f"memo's float64 recomputation of the reduced model ({truth.get('method', '')}{unscoped}; not "
+                      f"printed by the script) says {truth.get('decision', '?')}: {truth.get('reason', '')}", "",
                   "| library | error against float64 (in tolerances; at most 1 is within tolerance) |", "|---|---|"]
         lines += [f"| {name} | {value if isinstance(value, str) else format(value, '.3g')} |"
                   for name, value in truth["errors"].items()]

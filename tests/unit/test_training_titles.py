@@ -170,6 +170,10 @@ def test_a_remat_bug_needing_an_activity_regularizer_is_titled_by_the_layer_hold
     (tmp_path / "bug.json").write_text(json.dumps({
         "id": "training-inconsistency-keras-tensorflow-x", "kind": "training-inconsistency",
         "library": "keras-tensorflow", "stage": "gradients", "reference": "keras-torch", "layer_class": "Conv2D",
-        "message": "gradients: conv3/kernel: differs", "training": {"name": "conv3/kernel", "remat": "full"}}))
+        "message": "gradients: conv3/kernel: differs", "training": {"name": "conv3/kernel", "remat": "full"},
+        "truth": {"method": "float64", "decision": "confirmed", "reason": "accused 218, witness 0.00078",
+                  "errors": {"keras-tensorflow": 218.0, "keras-torch": 0.00078}}}))
     text = render_issue(BugFolder.read(tmp_path), MinimalScript(reason="not checked"))
     assert text.startswith("# [keras-tensorflow] Conv1D(activity_regularizer) under RematScope(full): ")
+    # t56's reader had to check that the model without remat trains right: the float64 truth is computed so
+    assert 'built without `keras.RematScope(mode="full")`: what remat must not change' in text
