@@ -53,6 +53,7 @@ class MinimalScript:
     source: str = ""
     # decided nothing, so not kept: stopped by a deadline (not its own limit), or killed before it printed a line
     inconclusive: bool = field(default=False, compare=False)
+    exit_code: int | None = field(default=None, compare=False)  # the run's exit status (not kept: the verdict is)
 
     @property
     def lines(self) -> int:
@@ -61,6 +62,7 @@ class MinimalScript:
     def to_json(self) -> dict[str, object]:
         out = asdict(self)
         out.pop("inconclusive")
+        out.pop("exit_code")
         out["files"] = sorted(self.files)
         out["lines"] = self.lines
         return out
@@ -104,7 +106,7 @@ def run_candidate(folder: BugFolder, candidate: Candidate, timeout_s: float = CH
         if run.returncode is None:
             result.reason = f"could not start {run.output.removeprefix('cannot start ')}"
             return result
-        returncode = run.returncode
+        returncode = result.exit_code = run.returncode
         stdout, stderr = (without_ansi(text).replace(scratch + "/", "") for text in (run.output, run.stderr))
     stdout_lines = stdout.strip().splitlines()
     result.versions = stdout_lines[0] if stdout_lines else ""

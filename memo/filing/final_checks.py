@@ -166,7 +166,7 @@ def newest_by_minimal(store: CampaignStore, until: float, clock: Callable[[], fl
         run = run_candidate(folder, Candidate(kept.text, kept.files, python=str(python)),
                             max(1.0, until - clock()))
         rerun += 1
-        ended = not run.reproduces and not run.inconclusive and run.reason.startswith("the script exited 0")
+        ended = run.exit_code == 0  # ran to its end: the bug did not show
         if not (run.reproduces or ended):
             continue
         outcome = {**newest, "result": STILL_REPRODUCES if run.reproduces else FIXED_UPSTREAM,

@@ -126,7 +126,7 @@ def actual(folder: BugFolder, checked: MinimalScript) -> str:
     if not folder.numeric and not (folder.converter_blamed and checked.reproduces):  # a converter's: an assertion
         head = message_head(folder, checked)
         if any(mark in head for mark in ("%", "::")):  # a quoted graph node: the sentence around it, without it
-            head = _REPORT_REQUEST.sub("", stated_message(folder, checked)).strip() or head
+            head = stated_message(folder, checked) or head
         said = f"{folder.exception}: {head}" if folder.exception and head else head or folder.exception
         unreduced = "" if error_text(folder, checked) else (" (as the campaign recorded it on the unreduced model: "
                                                             "no minimal script reproduces it)")
@@ -154,4 +154,4 @@ def stated_message(folder: BugFolder, checked: MinimalScript) -> str:
     info = {**folder.info, "error_message": raw, "message": raw} if raw else dict(folder.info)
     text = quoted(symptom(info))
     cause = text.split(f"{exception}: ", 1)[-1] if exception and f"{exception}: " in text else text.split(": ", 1)[-1]
-    return without_exception_names(cause, exception)
+    return _REPORT_REQUEST.sub("", without_exception_names(cause, exception)).strip()

@@ -54,6 +54,25 @@ def _expected(folder: Path, info: JsonObject) -> list[np.ndarray] | None:
         return [data[f"out_{i}"] for i in range(len(data.files)) if f"out_{i}" in data.files] or None
 
 
+def run_child(folder: Path, out: Path, timeout_s: float, *flags: str) -> subprocess.CompletedProcess[str] | None:
+    """:mod:`memo.backends.ort_unoptimized` (with ``flags``) on the folder's file and inputs in a child process, its
+    outputs written to ``out``; None when it did not finish in ``timeout_s``."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+    try:
+        return subprocess.run([sys.executable, "-m", "memo.backends.ort_unoptimized", str(folder / FILE),
+                               str(folder / INPUTS_FILE), str(out), *flags], capture_output=True, text=True,
+                              timeout=timeout_s, env=env, check=False)
+    except subprocess.TimeoutExpired:
+        return None
+
+
+def failure_line(done: subprocess.CompletedProcess[str]) -> str:
+    """What a failed child said last (its ``Type: message`` line), else its exit status."""
+    lines = [line for line in done.stderr.strip().splitlines() if line.strip()]
+    return lines[-1] if lines else f"exit {done.returncode}"
+
+
 def probe_unoptimized(folder: Path, scratch: Path, timeout_s: float = 60.0) -> JsonObject | None:
     """Run the folder's file with ONNX Runtime's optimizations off, once, and keep the answer in its ``bug.json``
     (None: not an ONNX Runtime finding with its file, or the run did not finish in ``timeout_s``)."""
@@ -62,19 +81,12 @@ def probe_unoptimized(folder: Path, scratch: Path, timeout_s: float = 60.0) -> J
         return info[UNOPTIMIZED_KEY]
     if not applies(info, folder):
         return None
-    scratch.mkdir(parents=True, exist_ok=True)
     out = scratch / "unoptimized.npz"
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
-    try:
-        done = subprocess.run([sys.executable, "-m", "memo.backends.ort_unoptimized", str(folder / FILE),
-                               str(folder / INPUTS_FILE), str(out)], capture_output=True, text=True,
-                              timeout=timeout_s, env=env, check=False)
-    except subprocess.TimeoutExpired:
+    done = run_child(folder, out, timeout_s)
+    if done is None:
         return None
     if done.returncode != 0 or not out.exists():
-        lines = [line for line in done.stderr.strip().splitlines() if line.strip()]
-        answer: JsonObject = {"status": FAILS, "message": (lines[-1] if lines else f"exit {done.returncode}")[:500],
-                              "agrees": None}
+        answer: JsonObject = {"status": FAILS, "message": failure_line(done)[:500], "agrees": None}
     else:
         with np.load(out, allow_pickle=False) as data:
             outputs = [data[f"out_{i}"] for i in range(len(data.files))]

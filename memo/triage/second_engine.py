@@ -10,9 +10,6 @@ what it raised, ``status`` runs or fails, the output ``shapes`` or the ``message
 """
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +18,8 @@ from memo.backends import CONVERTERS, find_spec
 from memo.bug_files import INPUTS_FILE, read_bug_file, write_bug_file
 from memo.json_types import JsonObject
 from memo.triage.onnx_reference import onnx_file_of
-from memo.triage.ort_unoptimized import FAILS, FILE, RUNS
+from memo.backends.ort_unoptimized import OPTIMIZED
+from memo.triage.ort_unoptimized import FAILS, FILE, RUNS, failure_line, run_child
 
 SECOND_ENGINE_KEY = "second_engine"
 PASSES = "passes"
@@ -44,14 +42,9 @@ def probe_second_engine(folder: Path, scratch: Path, timeout_s: float = 60.0) ->
         return info[SECOND_ENGINE_KEY]
     if not applies(info, folder):
         return None
-    scratch.mkdir(parents=True, exist_ok=True)
     out = scratch / "second_engine.npz"
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
-    try:
-        done = subprocess.run([sys.executable, "-m", "memo.backends.ort_unoptimized", str(folder / FILE),
-                               str(folder / INPUTS_FILE), str(out), "--optimized"], capture_output=True, text=True,
-                              timeout=timeout_s, env=env, check=False)
-    except subprocess.TimeoutExpired:
+    done = run_child(folder, out, timeout_s, OPTIMIZED)
+    if done is None:
         return None
     said = dict(line.split(": ", 1) if ": " in line else (line, "") for line in done.stdout.splitlines())
     engine = next((line for line in done.stdout.splitlines() if line.startswith("onnxruntime ")), "onnxruntime")
@@ -60,8 +53,7 @@ def probe_second_engine(folder: Path, scratch: Path, timeout_s: float = 60.0) ->
         with np.load(out, allow_pickle=False) as data:
             answer.update(status=RUNS, shapes=[list(data[f"out_{i}"].shape) for i in range(len(data.files))])
     else:
-        lines = [line for line in done.stderr.strip().splitlines() if line.strip()]
-        answer.update(status=FAILS, message=(lines[-1] if lines else f"exit {done.returncode}")[:300])
+        answer.update(status=FAILS, message=failure_line(done)[:300])
     write_bug_file(folder, {**info, SECOND_ENGINE_KEY: answer})
     return answer
 

@@ -259,6 +259,11 @@ def training_key(parts: JsonObject, reduced: ModelIR, decision: str = "") -> str
 BASE_LAYER_SETTINGS = ("activity_regularizer",)
 
 
+def base_layer_settings(reduced: ModelIR) -> list[str]:
+    """The :data:`BASE_LAYER_SETTINGS` some layer of ``reduced`` sets, sorted."""
+    return sorted({name for layer in reduced.body for name in BASE_LAYER_SETTINGS if layer.config.get(name)})
+
+
 def shared_code_key(kept: JsonObject, parts: JsonObject, reduced: ModelIR, decision: str = "") -> str | None:
     """A training bug's key without its culprit class where the code at fault is shared by every layer. A crash: its
     message names the layer only as the Python object some shared code touched (``property 'activation' of 'LSTM'
@@ -268,7 +273,7 @@ def shared_code_key(kept: JsonObject, parts: JsonObject, reduced: ModelIR, decis
     the code path. A numeric difference under remat whose reduced model keeps a setting of the base Layer
     (:data:`BASE_LAYER_SETTINGS`): that setting stands for it. None for any other bug."""
     if parts.get("kind") != VerdictKind.TRAINING_CRASH.value:
-        settings = sorted({name for layer in reduced.body for name in BASE_LAYER_SETTINGS if layer.config.get(name)})
+        settings = base_layer_settings(reduced)
         if not parts.get(REMAT_KEY) or not settings:
             return None
         return digest({**{key: value for key, value in kept.items() if key != "layer"}, "decision": decision,
@@ -289,7 +294,7 @@ def remat_setting_key(parts: JsonObject, reduced: ModelIR, decision: str = "") -
     backend's wrapper mishandles its own way (t55: TensorFlow's ``tf.recompute_grad`` drops its gradient, JAX's
     ``jax.checkpoint`` lets its tracer escape: UnexpectedTracerError). A numeric one float64 set apart keeps its
     own. None for any other bug."""
-    settings = sorted({name for layer in reduced.body for name in BASE_LAYER_SETTINGS if layer.config.get(name)})
+    settings = base_layer_settings(reduced)
     mode = parts.get(REMAT_KEY)
     if not mode or not settings or (decision and decision != CONFIRMED):
         return None
