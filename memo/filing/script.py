@@ -31,6 +31,7 @@ from memo.backends.failure_cause import unfiltered_lines
 from memo.filing.torch_onnx_code import SOURCE as TORCH_ONLY, torch_only_scripts
 from memo.filing.training_idiom import NoTrainingIdiom, check_lines, remat_lines, training_lines
 from memo.kinds import TRAINING_KINDS
+from memo.npz_arrays import portable
 from memo.triage.onnx_reference import EVALUATED, ONNX_REFERENCE_ARRAYS, SHAPE_ORIGIN_KEY
 
 SCRIPT_FILE = "bug_repro.py"
@@ -74,17 +75,6 @@ class Candidate:
 
 class NoMinimalScript(Exception):
     """Why a bug gets no minimal script (no idiom for its library, a model helper code cannot state)."""
-
-
-def portable(array: np.ndarray) -> np.ndarray:
-    """``array`` as numpy's own ``.npz`` keeps it: bfloat16 (an ml_dtypes type, which ``np.load`` reads back as raw
-    ``void16``, or such raw bytes already) widened to float32, exactly; a Keras variable given it rounds back to the
-    same bfloat16 values."""
-    if array.dtype.name == "bfloat16":
-        return array.astype(np.float32)
-    if array.dtype.kind == "V" and array.dtype.itemsize == 2:  # bfloat16's bits read without ml_dtypes
-        return (array.view(np.uint16).astype(np.uint32) << 16).view(np.float32)
-    return array
 
 
 def _npz(arrays: dict[str, np.ndarray]) -> bytes:

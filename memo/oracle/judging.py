@@ -9,6 +9,7 @@ import numpy as np
 from memo.backends.result import ExecutionResult
 from memo.devices import per_backend_tolerances
 from memo.kinds import VerdictKind
+from memo.npz_arrays import restored
 from memo.oracle.attribution import attribute
 from memo.oracle.comparison import compare, numeric_flags
 from memo.oracle.criterion import Thresholds, agreement_groups, nonfinite_mask
@@ -22,7 +23,7 @@ def load_outputs(result: ExecutionResult) -> dict[str, list[np.ndarray]]:
     for backend in result.results("backend"):
         if backend.status == "ok" and backend.outputs_path and Path(backend.outputs_path).exists():
             with np.load(backend.outputs_path, allow_pickle=False) as data:
-                out[backend.name] = [data[f"out_{i}"] for i in range(len(data.files))]
+                out[backend.name] = [restored(data[f"out_{i}"]) for i in range(len(data.files))]
     return out
 
 

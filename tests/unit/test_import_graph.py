@@ -17,6 +17,7 @@ MEMO = Path(__file__).resolve().parents[2] / "memo"
 LAYERS: tuple[frozenset[str], ...] = tuple(frozenset(layer) for layer in (
     {"memo", "errors", "defaults", "kinds", "paths", "artifact_files", "text", "json_types",
      "script_exit"},  # vocabulary, stdlib only
+    {"npz_arrays"},  # arrays through .npz files (numpy, ml_dtypes)
     {"model", "diskspace", "bug_files", "library_coverage", "newest"},  # the IR and its Keras side; sizes and full
     # disks; a bug folder's files; library code coverage (the measured folders, statements, the tracer, merging); the
     # newest-code environment
