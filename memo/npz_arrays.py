@@ -22,11 +22,7 @@ def restored(array: np.ndarray) -> np.ndarray:
 
 
 def portable(array: np.ndarray) -> np.ndarray:
-    """``array`` as numpy's own ``.npz`` keeps it: bfloat16 (an ml_dtypes type, which ``np.load`` reads back as raw
-    ``void16``, or such raw bytes already) widened to float32, exactly; a Keras variable given it rounds back to the
-    same bfloat16 values."""
-    if array.dtype.name == "bfloat16":
-        return array.astype(np.float32)
-    if is_raw_bfloat16(array):  # bfloat16's bits read without ml_dtypes
-        return (array.view(np.uint16).astype(np.uint32) << 16).view(np.float32)
-    return array
+    """``array`` as numpy's own ``.npz`` keeps it: bfloat16 (an ml_dtypes type, or its raw bits as ``np.load`` reads
+    them back) widened to float32, exactly; a Keras variable given it rounds back to the same bfloat16 values."""
+    array = restored(array)
+    return array.astype(np.float32) if array.dtype.name == "bfloat16" else array

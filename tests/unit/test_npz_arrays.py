@@ -39,8 +39,8 @@ def test_outputs_read_back_are_bfloat16_again_and_compared_at_its_precision() ->
     back = restored(raw)
     assert back.dtype == ml_dtypes.bfloat16 and np.array_equal(back, ours)
     assert restored(reference) is reference
-    ir = ModelIR(layers=[Layer("x", "InputLayer", {"batch_shape": [None, 8]}), Layer("d", "Dense", {"units": 8}, ["x"])],
-                 outputs=["d"])
+    ir = ModelIR(layers=[Layer("x", "InputLayer", {"batch_shape": [None, 8]}),
+                         Layer("d", "Dense", {"units": 8}, ["x"])], outputs=["d"])
     rounded = first_divergence(ir, "inconsistency", {"d": back}, {"d": reference})
     assert rounded.layer is None and rounded.nodes[0]["status"] == "ok"  # bfloat16 rounding is no divergence
     wrong = first_divergence(ir, "inconsistency", {"d": restored(_through_npz((reference + 0.5).astype(
