@@ -153,7 +153,7 @@ class Campaign:
             if (self.config.budget.exhausted(self.loop.elapsed(), self.loop.counters["generated"])
                     or self.slot.fuzzing_over(time.monotonic())):
                 return BUDGET_SPENT
-            pipeline.collect(limit=2 * max(1, self.config.jobs))
+            pipeline.collect(limit=self.triage.fuzz_depth(self.config.jobs))
             self.loop.advance(pipeline.submit, pipeline.outcome)
             now = time.monotonic()
             self._progress()

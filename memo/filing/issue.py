@@ -34,8 +34,8 @@ from memo.filing.script import NUMERIC_PRINTS
 from memo.filing.torch_onnx_code import SOURCE as TORCH_ONLY
 from memo.filing.torch_onnx_code import found_through
 from memo.filing.title import (KIND_WORDS, LAYOUT_OPERATORS, culprit, engine_operator, folder_remat,
-                               folder_training_symptom, layer_classes, any_optimizer, shape_text, stated_cause,
-                               stepped_optimizer, title, tracker_name, wrong_shape)
+                               folder_remat_control, folder_training_symptom, layer_classes, any_optimizer, shape_text,
+                               stated_cause, stepped_optimizer, title, tracker_name, wrong_shape, wrong_together)
 from memo.triage.failing_node import node_attributes
 from memo.triage.onnx_reference import ENGINE, ONNX_REFERENCE_KEY
 from memo.triage.ort_unoptimized import unoptimized_text
@@ -202,8 +202,12 @@ def _expected(folder: BugFolder, checked: MinimalScript) -> list[str]:
                 f"weights must train alike on every backend. {folder.reference}'s gradients are attached as "
                 f"`expected.npz`. Actual: {happened}", *printed]
     computed = "The training step's arrays" if folder.kind in TRAINING_KINDS else "Outputs"
-    lines = [f"{computed} as {named} computes them (attached as `expected.npz`), within rtol 1e-3 and atol 1e-3 x "
-             f"max(1, mean |expected|). Actual: {happened}", *printed]
+    control = folder_remat_control(folder)
+    said = (f"as {LIBRARY_NAMES.get(folder.library, folder.library)} computes them for the same model and weights "
+            f"built without `{remat_scope(control)}` (the script's `expected`)" if control
+            else f"as {named} computes them (attached as `expected.npz`)")
+    lines = [f"{computed} {said}, within rtol 1e-3 and atol 1e-3 x max(1, mean |expected|). Actual: {happened}",
+             *printed]
     if opinion.get("reason"):
         lines += ["", f"ONNX's reference implementation on the same file: {opinion['reason']}."]
     if unoptimized:
@@ -365,7 +369,23 @@ def _described(bug: BugFolder, checked: MinimalScript) -> str:
                 f"{culprit(bug, checked)} ({stage} stage){said}. The check that fails is {named}'s own code"
                 f"{f' (`{site}`)' if site else ''}, not the backend's lowering.")
     return (f"{LIBRARY_NAMES.get(bug.library, bug.library)} {KIND_WORDS.get(bug.kind, 'fails')} on a model of "
-            f"{culprit(bug, checked)} ({stage} stage){said}.{traced_ones_note(bug)}")
+            f"{culprit(bug, checked)} ({stage} stage){said}.{traced_ones_note(bug)}{together_note(bug)}")
+
+
+def together_note(bug: BugFolder) -> str:
+    """Where the culprit layer computes right alone and wrong after the layers before it (:func:`wrong_together`):
+    what that tells the backend's maintainer, as a sentence opening with a space (t56's reader: "Dense: gives wrong
+    results" on a model of Conv2D, RepeatVector, GRU, RandomZoom and Dense, with no isolation of the faulty op)."""
+    before = wrong_together(bug)
+    located = bug.info.get("localization") if isinstance(bug.info.get("localization"), dict) else {}
+    if not before:
+        return ""
+    reference = LIBRARY_NAMES.get(bug.reference, bug.reference or "the reference")
+    return (f" Every layer's output before `{located.get('layer')}` agrees with {reference}'s; that layer alone, fed "
+            f"the very arrays {reference} computes for it, computes right on "
+            f"{LIBRARY_NAMES.get(bug.library, bug.library)} too. It is wrong only compiled after "
+            f"{', '.join(before)} (the reduction kept them): a fault of the graph compiled as a whole (a fusion or "
+            f"transformation across layers), not of the layer's own lowering.")
 
 
 CRASH_KINDS = (VerdictKind.CRASH.value, VerdictKind.TRAINING_CRASH.value)

@@ -29,7 +29,8 @@ from memo.filing.onnx_code import WEIGHTS_FILE, GraphNotWritable, onnx_file_inpu
 from memo.filing.pycode import literal, used_imports
 from memo.backends.failure_cause import unfiltered_lines
 from memo.filing.torch_onnx_code import SOURCE as TORCH_ONLY, torch_only_scripts
-from memo.filing.training_idiom import NoTrainingIdiom, check_lines, remat_lines, training_lines
+from memo.filing.training_idiom import (NoTrainingIdiom, check_lines, remat_control, remat_control_lines, remat_lines,
+                                       training_lines)
 from memo.kinds import TRAINING_KINDS
 from memo.npz_arrays import portable
 from memo.triage.onnx_reference import EVALUATED, ONNX_REFERENCE_ARRAYS, SHAPE_ORIGIN_KEY
@@ -427,7 +428,11 @@ def _training_candidate(folder: BugFolder) -> Candidate:
     if idiom is None or any(name not in inputs for name in part.inputs):
         raise NoMinimalScript("inputs.npz does not hold the model's inputs")
     arrays = [inputs[name] for name in part.inputs]
-    checked = check_lines(folder.kind, prefix, folder.reference)
+    mode = remat_control(folder.kind, stage, folder.info.get("training"))
+    checked = check_lines(folder.kind, prefix, folder.reference, computed=mode is not None)
+    built = remat_lines(part.lines, folder.info.get("training"))
+    if mode:  # the same backend without RematScope is the expectation
+        built, call = remat_control_lines(part.lines, call, mode, folder.library)
     files = {**part.files, INPUTS_FILE: _npz(dict(zip(part.inputs, arrays))),
              **({EXPECTED_FILE: _npz(expected)} if expected and any(EXPECTED_FILE in line for line in checked)
                 else {})}
@@ -435,6 +440,6 @@ def _training_candidate(folder: BugFolder) -> Candidate:
     lines = [f"# {folder.library}: memo bug {folder.id} (training, stage {stage}); exits 1 (an exception) when the "
              "bug shows", *_env_lines(folder.library), *idiom.imports,
              *(line for line in imports if line not in idiom.imports), *unfiltered_lines(folder.exception), "",
-             *remat_lines(part.lines, folder.info.get("training")), *_input_lines(arrays, part.inputs, idiom, ATTACHED),
+             *built, *_input_lines(arrays, part.inputs, idiom, ATTACHED),
              f"print({idiom.versions})", *call, *checked]
     return Candidate("\n".join(lines) + "\n", files, (spec.python if spec else None) or "", ATTACHED)

@@ -11,7 +11,7 @@ from memo.filing.check import MinimalScript
 from memo.filing.folder import ONNX_FILE, BugFolder
 from memo.filing.observed import error_text, message_head, quoted, stated_message, whole_words
 from memo.filing.script import idiom_for
-from memo.filing.training_idiom import training_symptom
+from memo.filing.training_idiom import remat_control, training_symptom
 from memo.backends.training_optimizers import (ADAM_LEARNING_RATE, OPTIMIZER_STAGE, SGD_LEARNING_RATE,
                                                constructor_text, known_entry)
 from memo.kinds import TRAINING_KINDS
@@ -63,6 +63,23 @@ def layer_classes(bug: BugFolder) -> list[str]:
     """The reduced model's layers as a title names them (:func:`layer_name`)."""
     ir = bug.ir()
     return list(dict.fromkeys(layer_name(layer) for layer in ir.body)) if ir else []
+
+
+LAYOUT_LAYERS = frozenset({"Reshape", "Flatten", "Permute"})
+"""Keras layers that only move elements: a title's list of the layers before a culprit leaves them out."""
+
+
+def wrong_together(bug: BugFolder) -> list[str]:
+    """The layers before a numeric bug's culprit that it is wrong with, as a title names them: its localization
+    found it right alone, fed the reference's arrays (:func:`memo.triage.localize.recheck_alone`); [] otherwise."""
+    located = bug.info.get("localization") if isinstance(bug.info.get("localization"), dict) else {}
+    ir = bug.ir()
+    together = [str(name) for name in located.get("together") or []]
+    if located.get("alone") != "right" or ir is None or len(together) < 2:
+        return []
+    layers = ir.by_name()
+    culprit = str(located.get("layer") or "")
+    return list(dict.fromkeys(layer_name(layers[name]) for name in together if name in layers and name != culprit))
 
 
 def _classes_of(name: str) -> tuple[str, ...]:
@@ -132,6 +149,17 @@ def any_optimizer(folder: BugFolder) -> bool:
 def folder_remat(folder: BugFolder) -> str | None:
     """The ``keras.RematScope`` mode a training bug's layers were built with (None: none, or not a training bug)."""
     return recorded_remat(folder.info.get("training")) if folder.kind in TRAINING_KINDS else None
+
+
+def folder_remat_control(folder: BugFolder) -> str | None:
+    """The remat mode a training bug's script checks against the same model without it
+    (:func:`memo.filing.training_idiom.remat_control`; None: its script checks against the reference's arrays)."""
+    return remat_control(folder.kind, str(folder.info.get("stage", "")), folder.info.get("training")) \
+        if folder.kind in TRAINING_KINDS else None
+
+
+WITHOUT_REMAT = "the same model without remat"
+"""Whom a remat-controlled training bug's arrays are compared with, in its title."""
 
 
 def culprit(folder: BugFolder, checked: MinimalScript | None = None) -> str:
@@ -218,7 +246,9 @@ def layer_culprit(folder: BugFolder, checked: MinimalScript | None = None) -> st
     elif weightless_after(folder):  # the gradient may go wrong in a weightless layer after the localized one
         names = classes
     elif localized and (located or localized in names or not names):
-        names = located or [localized]
+        before = wrong_together(folder)
+        shown = [name for name in before if name not in LAYOUT_LAYERS] or before
+        names = [f"{(located or [localized])[0]} after {listed(shown)}"] if before else located or [localized]
     return listed(names)
 
 
@@ -309,7 +339,8 @@ def folder_training_symptom(folder: BugFolder) -> str:
     if not isinstance(training, dict):
         return ""
     also = _ALSO_ON.search(str(folder.info.get("message") or ""))
-    said = training_symptom(str(folder.info.get("stage", "")), folder.kind, training, folder.reference,
+    compared = WITHOUT_REMAT if folder_remat_control(folder) else folder.reference
+    said = training_symptom(str(folder.info.get("stage", "")), folder.kind, training, compared,
                             also.group(1) if also else "")
     if folder.info.get("assigned_in_call"):  # the layer's defect: the backends part, none of them is the truth
         said = said.replace(f" differs from {folder.reference}",

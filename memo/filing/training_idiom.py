@@ -97,6 +97,32 @@ def remat_lines(lines: list[str], training: object) -> list[str]:
     return [f"with {remat_scope(mode)}:", *(f"    {line}" for line in lines)] if mode else lines
 
 
+def remat_control(kind: str, stage: str, training: object) -> str | None:
+    """The ``keras.RematScope`` mode a numeric training bug's script checks against the same model built without it,
+    on the same backend (None: no such bug). Remat must not change a gradient or a training-mode output, so that run
+    is the expectation a maintainer reads at once; what another backend computes is beside the point (t56's reader
+    had to rerun the script without the scope to see that it agreed)."""
+    mode = recorded_remat(training)
+    numeric = kind in (VerdictKind.TRAINING_INCONSISTENCY.value, VerdictKind.TRAINING_NAN.value)
+    return mode if mode and numeric and stage not in UPDATE_PREFIXES else None
+
+
+def remat_control_lines(model_lines: list[str], call: list[str], mode: str, library: str) -> tuple[list[str],
+                                                                                                   list[str]]:
+    """(the lines defining ``build()``, the model with its weights, from ``model_lines``; the lines computing
+    ``actual`` under ``keras.RematScope(mode)`` and ``expected`` without it, from the stage's ``call`` lines)."""
+    indented = [f"    {line}" for line in model_lines]
+    loss = list(LOSS_LINES) if tuple(call[:len(LOSS_LINES)]) == LOSS_LINES else []
+    stage = call[len(loss):]
+    returned = ([*stage[:-1], "return " + stage[-1].removeprefix("actual = ")] if stage[-1].startswith("actual = ")
+                else [*stage, "return actual"])
+    return (["def build():  # the model, its weights attached", *indented, "    return model"],
+            [*loss, f"def compute(model):  # the training stage as a user of {library} writes it",
+             *(f"    {line}" for line in returned), f"with {remat_scope(mode)}:",
+             "    actual = compute(build())",
+             "expected = compute(build())  # the same model and weights built without RematScope"])
+
+
 def training_lines(library: str, stage: str, kind: str,
                    optimizer: str | None = None) -> tuple[list[str], list[str], str]:
     """(imports after Keras's, the lines computing ``actual`` from ``model`` and ``x``, the prefix of the expected
@@ -120,10 +146,11 @@ def training_lines(library: str, stage: str, kind: str,
     return imports, [*forward, "actual = [keras.ops.convert_to_numpy(y) for y in keras.tree.flatten(outputs)]"], "out"
 
 
-def check_lines(kind: str, prefix: str, reference: str) -> list[str]:
+def check_lines(kind: str, prefix: str, reference: str, computed: bool = False) -> list[str]:
     """The comparison of ``actual`` with the reference's arrays (a crash: none, the call raised or it did not; a
     non-finite update: none either, finite weights stepped by finite gradients must stay finite, whatever the
-    reference computed, which may be the same NaN)."""
+    reference computed, which may be the same NaN); ``computed``: with the list ``expected`` the script computes
+    (:func:`remat_control_lines`), not the attached expected.npz."""
     if kind == VerdictKind.TRAINING_CRASH.value:
         return ['print("no error: the bug does not reproduce")']
     if kind == VerdictKind.TRAINING_NAN.value and prefix in UPDATE_PREFIXES.values():
@@ -133,9 +160,10 @@ def check_lines(kind: str, prefix: str, reference: str) -> list[str]:
     key = '"loss"' if prefix == "loss" else f'f"{prefix}_{{i}}"'
     finite = ["    assert np.all(np.isfinite(got)), f'{np.count_nonzero(~np.isfinite(got))} non-finite values'"] \
         if kind == VerdictKind.TRAINING_NAN.value else []  # assert_allclose calls NaN equal to NaN
-    return [f"expected = np.load('expected.npz')  # what {reference or 'the reference'} computes",
-            "for i, got in enumerate(actual):",
-            f"    want = expected[{key}]",
+    compared = ["for i, (got, want) in enumerate(zip(actual, expected)):"] if computed else [
+        f"expected = np.load('expected.npz')  # what {reference or 'the reference'} computes",
+        "for i, got in enumerate(actual):", f"    want = expected[{key}]"]
+    return [*compared,
             '    print(i, "max |actual - expected|:", np.abs(got - want).max(), "expected magnitude:", '
             "np.abs(want).mean())", *finite,
             "    np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-3 * max(1, np.abs(want).mean()))"]

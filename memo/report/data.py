@@ -34,7 +34,8 @@ from memo.report.markdown import issue_markdown
 from memo.report.training import training_coverage, training_optimizers
 from memo.report.triage_figures import (mark_likely_duplicates, newest_environment, newest_figures,
                                          triage_status)
-from memo.report.sections import SECTION_RANK, UNCHECKED, model_heading, section_counts, section_of, status_text
+from memo.report.sections import (SECTION_RANK, UNCHECKED, id_note, model_heading, section_counts, section_of,
+                                  status_text)
 from memo.store import BugRow, CampaignStore
 from memo.triage import dedup, pending_bugs, pending_localizations, seconds_for
 from memo.bug_files import BUGS_DIR, REPRO_FILE, Reduction, read_bug_file
@@ -75,6 +76,7 @@ def collect(store: CampaignStore, bugs_db: Path | None = None) -> JsonObject:
         entry["section"] = section_of(entry)
         entry["status"] = status_text(entry)
         entry["model_heading"] = model_heading(entry)
+        entry["id_note"] = id_note(entry)
     bugs = sorted((entry for entry in entries if not unconfirmed(entry)), key=_filing_order)
     return {"memo_version": __version__, "generated": time.time(), "summary": summary(store),
             "coverage": coverage(store), "bugs": bugs, "unsupported": dedup.unsupported_groups(store),

@@ -92,6 +92,7 @@ class BugEntry(TypedDict):
     documented: NotRequired[Documented | None]
     section: NotRequired[str]
     status: NotRequired[str]
+    id_note: NotRequired[str]  # why the id names another library (memo.report.sections.id_note); "" if it does not
     issue_markdown: NotRequired[str]
     known: NotRequired[bool]  # seen by an earlier campaign (the bug database)
     known_bug: NotRequired[JsonObject | None]  # the database bug it is, with its status and link

@@ -165,7 +165,8 @@ def report_markdown(data: JsonObject) -> str:
         lines += ["", "Merged into another entry (same reduced model and symptom), so not listed on their own: "
                   + ", ".join(f"{other} into {into}" for other, into in folded) + "."]
     for bug in data["bugs"]:
-        lines += ["", f"## Bug {bug['id']}", "", f"Status: {bug['status']}.", "",
+        noted = f" ({bug['id_note']})" if bug.get("id_note") else ""
+        lines += ["", f"## Bug {bug['id']}", "", f"Status: {bug['status']}{noted}.", "",
                   bug.get("issue_text") or bug["issue_markdown"]]
         if bug.get("issue_text") and bug.get("bug_dir") and bug.get("repro_script"):
             lines += ["", f"(Not part of the issue: memo's full repro.py, to attach as well, is "

@@ -92,6 +92,18 @@ def _reduced(entry: BugEntry) -> bool:
         and entry["reduced_layers"] < entry["original_layers"] and not _unfinished(entry)
 
 
+def id_note(entry: BugEntry) -> str:
+    """Why the entry's id names another library than the one it is filed against ("" where it does not): an id is
+    made when the finding is first seen, from the backend that differed from the reference; blame comes later (a
+    float64 truth blaming the reference). t56's reader took the id's keras-torch for the entry's library."""
+    named = entry["id"].removeprefix(f"{entry['kind']}-").rsplit("-", 1)[0]
+    library = entry["library"]
+    if not named or named == library:
+        return ""
+    return (f"the id names {named}, the library that differed from the reference when memo first saw it; the entry "
+            f"is {library}'s")
+
+
 def model_heading(entry: BugEntry) -> str:
     """What the report calls the entry's model: the minimal one once reduced, else the model as the campaign found it
     (its repro.py, where triage wrote one, runs that model)."""

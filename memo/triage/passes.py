@@ -285,6 +285,7 @@ class _Units:
         self.tried_truth: set[str] = set()
         self.tried_newest: set[str] = set()
         self.touched: set[str] = set()  # the bugs whose folder this pass wrote or judged: their key may change
+        self.waiting: dict[str, int] = {}  # each kind's units waiting when its last unit started (turns.weight)
 
     def step(self) -> bool:
         """Do the next unit, of the kind with work that has had the least triage time (:mod:`memo.triage.turns`);
@@ -297,7 +298,7 @@ class _Units:
             started = time.monotonic()
             done = units[kind]()
             if done is not None:
-                clock.ran(kind, time.monotonic() - started, idle)
+                clock.ran(kind, time.monotonic() - started, idle, self.waiting.get(kind, 0))
                 self.store.set_meta(TURN_META, clock.as_meta())
                 return done
             idle.append(kind)
@@ -311,6 +312,7 @@ class _Units:
         if not bugs:
             return None
         bug = bugs[0]
+        self.waiting["bug"] = len(bugs)
         self.tried.add(bug.id)
         self.touched.add(bug.id)
         if self.known_db is not None and not remember.adopted(bug):
@@ -346,6 +348,7 @@ class _Units:
         session = self.session
         if not self.localizations or session.remaining() <= 0:
             return None
+        self.waiting["localization"] = len(self.localizations)
         verdict_id = self.localizations.pop(0)
         going_on = session.attempt(None, f"localizing verdict {verdict_id}", lambda: _localize_one(session, verdict_id),
                                    lambda exc: self.store.triage.save_localization(verdict_id, None, None,

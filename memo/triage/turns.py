@@ -7,7 +7,13 @@ localization rose from 5 after the first hour to 41 at the end of fuzzing while 
 equal time, a kind with short units does several of them per reduction. A kind found without work is brought up to
 the time of the kind that runs instead, so work that arrives after a quiet hour gets its share, not the whole of
 triage until its counter has caught up. The counters live in the campaign store, so the shares carry over from one
-background pass to the next (those passes are short)."""
+background pass to the next (those passes are short).
+
+Equal shares let bugs pile up: in the 150-minute campaign long150b the bugs waiting for reduction rose from 4 after
+the first hour to 16 at the end of fuzzing (bugs arrived about one every 1.4 minutes; 8 reductions were cut short,
+5 never started) while the other kinds kept their fifth each. So a kind's time is charged divided by its weight
+(:func:`weight`): one share for every :data:`WAITING_PER_SHARE` units waiting, never less than one. A backlog
+of bugs thus takes most of triage's time until it is down again, and no kind is ever starved."""
 from __future__ import annotations
 
 from typing import Iterable, Mapping
@@ -18,6 +24,14 @@ TURN_META = "triage_time"
 """The store's meta key holding each kind's triage seconds (relative: the least is 0)."""
 MIN_CHARGE_S = 1.0
 """The least a unit is charged: one that returns at once (a bug adopted from the database) still takes a turn."""
+WAITING_PER_SHARE: dict[str, int] = {"bug": 4, "localization": 8}
+"""Units waiting per extra share of triage time (kinds not named keep one share)."""
+
+
+def weight(kind: str, waiting: int) -> float:
+    """The share of triage time ``kind`` gets with ``waiting`` units left (1: an equal share)."""
+    per_share = WAITING_PER_SHARE.get(kind)
+    return max(1.0, waiting / per_share) if per_share else 1.0
 
 
 class TurnClock:
@@ -31,12 +45,13 @@ class TurnClock:
         """The kinds in the order a step tries them: least time first, ties in :data:`UNIT_KINDS` order."""
         return sorted(UNIT_KINDS, key=lambda kind: (self.spent[kind], UNIT_KINDS.index(kind)))
 
-    def ran(self, kind: str, seconds: float, idle: Iterable[str] = ()) -> None:
-        """``kind`` did a unit that took ``seconds``; the kinds in ``idle`` were tried before it and had no work."""
+    def ran(self, kind: str, seconds: float, idle: Iterable[str] = (), waiting: int = 0) -> None:
+        """``kind`` did a unit that took ``seconds`` with ``waiting`` units of it left before it (:func:`weight`);
+        the kinds in ``idle`` were tried before it and had no work."""
         now = self.spent[kind]
         for other in idle:
             self.spent[other] = max(self.spent[other], now)
-        self.spent[kind] = now + max(seconds, MIN_CHARGE_S)
+        self.spent[kind] = now + max(seconds, MIN_CHARGE_S) / weight(kind, waiting)
         least = min(self.spent.values())
         self.spent = {name: round(value - least, 3) for name, value in self.spent.items()}
 

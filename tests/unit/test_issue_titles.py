@@ -274,3 +274,32 @@ def test_an_exports_out_of_range_lookup_names_the_ones_it_traces_on(tmp_path: Pa
     assert note in render_issue(folder, MinimalScript(reason="not checked"))
     other = _folder(tmp_path / "other", "crash-keras-export-c7007cde43")
     assert traced_ones_note(other) == ""  # not an out-of-range lookup
+
+
+def test_a_layer_right_alone_is_named_after_the_layers_it_is_wrong_with(tmp_path: Path) -> None:
+    """t56's reader: "Dense: gives wrong results" on a model of Conv2D, RepeatVector, GRU, RandomZoom and Dense."""
+    ir = ModelIR([Layer("x", "InputLayer", {"batch_shape": [None, 4, 4, 1], "dtype": "float32"}),
+                  Layer("conv1", "Conv2D", {"filters": 2, "kernel_size": [3, 3]}, ["x"]),
+                  Layer("reshape", "Reshape", {"target_shape": [8]}, ["conv1"]),
+                  Layer("zoom", "RandomZoom", {"height_factor": 0.2}, ["reshape"]),
+                  Layer("dense_3", "Dense", {"units": 3}, ["zoom"])], ["dense_3"], "m")
+    located = {"layer": "dense_3", "layer_class": "Dense", "alone": "right",
+               "together": ["conv1", "reshape", "zoom", "dense_3"]}
+    folder = _folder(tmp_path, NUMERIC, ir, layer_class="Dense", localization=located, library="keras-openvino",
+                     reference="keras-tensorflow")
+    assert culprit(folder) == "Dense after Conv2D, RandomZoom"  # a Reshape only moves elements
+    text = render_issue(folder, MinimalScript(reason="not checked"))
+    assert "Every layer's output before `dense_3` agrees with Keras on TensorFlow's" in text
+    assert "It is wrong only compiled after Conv2D, Reshape, RandomZoom (the reduction kept them)" in text
+    wrong_alone = _folder(tmp_path / "alone", NUMERIC, ir, layer_class="Dense", library="keras-openvino",
+                          localization={**located, "alone": "wrong"}, reference="keras-tensorflow")
+    assert culprit(wrong_alone) == "Dense" and "compiled after" not in render_issue(wrong_alone, MinimalScript())
+
+
+def test_an_entry_whose_id_names_another_library_says_why() -> None:
+    from memo.report.sections import id_note
+
+    moved = {"id": "training-inconsistency-keras-torch-7beabaa413", "kind": "training-inconsistency",
+             "library": "keras-tensorflow"}
+    assert id_note(moved).startswith("the id names keras-torch, the library that differed from the reference")
+    assert id_note({"id": "crash-tf2onnx-opset11-af6e7cbe75", "kind": "crash", "library": "tf2onnx-opset11"}) == ""

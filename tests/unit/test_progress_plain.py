@@ -97,6 +97,21 @@ def test_the_triage_left_over_is_counted_for_the_summary(tmp_path: Path) -> None
     assert left["budget_s"] > 0
 
 
+def test_fuzzing_keeps_fewer_models_in_flight_while_bugs_pile_up(tmp_path: Path) -> None:
+    from memo.campaign.schedule import BACKLOG_MARK
+
+    store = make_campaign(tmp_path / "campaigns" / "unit")
+    try:
+        schedule = TriageSchedule(store.directory, store, CampaignConfig(name="unit"), Reporter(), StopFlag())
+        assert schedule.fuzz_depth(3) == 6, "nothing counted yet: two per pipeline"
+        schedule.waiting = BACKLOG_MARK
+        assert schedule.fuzz_depth(3) == 6 and schedule.fuzz_depth(0) == 2
+        schedule.waiting = BACKLOG_MARK + 1  # triage's runs queue behind half as many
+        assert schedule.fuzz_depth(3) == 3 and schedule.fuzz_depth(1) == 1
+    finally:
+        store.close()
+
+
 def test_no_background_pass_runs_past_the_slot(tmp_path: Path) -> None:
     store = make_campaign(tmp_path / "campaigns" / "unit")
     store.close()

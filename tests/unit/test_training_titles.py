@@ -177,3 +177,30 @@ def test_a_remat_bug_needing_an_activity_regularizer_is_titled_by_the_layer_hold
     assert text.startswith("# [keras-tensorflow] Conv1D(activity_regularizer) under RematScope(full): ")
     # t56's reader had to check that the model without remat trains right: the float64 truth is computed so
     assert 'built without `keras.RematScope(mode="full")`: what remat must not change' in text
+    # t56's reader: the expectation is the same backend's run of the model built without the scope (the script's)
+    assert ('The training step\'s arrays as Keras on TensorFlow computes them for the same model and weights built '
+            'without `keras.RematScope(mode="full")` (the script\'s `expected`)') in text
+    assert "expected.npz" not in text.split("### Expected behavior")[1].split("memo's float64")[0]
+
+
+def test_a_remat_bugs_script_computes_the_stage_with_and_without_the_scope_on_one_backend() -> None:
+    import ast
+
+    from memo.filing.training_idiom import check_lines, remat_control, remat_control_lines, training_lines
+
+    assert remat_control("training-inconsistency", "gradients", {"remat": "full"}) == "full"
+    assert remat_control("training-nan", "forward", {"remat": "activations"}) == "activations"
+    # a crash has no expectation to compute; an optimizer's update is not under remat; no scope, no control
+    assert remat_control("training-crash", "gradients", {"remat": "full"}) is None
+    assert remat_control("training-inconsistency", "sgd", {"remat": "full"}) is None
+    assert remat_control("training-inconsistency", "gradients", {}) is None
+    for library in ("keras-tensorflow", "keras-jax", "keras-torch"):
+        _, call, prefix = training_lines(library, "gradients", "training-inconsistency")
+        built, computed = remat_control_lines(["model = keras.Sequential([])"], call, "full", library)
+        lines = [*built, *computed, *check_lines("training-inconsistency", prefix, "keras-tensorflow", computed=True)]
+        ast.parse("\n".join(lines))  # a valid script
+        assert built[0].startswith("def build():") and built[-1] == "    return model"
+        assert computed[-3:] == ['with keras.RematScope(mode="full"):', "    actual = compute(build())",
+                                 "expected = compute(build())  # the same model and weights built without RematScope"]
+        assert any(line.startswith("    return [") for line in computed), "compute returns the stage's arrays"
+        assert not any("np.load('expected.npz')" in line for line in lines)

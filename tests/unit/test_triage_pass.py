@@ -101,6 +101,26 @@ def test_every_kind_of_unit_with_work_gets_an_equal_share_of_triage_time() -> No
     assert TurnClock("bug").spent == TurnClock(None).spent == TurnClock({"bug": -3, "x": 9}).spent
 
 
+def test_a_backlog_of_bugs_takes_a_larger_share_until_it_is_down_again() -> None:
+    """long150b: 4 bugs waiting after the first hour, 16 at the end of fuzzing, on equal shares."""
+    from memo.triage.turns import TurnClock, weight
+
+    def reductions_per_other_unit(waiting: int) -> int:
+        clock = TurnClock(None)
+        bugs = 0
+        for _ in range(40):  # bugs and scripts have work, 60-s reductions and 60-s checks
+            kind = next(kind for kind in clock.order() if kind in ("bug", "script"))
+            idle = clock.order()[:clock.order().index(kind)]
+            clock.ran(kind, 60.0, idle, waiting if kind == "bug" else 0)
+            bugs += kind == "bug"
+        return round(bugs / (40 - bugs))
+
+    assert reductions_per_other_unit(0) == reductions_per_other_unit(4) == 1  # an equal share up to 4 waiting
+    assert reductions_per_other_unit(16) == 4
+    assert weight("bug", 16) == 4.0 and weight("bug", 2) == 1.0 and weight("newest", 50) == 1.0
+    assert weight("localization", 16) == 2.0
+
+
 def test_a_pass_charges_the_time_of_its_units_to_their_kind(tmp_path: Path) -> None:
     from memo.triage.turns import TURN_META
 
