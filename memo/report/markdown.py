@@ -166,7 +166,10 @@ def report_markdown(data: JsonObject) -> str:
                   + ", ".join(f"{other} into {into}" for other, into in folded) + "."]
     for bug in data["bugs"]:
         noted = f" ({bug['id_note']})" if bug.get("id_note") else ""
-        lines += ["", f"## Bug {bug['id']}", "", f"Status: {bug['status']}{noted}.", "",
+        documented = bug.get("documented")  # as the HTML report's "Documented difference" says it
+        cited = [f"Documented difference: {documented['behaviour']} ({documented['source']}: "
+                 f"\u201c{documented['quote']}\u201d).", ""] if documented else []
+        lines += ["", f"## Bug {bug['id']}", "", f"Status: {bug['status']}{noted}.", "", *cited,
                   bug.get("issue_text") or bug["issue_markdown"]]
         if bug.get("issue_text") and bug.get("bug_dir") and bug.get("repro_script"):
             lines += ["", f"(Not part of the issue: memo's full repro.py, to attach as well, is "

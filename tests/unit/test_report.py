@@ -48,6 +48,13 @@ def test_json_and_markdown_export_the_same_content(campaign: Path, tmp_path: Pat
     markdown = write_report(campaign, tmp_path / "r.md", "markdown").read_text()
     assert "## Which models each library ran" in markdown
     assert markdown.count("## Bug ") == 2 and top["id"] in markdown and "| tf2onnx | Erfinv | 2 |" in markdown
+    # t56's reader saw no documentation cited for a documented difference: the Markdown says it as the HTML does
+    from memo.report.markdown import report_markdown
+
+    top["documented"] = {"behaviour": "Resize runs as torch's interpolate", "source": "the converter's warning",
+                         "quote": "the results might differ"}
+    assert ("Documented difference: Resize runs as torch's interpolate (the converter's warning: \u201cthe results "
+            "might differ\u201d).") in report_markdown(data)
 
 
 def test_report_is_written_to_reports_by_default_and_tolerates_an_empty_campaign(
