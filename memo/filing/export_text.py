@@ -29,4 +29,19 @@ def traced_ones_note(bug: BugFolder) -> str:
             f"the {class_name}'s lookup then reads index 1 of a table of {key}=1.")
 
 
-__all__ = ["traced_ones_note"]
+def torchscript_note(bug: BugFolder) -> str:
+    """Which exporter Keras's ONNX export ran for a crash filed at Keras (a sentence opening with a space; "" for
+    another bug, and for one arising inside torch.onnx, whose text says it already): keras 3.15.1's
+    ``keras/src/export/onnx.py`` uses torch.onnx's TorchScript exporter (``dynamo=False``) whenever an input has a
+    dynamic axis, as the batch axis of every model's input signature is, and tries the torch.export-based exporter
+    only for static shapes. t56's reader, on four such Keras entries: the text should say that Keras picks the
+    TorchScript path, which the torch error asks to report at PyTorch."""
+    if bug.library != EXPORT_LIBRARY or bug.kind != "crash" or bug.inside:
+        return ""
+    return (" Keras exports this model through torch.onnx's TorchScript exporter (`torch.onnx.export(..., "
+            "dynamo=False)`): `keras/src/export/onnx.py` takes that path whenever an input has a dynamic axis, as "
+            "the batch axis is here, and tries the torch.export-based exporter (`dynamo=True`) only for static "
+            "shapes. The failure arises in what Keras gives that exporter to trace.")
+
+
+__all__ = ["torchscript_note", "traced_ones_note"]

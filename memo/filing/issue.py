@@ -24,7 +24,7 @@ from memo.filing.check import (MINIMAL_DIR, MinimalScript, attached_model_line, 
 from memo.filing.observed import ERROR_LINES, actual, error_excerpt, message_head, quoted
 from memo.filing.folder import ONNX_FILE, REPRO_FILE, BugFolder
 from memo.backends.training_remat import remat_scope
-from memo.filing.export_text import traced_ones_note
+from memo.filing.export_text import torchscript_note, traced_ones_note
 from memo.triage.second_engine import second_engine_text
 from memo.filing.training_text import (LIBRARY_NAMES, TORCH_SCALARS, assigned_text, finished_by, low_precision_note,
                                        remat_note, rounded_decays_note, weightless_note)
@@ -369,7 +369,8 @@ def _described(bug: BugFolder, checked: MinimalScript) -> str:
                 f"{culprit(bug, checked)} ({stage} stage){said}. The check that fails is {named}'s own code"
                 f"{f' (`{site}`)' if site else ''}, not the backend's lowering.")
     return (f"{LIBRARY_NAMES.get(bug.library, bug.library)} {KIND_WORDS.get(bug.kind, 'fails')} on a model of "
-            f"{culprit(bug, checked)} ({stage} stage){said}.{traced_ones_note(bug)}{together_note(bug)}")
+            f"{culprit(bug, checked)} ({stage} stage){said}.{traced_ones_note(bug)}{torchscript_note(bug)}"
+            f"{together_note(bug)}")
 
 
 def together_note(bug: BugFolder) -> str:

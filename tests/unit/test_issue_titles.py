@@ -260,6 +260,13 @@ def test_a_librarys_request_for_a_bug_report_is_no_part_of_the_head(tmp_path: Pa
     assert message_head(folder, MinimalScript()) == "Unsupported prim::Constant kind: 'ival'."
     assert "bug report" not in title(folder, MinimalScript(reason="not checked"))
     assert "bug report" not in actual(folder, MinimalScript(reason="not checked"))
+    # t56's reader: the text should say that Keras picks torch.onnx's TorchScript exporter (dynamic batch axis)
+    from memo.filing.export_text import torchscript_note
+
+    note = torchscript_note(folder)
+    assert "through torch.onnx's TorchScript exporter (`torch.onnx.export(..., dynamo=False)`)" in note
+    assert "whenever an input has a dynamic axis" in note and note in render_issue(folder, MinimalScript())
+    assert torchscript_note(_folder(tmp_path / "other", KERAS_CRASH)) == ""  # not Keras's export
 
 
 def test_an_exports_out_of_range_lookup_names_the_ones_it_traces_on(tmp_path: Path) -> None:
