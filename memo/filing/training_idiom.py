@@ -129,9 +129,12 @@ def training_lines(library: str, stage: str, kind: str,
     arrays it is compared with: ``grad``, ``out``, ``loss``, ``sgd``, ``adam``, ``opt``); ``optimizer``: the
     catalogue entry of stage ``optimizer``."""
     backend = _backend(library)
-    if stage not in STAGES:
+    crash = kind == VerdictKind.TRAINING_CRASH.value
+    if stage not in STAGES and not (crash and stage == "eval_forward"):
         raise NoTrainingIdiom(f"memo writes no training script for stage {stage!r}")
     imports = [_MODULES[backend]]
+    if stage == "eval_forward":  # the check's inference-mode call failed (t58: LSTM under RematScope)
+        return imports, ["outputs = model(x, training=False)"], "out"
     # a crash in the forward pass as the worker met it: Keras on JAX's forward and gradients are one jitted
     # value_and_grad program (t52: JAX's UnexpectedTracerError under keras.RematScope showed only when differentiated)
     if stage == "gradients" or (kind == VerdictKind.TRAINING_CRASH.value and stage in ("forward", "loss", "state")):

@@ -13,6 +13,7 @@ from memo.training.judge import UPDATE_STAGES
 from memo.model.ir import ModelIR
 from memo.store import BugRow, CampaignStore
 from memo.json_types import JsonObject
+from memo.triage.assigned import ASSIGNED_IN_CALL
 from memo.triage.onnx_reference import ENGINE, ONNX_REFERENCE_KEY
 from memo.triage.reassess import TRUTH_KEY, root_cause_parts
 from memo.triage.signature import OWN_STACK, reduced_key
@@ -65,7 +66,7 @@ def root_cause_key(bug: BugRow) -> str | None:
     if bug.kind in TRAINING_KINDS:
         data = read_bug_file(path.parent)
         decision = str((data.get("truth") or {}).get("decision") or "")
-        return training_key(folder_blame(bug.parts, data), ir, decision)
+        return training_key(folder_blame(bug.parts, data), ir, decision, assigned=bool(data.get(ASSIGNED_IN_CALL)))
     return reduced_key(own_stack_parts(root_cause_parts(bug.parts, path.parent), read_bug_file(path.parent)), ir)
 
 

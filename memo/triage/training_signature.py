@@ -26,7 +26,8 @@ from memo.triage.masks import normalize_message
 from memo.training.judge import MODEL_IR_KEY, UPDATE_STAGES
 from memo.training.selection import variable_dtype, weight_dtypes
 from memo.truth import CONFIRMED
-from memo.triage.signature import LAYER_OBJECT, TRUTH_DECISION, culprit_classes, digest, message_pattern, reduced_keys
+from memo.triage.signature import (LAYER_OBJECT, TRUTH_DECISION, culprit_classes, culprits, digest, message_pattern,
+                                   reduced_keys)
 
 UNLOCALIZED = "?"
 INPUT_OWNER = "input"  # the owner class named for an input's gradient
@@ -240,17 +241,35 @@ def shared_code_parts(parts: JsonObject) -> JsonObject:
     return {**parts, "library": KERAS_FRONT_END, "code": code}
 
 
-def training_key(parts: JsonObject, reduced: ModelIR, decision: str = "") -> str:
+def training_key(parts: JsonObject, reduced: ModelIR, decision: str = "", assigned: bool = False) -> str:
     """A reduced training bug's root-cause key (``bugs.final_key``): its signature (without the masked message; an
     optimizer stage's by the optimizer code it ran, :func:`shared_code_parts`) with the reduced model's culprit
-    classes and the float64 decision; two training bugs with one key are one entry."""
+    classes and the float64 decision; two training bugs with one key are one entry. ``assigned``: its model assigns
+    a trainable weight in its training-mode call (bug.json's ``assigned_in_call``): the layer doing so is the root
+    cause, whatever it wraps (:func:`assigning_key`)."""
     kept = {key: value for key, value in shared_code_parts(parts).items() if key != "message"}
     own = digest({**kept, "culprit": culprit_classes(reduced), "decision": decision})
     shared = shared_code_key(kept, parts, reduced, decision)
     twin = inference_twin(parts, reduced, decision)
     setting = remat_setting_key(parts, reduced, decision)
+    assigning = assigning_key(kept, reduced, decision) if assigned else None
     return " ".join(dict.fromkeys([own, *([shared] if shared else ()), *([setting] if setting else ()),
-                                   *(reduced_keys(twin, reduced) if twin else ())]))
+                                   *([assigning] if assigning else ()), *(reduced_keys(twin, reduced) if twin else ())]))
+
+
+def assigning_key(kept: JsonObject, reduced: ModelIR, decision: str = "") -> str:
+    """The key of a training bug whose model assigns a trainable weight in its call: the signature with the culprits'
+    own classes, not the classes they wrap. SpectralNormalization assigns its wrapped layer's kernel in ``call()``;
+    JAX differentiates through the assignment whatever that layer is (t58: one defect as two entries, wrapping a
+    Conv2D and a Conv2DTranspose)."""
+    return digest({**kept, "assigning": sorted({layer.class_name for layer in culprits(reduced)}),
+                   "decision": decision})
+
+
+# A training crash's stages that run the same call of every layer: Keras's ``training`` flag apart, the inference-mode
+# forward pass is the training-mode one (t58: LSTM's "property 'activation' of 'LSTM' object has no setter" under
+# RematScope(activations) as two entries, stages forward and eval_forward)
+CALL_STAGES: dict[str, str] = {"eval_forward": "forward", "eval_gradients": "gradients"}
 
 
 # Settings Keras's base Layer runs with its own code whatever the class (keras/src/layers/layer.py): a remat difference
@@ -284,7 +303,9 @@ def shared_code_key(kept: JsonObject, parts: JsonObject, reduced: ModelIR, decis
     # its complete sentences: a message is stored cut at a length its paths' lengths move (t54: the same JAX error
     # through lstm.py and through batch_normalization.py cut 25 characters apart)
     whole = pattern.endswith(".") or ". " not in pattern
-    return digest({**kept, "message": pattern if whole else pattern[:pattern.rfind(". ") + 1]})
+    stage = str(kept.get("stage") or "")
+    return digest({**kept, "stage": CALL_STAGES.get(stage, stage),
+                   "message": pattern if whole else pattern[:pattern.rfind(". ") + 1]})
 
 
 def remat_setting_key(parts: JsonObject, reduced: ModelIR, decision: str = "") -> str | None:

@@ -204,3 +204,15 @@ def test_a_remat_bugs_script_computes_the_stage_with_and_without_the_scope_on_on
                                  "expected = compute(build())  # the same model and weights built without RematScope"]
         assert any(line.startswith("    return [") for line in computed), "compute returns the stage's arrays"
         assert not any("np.load('expected.npz')" in line for line in lines)
+
+
+def test_a_crash_of_the_inference_mode_call_gets_a_script_of_that_call() -> None:
+    """t58: LSTM under RematScope(activations) failing at stage eval_forward had no minimal script."""
+    import pytest
+
+    from memo.filing.training_idiom import NoTrainingIdiom, training_lines
+
+    _, call, _ = training_lines("keras-tensorflow", "eval_forward", "training-crash")
+    assert call == ["outputs = model(x, training=False)"]
+    with pytest.raises(NoTrainingIdiom):  # a difference at that stage: no expected arrays the script could read
+        training_lines("keras-tensorflow", "eval_forward", "training-inconsistency")

@@ -101,6 +101,37 @@ def test_the_root_cause_key_ignores_the_message_but_not_the_decision() -> None:
     assert training_key(parts, ir, "confirmed") != training_key(parts, ir, "noise")
 
 
+def test_a_layer_assigning_a_weight_in_its_call_is_one_root_cause_whatever_it_wraps() -> None:
+    """t58: SpectralNormalization's JAX gradient, wrapping a Conv2D and a Conv2DTranspose, as two entries."""
+    def wrapping(inner: str) -> ModelIR:
+        return ModelIR([Layer("x", "InputLayer", {"batch_shape": [None, 6, 6, 1], "dtype": "float32"}),
+                        Layer("sn", "SpectralNormalization", {"layer": {"class_name": inner, "config": {}}}, ["x"])],
+                       ["sn"], "m")
+    parts = {"kind": "training-inconsistency", "layer": "SpectralNormalization", "library": "keras-jax",
+             "stage": "gradients"}
+    conv, transposed = wrapping("Conv2D"), wrapping("Conv2DTranspose")
+    assert not set(training_key(parts, conv, "confirmed").split()) & set(
+        training_key(parts, transposed, "confirmed").split()), "without the assignment: the wrapped layer decides"
+    assert set(training_key(parts, conv, "confirmed", assigned=True).split()) & set(
+        training_key(parts, transposed, "confirmed", assigned=True).split())
+    # another backend's, or a decision float64 set apart, stays apart
+    assert not set(training_key(parts, conv, "confirmed", assigned=True).split()) & set(
+        training_key({**parts, "library": "keras-torch"}, transposed, "confirmed", assigned=True).split())
+
+
+def test_a_crash_in_a_layers_call_is_one_root_cause_in_training_and_inference_mode() -> None:
+    """t58: LSTM's "property 'activation' of 'LSTM' object has no setter" under RematScope(activations), at the
+    stages forward and eval_forward, as two entries (the second without a minimal script)."""
+    lstm = ModelIR([Layer("x", "InputLayer", {"batch_shape": [None, 5, 2], "dtype": "float32"}),
+                    Layer("lstm", "LSTM", {"units": 3}, ["x"])], ["lstm"], "m")
+    message = "Exception encountered when calling LSTM.call(). property 'activation' of 'LSTM' object has no setter"
+    parts = {"kind": "training-crash", "library": "keras-tensorflow", "stage": "forward", "remat": "activations",
+             "exception": "AttributeError", "message": message}
+    inference_mode = {**parts, "stage": "eval_forward"}  # the signatures of t58's two entries
+    assert set(training_key(parts, lstm).split()) & set(training_key(inference_mode, lstm).split())
+    assert not set(training_key(parts, lstm).split()) & set(training_key({**parts, "stage": "optimizer"}, lstm).split())
+
+
 def entry(**values: Any) -> Any:
     base = {"kind": "training-inconsistency", "reduced_layers": 1, "original_layers": 3, "reduction": {},
             "reproduces": True, "truth": {"decision": "confirmed"}, "minimal": None, "newest": {}}
