@@ -283,3 +283,15 @@ class BugDatabase:
             self._set_status(db, bug.num, FIXED_UPSTREAM, build or "the newest code",
                              "campaign triage: no longer reproduces on the newest code", regression=False)
         return True
+
+    def reopen_upstream(self, bug_id: str, build: str) -> bool:
+        """Record that the newest code still shows a bug marked fixed upstream (a campaign's triage reran it there):
+        new again. t58 listed M-0168 as ready to file, reproducing on keras-nightly, beside the database's
+        "fixed-upstream" that a rerun on another stack's build had set. False for any other status."""
+        bug = self.get(bug_id)
+        if bug.status != FIXED_UPSTREAM:
+            return False
+        with self._transaction() as db:
+            self._set_status(db, bug.num, NEW, "", f"campaign triage: still reproduces on {build or 'the newest code'}",
+                             regression=False)
+        return True

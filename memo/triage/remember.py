@@ -22,7 +22,7 @@ from memo.bugdb import (BugDatabase, BugDatabaseVersionError, CampaignRef, Known
                         folder_files)
 from memo.bugdb.records import REDUCER_KEY, reducer_of
 from memo.json_types import JsonObject
-from memo.newest import FIXED_UPSTREAM
+from memo.newest import FIXED_UPSTREAM, STILL_REPRODUCES
 from memo.model.ir import ModelIR
 from memo.store import BugRow, CampaignStore
 from memo.bug_files import (BUG_FILE, IR_FILE, MODEL_FILE, NEWEST_FILE, REPRO_FILE, Reduction, read_bug_file,
@@ -124,8 +124,11 @@ def record_campaign(db: BugDatabase, store: CampaignStore) -> int:
             reduced=folder is not None and Reduction.of(bug.reduction) is Reduction.DONE,
             reducer=reducer_of(bug.reduction),
             files=(lambda folder=folder: folder_files(folder)) if folder is not None else None))
-        if folder is not None and (bug.newest or {}).get("result") == FIXED_UPSTREAM:
+        result = (bug.newest or {}).get("result") if folder is not None else None
+        if result == FIXED_UPSTREAM:
             db.mark_fixed_upstream(known_id, str(bug.newest.get("build") or ""))
+        elif result == STILL_REPRODUCES:
+            db.reopen_upstream(known_id, str(bug.newest.get("build") or ""))
         recorded += 1
     return recorded
 

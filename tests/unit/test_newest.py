@@ -95,6 +95,11 @@ def test_the_bug_database_records_a_fix_upstream_and_its_regression(tmp_path: Pa
         assert not db.mark_fixed_upstream(second, "b")  # a person's status stays
         assert db.mark_fixed_upstream(first, "keras-nightly 3.16.0.dev2026102704")
         assert db.get(first).status == "fixed-upstream"
+        # a campaign's triage that still sees it on the newest code: new again (t58's M-0168); a person's status stays
+        assert db.reopen_upstream(first, "keras-nightly 3.16.0.dev2026102704") and db.get(first).status == "new"
+        assert not db.reopen_upstream(first, "b") and not db.reopen_upstream(second, "b")
+        assert db.get(second).status == "filed"
+        assert db.mark_fixed_upstream(first, "keras-nightly 3.16.0.dev2026102704")
         # a release recheck that no longer shows it: fixed in that release
         assert db.record_recheck(first, "fixed", "", {}, 1.0, "keras 3.16.0").startswith("fixed in")
 
