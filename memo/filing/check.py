@@ -17,6 +17,7 @@ from pathlib import Path
 
 from memo.backends.onnx_validity import INVALID_ONNX
 from memo.bugdb.recheck import run_script
+from memo.filing.hang import HANG, HANG_SYMPTOM
 from memo.filing.folder import BUG_FILE, IR_FILE, ONNX_FILE, BugFolder
 from memo.text import without_ansi
 from memo.filing.onnx_code import GraphNotWritable, computed_weight, file_summary, onnx_graph_code
@@ -81,6 +82,8 @@ def symptoms(folder: BugFolder) -> tuple[str, ...]:
     """The words whose presence in the script's error output says the bug showed."""
     if folder.numeric or folder.converter_blamed:  # a converter's script asserts on the file it wrote
         return NUMERIC_SYMPTOM
+    if folder.kind == HANG:  # its watchdog fired (memo.filing.hang)
+        return (HANG_SYMPTOM,)
     exception = folder.exception
     return (exception, *EXCEPTION_ALIASES.get(exception, ())) if exception else ()
 

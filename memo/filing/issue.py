@@ -25,6 +25,7 @@ from memo.filing.observed import ERROR_LINES, actual, error_excerpt, message_hea
 from memo.filing.folder import ONNX_FILE, REPRO_FILE, BugFolder
 from memo.backends.training_remat import remat_scope
 from memo.filing.export_text import torchscript_note, traced_ones_note
+from memo.filing.hang import hang_limit_s, hang_site
 from memo.triage.second_engine import second_engine_text
 from memo.filing.training_text import (LIBRARY_NAMES, TORCH_SCALARS, assigned_text, finished_by, low_precision_note,
                                        remat_note, rounded_decays_note, weightless_note)
@@ -177,8 +178,11 @@ def _expected(folder: BugFolder, checked: MinimalScript) -> list[str]:
                 *(["", unoptimized] if unoptimized else []),
                 *(["", "The script prints:", "", _fenced("\n".join(quoted(line) for line in shown))] if shown else [])]
     if folder.kind == "hang":
+        site = hang_site(checked.output) if checked.reproduces else ""
+        stopped = (f"{hang_limit_s(folder)} s, when the script's watchdog stops it inside {site}" if site
+                   else f"{folder.info.get('timeout_s', '?')} s")
         return [f"The model finishes in seconds (on {named} it does); {folder.library} is still running after "
-                f"{folder.info.get('timeout_s', '?')} s."]
+                f"{stopped}."]
     opinion = folder.info.get("onnx_reference") or {}
     figures = printed_figures(checked) if checked.reproduces else []
     printed = ["", "The script prints:", "", _fenced("\n".join(quoted(line) for line in figures))] if figures else []

@@ -22,6 +22,7 @@ from memo.backends import REFERENCE, find_spec
 from memo.backends.onnx_validity import ATTRIBUTE_BOUNDS, negative_pads
 from memo.backends.spec import KERAS_FRONT_END
 from memo.filing.folder import EXPECTED_FILE, INPUTS_FILE, KERAS_FILE, ONNX_FILE, BugFolder
+from memo.filing.hang import watchdog_lines
 from memo.backends.idioms import KERAS, Idiom
 from memo.backends.training_optimizers import recorded_optimizer
 from memo.filing.keras_code import keras_model_code
@@ -44,10 +45,6 @@ SEEDED, ATTACHED, ONNX_ATTACHED, KERAS_ATTACHED = "seeded", "attached", "onnx-fi
 # The longest script an issue shows: a longer candidate (a graph or a model built in code) gives way to one reading
 # the model from its attached file.
 MAX_SCRIPT_LINES = 40
-
-# Bug kinds a minimal script does not show, and why (memo's repro.py handles them).
-UNSCRIPTED_KINDS: dict[str, str] = {
-    "hang": "a hang needs a clock and an alarm around the library's call, which memo's repro.py has"}
 
 # What a numeric bug's check prints before it asserts, by bug kind (``got``, ``want``: one output).
 NUMERIC_PRINTS: dict[str, str] = {
@@ -345,8 +342,6 @@ def candidates(folder: BugFolder, deadline: float | None = None) -> list[Candida
 
 def written_candidates(folder: BugFolder) -> list[Candidate]:
     """Every script memo can write for ``folder``, in the order of their sources, however long."""
-    if folder.kind in UNSCRIPTED_KINDS:
-        raise NoMinimalScript(UNSCRIPTED_KINDS[folder.kind])
     if folder.kind in TRAINING_KINDS:
         return [_training_candidate(folder)]
     library = script_library(folder)
@@ -401,7 +396,7 @@ def _candidate(folder: BugFolder, idiom: Idiom, source: str, inputs: dict[str, n
         files[EXPECTED_FILE] = _npz(_expected_outputs(folder, part.outputs))
     stage = "" if converter else str(folder.info.get("stage", ""))  # the engine's stage is not the converter's
     body = [*part.lines, *_input_lines(arrays, part.inputs, idiom, source),
-            f"print({idiom.versions})", *idiom.call_for(stage),
+            f"print({idiom.versions})", *watchdog_lines(folder), *idiom.call_for(stage),
             *(idiom.collect if folder.numeric and not converter else ()), *_check_lines(folder, idiom)]
     library = script_library(folder)
     imports = (*idiom.imports, "from onnx.reference import ReferenceEvaluator") if converter else idiom.imports

@@ -1,0 +1,47 @@
+"""A hang's minimal script: the library's call under a watchdog. ``faulthandler.dump_traceback_later(..., exit=True)``
+runs in a C thread of its own, so it fires even while the hanging call holds the GIL in native code: it prints every
+thread's Python stack ("Timeout (0:01:00)!") and exits the process with status 1, which the check reads as the bug
+showing. The limit is twice the campaign's timeout (at least a minute): the reference ran the model in seconds."""
+from __future__ import annotations
+
+import re
+
+from memo.filing.folder import BugFolder
+
+HANG = "hang"
+HANG_SYMPTOM = "Timeout (0"  # faulthandler's first line when the watchdog fires: "Timeout (0:01:00)!"
+MIN_LIMIT_S = 60.0
+
+
+def hang_limit_s(folder: BugFolder) -> int:
+    """Seconds the script's call may run before the watchdog calls it a hang."""
+    return int(max(MIN_LIMIT_S, 2 * float(folder.info.get("timeout_s") or 0)))
+
+
+def watchdog_lines(folder: BugFolder) -> list[str]:
+    """The lines before a hang's call ([] for another bug)."""
+    if folder.kind != HANG:
+        return []
+    limit = hang_limit_s(folder)
+    return ["import faulthandler",
+            f"faulthandler.dump_traceback_later({limit}, exit=True)  # still running after {limit} s: the hang "
+            "(prints where, exits 1)"]
+
+
+_FRAME = re.compile(r'File "([^"]+)", line (\d+) in (\S+)')
+
+
+def hang_site(output: str) -> str:
+    """Where the watchdog found the script's thread (the one running ``<module>``; its innermost frame: faulthandler
+    prints the most recent call first), as ``function`` (path from the package on:line); "" where the output holds none."""
+    found = output.find(HANG_SYMPTOM)
+    threads = output[found:].split("\n\n") if found >= 0 else []
+    main = [block for block in threads if "in <module>" in block] or threads  # the script's own thread
+    frame = _FRAME.search(main[0]) if main else None
+    if frame is None:
+        return ""
+    path = frame.group(1).split("site-packages/")[-1]
+    return f"`{frame.group(3)}` ({path}:{frame.group(2)})"
+
+
+__all__ = ["HANG_SYMPTOM", "hang_limit_s", "hang_site", "watchdog_lines"]

@@ -1,0 +1,50 @@
+"""A hang's minimal script: the library's call under faulthandler's watchdog, and where the watchdog found it."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from memo.filing.folder import BugFolder
+from memo.filing.hang import HANG_SYMPTOM, hang_limit_s, hang_site, watchdog_lines
+
+# faulthandler's dump when t58's keras-openvino hang met the watchdog (paths shortened as the check keeps them)
+DUMP = """keras 3.15.1 openvino 2026.4.1
+...
+Timeout (0:01:00)!
+Thread 0x00007fa4badff6c0 (most recent call first):
+  File "/usr/lib/python3.11/concurrent/futures/thread.py", line 81 in _worker
+  File "/usr/lib/python3.11/threading.py", line 982 in run
+
+Thread 0x00007fa4c2bc0b80 (most recent call first):
+  File "site-packages/openvino/_ov_api.py", line 646 in compile_model
+  File "site-packages/keras/src/backend/openvino/trainer.py", line 284 in predict
+  File "bug_repro.py", line 29 in <module>
+"""
+
+
+def _folder(tmp_path: Path, kind: str, timeout_s: float) -> BugFolder:
+    (tmp_path / "bug.json").write_text(f'{{"id": "x", "kind": "{kind}", "library": "keras-openvino", '
+                                       f'"timeout_s": {timeout_s}}}')
+    return BugFolder.read(tmp_path)
+
+
+def test_the_watchdog_names_the_frame_of_the_scripts_own_thread() -> None:
+    assert hang_site(DUMP) == "`compile_model` (openvino/_ov_api.py:646)"
+    assert hang_site("Traceback ... no watchdog") == ""
+
+
+def test_a_hang_gets_a_watchdog_of_twice_its_timeout_and_other_bugs_none(tmp_path: Path) -> None:
+    hang = _folder(tmp_path, "hang", 45.0)
+    assert hang_limit_s(hang) == 90 and hang_limit_s(_folder(tmp_path, "hang", 10.0)) == 60
+    assert watchdog_lines(hang)[1].startswith("faulthandler.dump_traceback_later(90, exit=True)")
+    assert watchdog_lines(_folder(tmp_path, "crash", 45.0)) == []
+
+
+def test_the_watchdog_stops_a_call_holding_the_gil_and_exits_1(tmp_path: Path) -> None:
+    """The property the script relies on: a native call that never returns (here a C-level sleep holding the GIL)."""
+    script = "\n".join(["import faulthandler, ctypes",
+                        "faulthandler.dump_traceback_later(1, exit=True)",
+                        "ctypes.PyDLL(None).sleep(30)"])  # PyDLL keeps the GIL
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=20)
+    assert done.returncode == 1 and HANG_SYMPTOM in done.stderr
