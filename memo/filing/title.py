@@ -379,8 +379,12 @@ def title(folder: BugFolder, checked: MinimalScript | None = None) -> str:
     filed = tracker_name(folder.filed_on)
     assigned = [str(name) for name in folder.info.get("assigned_in_call") or []]
     if assigned and symptom:  # the cause before the symptom: the layer overwrites the weight in its training call,
-        # and the backends part by whether they differentiate through it: the layer's defect, not one backend's
-        named += f" assigns {', '.join(assigned)} in call()"
+        # and the backends part by whether they differentiate through it: the layer's defect, not one backend's.
+        # The weight by its own name: the wrapped layer's path made t58's title too long to end in words
+        leaves = {name: name.rsplit("/", 1)[-1] for name in assigned}
+        named += f" assigns {', '.join(dict.fromkeys(leaves.values()))} in call()"
+        for name, leaf in leaves.items():
+            what = what.replace(f" of {name} ", f" of {leaf} ")
         filed = "keras"
     return fitted(f"[{filed}] ", named, "", what)
 

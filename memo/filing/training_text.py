@@ -9,6 +9,7 @@ import re
 from memo.backends.training_remat import remat_scope
 from memo.filing.folder import BugFolder
 from memo.filing.title import folder_remat, weightless_after
+from memo.triage.training_signature import BASE_LAYER_SETTINGS
 
 # How an issue names the reference libraries a maintainer knows by another name.
 LIBRARY_NAMES = {"keras-tensorflow": "Keras on TensorFlow", "keras-jax": "Keras on JAX", "keras-torch": "Keras on "
@@ -44,8 +45,16 @@ def remat_note(bug: BugFolder) -> str:
         return ""
     steps = " ".join(str(step) for step in (bug.info.get("reduction") or {}).get("steps") or [])
     without = " The same model built without it does not show the bug." if f"remat {mode}: needed" in steps else ""
+    ir = bug.ir()
+    held = [(layer.class_name, name) for layer in (ir.body if ir else []) for name in BASE_LAYER_SETTINGS
+            if layer.config.get(name)]
+    # t58's reader: the text never said that the trigger is the activity regularizer (without it, the two agree)
+    setting = (f" The {held[0][0]}'s `{held[0][1]}` is part of it: the reduced model keeps it, where memo's "
+               f"reduction drops every setting the bug does not need (Keras's base Layer adds that regularizer's "
+               f"loss with `add_loss` after the layer's call, `keras/src/layers/layer.py`)." if held else "")
     return (f" The model's layers are built inside `{remat_scope(mode)}` (rematerialization: each layer's forward "
-            f"pass is recomputed in the backward pass), which must not change what training computes.{without}")
+            f"pass is recomputed in the backward pass), which must not change what training computes.{without}"
+            f"{setting}")
 
 
 def low_precision_note(dtypes: list[str]) -> str:

@@ -119,7 +119,11 @@ def check_and_store(store: CampaignStore, bug: BugRow, python: str, *, timeout_s
     """:func:`newest_check` of ``bug``'s folder, stored with the bug and in its folder (``newest.json``, which the
     issue text's environment quotes; bug.json stays as it is: a minimal script's check is keyed by it)."""
     folder = Path(str(bug.bug_dir))
-    outcome = newest_check(folder, bug.library, python, timeout_s=timeout_s, remember=True)
+    # the library its folder blames: float64 may have turned a training bug round to the reference (t58: a TensorFlow
+    # remat bug rerun on torch's newest build, the issue text quoting "keras-nightly, torch 2.15.0")
+    blamed = str(read_bug_file(folder).get("library") or "")
+    library = blamed if blamed and find_spec(blamed) is not None else bug.library
+    outcome = newest_check(folder, library, python, timeout_s=timeout_s, remember=True)
     store.triage.update_bug(bug.id, newest=outcome)
     (folder / NEWEST_FILE).write_text(json.dumps(outcome, indent=1, sort_keys=True))
     return outcome

@@ -181,6 +181,8 @@ def test_a_remat_bug_needing_an_activity_regularizer_is_titled_by_the_layer_hold
     assert ('The training step\'s arrays as Keras on TensorFlow computes them for the same model and weights built '
             'without `keras.RematScope(mode="full")` (the script\'s `expected`)') in text
     assert "expected.npz" not in text.split("### Expected behavior")[1].split("memo's float64")[0]
+    # t58's reader: the text never said the activity regularizer is part of it
+    assert "The Conv1D's `activity_regularizer` is part of it: the reduced model keeps it" in text
 
 
 def test_a_remat_bugs_script_computes_the_stage_with_and_without_the_scope_on_one_backend() -> None:
@@ -216,3 +218,26 @@ def test_a_crash_of_the_inference_mode_call_gets_a_script_of_that_call() -> None
     assert call == ["outputs = model(x, training=False)"]
     with pytest.raises(NoTrainingIdiom):  # a difference at that stage: no expected arrays the script could read
         training_lines("keras-tensorflow", "eval_forward", "training-inconsistency")
+
+
+def test_a_weight_assigned_in_call_is_titled_by_its_own_name_in_whole_words(tmp_path) -> None:
+    """t58's reader: "...assigns conv2d_transpose/kernel in call(): gradient of..." was cut mid-phrase."""
+    import json
+
+    from memo.filing.check import MinimalScript
+    from memo.filing.folder import BugFolder
+    from memo.filing.issue import title
+    from memo.model.ir import Layer, ModelIR
+
+    inner = {"class_name": "Conv2DTranspose", "config": {"filters": 1, "kernel_size": [3, 3],
+                                                         "name": "conv2d_transpose"}}
+    ir = ModelIR([Layer("x", "InputLayer", {"batch_shape": [None, 4, 4, 1], "dtype": "float32"}),
+                  Layer("sn", "SpectralNormalization", {"layer": inner}, ["x"])], ["sn"], "m")
+    (tmp_path / "ir.json").write_text(ir.dumps())
+    (tmp_path / "bug.json").write_text(json.dumps({
+        "id": "training-inconsistency-keras-jax-x", "kind": "training-inconsistency", "library": "keras-jax",
+        "stage": "gradients", "reference": "keras-tensorflow", "layer_class": "SpectralNormalization",
+        "message": "gradients: conv2d_transpose/kernel: differs", "assigned_in_call": ["conv2d_transpose/kernel"],
+        "training": {"name": "conv2d_transpose/kernel", "figures": {"max_abs_diff": 2.8}}}))
+    said = title(BugFolder.read(tmp_path), MinimalScript(reason="not checked"))
+    assert said == "[keras] SpectralNormalization(Conv2DTranspose) assigns kernel in call(): gradient of kernel differs"

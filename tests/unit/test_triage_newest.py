@@ -128,3 +128,22 @@ def test_a_bug_whose_repro_cannot_run_on_the_newest_code_is_decided_by_its_minim
         assert "repro.py could not run there (could not run (exit 1): UnexpectedTracerError" in outcome["detail"]
         assert json.loads((folder / NEWEST_FILE).read_text())["result"] == result
         assert newest_by_minimal(store, time.monotonic() + 120) == 0  # decided: not rerun
+
+
+def test_the_newest_code_reruns_the_library_the_folder_blames(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """t58: a training bug float64 turned round to TensorFlow was rerun on torch's newest build (the row's library),
+    and its issue text quoted "keras-nightly, torch 2.15.0" for a TensorFlow script."""
+    import memo.triage.newest as newest
+
+    asked: list[str] = []
+    monkeypatch.setattr(newest, "newest_check", lambda folder, library, python, **_: asked.append(library) or {
+        "result": STILL_REPRODUCES, "library": library})
+    store, bug_id = _campaign_with_reproducing_bug(tmp_path, sys.executable)
+    with store:
+        bug = store.triage.load_bug(bug_id)
+        info = json.loads((Path(bug.bug_dir) / "bug.json").read_text())
+        (Path(bug.bug_dir) / "bug.json").write_text(json.dumps({**info, "library": "keras-tensorflow"}))
+        check_and_store(store, bug, sys.executable, timeout_s=1)
+        (Path(bug.bug_dir) / "bug.json").write_text(json.dumps({**info, "library": "keras"}))  # no backend: the row's
+        check_and_store(store, bug, sys.executable, timeout_s=1)
+    assert asked == ["keras-tensorflow", "onnxruntime"]
