@@ -20,7 +20,8 @@ from memo.bugdb.recheck import run_script
 from memo.filing.hang import HANG, HANG_SYMPTOM
 from memo.filing.folder import BUG_FILE, IR_FILE, ONNX_FILE, BugFolder
 from memo.text import without_ansi
-from memo.filing.onnx_code import GraphNotWritable, computed_weight, file_summary, onnx_graph_code
+from memo.filing.onnx_code import GraphNotWritable, file_summary, onnx_graph_code
+from memo.triage.stored_weights import computed_weight
 from memo.filing.script import (KERAS_ATTACHED, MAX_SCRIPT_LINES, ONNX_ATTACHED, SCRIPT_FILE, Candidate,
                                 NoMinimalScript, candidates, written_candidates)
 from memo.triage.onnx_reference import opine_on_crash, trace_shape_origin

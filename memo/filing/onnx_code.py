@@ -177,30 +177,4 @@ def file_summary(path: Path, plumbing: frozenset[str] = frozenset(), first: str 
 # The input of an operator that holds its weights (the ONNX operators' specifications): a converter that builds a
 # module per node reads it as a stored tensor (onnx2pytorch's Conv and Gemm: t54's "Conv3d missing in_channels",
 # t55's "Unexpected number of parameters: 0" on a Gemm whose B a MultiHeadAttention computes)
-WEIGHT_INPUTS = {"Conv": (1, "W"), "ConvTranspose": (1, "W"), "Gemm": (1, "B")}
 
-
-def computed_weight(path: Path, op: str) -> str:
-    """Where the first ``op`` node of the file (its subgraphs included) whose weight input is no stored tensor of its
-    graph (an initializer or a Constant's output) takes it from, as a phrase ("its Gemm's B input is computed in the
-    graph, not a stored initializer"); "" where every such node's weight is stored, or ``op`` holds none."""
-    import onnx
-
-    if op not in WEIGHT_INPUTS:
-        return ""
-    index, role = WEIGHT_INPUTS[op]
-
-    def find(graph: Any) -> str:
-        stored = {init.name for init in graph.initializer} | {name for node in graph.node
-                                                               if node.op_type == "Constant" for name in node.output}
-        made = {name for node in graph.node for name in node.output} | {arg.name for arg in graph.input}
-        for node in graph.node:
-            if node.op_type == op and len(node.input) > index and node.input[index] not in stored:
-                how = "computed in the graph" if node.input[index] in made else \
-                    "taken from the enclosing graph (a subgraph's capture)"
-                return f"its {op}'s {role} input is {how}, not a stored initializer"
-        return next((found for node in graph.node for attribute in node.attribute
-                     for sub in ([attribute.g] if attribute.HasField("g") else list(attribute.graphs))
-                     if (found := find(sub))), "")
-
-    return find(onnx.load(str(path)).graph)

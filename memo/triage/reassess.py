@@ -32,6 +32,7 @@ from memo.triage.probe import read_inputs, run_model
 from memo.triage.session import Session
 from memo.triage.truth import TRUTH_ARRAYS, artifact_inputs, judge_by_truth
 from memo.truth import CONTRADICTED
+from memo.triage.stored_weights import stored_weight_parts
 from memo.triage.signature import NATIVE_SITE, native_site, TRUTH_DECISION
 
 REDUCED_VERDICT = "reduced_verdict"
@@ -129,6 +130,8 @@ def root_cause_parts(parts: JsonObject, folder: Path) -> JsonObject:
         parts = {**parts, **node_parts(message, list(parts.get("frames") or []), folder / converted_file("onnx"))}
         if (own := own_failure(message)) != message:
             parts, message = {**parts, "message": normalize_message(own)}, own
+        parts = {**parts, **stored_weight_parts(str(parts.get("library", "")), list(parts.get("frames") or []),
+                                                folder / converted_file("onnx"))}
     if parts.get("kind") == CRASH and (site := native_site(message)):
         parts = {**parts, NATIVE_SITE: site}  # the library's own check that failed, wherever the model reached it
     located = data.get("localization") or {}

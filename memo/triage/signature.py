@@ -27,6 +27,7 @@ from memo.model.ir import Layer, ModelIR
 from memo.oracle import KERAS_FRONT_END, TF_FUNCTION_STAGE, Verdict
 from memo.text import without_traced_graph
 from memo.triage.masks import MESSAGE_LIMIT, library_frames, library_modules, normalize_message
+from memo.triage.stored_weights import COMPUTED_WEIGHT
 
 UNSUPPORTED_KIND = VerdictKind.UNSUPPORTED.value
 UNLOCALIZED = "?"
@@ -430,6 +431,8 @@ def reduced_keys(parts: dict[str, Any], reduced: ModelIR) -> tuple[str, ...]:
         if described and parts.get(NATIVE_SITE):  # one native check failing, whichever stack and layers reached it
             keys.append(digest({"kind": parts.get("kind", ""), "library": computing_library(str(parts.get("library"))),
                                 "exception": parts["exception"], NATIVE_SITE: parts[NATIVE_SITE], "message": pattern}))
+        if parts.get(COMPUTED_WEIGHT):  # an importer assuming stored weights: one defect, whatever the operator
+            keys.append(digest({**common, COMPUTED_WEIGHT: True}))
         if parts.get("translator"):  # an importer's translation of one operator: one defect, whatever it raises
             keys.append(digest({**common, "operator": parts.get("operator"), "translator": parts["translator"]}))
         if described and parts.get("operator"):  # the failing node of a converted file, whichever layer wrote it

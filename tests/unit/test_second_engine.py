@@ -1,6 +1,6 @@
 """A second engine on the file another engine crashed on (memo.triage.second_engine): ONNX's checker and ONNX
 Runtime on the bug folder's file, in a child process, kept in bug.json and said in the issue text; and a weight
-input that no stored tensor holds (memo.filing.onnx_code.computed_weight)."""
+input that no stored tensor holds (memo.triage.stored_weights.computed_weight)."""
 from __future__ import annotations
 
 import json
@@ -53,7 +53,7 @@ def test_a_weight_input_no_initializer_holds_is_named(tmp_path: Path) -> None:
     onnx = pytest.importorskip("onnx")
     from onnx import TensorProto, helper, numpy_helper
 
-    from memo.filing.onnx_code import computed_weight
+    from memo.triage.stored_weights import computed_weight
 
     def saved(stored: bool) -> Path:
         weight = numpy_helper.from_array(np.ones((3, 3), np.float32), "w")
@@ -69,3 +69,25 @@ def test_a_weight_input_no_initializer_holds_is_named(tmp_path: Path) -> None:
     assert computed_weight(saved(False), "Gemm") == "its Gemm's B input is computed in the graph, not a stored initializer"
     assert computed_weight(saved(True), "Gemm") == ""
     assert computed_weight(saved(False), "Relu") == ""
+    # t58: onnx2pytorch's Gemm and its Conv in a Loop body fail in convert/layer.py, which reads weights from the
+    # initializers: one root cause, whatever the operator and the message
+    from memo.model.ir import Layer, ModelIR
+    from memo.triage.signature import reduced_keys
+    from memo.triage.stored_weights import COMPUTED_WEIGHT, stored_weight_parts
+
+    frames = ["onnx2pytorch/convert/layer.py:extract_params", "onnx2pytorch/convert/operations.py:convert_operations"]
+    assert stored_weight_parts("onnx2pytorch", frames, saved(False)) == {COMPUTED_WEIGHT: "Gemm"}
+    assert stored_weight_parts("onnx2pytorch", frames, saved(True)) == {}  # every weight stored: another cause
+    assert stored_weight_parts("onnx2pytorch", frames[1:], saved(False)) == {}  # not the layer-building code
+    assert stored_weight_parts("onnx2torch", frames, saved(False)) == {}
+
+    def model(layer: str) -> ModelIR:
+        return ModelIR([Layer("x", "InputLayer", {"batch_shape": [None, 3], "dtype": "float32"}),
+                        Layer("l", layer, {}, ["x"])], ["l"], "m")
+    gemm = {"kind": "crash", "library": "onnx2pytorch", "exception": "ValueError", COMPUTED_WEIGHT: "Gemm",
+            "message": "Unexpected number of parameters: N"}
+    conv = {"kind": "crash", "library": "onnx2pytorch", "exception": "TypeError", COMPUTED_WEIGHT: "Conv",
+            "message": "Conv3d.__init__() missing N required positional arguments"}
+    assert set(reduced_keys(gemm, model("Dense"))) & set(reduced_keys(conv, model("ConvLSTM3D")))
+    unmarked = {key: value for key, value in conv.items() if key != COMPUTED_WEIGHT}
+    assert not set(reduced_keys(gemm, model("Dense"))) & set(reduced_keys(unmarked, model("ConvLSTM3D")))
