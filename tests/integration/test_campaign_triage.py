@@ -43,7 +43,7 @@ def test_a_planted_bug_is_one_reduced_reproducing_bug_at_the_end_of_a_campaign(t
     bug = planted[0]
     assert bug["kind"] == kind and bug["exception"] == exception and bug["occurrences"] >= 2, bug["signature"]
     assert bug["reduced_layers"] is not None and bug["reduced_layers"] <= 2 < bug["original_layers"], bug["reduction"]
-    # memo writes no minimal script for a plugin's library (nor for a hang): its repro.py reproduces, but only a
+    # memo writes no minimal script for a plugin's library (a hang of one included): its repro.py reproduces, but only a
     # checked minimal script makes a bug ready to file, and the status says why there is none
     assert bug["reproduces"] is True and bug["status"].startswith("no minimal script: "), bug["status"]
     scratch = tmp_path / "scratch"  # the script's temporary files: none may outlive it (a night reruns thousands)
