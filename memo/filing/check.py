@@ -20,7 +20,7 @@ from memo.bugdb.recheck import run_script
 from memo.filing.hang import HANG, HANG_SYMPTOM
 from memo.filing.folder import BUG_FILE, IR_FILE, ONNX_FILE, BugFolder
 from memo.text import without_ansi
-from memo.filing.onnx_code import GraphNotWritable, file_summary, onnx_graph_code
+from memo.filing.onnx_code import GraphNotWritable, file_summary, loop_facts, onnx_graph_code
 from memo.triage.stored_weights import computed_weight
 from memo.filing.script import (KERAS_ATTACHED, MAX_SCRIPT_LINES, ONNX_ATTACHED, SCRIPT_FILE, Candidate,
                                 NoMinimalScript, candidates, written_candidates)
@@ -264,6 +264,6 @@ def attached_model_line(folder: BugFolder, checked: MinimalScript, plumbing: fro
         longest = max((candidate.lines for candidate in built), default=0)
         why = (f"as `onnx.helper` code the script would take {longest} lines (over {MAX_SCRIPT_LINES})"
                if longest > MAX_SCRIPT_LINES else "rebuilt as `onnx.helper` code, it did not show the bug")
-    weight = computed_weight(path, first) if first else ""
+    facts = [fact for fact in ((computed_weight(path, first), loop_facts(path, first)) if first else ()) if fact]
     return (f"The attached `{ONNX_FILE}` is the reduced model, {file_summary(path, plumbing, first)}"
-            f"{f'; {weight}' if weight else ''}: {why}.")
+            f"{''.join(f'; {fact}' for fact in facts)}: {why}.")

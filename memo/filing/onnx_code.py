@@ -174,7 +174,38 @@ def file_summary(path: Path, plumbing: frozenset[str] = frozenset(), first: str 
     return f"{made}{opset_text}, {len(nodes)} node{'s' * (len(nodes) != 1)} ({listed}{subgraphs})"
 
 
-# The input of an operator that holds its weights (the ONNX operators' specifications): a converter that builds a
-# module per node reads it as a stored tensor (onnx2pytorch's Conv and Gemm: t54's "Conv3d missing in_channels",
-# t55's "Unexpected number of parameters: 0" on a Gemm whose B a MultiHeadAttention computes)
+def loop_facts(path: Path, op: str) -> str:
+    """A failing Loop's counts as the ONNX specification relates them (the node's inputs: trip count, condition and
+    the loop-carried values; its body's inputs: iteration number, condition and the same carried values), and the
+    values its body reads from the enclosing graph, which ONNX allows, as a phrase; "" for another operator or a file
+    without a Loop. t58's reader had to count them in a 95-node file to see that OpenVINO's "canonical inputs size
+    (9)" adds the body's one outer-scope value to its 8 inputs."""
+    import onnx
 
+    if op != "Loop":
+        return ""
+    loops = [node for node in all_nodes(onnx.load(str(path)).graph) if node.op_type == "Loop"]
+    facts = []
+    for node in loops:
+        body = next((attribute.g for attribute in node.attribute if attribute.name == "body"), None)
+        if body is None:
+            continue
+        defined = ({value.name for value in body.input} | {tensor.name for tensor in body.initializer}
+                   | {name for inner in body.node for name in inner.output})
+        outer = sorted({name for inner in body.node for name in inner.input if name and name not in defined})
+        carried = len(node.input) - 2
+        scans = len(body.output) - 1 - carried
+        said = (f"its Loop node has {_counted(len(node.input), 'input')} (trip count, condition and "
+                f"{_counted(carried, 'loop-carried value')}) and {_counted(len(node.output), 'output')}, its body "
+                f"{_counted(len(body.input), 'input')} and {_counted(len(body.output), 'output')} (condition, "
+                f"{_counted(carried, 'carried value')}"
+                + (f", {_counted(scans, 'scan output')})" if scans > 0 else ")"))
+        if outer:
+            return (said + f"; the body also reads {_counted(len(outer), 'value')} of the enclosing "
+                    f"graph (`{outer[0]}`{', ...' if len(outer) > 1 else ''}), as ONNX allows a subgraph to")
+        facts.append(said)
+    return facts[0] if facts else ""
+
+
+def _counted(count: int, noun: str) -> str:
+    return f"{count} {noun}{'s' * (count != 1)}"

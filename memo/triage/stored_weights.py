@@ -15,6 +15,9 @@ from typing import Any
 STORED_WEIGHT_IMPORTERS: dict[str, str] = {"onnx2pytorch": "onnx2pytorch/convert/layer.py"}
 COMPUTED_WEIGHT = "computed_weight"  # the root-cause part: the operator whose weight is not stored
 
+# The input of an operator that holds its weights (the ONNX operators' specifications): a converter that builds a
+# module per node reads it as a stored tensor (onnx2pytorch's Conv and Gemm: t54's "Conv3d missing in_channels",
+# t55's "Unexpected number of parameters: 0" on a Gemm whose B a MultiHeadAttention computes)
 WEIGHT_INPUTS = {"Conv": (1, "W"), "ConvTranspose": (1, "W"), "Gemm": (1, "B")}
 
 

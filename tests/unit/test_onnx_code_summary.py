@@ -42,3 +42,28 @@ def test_helper_code_declines_a_subgraph_and_a_graph_over_its_node_limit_with_a_
              for i in range(MAX_HELPER_NODES + 1)]
     with pytest.raises(GraphNotWritable, match=f"over {MAX_HELPER_NODES} nodes"):
         onnx_graph_code(_save(tmp_path / "long.onnx", chain))
+
+
+def test_a_failing_loop_is_described_by_its_counts_and_the_values_its_body_captures(tmp_path: Path) -> None:
+    """t58's reader counted OpenVINO's "canonical inputs size (9)" out of a 95-node file: 8 body inputs and one value
+    the body reads from the enclosing graph."""
+    from onnx import TensorProto, helper
+
+    from memo.filing.onnx_code import loop_facts
+
+    scalar = [helper.make_tensor_value_info(name, TensorProto.FLOAT, [1]) for name in ("i", "c", "x")]
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["c"], ["c_out"]), helper.make_node("Add", ["x", "outer"], ["x_out"])],
+        "body", scalar, [helper.make_tensor_value_info(name, TensorProto.FLOAT, [1]) for name in ("c_out", "x_out")])
+    loop = helper.make_node("Loop", ["m", "cond", "x0"], ["x_final"], body=body)
+    graph = helper.make_graph([helper.make_node("Identity", ["x0"], ["outer"]), loop], "g",
+                              [helper.make_tensor_value_info(name, TensorProto.FLOAT, [1])
+                               for name in ("m", "cond", "x0")],
+                              [helper.make_tensor_value_info("x_final", TensorProto.FLOAT, [1])])
+    path = tmp_path / "loop.onnx"
+    onnx.save(helper.make_model(graph), path)
+    assert loop_facts(path, "Loop") == (
+        "its Loop node has 3 inputs (trip count, condition and 1 loop-carried value) and 1 output, its body 3 "
+        "inputs and 2 outputs (condition, 1 carried value); the body also reads 1 value of the enclosing graph "
+        "(`outer`), as ONNX allows a subgraph to")
+    assert loop_facts(path, "Conv") == ""
