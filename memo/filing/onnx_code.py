@@ -200,9 +200,16 @@ def loop_facts(path: Path, op: str) -> str:
                 f"{_counted(len(body.input), 'input')} and {_counted(len(body.output), 'output')} (condition, "
                 f"{_counted(carried, 'carried value')}"
                 + (f", {_counted(scans, 'scan output')})" if scans > 0 else ")"))
+        inputs = {value.name for value in body.input}
+        passed = sum(1 for value in body.output if value.name in inputs)
+        if passed:  # an output that is an input of the body itself, no node between (t58: 11 = 8 inputs + 3 of these)
+            said += (f"; {_counted(passed, 'body output')} {'is a body input' if passed == 1 else 'are body inputs'} "
+                     f"passed through unchanged (no node between)")
         if outer:
-            return (said + f"; the body also reads {_counted(len(outer), 'value')} of the enclosing "
-                    f"graph (`{outer[0]}`{', ...' if len(outer) > 1 else ''}), as ONNX allows a subgraph to")
+            said += (f"; the body also reads {_counted(len(outer), 'value')} of the enclosing graph "
+                     f"(`{outer[0]}`{', ...' if len(outer) > 1 else ''})")
+        if outer or passed:
+            return said + ", as ONNX allows"
         facts.append(said)
     return facts[0] if facts else ""
 

@@ -65,5 +65,25 @@ def test_a_failing_loop_is_described_by_its_counts_and_the_values_its_body_captu
     assert loop_facts(path, "Loop") == (
         "its Loop node has 3 inputs (trip count, condition and 1 loop-carried value) and 1 output, its body 3 "
         "inputs and 2 outputs (condition, 1 carried value); the body also reads 1 value of the enclosing graph "
-        "(`outer`), as ONNX allows a subgraph to")
+        "(`outer`), as ONNX allows")
     assert loop_facts(path, "Conv") == ""
+
+
+def test_a_loop_body_passing_an_input_through_says_so(tmp_path: Path) -> None:
+    """t58's reduced OpenVINO Loop: 3 of the body's outputs are its inputs, no node between (OpenVINO counted 11)."""
+    from onnx import TensorProto, helper
+
+    from memo.filing.onnx_code import loop_facts
+
+    value = [helper.make_tensor_value_info(name, TensorProto.FLOAT, [1]) for name in ("i", "c", "w")]
+    body = helper.make_graph([helper.make_node("Identity", ["c"], ["c_out"])], "body", value,
+                             [helper.make_tensor_value_info("c_out", TensorProto.FLOAT, [1]),
+                              helper.make_tensor_value_info("w", TensorProto.FLOAT, [1])])
+    graph = helper.make_graph([helper.make_node("Loop", ["m", "cond", "w0"], ["w_final"], body=body)], "g",
+                              [helper.make_tensor_value_info(name, TensorProto.FLOAT, [1])
+                               for name in ("m", "cond", "w0")],
+                              [helper.make_tensor_value_info("w_final", TensorProto.FLOAT, [1])])
+    path = tmp_path / "loop.onnx"
+    onnx.save(helper.make_model(graph), path)
+    assert loop_facts(path, "Loop").endswith(
+        "; 1 body output is a body input passed through unchanged (no node between), as ONNX allows")
