@@ -63,6 +63,7 @@ MODEL_FILE = "model.keras"
 INPUTS_FILE = "inputs.npz"
 IR_FILE = "ir.json"
 EXPECTED_FILE = "expected.npz"
+MINIMAL_DIR, MINIMAL_CHECK_FILE = "minimal", "check.json"  # the minimal script's check (memo.filing.check)
 NEWEST_FILE = "newest.json"  # the script rerun on the newest code (memo.triage.newest): the issue text quotes it
 
 

@@ -4,12 +4,10 @@ thread's Python stack ("Timeout (0:01:00)!") and exits the process with status 1
 showing. The limit is twice the campaign's timeout (at least a minute): the reference ran the model in seconds."""
 from __future__ import annotations
 
-import re
-
 from memo.filing.folder import BugFolder
+from memo.triage.hang_site import HANG_SYMPTOM, hang_site
 
 HANG = "hang"
-HANG_SYMPTOM = "Timeout (0"  # faulthandler's first line when the watchdog fires: "Timeout (0:01:00)!"
 MIN_LIMIT_S = 60.0
 
 
@@ -26,22 +24,6 @@ def watchdog_lines(folder: BugFolder) -> list[str]:
     return ["import faulthandler",
             f"faulthandler.dump_traceback_later({limit}, exit=True)  # still running after {limit} s: the hang "
             "(prints where, exits 1)"]
-
-
-_FRAME = re.compile(r'File "([^"]+)", line (\d+) in (\S+)')
-
-
-def hang_site(output: str) -> str:
-    """Where the watchdog found the script's thread (the one running ``<module>``; its innermost frame: faulthandler
-    prints the most recent call first), as ``function`` (path from the package on:line); "" where the output holds none."""
-    found = output.find(HANG_SYMPTOM)
-    threads = output[found:].split("\n\n") if found >= 0 else []
-    main = [block for block in threads if "in <module>" in block] or threads  # the script's own thread
-    frame = _FRAME.search(main[0]) if main else None
-    if frame is None:
-        return ""
-    path = frame.group(1).split("site-packages/")[-1]
-    return f"`{frame.group(3)}` ({path}:{frame.group(2)})"
 
 
 __all__ = ["HANG_SYMPTOM", "hang_limit_s", "hang_site", "watchdog_lines"]

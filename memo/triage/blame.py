@@ -22,6 +22,7 @@ from memo.kinds import TRAINING_KINDS, VerdictKind
 from memo.oracle import KERAS_FRONT_END
 from memo.store import BugRow, CampaignStore
 from memo.triage.dedup import variants
+from memo.triage.hang_site import hang_delegate
 from memo.triage.onnx_reference import blamed_library
 from memo.triage.rekey import folder_blame
 from memo.triage.signature import FailureDetails, computing_library, failure_details, keras_backends, \
@@ -50,6 +51,8 @@ def decide(bug: BugRow, merged: Sequence[BugRow], details: FailureDetails, opini
         delegated = (delegated_library(bug.library, details.message or "")
                      or inner_library(bug.library, details.exception or str(bug.parts.get("exception") or ""),
                                       list(bug.parts.get("frames") or [])))
+    if bug.kind == "hang":  # by where its checked script's watchdog stopped it (t59: inside OpenVINO's compiler)
+        delegated = hang_delegate(bug.library, Path(bug.bug_dir) if bug.bug_dir else None)
     if delegated:  # reported by one backend, failing inside the library under it
         library, reported_by = delegated, bug.library
     computing = computing_library(bug.library)

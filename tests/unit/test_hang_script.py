@@ -48,3 +48,19 @@ def test_the_watchdog_stops_a_call_holding_the_gil_and_exits_1(tmp_path: Path) -
                         "ctypes.PyDLL(None).sleep(30)"])  # PyDLL keeps the GIL
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=20)
     assert done.returncode == 1 and HANG_SYMPTOM in done.stderr
+
+
+def test_a_hang_stopped_inside_the_library_its_backend_delegates_to_is_that_librarys(tmp_path: Path) -> None:
+    """t59's reader: the keras-openvino hang stopped inside OpenVINO's compile_model, filed at keras-openvino."""
+    import json
+
+    from memo.triage.hang_site import hang_delegate
+
+    (tmp_path / "minimal").mkdir()
+    (tmp_path / "minimal" / "check.json").write_text(json.dumps({"output": DUMP}))
+    assert hang_delegate("keras-openvino", tmp_path) == "openvino"
+    assert hang_delegate("keras-tensorflow", tmp_path) is None  # a backend delegating to none
+    own = DUMP.replace("site-packages/openvino/_ov_api.py", "site-packages/keras/src/ops/core.py")
+    (tmp_path / "minimal" / "check.json").write_text(json.dumps({"output": own}))
+    assert hang_delegate("keras-openvino", tmp_path) is None  # stopped in Keras's own code
+    assert hang_delegate("keras-openvino", tmp_path / "none") is None and hang_delegate("keras-openvino", None) is None
