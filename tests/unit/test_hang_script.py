@@ -37,6 +37,7 @@ def test_the_watchdog_names_the_frame_of_the_scripts_own_thread() -> None:
 def test_a_hang_gets_a_watchdog_of_twice_its_timeout_and_other_bugs_none(tmp_path: Path) -> None:
     hang = _folder(tmp_path, "hang", 45.0)
     assert hang_limit_s(hang) == 90 and hang_limit_s(_folder(tmp_path, "hang", 10.0)) == 60
+    assert hang_limit_s(_folder(tmp_path, "hang", 300.0)) == 90  # within the check's 120 s
     assert watchdog_lines(hang)[1].startswith("faulthandler.dump_traceback_later(90, exit=True)")
     assert watchdog_lines(_folder(tmp_path, "crash", 45.0)) == []
 
