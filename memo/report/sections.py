@@ -94,14 +94,14 @@ def _reduced(entry: BugEntry) -> bool:
 
 def id_note(entry: BugEntry) -> str:
     """Why the entry's id names another library than the one it is filed against ("" where it does not): an id is
-    made when the finding is first seen, from the backend that differed from the reference; blame comes later (a
-    float64 truth blaming the reference). t56's reader took the id's keras-torch for the entry's library."""
+    made when the finding is first seen, from the backend that showed it; blame comes later (a float64 truth blaming
+    the reference, a crash inside the library a backend delegates to). t56's reader took the id's keras-torch for
+    the entry's library."""
     named = entry["id"].removeprefix(f"{entry['kind']}-").rsplit("-", 1)[0]
     library = entry["library"]
     if not named or named == library:
         return ""
-    return (f"the id names {named}, the library that differed from the reference when memo first saw it; the entry "
-            f"is {library}'s")
+    return f"the id names {named}, the library memo first saw it in; the entry is {library}'s"
 
 
 def model_heading(entry: BugEntry) -> str:
