@@ -17,7 +17,7 @@ from pathlib import Path
 
 from memo.backends.onnx_validity import INVALID_ONNX
 from memo.bugdb.recheck import run_script
-from memo.bug_files import MINIMAL_CHECK_FILE, MINIMAL_DIR as BUG_MINIMAL_DIR
+from memo.bug_files import MINIMAL_CHECK_FILE as CHECK_FILE, MINIMAL_DIR
 from memo.filing.hang import HANG
 from memo.triage.hang_site import HANG_SYMPTOM
 from memo.filing.folder import BUG_FILE, IR_FILE, ONNX_FILE, BugFolder
@@ -33,7 +33,6 @@ from memo.triage.second_engine import probe_second_engine
 from memo.triage.passes import SCRIPT_CHECK_S
 
 GENERATOR = "memo-minimal/4"  # changes when the scripts memo writes change: older checks are then redone
-MINIMAL_DIR, CHECK_FILE = BUG_MINIMAL_DIR, MINIMAL_CHECK_FILE
 CHECK_TIMEOUT_S = 120.0
 REFERENCE_TIMEOUT_S, REFERENCE_MIN_S = 30.0, 5.0  # ONNX's reference evaluator on a reduced file takes seconds
 OUTPUT_TAIL = 3000

@@ -5,7 +5,6 @@ showing. The limit is twice the campaign's timeout (one to one and a half minute
 from __future__ import annotations
 
 from memo.filing.folder import BugFolder
-from memo.triage.hang_site import HANG_SYMPTOM, hang_site
 
 HANG = "hang"
 MIN_LIMIT_S = 60.0
@@ -27,4 +26,4 @@ def watchdog_lines(folder: BugFolder) -> list[str]:
             "(prints where, exits 1)"]
 
 
-__all__ = ["HANG_SYMPTOM", "hang_limit_s", "hang_site", "watchdog_lines"]
+__all__ = ["HANG", "hang_limit_s", "watchdog_lines"]

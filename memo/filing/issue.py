@@ -25,7 +25,8 @@ from memo.filing.observed import ERROR_LINES, actual, error_excerpt, message_hea
 from memo.filing.folder import ONNX_FILE, REPRO_FILE, BugFolder
 from memo.backends.training_remat import remat_scope
 from memo.filing.export_text import torchscript_note, traced_ones_note
-from memo.filing.hang import hang_limit_s, hang_site
+from memo.filing.hang import hang_limit_s
+from memo.triage.hang_site import hang_site
 from memo.triage.second_engine import second_engine_text
 from memo.filing.training_text import (LIBRARY_NAMES, TORCH_SCALARS, assigned_text, finished_by, low_precision_note,
                                        remat_note, rounded_decays_note, weightless_note)

@@ -190,8 +190,9 @@ def loop_facts(path: Path, op: str) -> str:
         body = next((attribute.g for attribute in node.attribute if attribute.name == "body"), None)
         if body is None:
             continue
-        defined = ({value.name for value in body.input} | {tensor.name for tensor in body.initializer}
-                   | {name for inner in body.node for name in inner.output})
+        inputs = {value.name for value in body.input}
+        defined = inputs | {tensor.name for tensor in body.initializer} | {name for inner in body.node
+                                                                         for name in inner.output}
         outer = sorted({name for inner in body.node for name in inner.input if name and name not in defined})
         carried = len(node.input) - 2
         scans = len(body.output) - 1 - carried
@@ -200,7 +201,6 @@ def loop_facts(path: Path, op: str) -> str:
                 f"{_counted(len(body.input), 'input')} and {_counted(len(body.output), 'output')} (condition, "
                 f"{_counted(carried, 'carried value')}"
                 + (f", {_counted(scans, 'scan output')})" if scans > 0 else ")"))
-        inputs = {value.name for value in body.input}
         passed = sum(1 for value in body.output if value.name in inputs)
         if passed:  # an output that is an input of the body itself, no node between (t58: 11 = 8 inputs + 3 of these)
             said += (f"; {_counted(passed, 'body output')} {'is a body input' if passed == 1 else 'are body inputs'} "

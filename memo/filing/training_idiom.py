@@ -137,7 +137,7 @@ def training_lines(library: str, stage: str, kind: str,
         return imports, ["outputs = model(x, training=False)"], "out"
     # a crash in the forward pass as the worker met it: Keras on JAX's forward and gradients are one jitted
     # value_and_grad program (t52: JAX's UnexpectedTracerError under keras.RematScope showed only when differentiated)
-    if stage == "gradients" or (kind == VerdictKind.TRAINING_CRASH.value and stage in ("forward", "loss", "state")):
+    if stage == "gradients" or (crash and stage in ("forward", "loss", "state")):
         return imports, [*LOSS_LINES, *_GRADIENTS[backend]], "grad"
     if stage in (*_OPTIMIZERS, OPTIMIZER_STAGE):
         lines, prefix = _optimizer_lines(stage, optimizer)

@@ -27,8 +27,11 @@ def computed_weight(path: Path, op: str) -> str:
     graph, not a stored initializer"); "" where every such node's weight is stored, or ``op`` holds none."""
     import onnx
 
-    if op not in WEIGHT_INPUTS:
-        return ""
+    return _computed_in(onnx.load(str(path)).graph, op) if op in WEIGHT_INPUTS else ""
+
+
+def _computed_in(graph: Any, op: str) -> str:
+    """:func:`computed_weight` in a loaded ``graph`` (its subgraphs included)."""
     index, role = WEIGHT_INPUTS[op]
 
     def find(graph: Any) -> str:
@@ -44,7 +47,7 @@ def computed_weight(path: Path, op: str) -> str:
                      for sub in ([attribute.g] if attribute.HasField("g") else list(attribute.graphs))
                      if (found := find(sub))), "")
 
-    return find(onnx.load(str(path)).graph)
+    return find(graph)
 
 
 def stored_weight_parts(library: str, frames: list[str], path: Path | None) -> dict[str, str]:
@@ -62,8 +65,11 @@ def first_computed_weight(path: Path | None) -> str | None:
     readable file)."""
     if path is None or not path.is_file():
         return None
+    import onnx
+
     try:
-        return next((op for op in WEIGHT_INPUTS if computed_weight(path, op)), None)
+        graph = onnx.load(str(path)).graph  # once for every operator
+        return next((op for op in WEIGHT_INPUTS if _computed_in(graph, op)), None)
     except Exception:  # noqa: BLE001  (an unreadable file: no part)
         return None
 

@@ -6,7 +6,8 @@ import sys
 from pathlib import Path
 
 from memo.filing.folder import BugFolder
-from memo.filing.hang import HANG_SYMPTOM, hang_limit_s, hang_site, watchdog_lines
+from memo.filing.hang import hang_limit_s, watchdog_lines
+from memo.triage.hang_site import HANG_SYMPTOM, hang_site
 
 # faulthandler's dump when t58's keras-openvino hang met the watchdog (paths shortened as the check keeps them)
 DUMP = """keras 3.15.1 openvino 2026.4.1
