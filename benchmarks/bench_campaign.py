@@ -1,7 +1,7 @@
 """A timed campaign: mutants executed, coverage over time, findings, memory of the whole process tree, disk.
 
     .venv/bin/python benchmarks/bench_campaign.py --minutes 30 [--jobs N] [--backends a,b] [--seed S]
-    .venv/bin/python benchmarks/bench_campaign.py --minutes 8 --compare-train-share 0.2
+    .venv/bin/python benchmarks/bench_campaign.py --minutes 8 --compare-train-share 0.2 [--train-budget 0.25]
 
 Runs ``memo fuzz`` as a child process (JSON-lines progress), samples the RSS of memo and all its worker
 processes every few seconds, then prints a Markdown table ready for docs/benchmarks.md, with the disk the
@@ -97,6 +97,7 @@ def main() -> int:
     parser.add_argument("--sample-every", type=float, default=5.0, help="seconds between RSS and CPU samples")
     parser.add_argument("--max-disk", help="memo fuzz --max-disk (default: memo's)")
     parser.add_argument("--train-share", help="memo fuzz --train-share (default: memo's)")
+    parser.add_argument("--train-budget", help="memo fuzz --train-budget (default: memo's)")
     parser.add_argument("--compare-train-share", metavar="F",
                         help="two campaigns, --train-share F then 0, and the ratio of models executed per hour")
     args = parser.parse_args()
@@ -125,6 +126,8 @@ def campaign(args: argparse.Namespace, train_share: str | None) -> float:
         cmd += ["--max-disk", args.max_disk]
     if train_share is not None:
         cmd += ["--train-share", train_share]
+    if args.train_budget:
+        cmd += ["--train-budget", args.train_budget]
     proc = subprocess.Popen(cmd, cwd=workdir, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
                             env={**os.environ, "PYTHONPATH": str(REPO)})
     rss: list[tuple[float, float]] = []
