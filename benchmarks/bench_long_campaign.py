@@ -38,6 +38,7 @@ sys.path.insert(0, str(REPO))
 from memo.campaign.slot import split_budget  # noqa: E402
 from memo.diskspace import format_size, tree_bytes  # noqa: E402
 from memo.report.charts import line_chart  # noqa: E402
+from memo.triage.turns import SPENT_META  # noqa: E402
 from memo.store import CampaignStore  # noqa: E402
 from memo.triage import pending_bugs, pending_localizations  # noqa: E402
 
@@ -149,6 +150,19 @@ def store_figures(campaign: Path) -> dict[str, int]:
     except (sqlite3.Error, OSError) as error:
         print(f"sample: store not readable now ({error})", file=sys.stderr)
     return figures
+
+
+def triage_spent(campaign: Path) -> str:
+    """Where the campaign's triage time went: units and wall seconds per kind (the store's ``triage_spent``)."""
+    if not (campaign / "campaign.sqlite").exists():
+        return "no store"
+    with CampaignStore(campaign) as store:
+        spent = store.get_meta(SPENT_META)
+    if not isinstance(spent, dict) or not spent:
+        return "nothing recorded"
+    ordered = sorted(spent.items(), key=lambda item: -float(item[1].get("seconds", 0)))
+    return ", ".join(f"{kind} {int(entry.get('units', 0))} units {float(entry.get('seconds', 0)):.0f} s"
+                     for kind, entry in ordered)
 
 
 def take_sample(pid: int, began: float, name: str, cpu: CpuTracker) -> Sample:
@@ -304,6 +318,7 @@ def main() -> int:
           f"{format_size(psutil.virtual_memory().total)})")
     print(f"command: {' '.join(sys.argv)}")
     print("\n".join(summary(samples, args.minutes, exit_code, wall)))
+    print(f"- triage's time (units, wall seconds; background and final passes): {triage_spent(REPO / 'campaigns' / args.name)}")
     print(f"- samples: {out} ({len(samples)}); picture: {args.svg}")
     return 0 if exit_code in (0, None) else 1
 

@@ -191,6 +191,11 @@ BACKEND_ENV: dict[str, dict[str, str]] = {
     "jax": {"XLA_FLAGS": "--xla_backend_optimization_level=0"},
     "tensorflow": {"TF_ENABLE_ONEDNN_OPTS": "1"},
 }
+# What a minimal script's comment says of each (t60's reader asked why the script sets XLA_FLAGS).
+ENV_REASONS: dict[str, str] = {
+    "XLA_FLAGS": "XLA_FLAGS: machine code at -O0, every HLO pass kept, as memo's workers compile",
+    "TF_ENABLE_ONEDNN_OPTS": "oneDNN's CPU kernels, which TensorFlow picks by itself only on AVX-512/AMX CPUs",
+}
 
 
 # Failures of a Keras backend that belong to the library under it. OpenVINO's exceptions name their C++ source:

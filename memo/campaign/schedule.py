@@ -19,6 +19,7 @@ from memo.triage import (MIN_STEP_S, TriageService, TriageSummary, pending_bugs,
                          triage_campaign)
 from memo.triage.blame import decide_all
 from memo.triage.dedup import update_bugs
+from memo.triage.turns import FINAL_SCRIPTS, IDLE_SCRIPT, SPENT_META, add_spent
 
 PROGRESS_EVERY_S = 0.5
 HISTORY_EVERY_S = 10.0
@@ -85,7 +86,13 @@ class TriageSchedule:
         file) by ``deadline``; whether one was checked. Called from the triage thread."""
         with CampaignStore(self.directory) as store:
             todos = scripts_to_check(store)
-        return bool(todos) and check_one(todos[0], deadline) is not None
+        if not todos:
+            return False
+        started = time.monotonic()
+        checked = check_one(todos[0], deadline) is not None
+        with CampaignStore(self.directory) as store:  # where triage's time went (bench_long_campaign.py)
+            store.set_meta(SPENT_META, add_spent(store.get_meta(SPENT_META), IDLE_SCRIPT, time.monotonic() - started))
+        return checked
 
     def stop(self, timeout_s: float | None) -> bool:
         """Stop the background triage (``None``: let it finish its unit of work, however long); whether it is
@@ -139,6 +146,8 @@ class TriageSchedule:
                 if not summary.worked and summary.seconds < min(FINAL_SLICE_S, left) - 1:
                     break  # nothing left that this pass could do
             self.final_checks = done = first.then(run_checks(scripts_to_check(self.store), until))
+            self.store.set_meta(SPENT_META, add_spent(self.store.get_meta(SPENT_META), FINAL_SCRIPTS, done.seconds,
+                                                      done.checked))
             newest_by_minimal(self.store, until)  # a repro.py the newest code could not run: the issue's script
             if done.checked or done.left:
                 self.reporter.finding({"mutant_id": "-", "kind": "triage", "backend": "memo", "stage": "final",

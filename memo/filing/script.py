@@ -24,6 +24,7 @@ from memo.backends.spec import KERAS_FRONT_END
 from memo.filing.folder import EXPECTED_FILE, INPUTS_FILE, KERAS_FILE, ONNX_FILE, BugFolder
 from memo.filing.hang import watchdog_lines
 from memo.backends.idioms import KERAS, Idiom
+from memo.backends.keras_common import ENV_REASONS
 from memo.backends.training_optimizers import recorded_optimizer
 from memo.filing.keras_code import keras_model_code
 from memo.filing.onnx_code import WEIGHTS_FILE, GraphNotWritable, onnx_file_inputs, onnx_graph_code
@@ -31,7 +32,7 @@ from memo.filing.pycode import literal, used_imports
 from memo.backends.failure_cause import unfiltered_lines
 from memo.filing.torch_onnx_code import SOURCE as TORCH_ONLY, torch_only_scripts
 from memo.filing.training_idiom import (NoTrainingIdiom, check_lines, remat_control, remat_control_lines, remat_lines,
-                                       training_lines)
+                                       training_lines, update_schedule)
 from memo.kinds import TRAINING_KINDS
 from memo.npz_arrays import portable
 from memo.triage.onnx_reference import EVALUATED, ONNX_REFERENCE_ARRAYS, SHAPE_ORIGIN_KEY
@@ -91,7 +92,9 @@ def _read_npz(path: Path | None) -> dict[str, np.ndarray]:
 def _env_lines(library: str) -> list[str]:
     spec = find_spec(library)
     env = {k: v for k, v in (spec.env if spec else {}).items() if k not in THREAD_VARIABLES}
-    return ["import os", f"os.environ.update({literal(env)})"] if env else []
+    reasons = [ENV_REASONS[key] for key in env if key in ENV_REASONS]
+    return ["import os", *([f"# {'; '.join(reasons)}"] if reasons else []), f"os.environ.update({literal(env)})"] \
+        if env else []
 
 
 def idiom_for(library: str) -> Idiom | None:
@@ -424,7 +427,8 @@ def _training_candidate(folder: BugFolder) -> Candidate:
         raise NoMinimalScript("inputs.npz does not hold the model's inputs")
     arrays = [inputs[name] for name in part.inputs]
     mode = remat_control(folder.kind, stage, folder.info.get("training"))
-    checked = check_lines(folder.kind, prefix, folder.reference, computed=mode is not None)
+    checked = check_lines(folder.kind, prefix, folder.reference, computed=mode is not None,
+                          update=update_schedule(stage, recorded_optimizer(folder.info.get("training"))))
     built = remat_lines(part.lines, folder.info.get("training"))
     if mode:  # the same backend without RematScope is the expectation
         built, call = remat_control_lines(part.lines, call, mode, folder.library)

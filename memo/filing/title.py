@@ -22,6 +22,8 @@ from memo.triage.failing_node import culprit_operator
 from memo.backends.training_remat import recorded_remat
 from memo.triage.training_signature import ANY_MIXED, BASE_LAYER_SETTINGS, MIXED
 from memo.triage.onnx_reference import SHAPE_ORIGIN_KEY
+from memo.triage.bug_reduction import changed_settings
+from memo.bug_files import Reduction
 
 # ONNX operators a converter writes around every layer (layouts, shapes, dtypes): never what a title names.
 LAYOUT_OPERATORS = frozenset({"Transpose", "Reshape", "Cast", "Shape", "Gather", "Concat", "Slice", "Unsqueeze",
@@ -59,10 +61,29 @@ def layer_name(layer: Layer) -> str:
     return f"{layer.class_name}({wrapped})" if wrapped else layer.class_name
 
 
+NAMED_SETTINGS = ("activation", "recurrent_activation")
+"""A layer's settings a finished reduction kept that a title names with its class: a function fused into the layer,
+which converters and engines lower to an operator of its own (t60: tf2onnx crashed on a DepthwiseConv2D's
+``activation='hard_sigmoid'``; the layer converts without it, a Conv2D with it fails the same way)."""
+
+
+def needed_settings(bug: BugFolder, layer: Layer) -> str:
+    """``(activation='hard_sigmoid')`` for a :data:`NAMED_SETTINGS` setting ``layer`` keeps off its default after a
+    reduction that tried every default (its status DONE): the bug needs it; "" otherwise (a wrapper: its class;
+    ``linear``, the identity, which some constructors default to None)."""
+    if Reduction.of(bug.info.get("reduction")) is not Reduction.DONE or isinstance(layer.config.get("layer"), dict):
+        return ""
+    changed = changed_settings(layer.class_name, layer.config)
+    kept = [f"{key}={layer.config[key]!r}" for key in NAMED_SETTINGS
+            if key in changed and isinstance(layer.config.get(key), str) and layer.config[key] != "linear"]
+    return f"({', '.join(kept)})" if kept else ""
+
+
 def layer_classes(bug: BugFolder) -> list[str]:
-    """The reduced model's layers as a title names them (:func:`layer_name`)."""
+    """The reduced model's layers as a title names them (:func:`layer_name`, and the settings the bug needs:
+    :func:`needed_settings`)."""
     ir = bug.ir()
-    return list(dict.fromkeys(layer_name(layer) for layer in ir.body)) if ir else []
+    return list(dict.fromkeys(layer_name(layer) + needed_settings(bug, layer) for layer in ir.body)) if ir else []
 
 
 LAYOUT_LAYERS = frozenset({"Reshape", "Flatten", "Permute"})
@@ -85,7 +106,7 @@ def wrong_together(bug: BugFolder) -> list[str]:
 def _classes_of(name: str) -> tuple[str, ...]:
     """The classes a title's layer name stands for: ``SpectralNormalization(Dense)`` -> both."""
     outer, _, inner = name.partition("(")
-    return (outer, inner.rstrip(")")) if inner else (outer,)
+    return (outer, inner.rstrip(")")) if inner and "=" not in inner else (outer,)  # settings are not a class
 
 
 def engine_operator(folder: BugFolder, checked: MinimalScript | None) -> str | None:

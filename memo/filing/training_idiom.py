@@ -149,11 +149,36 @@ def training_lines(library: str, stage: str, kind: str,
     return imports, [*forward, "actual = [keras.ops.convert_to_numpy(y) for y in keras.tree.flatten(outputs)]"], "out"
 
 
-def check_lines(kind: str, prefix: str, reference: str, computed: bool = False) -> list[str]:
+def update_schedule(stage: str, optimizer: str | None = None) -> tuple[int, float] | None:
+    """(steps, learning rate) of an optimizer stage's update (None: not an optimizer stage, or none memo knows)."""
+    if stage not in (*_OPTIMIZERS, OPTIMIZER_STAGE):
+        return None
+    try:
+        _, _, steps, rate = _optimizer_of(stage, optimizer)
+    except NoTrainingIdiom:
+        return None
+    return steps, rate
+
+
+# An update's tolerance in its variable's own precision, as memo's judge has it (memo.training.judge.thresholds_for):
+# at least 8 eps of the dtype, and the rounding of the weight to it at every step, 8 eps * steps * max |w| / lr.
+# t60's reader: Adam on float16 + float32 variables, judged on the float32 kernel, failed the script on the float16
+# kernel, one float16 rounding off, so the issue quoted float16 noise instead of the bug.
+_UPDATE_TOLERANCE = (
+    "    dtype = keras.backend.standardize_dtype(model.trainable_variables[i].dtype)",
+    "    precision = 8 * {'float16': 2.0**-10, 'bfloat16': 2.0**-7, 'float64': 2.0**-52}.get(dtype, 2.0**-23)",
+    "    rounding = precision * STEPS * np.abs(before[i]).max() / RATE  # the weight rounded to its dtype per step",
+    "    np.testing.assert_allclose(got, want, rtol=max(1e-3, precision), "
+    "atol=max(1e-3 * max(1, np.abs(want).mean()), precision, rounding))")
+
+
+def check_lines(kind: str, prefix: str, reference: str, computed: bool = False,
+                update: tuple[int, float] | None = None) -> list[str]:
     """The comparison of ``actual`` with the reference's arrays (a crash: none, the call raised or it did not; a
     non-finite update: none either, finite weights stepped by finite gradients must stay finite, whatever the
     reference computed, which may be the same NaN); ``computed``: with the list ``expected`` the script computes
-    (:func:`remat_control_lines`), not the attached expected.npz."""
+    (:func:`remat_control_lines`), not the attached expected.npz; ``update``: an optimizer stage's (steps, learning
+    rate), each variable then judged in its own dtype (:data:`_UPDATE_TOLERANCE`)."""
     if kind == VerdictKind.TRAINING_CRASH.value:
         return ['print("no error: the bug does not reproduce")']
     if kind == VerdictKind.TRAINING_NAN.value and prefix in UPDATE_PREFIXES.values():
@@ -166,10 +191,12 @@ def check_lines(kind: str, prefix: str, reference: str, computed: bool = False) 
     compared = ["for i, (got, want) in enumerate(zip(actual, expected)):"] if computed else [
         f"expected = np.load('expected.npz')  # what {reference or 'the reference'} computes",
         "for i, got in enumerate(actual):", f"    want = expected[{key}]"]
+    compare = [line.replace("STEPS", str(update[0])).replace("RATE", repr(update[1])) for line in _UPDATE_TOLERANCE] \
+        if update and not finite \
+        else ["    np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-3 * max(1, np.abs(want).mean()))"]
     return [*compared,
             '    print(i, "max |actual - expected|:", np.abs(got - want).max(), "expected magnitude:", '
-            "np.abs(want).mean())", *finite,
-            "    np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-3 * max(1, np.abs(want).mean()))"]
+            "np.abs(want).mean())", *finite, *compare]
 
 
 # What a title calls the array a training stage computes (``{name}``: the weight path or ``input N``)

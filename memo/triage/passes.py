@@ -40,7 +40,7 @@ from memo.triage.reduce_order import reduce_again
 from memo.triage.pending import pending_bugs, pending_localizations, unchecked_scripts
 from memo.triage.rerun import rerun_script
 from memo.triage.session import Session, TriageSummary
-from memo.triage.turns import TURN_META, TurnClock
+from memo.triage.turns import SPENT_META, TURN_META, TurnClock, add_spent
 from memo.kinds import NUMERIC_KINDS, TRAINING_KINDS
 from memo.triage.signature import FailureDetails, failure_details
 from memo.backends.executor import Executor
@@ -298,8 +298,10 @@ class _Units:
             started = time.monotonic()
             done = units[kind]()
             if done is not None:
-                clock.ran(kind, time.monotonic() - started, idle, self.waiting.get(kind, 0))
+                took = time.monotonic() - started
+                clock.ran(kind, took, idle, self.waiting.get(kind, 0))
                 self.store.set_meta(TURN_META, clock.as_meta())
+                self.store.set_meta(SPENT_META, add_spent(self.store.get_meta(SPENT_META), kind, took))
                 return done
             idle.append(kind)
         return False

@@ -22,6 +22,13 @@ UNIT_KINDS = ("bug", "newest", "localization", "truth", "script")
 """The kinds of unit of a pass; on equal time, the earlier goes first."""
 TURN_META = "triage_time"
 """The store's meta key holding each kind's triage seconds (relative: the least is 0)."""
+SPENT_META = "triage_spent"
+"""The store's meta key holding, per kind of unit (and ``idle script`` for the checks between background passes),
+the units done and their wall seconds, absolute and cumulative: where triage's time went (bench_long_campaign.py)."""
+IDLE_SCRIPT = "idle script"
+"""The :data:`SPENT_META` entry of the minimal-script checks the background triage does between its passes."""
+FINAL_SCRIPTS = "final scripts"
+"""The :data:`SPENT_META` entry of the final pass's minimal-script checks."""
 MIN_CHARGE_S = 1.0
 """The least a unit is charged: one that returns at once (a bug adopted from the database) still takes a turn."""
 WAITING_PER_SHARE: dict[str, int] = {"bug": 4, "localization": 8}
@@ -58,6 +65,17 @@ class TurnClock:
     def as_meta(self) -> dict[str, float]:
         """What the store keeps under :data:`TURN_META`."""
         return dict(self.spent)
+
+
+def add_spent(spent: object, kind: str, seconds: float, units: int = 1) -> dict[str, dict[str, float]]:
+    """``spent`` (the store's :data:`SPENT_META`, or nothing yet) with ``units`` more of ``kind`` that took
+    ``seconds`` in all."""
+    known = {name: dict(value) for name, value in spent.items() if isinstance(value, Mapping)} \
+        if isinstance(spent, Mapping) else {}
+    entry = known.setdefault(kind, {"units": 0, "seconds": 0.0})
+    entry["units"] = int(entry.get("units", 0)) + units
+    entry["seconds"] = round(_seconds(entry.get("seconds")) + max(0.0, seconds), 3)
+    return known
 
 
 def _seconds(value: object) -> float:

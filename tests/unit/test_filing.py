@@ -182,3 +182,12 @@ def test_a_bug_of_keras_front_end_gets_its_script_on_the_reference_backend(tmp_p
 
     folder = BugFolder(tmp_path, {"id": "crash-keras-x", "kind": "crash", "library": "keras"}, None)
     assert script_library(folder) == REFERENCE and idiom_for(script_library(folder)) is not None
+
+
+def test_a_minimal_script_says_why_it_sets_its_backends_environment() -> None:
+    """t60's reader: a Keras-on-JAX script set XLA_FLAGS without a word on why (the NaN shows without it too)."""
+    from memo.filing.script import _env_lines
+
+    jax = _env_lines("keras-jax")
+    assert jax[1].startswith("# XLA_FLAGS: machine code at -O0") and "XLA_FLAGS" in jax[2]
+    assert "oneDNN" in _env_lines("keras-tensorflow")[1]

@@ -310,3 +310,22 @@ def test_an_entry_whose_id_names_another_library_says_why() -> None:
              "library": "keras-tensorflow"}
     assert id_note(moved) == "the id names keras-torch, the library memo first saw it in; the entry is keras-tensorflow's"
     assert id_note({"id": "crash-tf2onnx-opset11-af6e7cbe75", "kind": "crash", "library": "tf2onnx-opset11"}) == ""
+
+
+def test_a_fused_activation_the_bug_needs_is_named_with_its_layer(tmp_path: Path) -> None:
+    """t60's reader: tf2onnx's crash titled "DepthwiseConv2D" was its ``activation='hard_sigmoid'`` (the layer
+    converts without it). A finished reduction tried every default, so a setting it kept is one the bug needs; an
+    unfinished one may have kept it for want of time, and a default activation says nothing."""
+    from memo.filing.title import layer_classes
+
+    def classes(status: str, activation: str) -> list[str]:
+        ir = ModelIR([Layer("x", "InputLayer", {"batch_shape": [None, 8, 8, 3], "dtype": "float32"}),
+                      Layer("dw", "DepthwiseConv2D", {"kernel_size": [3, 3], "activation": activation}, ["x"])],
+                     ["dw"], "m")
+        case = tmp_path / f"{status}-{activation}"
+        case.mkdir()
+        return layer_classes(_folder(case, KERAS_CRASH, ir, reduction={"status": status}))
+
+    assert classes("done", "hard_sigmoid") == ["DepthwiseConv2D(activation='hard_sigmoid')"]
+    assert classes("timeout", "hard_sigmoid") == ["DepthwiseConv2D"]
+    assert classes("done", "linear") == ["DepthwiseConv2D"]

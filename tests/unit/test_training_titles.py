@@ -241,3 +241,37 @@ def test_a_weight_assigned_in_call_is_titled_by_its_own_name_in_whole_words(tmp_
         "training": {"name": "conv2d_transpose/kernel", "figures": {"max_abs_diff": 2.8}}}))
     said = title(BugFolder.read(tmp_path), MinimalScript(reason="not checked"))
     assert said == "[keras] SpectralNormalization(Conv2DTranspose) assigns kernel in call(): gradient of kernel differs"
+
+
+def test_an_update_script_judges_each_variable_in_its_own_dtype() -> None:
+    """t60's reader: Adam on float16 + float32 variables, judged on the float32 kernel (0.0355 off), failed its
+    script on the float16 kernel, one float16 rounding off (0.00488), so the issue quoted float16 noise."""
+    from types import SimpleNamespace
+
+    import numpy as np
+    import pytest
+
+    from memo.filing.training_idiom import check_lines, update_schedule
+
+    assert update_schedule("adam") is not None and update_schedule("gradients") is None
+    steps, rate = update_schedule("adam")
+    lines = check_lines("training-inconsistency", "adam", "keras-tensorflow", update=(steps, rate))
+    lines = [line for line in lines if "np.load('expected.npz')" not in line]  # the arrays come from the test
+    keras = SimpleNamespace(backend=SimpleNamespace(standardize_dtype=str))
+
+    def run(dtypes: list[str], off: list[float]) -> None:
+        want = [np.full((4, 3), 0.8) for _ in dtypes]
+        namespace = {"np": np, "keras": keras, "expected": {f"adam_{i}": w for i, w in enumerate(want)},
+                     "actual": [w + delta for w, delta in zip(want, off)],
+                     "before": [np.full((4, 3), 1.0) for _ in dtypes],
+                     "model": SimpleNamespace(trainable_variables=[SimpleNamespace(dtype=d) for d in dtypes])}
+        exec("\n".join(lines), namespace)
+
+    run(["float16", "float32"], [0.00488, 0.0])  # one float16 rounding: within the float16 variable's precision
+    with pytest.raises(AssertionError):
+        run(["float16", "float32"], [0.00488, 0.0355])  # the float32 kernel's difference is the bug
+    with pytest.raises(AssertionError):
+        run(["float32"], [0.00488])  # the same difference on a float32 variable is not its rounding
+    # a non-finite update keeps its own check; without a schedule the plain tolerance
+    assert not any("precision" in line for line in check_lines("training-nan", "adam", "x", update=(steps, rate)))
+    assert not any("precision" in line for line in check_lines("training-inconsistency", "adam", "x"))

@@ -122,7 +122,7 @@ def test_a_backlog_of_bugs_takes_a_larger_share_until_it_is_down_again() -> None
 
 
 def test_a_pass_charges_the_time_of_its_units_to_their_kind(tmp_path: Path) -> None:
-    from memo.triage.turns import TURN_META
+    from memo.triage.turns import SPENT_META, TURN_META
 
     ir = model("Dense", "ReLU")
     with make_campaign(tmp_path / "campaigns" / "c") as store:
@@ -133,3 +133,17 @@ def test_a_pass_charges_the_time_of_its_units_to_their_kind(tmp_path: Path) -> N
         spent = store.get_meta(TURN_META)
         # only the bug's unit had work: it ran although its kind had the most time, and the idle kinds caught up
         assert spent["bug"] > max(value for kind, value in spent.items() if kind != "bug")
+        # where the time went, absolute and cumulative: only bug units so far
+        recorded = store.get_meta(SPENT_META)
+        assert list(recorded) == ["bug"] and recorded["bug"]["units"] >= 1 and recorded["bug"]["seconds"] >= 0
+
+
+def test_triage_time_spent_adds_up_per_kind() -> None:
+    from memo.triage.turns import add_spent
+
+    spent = add_spent(None, "bug", 60.0)
+    spent = add_spent(spent, "bug", 30.5)
+    spent = add_spent(spent, "final scripts", 47.0, units=8)
+    assert spent == {"bug": {"units": 2, "seconds": 90.5}, "final scripts": {"units": 8, "seconds": 47.0}}
+    assert add_spent({"bug": "junk", "x": {"units": 1, "seconds": -4}}, "x", -1.0) == {"x": {"units": 2,
+                                                                                             "seconds": 0.0}}
