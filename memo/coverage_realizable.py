@@ -35,6 +35,9 @@ IDENTITY_LAYERS: Mapping[str, str] = MappingProxyType({
                      "RandomSharpness", "RandomTranslation", "RandomZoom"), _AUGMENT),
 })
 
+AUGMENTATION_LAYERS: frozenset[str] = frozenset(name for name, why in IDENTITY_LAYERS.items() if why == _AUGMENT)
+"""Keras's random image augmentation layers: their ``call`` defaults to ``training=True``."""
+
 # Parameters named ``*_initializer``, ``*_regularizer`` (activity_regularizer included), ``*_constraint``.
 INERT_SUFFIXES: tuple[str, ...] = ("_initializer", "_regularizer", "_constraint")
 

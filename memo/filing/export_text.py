@@ -5,6 +5,7 @@ range (t54: ``Embedding(input_dim=1)``, IndexError "index out of range in self";
 from the text). Pure: reads a bug's folder only."""
 from __future__ import annotations
 
+from memo.coverage_realizable import AUGMENTATION_LAYERS
 from memo.filing.folder import BugFolder
 
 EXPORT_LIBRARY = "keras-export"
@@ -44,4 +45,23 @@ def torchscript_note(bug: BugFolder) -> str:
             "shapes. The failure arises in what Keras gives that exporter to trace.")
 
 
-__all__ = ["torchscript_note", "traced_ones_note"]
+def training_mode_note(bug: BugFolder) -> str:
+    """Why Keras's export on torch traces a random augmentation layer at all (a sentence opening with a space; ""
+    where the reduced model holds none): keras 3.15.1's ``keras/src/export/onnx.py`` calls ``model.eval()`` and then
+    traces the model without ``training=False`` (its JAX path passes it), while the augmentation layers' ``call``
+    defaults to ``training=True`` (``base_image_preprocessing_layer.py``), which torch's ``eval()`` does not reach:
+    the trace runs the random transformation, the identity at inference. t60's reader found it the cause of
+    RandomTranslation's "Unsupported prim::Constant kind" (the torch.Generator traced as a constant)."""
+    ir = bug.ir()
+    if bug.library != EXPORT_LIBRARY or ir is None:
+        return ""
+    random = [layer.class_name for layer in ir.body if layer.class_name in AUGMENTATION_LAYERS]
+    if not random:
+        return ""
+    return (f" Keras traces the model for export in training mode: on torch, `keras/src/export/onnx.py` calls "
+            f"`model.eval()` and then the model without `training=False` (its JAX path passes it), and "
+            f"{random[0]}'s `call` defaults to `training=True`, which `eval()` does not change: the trace runs its "
+            f"random transformation, where inference is the identity.")
+
+
+__all__ = ["torchscript_note", "traced_ones_note", "training_mode_note"]

@@ -45,10 +45,10 @@ SECTIONS: tuple[Section, ...] = (
     Section("not-ready", "not ready yet", "not reduced, no checked minimal script reproducing it, not rechecked on "
                                           "the newest code, or not triaged yet"),
     Section("retired", "retired library or legacy code: not fileable",
-            "reduced and reproducing, but there is no tracker to take it: the library is retired (MXNet, moved to the "
+            "reduced or not, there is no tracker to take it: the library is retired (MXNet, moved to the "
             "Apache Attic: no more releases), or the code reached is a legacy path its maintainers replaced "
-            "(torch.onnx's TorchScript exporter, which Keras's export calls for a dynamic batch); kept as a record, "
-            "not counted as ready to file"),
+            "(torch.onnx's TorchScript exporter, which Keras's export calls for a dynamic batch); kept as a record "
+            "(triage reduces such bugs after all others), not counted as ready to file"),
     Section("fixed-upstream", "fixed upstream", "reproduces on the release memo tests, but no longer on the newest "
                                                 "code (the development build named): already fixed, nothing to file"),
     Section("truth-blames-other", "float64 blames another library",
@@ -161,9 +161,11 @@ RULES: tuple[tuple[str, Callable[[BugEntry], bool]], ...] = (
     ("truth-blames-other", lambda e: _truth_decision(e) == CONTRADICTED),
     ("not-reproducing", lambda e: e.get("reproduces") is False),
     ("fixed-upstream", _fixed_upstream),
+    # before "not ready": a bug no tracker takes is not made fileable by its reduction or its script's check (t60's
+    # reader: an MXNet entry "not ready for want of a checked minimal script")
+    ("retired", lambda e: (e.get("upstream") or {}).get("status") in UNLIKELY_FIXED),
     ("not-ready", lambda e: not (_reproduces(e) and _reduced(e) and _minimal_reproduces(e))
      or (e.get("kind") in TRUTH_KINDS and _truth_decision(e) is None) or _awaiting_newest(e)),
-    ("retired", lambda e: (e.get("upstream") or {}).get("status") in UNLIKELY_FIXED),
     ("ready", lambda e: True),
 )
 

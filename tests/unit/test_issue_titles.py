@@ -267,6 +267,15 @@ def test_a_librarys_request_for_a_bug_report_is_no_part_of_the_head(tmp_path: Pa
     assert "through torch.onnx's TorchScript exporter (`torch.onnx.export(..., dynamo=False)`)" in note
     assert "whenever an input has a dynamic axis" in note and note in render_issue(folder, MinimalScript())
     assert torchscript_note(_folder(tmp_path / "other", KERAS_CRASH)) == ""  # not Keras's export
+    # t60's reader: the cause is Keras's own, tracing the augmentation in training mode (no training=False on torch)
+    from memo.filing.export_text import training_mode_note
+
+    mode = training_mode_note(folder)
+    assert "without `training=False`" in mode and "RandomTranslation's `call` defaults to `training=True`" in mode
+    assert mode in render_issue(folder, MinimalScript())
+    dense = ModelIR([Layer("x", "InputLayer", {"batch_shape": [None, 4], "dtype": "float32"}),
+                     Layer("d", "Dense", {"units": 2}, ["x"])], ["d"], "m")
+    assert training_mode_note(_folder(tmp_path / "dense", "crash-keras-export-c7007cde43", dense)) == ""
 
 
 def test_an_exports_out_of_range_lookup_names_the_ones_it_traces_on(tmp_path: Path) -> None:

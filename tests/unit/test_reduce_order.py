@@ -37,6 +37,15 @@ def test_distinct_root_guesses_come_before_likely_duplicates() -> None:
     assert order == ["frequent", "rare", "duplicate"]
 
 
+def test_a_retired_librarys_bugs_are_reduced_after_every_other() -> None:
+    """t60: 4 of the 30 bugs left waiting were MXNet's (retired: no tracker would take them)."""
+    mxnet = _bug("mxnet", occurrences=40, library="mxnet", frames=["mxnet/contrib/onnx/onnx2mx/_op_translations.py:x"])
+    duplicate = _bug("duplicate", occurrences=5)
+    frequent = _bug("frequent", occurrences=9)
+    order = [bug.id for bug in triage_order([mxnet, duplicate, frequent], [])]
+    assert order == ["frequent", "duplicate", "mxnet"]
+
+
 def test_a_reduced_bug_takes_its_guess_and_a_partly_reduced_one_goes_before_a_new_one() -> None:
     reduced = _bug("reduced", bug_dir="/x", reduction={"status": "done"})
     merged = _bug("merged", frames=["other"], bug_dir="/x", reduction={"status": "done"}, merged_into="reduced")
