@@ -195,6 +195,7 @@ BACKEND_ENV: dict[str, dict[str, str]] = {
 ENV_REASONS: dict[str, str] = {
     "XLA_FLAGS": "XLA_FLAGS: machine code at -O0, every HLO pass kept, as memo's workers compile",
     "TF_ENABLE_ONEDNN_OPTS": "oneDNN's CPU kernels, which TensorFlow picks by itself only on AVX-512/AMX CPUs",
+    "TF2ONNX_CATCH_ERRORS": "TF2ONNX_CATCH_ERRORS=FALSE: an optimizer's exception is raised, not logged and skipped",
 }
 
 

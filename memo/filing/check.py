@@ -32,7 +32,7 @@ from memo.triage.ort_unoptimized import probe_unoptimized
 from memo.triage.second_engine import probe_second_engine
 from memo.triage.passes import SCRIPT_CHECK_S
 
-GENERATOR = "memo-minimal/4"  # changes when the scripts memo writes change: older checks are then redone
+GENERATOR = "memo-minimal/5"  # changes when the scripts memo writes change: older checks are then redone
 CHECK_TIMEOUT_S = 120.0
 REFERENCE_TIMEOUT_S, REFERENCE_MIN_S = 30.0, 5.0  # ONNX's reference evaluator on a reduced file takes seconds
 OUTPUT_TAIL = 3000

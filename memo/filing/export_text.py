@@ -64,4 +64,20 @@ def training_mode_note(bug: BugFolder) -> str:
             f"random transformation, where inference is the identity.")
 
 
-__all__ = ["torchscript_note", "traced_ones_note", "training_mode_note"]
+OPTIMIZER_FRAMES = "tf2onnx/optimizer/"
+
+
+def caught_optimizer_note(bug: BugFolder) -> str:
+    """What tf2onnx does by default with a crash of one of its graph optimizers (a sentence opening with a space;
+    "" for another bug): ``TF2ONNX_CATCH_ERRORS`` unset, tf2onnx catches the optimizer's exception, logs it and goes on
+    with the graph that optimizer did not finish; memo (and the script) set it to FALSE, so the exception surfaces.
+    t61's reader found a transpose-optimizer crash that converts by default, which the text did not say."""
+    if bug.library not in ("tf2onnx", "tf2onnx-opset11") or bug.kind != "crash" \
+            or not any(frame.startswith(OPTIMIZER_FRAMES) for frame in bug.frames):
+        return ""
+    return (" The exception is raised in one of tf2onnx's graph optimizers: by default tf2onnx catches it, logs it "
+            "and writes the model without that optimization; the script sets `TF2ONNX_CATCH_ERRORS=FALSE` (as memo "
+            "runs tf2onnx) so that the optimizer's own error shows.")
+
+
+__all__ = ["caught_optimizer_note", "torchscript_note", "traced_ones_note", "training_mode_note"]

@@ -24,7 +24,7 @@ from memo.filing.check import (MINIMAL_DIR, MinimalScript, attached_model_line, 
 from memo.filing.observed import ERROR_LINES, actual, error_excerpt, message_head, quoted
 from memo.filing.folder import ONNX_FILE, REPRO_FILE, BugFolder
 from memo.backends.training_remat import remat_scope
-from memo.filing.export_text import torchscript_note, traced_ones_note, training_mode_note
+from memo.filing.export_text import caught_optimizer_note, torchscript_note, traced_ones_note, training_mode_note
 from memo.filing.hang import hang_limit_s
 from memo.triage.hang_site import hang_site
 from memo.triage.second_engine import second_engine_text
@@ -375,7 +375,7 @@ def _described(bug: BugFolder, checked: MinimalScript) -> str:
                 f"{f' (`{site}`)' if site else ''}, not the backend's lowering.")
     return (f"{LIBRARY_NAMES.get(bug.library, bug.library)} {KIND_WORDS.get(bug.kind, 'fails')} on a model of "
             f"{culprit(bug, checked)} ({stage} stage){said}.{traced_ones_note(bug)}{torchscript_note(bug)}"
-            f"{training_mode_note(bug)}"
+            f"{training_mode_note(bug)}{caught_optimizer_note(bug)}"
             f"{together_note(bug)}")
 
 

@@ -22,7 +22,7 @@ from memo.triage.failing_node import culprit_operator
 from memo.backends.training_remat import recorded_remat
 from memo.triage.training_signature import ANY_MIXED, BASE_LAYER_SETTINGS, MIXED
 from memo.triage.onnx_reference import SHAPE_ORIGIN_KEY
-from memo.triage.bug_reduction import changed_settings
+from memo.triage.bug_reduction import WRAPPED, changed_settings
 from memo.bug_files import Reduction
 
 # ONNX operators a converter writes around every layer (layouts, shapes, dtypes): never what a title names.
@@ -69,9 +69,9 @@ which converters and engines lower to an operator of its own (t60: tf2onnx crash
 
 def needed_settings(bug: BugFolder, layer: Layer) -> str:
     """``(activation='hard_sigmoid')`` for a :data:`NAMED_SETTINGS` setting ``layer`` keeps off its default after a
-    reduction that tried every default (its status DONE): the bug needs it; "" otherwise (a wrapper: its class;
-    ``linear``, the identity, which some constructors default to None)."""
-    if Reduction.of(bug.info.get("reduction")) is not Reduction.DONE or isinstance(layer.config.get("layer"), dict):
+    reduction that tried every default (DONE, or KNOWN: the bug database records finished bugs only): the bug needs
+    it; "" otherwise (a wrapper: its class; ``linear``, the identity, which some constructors default to None)."""
+    if Reduction.of(bug.info.get("reduction")) not in (Reduction.DONE, Reduction.KNOWN) or WRAPPED in layer.config:
         return ""
     changed = changed_settings(layer.class_name, layer.config)
     kept = [f"{key}={layer.config[key]!r}" for key in NAMED_SETTINGS

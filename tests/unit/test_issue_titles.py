@@ -337,4 +337,23 @@ def test_a_fused_activation_the_bug_needs_is_named_with_its_layer(tmp_path: Path
 
     assert classes("done", "hard_sigmoid") == ["DepthwiseConv2D(activation='hard_sigmoid')"]
     assert classes("timeout", "hard_sigmoid") == ["DepthwiseConv2D"]
+    adopted = "known: M-0027, reduced model and script copied from the bug database"  # recorded once finished
+    assert classes(adopted, "hard_sigmoid") == ["DepthwiseConv2D(activation='hard_sigmoid')"]
     assert classes("done", "linear") == ["DepthwiseConv2D"]
+
+
+def test_a_tf2onnx_optimizer_crash_says_tf2onnx_catches_it_by_default(tmp_path: Path) -> None:
+    """t61's reader: tf2onnx's transpose-optimizer crash converts with tf2onnx's defaults (the error logged, the
+    optimization skipped); the text and the script's comment must say that the script turns the catching off."""
+    from memo.filing.export_text import caught_optimizer_note
+    from memo.filing.script import _env_lines
+
+    frames = ["tf2onnx/optimizer/transpose_optimizer.py:_add_handler"]
+    optimizer = _folder(tmp_path / "a", KERAS_CRASH, library="tf2onnx", signature={"frames": frames})
+    assert "by default tf2onnx catches it" in caught_optimizer_note(optimizer)
+    assert caught_optimizer_note(optimizer) in render_issue(optimizer, MinimalScript())
+    handler = _folder(tmp_path / "b", KERAS_CRASH, library="tf2onnx",
+                      signature={"frames": ["tf2onnx/onnx_opset/nn.py:version_11"]})
+    assert caught_optimizer_note(handler) == ""  # a handler's crash is not caught by that setting
+    assert any("TF2ONNX_CATCH_ERRORS=FALSE: an optimizer's exception is raised" in line
+               for line in _env_lines("tf2onnx"))
