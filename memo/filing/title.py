@@ -62,20 +62,20 @@ def layer_name(layer: Layer) -> str:
 
 
 NAMED_SETTINGS = ("activation", "recurrent_activation")
-"""A layer's settings a finished reduction kept that a title names with its class: a function fused into the layer,
-which converters and engines lower to an operator of its own (t60: tf2onnx crashed on a DepthwiseConv2D's
-``activation='hard_sigmoid'``; the layer converts without it, a Conv2D with it fails the same way)."""
+"""Settings a finished reduction kept that a title names with the class: a function fused into the layer, lowered to
+an operator of its own (t60: tf2onnx's crash on ``DepthwiseConv2D(activation='hard_sigmoid')``, the activation's)."""
 
 
 def needed_settings(bug: BugFolder, layer: Layer) -> str:
     """``(activation='hard_sigmoid')`` for a :data:`NAMED_SETTINGS` setting ``layer`` keeps off its default after a
     reduction that tried every default (DONE, or KNOWN: the bug database records finished bugs only): the bug needs
     it; "" otherwise (a wrapper: its class; ``linear``, the identity, which some constructors default to None)."""
-    if Reduction.of(bug.info.get("reduction")) not in (Reduction.DONE, Reduction.KNOWN) or WRAPPED in layer.config:
-        return ""
+    named = [key for key in NAMED_SETTINGS if isinstance(layer.config.get(key), str) and layer.config[key] != "linear"]
+    if not named or WRAPPED in layer.config \
+            or Reduction.of(bug.info.get("reduction")) not in (Reduction.DONE, Reduction.KNOWN):
+        return ""  # the constructor's defaults (Keras imported) only for a layer that holds such a setting
     changed = changed_settings(layer.class_name, layer.config)
-    kept = [f"{key}={layer.config[key]!r}" for key in NAMED_SETTINGS
-            if key in changed and isinstance(layer.config.get(key), str) and layer.config[key] != "linear"]
+    kept = [f"{key}={layer.config[key]!r}" for key in named if key in changed]
     return f"({', '.join(kept)})" if kept else ""
 
 

@@ -20,6 +20,8 @@ from memo.backends.training_remat import recorded_remat, remat_scope
 from memo.backends.training_optimizers import (ADAM_LEARNING_RATE, ADAM_STEPS, OPTIMIZER_STAGE, SGD_LEARNING_RATE,
                                                UPDATE_PREFIXES, constructor_text, known_entry)
 from memo.kinds import VerdictKind
+from memo.oracle.criterion import Thresholds
+from memo.training.judge import EPS
 
 # The loss every stage uses: memo's fixed random projection of the outputs (cotangent W / batch on every backend).
 LOSS_LINES: tuple[str, ...] = (
@@ -160,13 +162,14 @@ def update_schedule(stage: str, optimizer: str | None = None) -> tuple[int, floa
     return steps, rate
 
 
-# An update's tolerance in its variable's own precision, as memo's judge has it (memo.training.judge.thresholds_for):
-# at least 8 eps of the dtype, and the rounding of the weight to it at every step, 8 eps * steps * max |w| / lr.
-# t60's reader: Adam on float16 + float32 variables, judged on the float32 kernel, failed the script on the float16
-# kernel, one float16 rounding off, so the issue quoted float16 noise instead of the bug.
+# An update's tolerance in its variable's own precision, as memo's judge has it (memo.training.judge.thresholds_for,
+# its EPS and the oracle's eps_factor): at least eps_factor eps of the dtype, and the rounding of the weight to it at
+# every step, eps_factor * eps * steps * max |w| / lr. t60's reader: Adam on float16 + float32 variables, judged on
+# the float32 kernel, failed the script on the float16 kernel, one float16 rounding off, so the issue quoted float16
+# noise instead of the bug.
 _UPDATE_TOLERANCE = (
     "    dtype = keras.backend.standardize_dtype(model.trainable_variables[i].dtype)",
-    "    precision = 8 * {'float16': 2.0**-10, 'bfloat16': 2.0**-7, 'float64': 2.0**-52}.get(dtype, 2.0**-23)",
+    f"    precision = {Thresholds().eps_factor:g} * {EPS!r}.get(dtype, {EPS['float32']!r})",
     "    rounding = precision * STEPS * np.abs(before[i]).max() / RATE  # the weight rounded to its dtype per step",
     "    np.testing.assert_allclose(got, want, rtol=max(1e-3, precision), "
     "atol=max(1e-3 * max(1, np.abs(want).mean()), precision, rounding))")

@@ -90,10 +90,11 @@ def triage_order(pending: Iterable[BugRow], others: Iterable[BugRow]) -> list[Bu
             owners.setdefault(guess, bug.id)
     distinct = [bug for bug in ranked if owners.get(root_guess(bug)) == bug.id]
     ordered = distinct + [bug for bug in ranked if owners.get(root_guess(bug)) != bug.id]
-    return sorted(ordered, key=lambda bug: unfileable(bug.library))  # stable: the order above within each part
+    return sorted(ordered, key=unfileable)  # stable: the order above within each part
 
 
-def unfileable(library: str) -> bool:
-    """Whether ``library``'s bugs have no tracker that would fix them (a retired library such as MXNet, a legacy
-    path): triage reduces them after every other (t60: 4 of 30 bugs waiting at the end were MXNet's)."""
-    return upstream_of(library).status in UNLIKELY_FIXED
+def unfileable(bug: BugRow) -> bool:
+    """Whether no tracker would fix ``bug``: the library it is filed against (as triage's blame decided it, else the
+    one that showed it, as the report reads it) is retired (MXNet) or a legacy path (torch.onnx's TorchScript
+    exporter). Triage reduces such bugs after every other (t60: 4 of 30 bugs waiting at the end were MXNet's)."""
+    return upstream_of(str(bug.blame.get("library") or bug.library)).status in UNLIKELY_FIXED
