@@ -38,9 +38,10 @@ sys.path.insert(0, str(REPO))
 from memo.campaign.slot import split_budget  # noqa: E402
 from memo.diskspace import format_size, tree_bytes  # noqa: E402
 from memo.report.charts import line_chart  # noqa: E402
-from memo.triage.turns import SPENT_META  # noqa: E402
+from memo.triage.turns import PHASES_META, SPENT_META  # noqa: E402
 from memo.store import CampaignStore  # noqa: E402
-from memo.triage import pending_bugs, pending_localizations  # noqa: E402
+from memo.triage import pending_localizations  # noqa: E402
+from memo.triage.pending import backlog  # noqa: E402
 
 
 @dataclass
@@ -65,6 +66,7 @@ class Sample:
     memo_cpu_s: float = 0.0
     workers_cpu_s: float = 0.0
     scripts_cpu_s: float = 0.0
+    backlog_distinct: int = 0  # of backlog_bugs, fileable and of a root guess no other bug stands for
 
 
 WORKER_MODULE = "memo.backends.worker"
@@ -133,7 +135,7 @@ def tree_rss(pid: int) -> tuple[float, list[float]]:
 def store_figures(campaign: Path) -> dict[str, int]:
     """Executed, coverage, bugs and the backlog, read from the campaign's store (zeros before it exists)."""
     figures = {"generated": 0, "executed": 0, "pairs": 0, "params": 0, "bugs": 0, "backlog_bugs": 0,
-               "backlog_localizations": 0}
+               "backlog_localizations": 0, "backlog_distinct": 0}
     if not (campaign / "campaign.sqlite").exists():
         return figures
     try:
@@ -145,19 +147,21 @@ def store_figures(campaign: Path) -> dict[str, int]:
                 figures.update(zip(("generated", "executed", "pairs", "params"), row))
             figures["bugs"] = db.execute("SELECT COUNT(*) FROM bugs").fetchone()[0]
             db.close()
-            figures["backlog_bugs"] = len(pending_bugs(store))
+            waiting = backlog(store)
+            figures["backlog_bugs"], figures["backlog_distinct"] = waiting.total, waiting.distinct
             figures["backlog_localizations"] = len(pending_localizations(store))
     except (sqlite3.Error, OSError) as error:
         print(f"sample: store not readable now ({error})", file=sys.stderr)
     return figures
 
 
-def triage_spent(campaign: Path) -> str:
-    """Where the campaign's triage time went: units and wall seconds per kind (the store's ``triage_spent``)."""
+def triage_spent(campaign: Path, key: str = SPENT_META) -> str:
+    """Where the campaign's triage time went: units and wall seconds per kind (the store's ``triage_spent``), or per
+    phase with ``key`` :data:`PHASES_META`."""
     if not (campaign / "campaign.sqlite").exists():
         return "no store"
     with CampaignStore(campaign) as store:
-        spent = store.get_meta(SPENT_META)
+        spent = store.get_meta(key)
     if not isinstance(spent, dict) or not spent:
         return "nothing recorded"
     ordered = sorted(spent.items(), key=lambda item: -float(item[1].get("seconds", 0)))
@@ -194,6 +198,7 @@ CHARTS = (("RSS of memo + workers, MB", lambda s: s.memo_mb + s.workers_mb),
           ("headline layer pairs", lambda s: s.pairs),
           ("bugs", lambda s: s.bugs),
           ("triage backlog: bugs", lambda s: s.backlog_bugs),
+          ("triage backlog: bugs distinct and fileable", lambda s: s.backlog_distinct),
           ("triage backlog: localizations", lambda s: s.backlog_localizations),
           ("artifacts, MB", lambda s: s.artifacts_mb),
           ("campaign database, MB", lambda s: s.sqlite_mb))
@@ -256,10 +261,11 @@ def summary(samples: list[Sample], minutes: float, exit_code: int | None, wall_s
              f"{per_ten_minutes(last_half):.1f} ({100 * per_ten_minutes(last_half) / max(per_ten_minutes(first_hour), 1e-9):.0f} %)"]
     lines.append(f"- CPU: first hour {cpu_split(first_hour)}; last half hour of fuzzing {cpu_split(last_half)}")
     if first_hour and end_fuzz:
-        lines.append(f"- triage backlog (bugs + localizations): end of the first hour "
-                     f"{first_hour[-1].backlog_bugs} + {first_hour[-1].backlog_localizations}, end of fuzzing "
-                     f"{end_fuzz[-1].backlog_bugs} + {end_fuzz[-1].backlog_localizations}, at the end "
-                     f"{samples[-1].backlog_bugs} + {samples[-1].backlog_localizations}")
+        def waiting(sample: Sample) -> str:
+            return f"{sample.backlog_bugs} ({sample.backlog_distinct} distinct fileable) + {sample.backlog_localizations}"
+
+        lines.append(f"- triage backlog (bugs + localizations): end of the first hour {waiting(first_hour[-1])}, "
+                     f"end of fuzzing {waiting(end_fuzz[-1])}, at the end {waiting(samples[-1])}")
     if samples:
         last = samples[-1]
         lines.append(f"- at the end: {last.executed} executed, {last.bugs} bugs, pairs {last.pairs}, database "
@@ -319,6 +325,7 @@ def main() -> int:
     print(f"command: {' '.join(sys.argv)}")
     print("\n".join(summary(samples, args.minutes, exit_code, wall)))
     print(f"- triage's time (units, wall seconds; background and final passes): {triage_spent(REPO / 'campaigns' / args.name)}")
+    print(f"- by phase (times, wall seconds): {triage_spent(REPO / 'campaigns' / args.name, PHASES_META)}")
     print(f"- samples: {out} ({len(samples)}); picture: {args.svg}")
     return 0 if exit_code in (0, None) else 1
 

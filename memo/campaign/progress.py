@@ -21,6 +21,7 @@ from memo.defaults import DEFAULT_PROGRESS_EVERY_S
 from memo.diskspace import format_size
 from memo.json_types import JsonObject
 from memo.text import without_ansi
+from memo.triage.reduce_order import distinct_note
 
 HEADLINE_WIDTH = 160
 HEADLINE_COVERAGE = ("types", "pairs", "params")  # the plain line's coverage; the report has the rest
@@ -217,8 +218,10 @@ def progress_line(snap: JsonObject, *, bugs: int | None = None) -> str:
                  + (f" ({', '.join(f'{k} {v}' for k, v in sorted(findings.items()))})" if findings else ""))
     if snap.get("triage"):
         waiting = snap["triage"].get("waiting")
+        distinct = snap["triage"].get("distinct")
         parts.append("triage: " + triage_line(snap["triage"])
-                     + (f", {waiting} waiting" if waiting is not None else ""))
+                     + (f", {waiting} waiting" if waiting is not None else "")
+                     + (f" ({distinct} distinct)" if waiting and distinct is not None and distinct != waiting else ""))
     if snap.get("disk"):
         parts.append("disk " + disk_line(snap["disk"]))
     return "memo: " + "; ".join(parts)
@@ -270,6 +273,8 @@ def left_line(name: str, left: JsonObject) -> str:
     """``triage left: 3 bugs, 12 localizations (`python -m memo report NAME --triage --budget 150` does it)``, and
     the minimal scripts the final pass had no time to check (``memo report NAME --issue-scripts`` does it)."""
     parts = [f"{left[key]} {key if left[key] != 1 else key[:-1]}" for key in ("bugs", "localizations") if left.get(key)]
+    if left.get("bugs"):
+        parts[0] += distinct_note(left["bugs"], left.get("distinct"))
     lines = [f"triage left: {', '.join(parts)} (`python -m memo report {name} --triage --budget {left['budget_s']}` "
              "does it)"] if parts else []
     scripts = left.get("scripts") or 0

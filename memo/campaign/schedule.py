@@ -15,10 +15,11 @@ from memo.diskspace import is_disk_full
 from memo.filing.final_checks import ChecksDone, check_one, newest_by_minimal, reserve_s, run_checks, scripts_to_check
 from memo.json_types import JsonObject
 from memo.store import CampaignStore
-from memo.triage import (MIN_STEP_S, TriageService, TriageSummary, pending_bugs, pending_localizations, seconds_for,
+from memo.triage import (MIN_STEP_S, TriageService, TriageSummary, pending_localizations, seconds_for,
                          triage_campaign)
 from memo.triage.blame import decide_all
 from memo.triage.dedup import update_bugs
+from memo.triage.pending import backlog
 from memo.triage.turns import FINAL_SCRIPTS, IDLE_SCRIPT, SPENT_META, add_spent
 
 PROGRESS_EVERY_S = 0.5
@@ -57,6 +58,7 @@ class TriageSchedule:
         self.service: TriageService | None = None
         self.triaged_findings = 0
         self.waiting: int | None = None  # bugs waiting for triage, as last counted
+        self.distinct: int | None = None  # of those, the distinct fileable ones (memo.triage.reduce_order.Backlog)
         self.counted = Every(WAITING_EVERY_S)
         self.final_totals = TriageSummary()  # what the final pass did
         self.final_checks = ChecksDone()  # the minimal scripts the final pass checked
@@ -105,11 +107,13 @@ class TriageSchedule:
         if self.service is None:
             return {}
         if self.counted.due(time.monotonic()):
-            self.waiting = len(pending_bugs(self.store))
+            waiting = backlog(self.store)
+            self.waiting, self.distinct = waiting.total, waiting.distinct
         totals = (self.service.totals, self.final_totals)
         figures: JsonObject = {name: sum(getattr(part, name) for part in totals)
                                for name in ("reduced", "scripts", "reproduced", "merged")}
-        return {**figures, "errors": sum(len(part.errors) for part in totals), "waiting": self.waiting}
+        return {**figures, "errors": sum(len(part.errors) for part in totals), "waiting": self.waiting,
+                "distinct": self.distinct}
 
     def left(self) -> JsonObject | None:
         """The triage this campaign leaves undone (None: nothing), and the budget that finishes it, for the
@@ -117,11 +121,11 @@ class TriageSchedule:
         deduplication and whom each entry is filed against."""
         update_bugs(self.store)
         decide_all(self.store)
-        bugs, localizations = len(pending_bugs(self.store)), len(pending_localizations(self.store))
-        scripts = len(scripts_to_check(self.store))
+        waiting, localizations = backlog(self.store), len(pending_localizations(self.store))
+        bugs, scripts = waiting.total, len(scripts_to_check(self.store))
         if not bugs and not localizations and not scripts:
             return None
-        return {"bugs": bugs, "localizations": localizations, "scripts": scripts,
+        return {"bugs": bugs, "distinct": waiting.distinct, "localizations": localizations, "scripts": scripts,
                 "budget_s": round(seconds_for(bugs, localizations))}
 
     def final_pass(self, executor: Executor | None, until: float, tick: Callable[[], None] | None = None) -> None:

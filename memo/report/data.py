@@ -37,7 +37,9 @@ from memo.report.triage_figures import (mark_likely_duplicates, newest_environme
 from memo.report.sections import (SECTION_RANK, UNCHECKED, id_note, model_heading, section_counts, section_of,
                                   status_text)
 from memo.store import BugRow, CampaignStore
-from memo.triage import dedup, pending_bugs, pending_localizations, seconds_for
+from memo.triage import dedup, pending_localizations, seconds_for
+from memo.triage.pending import backlog
+from memo.triage.reduce_order import distinct_note
 from memo.bug_files import BUGS_DIR, REPRO_FILE, Reduction, read_bug_file
 from memo.triage.bugdir import bug_layers
 from memo.triage.onnx_reference import ONNX_REFERENCE_KEY
@@ -110,13 +112,16 @@ def triage_left(store: CampaignStore, entries: list[BugEntry] | None = None) -> 
     """What triage has not done yet (bugs to reduce, numeric findings to localize) and the command that
     finishes it, with the campaign as the user can name it from where they ran memo; ``scripts``: the entries
     (of ``entries``) reduced and reproducing whose minimal script the campaign had no time to check, and
-    ``scripts_command``, which checks them."""
-    bugs, localizations = len(pending_bugs(store)), len(pending_localizations(store))
+    ``scripts_command``, which checks them; ``distinct``: of ``bugs``, those that would be entries of their own
+    (:class:`memo.triage.reduce_order.Backlog`)."""
+    waiting, localizations = backlog(store), len(pending_localizations(store))
+    bugs = waiting.total
     name = store.get_meta("campaign_name") or store.directory.name
     named = campaign_dir(name).resolve() == store.directory.resolve()
     budget = 60 * -(-max(MIN_CONTINUE_BUDGET_S, seconds_for(bugs, localizations)) // 60)  # whole minutes, up
     where = name if named else store.directory
-    return {"bugs": bugs, "localizations": localizations,
+    return {"bugs": bugs, "distinct": waiting.distinct, "note": distinct_note(bugs, waiting.distinct),
+            "localizations": localizations,
             "command": f"python -m memo report {where} --triage --budget {budget:.0f}",
             "scripts": [entry["id"] for entry in entries or [] if entry.get("status") == UNCHECKED],
             "scripts_command": f"python -m memo report {where} --issue-scripts"}

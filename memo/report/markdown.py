@@ -234,8 +234,9 @@ def _known(bug: BugEntry) -> str:
 def _triage_left(left: JsonObject | None) -> str:
     if not left:
         return ""
-    text = (f" Triage has not finished: {left['bugs']} bugs to reduce and check, {left['localizations']} numeric "
-            f"findings to localize; `{left['command']}` continues.") if left["bugs"] or left["localizations"] else ""
+    text = (f" Triage has not finished: {left['bugs']} bugs to reduce and check{left.get('note', '')}, "
+            f"{left['localizations']} numeric findings to localize; `{left['command']}` continues.") \
+        if left["bugs"] or left["localizations"] else ""
     unchecked = left.get("scripts") or []
     if unchecked:
         text += (f" Not ready for want of a checked minimal script (no time left): {', '.join(unchecked)}; "

@@ -40,7 +40,7 @@ from memo.triage.reduce_order import reduce_again
 from memo.triage.pending import pending_bugs, pending_localizations, unchecked_scripts
 from memo.triage.rerun import rerun_script
 from memo.triage.session import Session, TriageSummary
-from memo.triage.turns import SPENT_META, TURN_META, TurnClock, add_spent
+from memo.triage.turns import SPENT_META, TURN_META, TurnClock, add_spent, timed
 from memo.kinds import NUMERIC_KINDS, TRAINING_KINDS
 from memo.triage.signature import FailureDetails, failure_details
 from memo.backends.executor import Executor
@@ -122,7 +122,8 @@ def _triage_bug(session: Session, bug: BugRow) -> None:
     store = session.store
     if bug.kind in TRAINING_KINDS:
         if session.remaining() > MIN_STEP_S:
-            triage_training_bug(session, bug)
+            with timed(store, "training bug"):
+                triage_training_bug(session, bug)
             rekey(store, store.triage.load_bug(bug.id))
         return
     finding = load_finding(store, bug.first_verdict)
@@ -168,15 +169,20 @@ def _reduce(session: Session, bug: BugRow, finding: Finding, source: Path, start
     checker = reduced.checker
     if checker is None:
         return reduced
-    if previous is None and not checker.shows_again(start, session.work / f"{bug.id}-start"):
-        extra["reduction_note"] = Reduction.NOT_AGAIN  # reducing would search for a symptom the model no longer shows
-        return reduced
+    if previous is None:  # a continued reduction's model showed the bug on its last run
+        with timed(session.store, "start check"):
+            shows = checker.shows_again(start, session.work / f"{bug.id}-start")
+        if not shows:
+            extra["reduction_note"] = Reduction.NOT_AGAIN  # reducing would search for a symptom no longer shown
+            return reduced
     hang = bug.kind == "hang"
     budget = min(HANG_TIMEOUTS * session.timeout_s if hang else PER_BUG_S, session.remaining())
     hints = mentioned_layers(start, " ".join((details.message, details.traceback, details.stderr)))
-    outcome = reduced.outcome = reduce_bug(start, checker, budget_s=budget, localized=localized, hints=hints,
-                                           numeric=bug.kind in NUMERIC_KINDS, finished=finished_passes(previous))
-    same, run, layer = checker.run(outcome.ir, session.work / f"{bug.id}-final", recheck=True)
+    with timed(session.store, "reduction"):
+        outcome = reduced.outcome = reduce_bug(start, checker, budget_s=budget, localized=localized, hints=hints,
+                                               numeric=bug.kind in NUMERIC_KINDS, finished=finished_passes(previous))
+    with timed(session.store, "final check"):
+        same, run, layer = checker.run(outcome.ir, session.work / f"{bug.id}-final", recheck=True)
     if not same or run.artifact is None:
         # no step was taken: the original model itself did not show the bug on this last run (a hang that
         # was a slow compile under load, a flaky result), which is what the report calls unconfirmed
@@ -204,11 +210,13 @@ def _write_folder(session: Session, bug: BugRow, finding: Finding, folder: Path,
     reduction = outcome.to_json() if outcome else {"status": extra.pop("reduction_note", Reduction.NOT_REDUCED)}
     reduction.update(original_layers=len(finding.ir.body), reduced_layers=len(ir.body))
     extra["reduction"] = reduction
-    data = materialize(folder, reduced.source, ir, record, session.roles(finding), extra)
+    with timed(store, "folder"):
+        data = materialize(folder, reduced.source, ir, record, session.roles(finding), extra)
     shutil.rmtree(session.work / f"{bug.id}-final", ignore_errors=True)
     checker = reduced.checker
     if bug.kind in NUMERIC_KINDS and outcome is not None and checker is not None and session.remaining() > 0:
-        data.update(reassess(session, bug, finding, ir, folder, checker.inputs))  # only after a reduction ran
+        with timed(store, "float64 and engines"):  # only after a reduction ran
+            data.update(reassess(session, bug, finding, ir, folder, checker.inputs))
     has_script = (folder / "repro.py").exists()
     session.summary.scripts += has_script
     store.triage.update_bug(bug.id, bug_dir=str(folder), original_layers=len(finding.ir.body),
@@ -226,7 +234,8 @@ def _write_folder(session: Session, bug: BugRow, finding: Finding, folder: Path,
 
 def _check_script(session: Session, bug_id: str, folder: Path, data: JsonObject) -> None:
     """Run the bug's repro.py in a fresh process; one that reproduces is rerun on the newest code right away."""
-    check = rerun_script(folder, data, timeout_s=session.timeout_s + 60, remember=True)
+    with timed(session.store, "script check"):
+        check = rerun_script(folder, data, timeout_s=session.timeout_s + 60, remember=True)
     session.store.triage.update_bug(bug_id, reproduces=check.reproduces, checked=time.time())
     session.summary.reproduced += bool(check.reproduces)
     if check.reproduces and session.next_python and session.remaining() > SCRIPT_CHECK_S:
@@ -238,7 +247,8 @@ def _check_script(session: Session, bug_id: str, folder: Path, data: JsonObject)
 def _check_newest(session: Session, bug: BugRow) -> None:
     """The bug's script on the newest code (:mod:`memo.triage.newest`); a failure of the check itself is triage's."""
     def check() -> None:
-        outcome = check_and_store(session.store, bug, str(session.next_python), timeout_s=session.timeout_s + 60)
+        with timed(session.store, "newest rerun"):
+            outcome = check_and_store(session.store, bug, str(session.next_python), timeout_s=session.timeout_s + 60)
         session.summary.newest += 1
         session.summary.fixed_upstream += outcome.get("result") == FIXED_UPSTREAM
 

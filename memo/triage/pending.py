@@ -7,7 +7,7 @@ from pathlib import Path
 from memo.bug_files import retried
 from memo.kinds import NUMERIC_KINDS
 from memo.store import BugRow, CampaignStore
-from memo.triage.reduce_order import reduce_again, triage_order
+from memo.triage.reduce_order import Backlog, backlog_of, reduce_again, triage_order
 
 S_PER_PENDING_BUG = 30.0  # time to ask for per bug still to reduce (median reduction is well under this)
 S_PER_PENDING_LOCALIZATION = 4.0
@@ -44,6 +44,11 @@ def pending_bugs(store: CampaignStore) -> list[BugRow]:
     todo = [bug for bug in every if not bug.unlocalized and bug.merged_into is None
             and (not (bug.bug_dir and Path(bug.bug_dir).exists()) or retried(bug.reduction) or reduce_again(bug))]
     return triage_order(todo, every)
+
+
+def backlog(store: CampaignStore) -> Backlog:
+    """:func:`pending_bugs` split as triage orders them (:func:`memo.triage.reduce_order.backlog_of`)."""
+    return backlog_of(pending_bugs(store), store.triage.load_bugs())
 
 
 def seconds_for(bugs: int, localizations: int) -> float:

@@ -16,7 +16,9 @@ the first hour to 16 at the end of fuzzing (bugs arrived about one every 1.4 min
 of bugs thus takes most of triage's time until it is down again, and no kind is ever starved."""
 from __future__ import annotations
 
-from typing import Iterable, Mapping
+import time
+from contextlib import contextmanager
+from typing import Any, Iterable, Iterator, Mapping, Protocol
 
 UNIT_KINDS = ("bug", "newest", "localization", "truth", "script")
 """The kinds of unit of a pass; on equal time, the earlier goes first."""
@@ -29,6 +31,11 @@ IDLE_SCRIPT = "idle script"
 """The :data:`SPENT_META` entry of the minimal-script checks the background triage does between its passes."""
 FINAL_SCRIPTS = "final scripts"
 """The :data:`SPENT_META` entry of the final pass's minimal-script checks."""
+PHASES_META = "triage_phases"
+"""The store's meta key holding, per phase of triage's work (:func:`timed`: a bug's start check, reduction, final check,
+folder, float64 and second-engine reassessment, script check, newest-code rerun; a training bug's whole triage), the
+times it ran and its wall seconds. long150c (2026-11-30): bug units took 70 % of triage's time at about 40 s each while
+the reductions' own records summed to a fifth of that; :data:`SPENT_META` alone could not say where the rest went."""
 MIN_CHARGE_S = 1.0
 """The least a unit is charged: one that returns at once (a bug adopted from the database) still takes a turn."""
 WAITING_PER_SHARE: dict[str, int] = {"bug": 4, "localization": 8}
@@ -76,6 +83,25 @@ def add_spent(spent: object, kind: str, seconds: float, units: int = 1) -> dict[
     entry["units"] = int(entry.get("units", 0)) + units
     entry["seconds"] = round(_seconds(entry.get("seconds")) + max(0.0, seconds), 3)
     return known
+
+
+class MetaStore(Protocol):
+    """What :func:`timed` needs of a store (:class:`memo.store.CampaignStore` has it)."""
+
+    def get_meta(self, key: str, default: Any = None) -> Any: ...
+
+    def set_meta(self, key: str, value: Any) -> None: ...
+
+
+@contextmanager
+def timed(store: MetaStore, phase: str) -> Iterator[None]:
+    """Add the wall seconds of the ``with`` block to ``phase`` in the store's :data:`PHASES_META` (also when the
+    block raises)."""
+    started = time.monotonic()
+    try:
+        yield
+    finally:
+        store.set_meta(PHASES_META, add_spent(store.get_meta(PHASES_META), phase, time.monotonic() - started))
 
 
 def _seconds(value: object) -> float:

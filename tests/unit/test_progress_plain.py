@@ -25,7 +25,7 @@ STAMP = re.compile(r"^\[\d\d:\d\d:\d\d\] ")
 SNAPSHOT = {"elapsed_s": 125.0, "remaining_s": 415.0, "generated": 300, "executed": 90, "executed_per_s": 0.75,
             "coverage": {"types": [50, 85], "pairs": [400, 5090], "params": [700, 1602], "shapes": [90, 510]},
             "findings": {"crash:onnxruntime": 4, "nan:keras-jax": 1},
-            "triage": {"reduced": 2, "reproduced": 1, "merged": 0, "waiting": 3}}
+            "triage": {"reduced": 2, "reproduced": 1, "merged": 0, "waiting": 3, "distinct": 1}}
 
 
 def _lines(stream: io.StringIO) -> list[str]:
@@ -68,7 +68,7 @@ def test_plain_lines_for_a_log(tmp_path: Path) -> None:
     assert lines[4] == ("memo: 0:02:05 elapsed, 0:06:55 left; 300 generated, 90 executed (45.0/min); "
                         "coverage types 50/85, pairs 400/5090, params 700/1602; "
                         "2 bugs, 5 findings (crash:onnxruntime 4, nan:keras-jax 1); "
-                        "triage: 2 bugs reduced, 1 reproduce standalone, 0 merged, 3 waiting")
+                        "triage: 2 bugs reduced, 1 reproduce standalone, 0 merged, 3 waiting (1 distinct)")
     assert lines[5] == "memo: triage: final triage pass, up to 45 s"
     assert lines[6].startswith("memo: campaign night budget spent: 300 mutants, 90 executed in 0:02:05;")
     assert "; triage left: 3 bugs (`python -m memo report night --triage --budget 90` does it)" in lines[6]
@@ -93,6 +93,7 @@ def test_the_triage_left_over_is_counted_for_the_summary(tmp_path: Path) -> None
     finally:
         store.close()
     assert left is not None and left["bugs"] == 2, "two crash bugs, never triaged"
+    assert left["distinct"] == 2, "an invalid-dimensions and an out-of-memory failure: two root guesses"
     assert left["localizations"] == 1, "the NaN finding is not localized yet"
     assert left["budget_s"] > 0
 
@@ -154,3 +155,12 @@ def test_the_final_phase_has_progress_lines_too() -> None:
     first, second = _lines(log)
     assert first.startswith("memo: fuzzed 0:09:00; final phase: 2 models in flight, 0:00:41 left; 300 generated")
     assert second.startswith("memo: fuzzed 0:09:00; final phase: 0:00:12 left; 300 generated")
+
+
+def test_the_summary_line_says_how_many_of_the_bugs_left_are_distinct() -> None:
+    from memo.campaign.progress import left_line
+
+    line = left_line("c", {"bugs": 34, "distinct": 10, "localizations": 2, "scripts": 0, "budget_s": 1028})
+    assert line.startswith("triage left: 34 bugs (10 of them distinct and fileable; the others likely duplicates or on "
+                           "a retired library), 2 localizations (`python -m memo report c --triage --budget 1028` does it)")
+    assert left_line("c", {"bugs": 3, "distinct": 3, "budget_s": 90}).startswith("triage left: 3 bugs (`")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from memo.store import BugRow
 from memo.triage.bug_reduction import REDUCER_VERSION
-from memo.triage.reduce_order import reduce_again, root_guess, triage_order
+from memo.triage.reduce_order import Backlog, backlog_of, reduce_again, root_guess, triage_order
 
 SYMBOLIC = ["torch/onnx/_internal/torchscript_exporter/symbolic_helper.py:_parse_arg",
             "torch/onnx/_internal/torchscript_exporter/symbolic_helper.py:<listcomp>"]
@@ -112,3 +112,16 @@ def test_an_adopted_training_forward_difference_left_large_is_triaged_again() ->
     from memo.triage.bug_reduction import TRIED_AGAIN
     assert not reduce_again(_bug("f", kind="training-inconsistency", stage="forward", bug_dir="/tmp/t",
                                  reduction={**known, TRIED_AGAIN: "triage failed"}))
+
+
+def test_the_backlog_counts_distinct_fileable_bugs_apart_from_likely_duplicates_and_retired_ones() -> None:
+    """long150c: 34 bugs waiting, of which 10 distinct and fileable."""
+    reduced = _bug("reduced", bug_dir="/x", reduction={"status": "done"})
+    same_as_reduced = _bug("same_as_reduced", occurrences=7)
+    rare = _bug("rare", frames=["torch/nn/functional.py:embedding"])
+    rare_again = _bug("rare_again", frames=["torch/nn/functional.py:embedding"], message="other words")
+    mxnet = _bug("mxnet", library="mxnet", frames=["mxnet/contrib/onnx/onnx2mx/_op_translations.py:x"])
+    pending = triage_order([mxnet, rare_again, same_as_reduced, rare], [reduced])
+    waiting = backlog_of(pending, [reduced, *pending])
+    assert waiting == Backlog(distinct=1, duplicates=2, unfileable=1) and waiting.total == 4
+    assert backlog_of(pending, []) == Backlog(distinct=2, duplicates=1, unfileable=1), "nothing reduced yet"

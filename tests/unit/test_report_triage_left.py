@@ -23,6 +23,7 @@ def test_pending_triage_is_counted_and_the_report_gives_the_command_that_continu
     data = json.loads(write_report(directory, tmp_path / "r.json", "json").read_text())
     left = data["triage_left"]
     assert left["bugs"] == len(crashes) == 2 and left["localizations"] == 1  # the keras-jax NaN
+    assert left["distinct"] == 2 and left["note"] == "", "two root guesses: nothing to say of duplicates"
     budget = max(120, 60 * -(-(S_PER_PENDING_BUG * 2 + 4) // 60))
     assert left["command"] == f"python -m memo report unit --triage --budget {budget:.0f}"
     html = write_report(directory, tmp_path / "r.html").read_text()
@@ -61,3 +62,14 @@ def test_a_numeric_finding_localization_could_not_place_is_not_said_to_await_it(
     assert data["triage_left"]["localizations"] == 0
     html = write_report(directory, tmp_path / "r.html").read_text()
     assert "0 numeric findings await localization, 1 could not be localized" in html
+
+
+def test_the_bugs_left_say_how_many_are_distinct_when_not_all_are() -> None:
+    from memo.report.markdown import _triage_left
+    from memo.triage.reduce_order import distinct_note
+
+    note = distinct_note(34, 10)
+    assert note == " (10 of them distinct and fileable; the others likely duplicates or on a retired library)"
+    assert distinct_note(3, 3) == distinct_note(0, 0) == distinct_note(5, None) == ""
+    text = _triage_left({"bugs": 34, "distinct": 10, "note": note, "localizations": 2, "command": "memo report c"})
+    assert text.startswith(" Triage has not finished: 34 bugs to reduce and check (10 of them distinct and fileable;")

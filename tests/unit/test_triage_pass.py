@@ -138,6 +138,27 @@ def test_a_pass_charges_the_time_of_its_units_to_their_kind(tmp_path: Path) -> N
         assert list(recorded) == ["bug"] and recorded["bug"]["units"] >= 1 and recorded["bug"]["seconds"] >= 0
 
 
+def test_a_timed_phase_adds_its_wall_seconds_to_the_store_also_when_it_raises(tmp_path: Path) -> None:
+    import time
+
+    import pytest
+
+    from memo.store import CampaignStore
+    from memo.triage.turns import PHASES_META, timed
+
+    with CampaignStore(tmp_path / "c", create=True) as store:
+        with timed(store, "reduction"):
+            time.sleep(0.05)
+        with pytest.raises(ValueError), timed(store, "reduction"):
+            raise ValueError("a reduction that fails is still time spent")
+        with timed(store, "script check"):
+            pass
+        phases = store.get_meta(PHASES_META)
+    assert set(phases) == {"reduction", "script check"}
+    assert phases["reduction"]["units"] == 2 and phases["reduction"]["seconds"] >= 0.05
+    assert phases["script check"]["units"] == 1 and phases["script check"]["seconds"] < 0.05
+
+
 def test_triage_time_spent_adds_up_per_kind() -> None:
     from memo.triage.turns import add_spent
 
