@@ -40,7 +40,11 @@ def pending_bugs(store: CampaignStore) -> list[BugRow]:
     (:func:`memo.triage.reduce_order.reduce_again`); distinct root causes first
     (:func:`memo.triage.reduce_order.triage_order`). Unlocalized numeric buckets are not bugs yet (their findings
     get localized)."""
-    every = store.triage.load_bugs()
+    return _pending(store.triage.load_bugs())
+
+
+def _pending(every: list[BugRow]) -> list[BugRow]:
+    """:func:`pending_bugs` among ``every`` bug of a store."""
     todo = [bug for bug in every if not bug.unlocalized and bug.merged_into is None
             and (not (bug.bug_dir and Path(bug.bug_dir).exists()) or retried(bug.reduction) or reduce_again(bug))]
     return triage_order(todo, every)
@@ -48,7 +52,8 @@ def pending_bugs(store: CampaignStore) -> list[BugRow]:
 
 def backlog(store: CampaignStore) -> Backlog:
     """:func:`pending_bugs` split as triage orders them (:func:`memo.triage.reduce_order.backlog_of`)."""
-    return backlog_of(pending_bugs(store), store.triage.load_bugs())
+    every = store.triage.load_bugs()  # read once for both
+    return backlog_of(_pending(every), every)
 
 
 def seconds_for(bugs: int, localizations: int) -> float:
