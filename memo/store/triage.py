@@ -7,6 +7,7 @@ import sqlite3
 import time
 from typing import Any, Iterable, Mapping
 
+from memo.bug_files import Reduction
 from memo.json_types import JsonObject
 from memo.store.records import BugRow, LocalizationRow, TriageError
 from memo.store.schema import dict_rows
@@ -57,11 +58,14 @@ class TriageTables:
 
     def merge_bug(self, bug_id: str, final_key: str) -> str | None:
         """Record ``bug_id``'s root-cause keys (space-separated, see :func:`memo.triage.signature.reduced_key`);
-        bugs that share a key, directly or through another bug, are merged into the earliest of them.
+        bugs that share a key, directly or through another bug, are merged into the earliest of those reduced (or
+        adopted from the bug database), else the earliest: ``memo report`` keys the folders it writes from kept
+        artifacts, unreduced, and t62's reduced, ready onnx2pytorch entry merged into an older such one.
         Returns the bug ``bug_id`` was merged into (None: it is the primary entry)."""
         self._db.execute("UPDATE bugs SET final_key = ? WHERE id = ?", (final_key, bug_id))
-        rows = self._db.execute("SELECT id, first_seen, final_key FROM bugs WHERE final_key IS NOT NULL").fetchall()
-        primary = merge_primaries({row[0]: (row[1], str(row[2]).split()) for row in rows})
+        rows = self._db.execute("SELECT id, first_seen, final_key, reduction FROM bugs "
+                                "WHERE final_key IS NOT NULL").fetchall()
+        primary = merge_primaries({row[0]: ((not _standing(row[3]), row[1]), str(row[2]).split()) for row in rows})
         self._db.executemany("UPDATE bugs SET merged_into = ? WHERE id = ?",
                              [(None if first == other else first, other) for other, first in primary.items()])
         return None if primary[bug_id] == bug_id else primary[bug_id]
@@ -116,9 +120,19 @@ class TriageTables:
         return [TriageError(**row) for row in dict_rows(self._db, "SELECT * FROM triage_errors ORDER BY id")]
 
 
-def merge_primaries(bugs: Mapping[str, tuple[float, Iterable[str]]]) -> dict[str, str]:
-    """``{bug id: the bug it is merged into, or itself}`` for ``{bug id: (first_seen, root-cause keys)}``: bugs
-    sharing a key are one group (transitively), whose earliest bug (by first_seen, then id) is the entry."""
+def _standing(reduction: str | None) -> bool:
+    """Whether a stored reduction document says the bug's folder model is reduced (or adopted from the bug
+    database as it was reduced there)."""
+    try:
+        document = json.loads(reduction) if reduction else None
+    except json.JSONDecodeError:
+        return False
+    return Reduction.of(document) in (Reduction.DONE, Reduction.KNOWN)
+
+
+def merge_primaries(bugs: Mapping[str, tuple[Any, Iterable[str]]]) -> dict[str, str]:
+    """``{bug id: the bug it is merged into, or itself}`` for ``{bug id: (order, root-cause keys)}``: bugs sharing
+    a key are one group (transitively), whose first bug (by order, such as first_seen, then id) is the entry."""
     group_of_key: dict[str, str] = {}
     parent = {bug_id: bug_id for bug_id in bugs}
 

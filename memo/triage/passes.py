@@ -159,8 +159,8 @@ def _confirmed(outcome: ReductionOutcome | None) -> bool:
 
 def _reduce(session: Session, bug: BugRow, finding: Finding, source: Path, start: ModelIR,
             previous: JsonObject | None, details: FailureDetails, can_run: bool) -> _Reduced:
-    """Check that ``start`` still shows the bug, reduce it within the bug's share of the pass, and run the reduced
-    model once more (the model the folder gets is one that showed the bug on its last run)."""
+    """Reduce ``start`` within the bug's share of the pass (a hang: once it hung again) and run the reduced model
+    once more (the model the folder gets is one that showed the bug on its last run)."""
     located = session.store.triage.localizations().get(bug.first_verdict)
     localized = (previous or {}).get("layer") or (located.layer if located else None)
     extra: JsonObject = {"layer": located.layer if located else None, "timeout_s": session.timeout_s,
@@ -169,7 +169,9 @@ def _reduce(session: Session, bug: BugRow, finding: Finding, source: Path, start
     checker = reduced.checker
     if checker is None:
         return reduced
-    if previous is None:  # a continued reduction's model showed the bug on its last run
+    # a hang is confirmed before its reduction (a timeout per candidate); any other bug's reduction shows it, or its
+    # final check on the unreduced model tells "not shown again" (t62: start checks took twice the reductions' time)
+    if previous is None and bug.kind == "hang":  # a continued reduction's model showed the bug on its last run
         with timed(session.store, "start check"):
             shows = checker.shows_again(start, session.work / f"{bug.id}-start")
         if not shows:
@@ -214,8 +216,8 @@ def _write_folder(session: Session, bug: BugRow, finding: Finding, folder: Path,
         data = materialize(folder, reduced.source, ir, record, session.roles(finding), extra)
     shutil.rmtree(session.work / f"{bug.id}-final", ignore_errors=True)
     checker = reduced.checker
-    if bug.kind in NUMERIC_KINDS and outcome is not None and checker is not None and session.remaining() > 0:
-        with timed(store, "float64 and engines"):  # only after a reduction ran
+    if bug.kind in NUMERIC_KINDS and _confirmed(outcome) and checker is not None and session.remaining() > 0:
+        with timed(store, "float64 and engines"):  # only on a model a reduction ran and confirmed
             data.update(reassess(session, bug, finding, ir, folder, checker.inputs))
     has_script = (folder / "repro.py").exists()
     session.summary.scripts += has_script
@@ -223,10 +225,12 @@ def _write_folder(session: Session, bug: BugRow, finding: Finding, folder: Path,
                             reduced_layers=len(ir.body), reduction=reduction, layer=extra.get("layer"),
                             repro=str(folder / "repro.py") if has_script else None,
                             newest={})  # a new folder: an earlier check on the newest code is void
-    if outcome is not None and not outcome.status.retried:
+    merged = False  # into an earlier bug by its key: that entry's script is the one checked
+    if outcome is not None and not outcome.status.retried and outcome.status is not Reduction.NOT_AGAIN:
         rekey(store, store.triage.load_bug(bug.id))
-        session.summary.merged += (store.triage.load_bug(bug.id) or bug).merged_into is not None
-    if has_script and not retried(reduction) and session.remaining() > SCRIPT_CHECK_S:
+        merged = (store.triage.load_bug(bug.id) or bug).merged_into is not None
+        session.summary.merged += merged
+    if has_script and not merged and not retried(reduction) and session.remaining() > SCRIPT_CHECK_S:
         _check_script(session, bug.id, folder, data)  # an unfinished reduction's script: its next folder's is checked
     if not retried(reduction):
         _release_artifacts(session, bug)

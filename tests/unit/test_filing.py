@@ -166,6 +166,12 @@ def test_report_shows_the_kept_issue_text_escaped_and_counts_reproducing_scripts
     assert "1 of 1 minimal scripts reproduce" in html and "Copy issue text" in html
     assert "Its minimal script (" in html
     assert view["issue_text"].splitlines()[0] in report_markdown(data)
+    # t62's reader: every entry was headed "ready to file", documented and retired ones too
+    bug.update(section="ready", status="ready to file")
+    assert "Issue text ready to file" in render_html(data)
+    bug.update(section="documented", status="documented difference")
+    assert "Issue text, a draft: not ready to file (documented difference)" in render_html(data)
+    assert "Issue text ready to file" not in render_html(data)
 
 
 def test_an_exception_bug_json_does_not_record_is_read_from_the_message(tmp_path: Path) -> None:

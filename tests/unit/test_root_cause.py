@@ -11,6 +11,7 @@ from typing import Any
 from memo.backends.result import ExecutionResult
 from memo.model.ir import Layer, ModelIR
 from memo.oracle import Verdict
+from memo.bug_files import Reduction
 from memo.store.triage import merge_primaries
 from memo.triage import dedup
 from memo.triage.rekey import own_stack_parts
@@ -309,6 +310,21 @@ def test_a_bug_reduced_once_more_leaves_its_group_when_its_key_changes(tmp_path:
         assert store.triage.load_bug(second.id).merged_into is None
 
 
+
+def test_a_reduced_bug_is_the_entry_over_an_earlier_unreduced_one_of_its_group(tmp_path: Path) -> None:
+    # t62: `memo report` keyed an older bug's unreduced folder (written from its kept artifact) and the reduced,
+    # ready onnx2pytorch entry merged into it
+    with make_campaign(tmp_path / "c") as store:
+        dedup.update_bugs(store)
+        older, newer = sorted(store.triage.load_bugs(), key=lambda bug: (bug.first_seen, bug.id))[:2]
+        store.triage.update_bug(newer.id, reduction={"status": Reduction.DONE})
+        store.triage.update_bug(older.id, reduction={"status": Reduction.NOT_REDUCED})
+        store.triage.merge_bug(newer.id, "k-shared")
+        assert store.triage.merge_bug(older.id, "k-shared") == newer.id
+        assert store.triage.load_bug(newer.id).merged_into is None
+        store.triage.update_bug(older.id, reduction={"status": Reduction.KNOWN.saying("M-0001, adopted")})
+        assert store.triage.merge_bug(older.id, "k-shared") is None  # both standing: the earliest again
+        assert store.triage.load_bug(newer.id).merged_into == older.id
 
 def test_a_numeric_bug_is_its_first_misbehaving_layer_whatever_follows_it() -> None:
     # p30: TensorFlow's MelSpectrogram alone, and followed by UnitNormalization (the reduced model's output)
