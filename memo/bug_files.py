@@ -46,6 +46,12 @@ class Reduction(StrEnum):
         return f"{self.value}: {detail}"
 
     @property
+    def standing(self) -> bool:
+        """Whether the folder's model is reduced (or adopted from the bug database as it was reduced there): such a
+        bug stands for its root cause, before its merge group's unreduced members."""
+        return self in (Reduction.DONE, Reduction.KNOWN)
+
+    @property
     def retried(self) -> bool:
         """Whether a later pass continues (or starts) this reduction from the folder's model."""
         return self in (Reduction.TIMEOUT, Reduction.NOT_REDUCED)
@@ -55,6 +61,12 @@ def retried(reduction: object) -> bool:
     """Whether the stored ``reduction`` (a document or its status) is one a later pass continues."""
     status = Reduction.of(reduction)
     return status is not None and status.retried
+
+
+def standing(reduction: object) -> bool:
+    """Whether the stored ``reduction`` (a document or its status) is one its bug stands for its root cause by."""
+    status = Reduction.of(reduction)
+    return status is not None and status.standing
 
 BUGS_DIR = "bugs"
 BUG_FILE = "bug.json"

@@ -7,7 +7,7 @@ import sqlite3
 import time
 from typing import Any, Iterable, Mapping
 
-from memo.bug_files import Reduction
+from memo.bug_files import standing
 from memo.json_types import JsonObject
 from memo.store.records import BugRow, LocalizationRow, TriageError
 from memo.store.schema import dict_rows
@@ -127,7 +127,7 @@ def _standing(reduction: str | None) -> bool:
         document = json.loads(reduction) if reduction else None
     except json.JSONDecodeError:
         return False
-    return Reduction.of(document) in (Reduction.DONE, Reduction.KNOWN)
+    return standing(document)
 
 
 def merge_primaries(bugs: Mapping[str, tuple[Any, Iterable[str]]]) -> dict[str, str]:

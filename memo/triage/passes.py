@@ -171,13 +171,13 @@ def _reduce(session: Session, bug: BugRow, finding: Finding, source: Path, start
         return reduced
     # a hang is confirmed before its reduction (a timeout per candidate); any other bug's reduction shows it, or its
     # final check on the unreduced model tells "not shown again" (t62: start checks took twice the reductions' time)
-    if previous is None and bug.kind == "hang":  # a continued reduction's model showed the bug on its last run
+    hang = bug.kind == "hang"
+    if previous is None and hang:  # a continued reduction's model showed the bug on its last run
         with timed(session.store, "start check"):
             shows = checker.shows_again(start, session.work / f"{bug.id}-start")
         if not shows:
             extra["reduction_note"] = Reduction.NOT_AGAIN  # reducing would search for a symptom no longer shown
             return reduced
-    hang = bug.kind == "hang"
     budget = min(HANG_TIMEOUTS * session.timeout_s if hang else PER_BUG_S, session.remaining())
     hints = mentioned_layers(start, " ".join((details.message, details.traceback, details.stderr)))
     with timed(session.store, "reduction"):

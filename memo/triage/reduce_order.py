@@ -19,7 +19,7 @@ from typing import Iterable
 
 from memo.backends.documented import upstream_of
 from memo.backends.spec import UNLIKELY_FIXED
-from memo.bug_files import Reduction
+from memo.bug_files import Reduction, standing
 from memo.kinds import NUMERIC_KINDS, TRAINING_KINDS, VerdictKind
 from memo.store import BugRow
 from memo.triage.bug_reduction import TRIED_AGAIN, reduces_further
@@ -27,7 +27,6 @@ from memo.triage.bug_reduction import TRIED_AGAIN, reduces_further
 OPERATOR = re.compile(r"\b(?:onnx|aten|prim)::(\w+)|op_type:\s*(\w+)")  # onnx::Cast, op_type:ReduceMax
 CHECK_FAILED = re.compile(r"Check failed: (.{1,120})")
 ROOT_FRAMES = 3  # innermost library frames in a root guess (the signature keeps more)
-STANDING = (Reduction.DONE, Reduction.KNOWN)  # a bug so reduced stands for its root guess
 
 
 def root_guess(bug: BugRow) -> tuple[str, ...]:
@@ -73,7 +72,7 @@ def reduce_again(bug: BugRow) -> bool:
 def stands_for_its_root(bug: BugRow) -> bool:
     """Whether ``bug`` is reduced (or adopted from the bug database, as it stays) and not merged: its root guess is
     taken."""
-    return (bug.merged_into is None and bool(bug.bug_dir) and Reduction.of(bug.reduction) in STANDING
+    return (bug.merged_into is None and bool(bug.bug_dir) and standing(bug.reduction)
             and not reduce_again(bug))
 
 
