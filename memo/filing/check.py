@@ -18,14 +18,15 @@ from pathlib import Path
 from memo.backends.onnx_validity import INVALID_ONNX
 from memo.bugdb.recheck import run_script
 from memo.bug_files import MINIMAL_CHECK_FILE as CHECK_FILE, MINIMAL_DIR
-from memo.filing.hang import HANG
+from memo.filing.hang import HANG, check_limit_s, hang_limit_s
 from memo.triage.hang_site import HANG_SYMPTOM
 from memo.filing.folder import BUG_FILE, IR_FILE, ONNX_FILE, BugFolder
 from memo.text import without_ansi
 from memo.filing.onnx_code import GraphNotWritable, file_summary, loop_facts, onnx_graph_code
 from memo.triage.stored_weights import computed_weight
 from memo.filing.script import (KERAS_ATTACHED, MAX_SCRIPT_LINES, ONNX_ATTACHED, SCRIPT_FILE, Candidate,
-                                NoMinimalScript, candidates, written_candidates)
+                                NoMinimalScript, candidates, has_optional_env, script_library,
+                                written_candidates)
 from memo.triage.onnx_reference import opine_on_crash, trace_shape_origin
 from memo.triage.assigned import probe_assigned
 from memo.triage.ort_unoptimized import probe_unoptimized
@@ -74,6 +75,10 @@ class MinimalScript:
 def folder_key(folder: BugFolder) -> str:
     """What a check depends on: the generator, the verdict and the reduced model's files."""
     digest = hashlib.sha256(GENERATOR.encode())
+    if folder.kind == HANG:  # a hang's check depends on its watchdog's limit too (longer since t64)
+        digest.update(f"watchdog {hang_limit_s(folder)}".encode())
+    if has_optional_env(script_library(folder)):  # tried without XLA's -O0 first since t64
+        digest.update(b"plain env first")
     for name in (BUG_FILE, IR_FILE, ONNX_FILE):
         path = folder.file(name)
         digest.update(path.read_bytes() if path else b"-")
@@ -96,8 +101,11 @@ def _reproduced(folder: BugFolder, returncode: int, stderr: str) -> bool:
     return returncode == 1 and any(word and word in stderr for word in symptoms(folder))
 
 
-def run_candidate(folder: BugFolder, candidate: Candidate, timeout_s: float = CHECK_TIMEOUT_S) -> MinimalScript:
-    """Run ``candidate`` in a fresh process in a scratch folder; the verdict and the output."""
+def run_candidate(folder: BugFolder, candidate: Candidate, timeout_s: float | None = None) -> MinimalScript:
+    """Run ``candidate`` in a fresh process in a scratch folder, for at most ``timeout_s`` (None: the folder's full
+    limit, :func:`memo.filing.hang.check_limit_s`); the verdict and the output."""
+    full = check_limit_s(folder, CHECK_TIMEOUT_S)
+    timeout_s = full if timeout_s is None else timeout_s
     result = MinimalScript(candidate.text, dict(candidate.files), source=candidate.source)
     with tempfile.TemporaryDirectory(prefix="memo-minimal-") as scratch:
         for name, data in {SCRIPT_FILE: candidate.text.encode(), **candidate.files}.items():
@@ -106,7 +114,7 @@ def run_candidate(folder: BugFolder, candidate: Candidate, timeout_s: float = CH
                          stderr_apart=True, tail=None, remember=True)
         if run.timed_out:
             result.reason = f"the script ran past {timeout_s:.0f} s"
-            result.inconclusive = timeout_s < CHECK_TIMEOUT_S
+            result.inconclusive = timeout_s < full
             return result
         if run.returncode is None:
             result.reason = f"could not start {run.output.removeprefix('cannot start ')}"
@@ -121,6 +129,8 @@ def run_candidate(folder: BugFolder, candidate: Candidate, timeout_s: float = CH
         # killed during its imports (a SIGBUS while another process rewrote a library's files): the machine's doing
         result.reason = f"the script was killed by signal {-returncode} before it printed a line"
         result.inconclusive = True
+    elif not result.reproduces and folder.kind == HANG and returncode == 0:
+        result.reason = f"the call finished within the watchdog's {hang_limit_s(folder)} s: slow, not a hang"
     elif not result.reproduces:
         result.reason = f"the script exited {returncode} without the bug's symptom ({', '.join(symptoms(folder))})"
     return result
@@ -141,15 +151,16 @@ class CheckCutShort(Exception):
     """The deadline left no time to start a candidate: nothing is kept, a later check does it."""
 
 
-def _timeout(deadline: float | None) -> float:
+def _timeout(folder: BugFolder, deadline: float | None) -> float:
     """A candidate's time limit before ``deadline`` (monotonic clock); :class:`CheckCutShort` when a fresh process
     could not finish by then (:data:`memo.triage.passes.SCRIPT_CHECK_S`)."""
+    full = check_limit_s(folder, CHECK_TIMEOUT_S)
     if deadline is None:
-        return CHECK_TIMEOUT_S
+        return full
     left = deadline - time.monotonic()
     if left < SCRIPT_CHECK_S:
         raise CheckCutShort(f"{max(0.0, left):.0f} s left, a check needs {SCRIPT_CHECK_S:.0f} s")
-    return min(CHECK_TIMEOUT_S, left)
+    return min(full, left)
 
 
 def check_minimal(folder: BugFolder, deadline: float | None = None) -> MinimalScript:
@@ -164,7 +175,7 @@ def check_minimal(folder: BugFolder, deadline: float | None = None) -> MinimalSc
         return MinimalScript(reason=f"no script could be written ({type(exc).__name__}: {exc})")
     result = MinimalScript()
     for candidate in tries:
-        result = run_candidate(folder, candidate, _timeout(deadline))
+        result = run_candidate(folder, candidate, _timeout(folder, deadline))
         if result.reproduces or result.inconclusive:
             break
     return result

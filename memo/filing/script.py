@@ -24,7 +24,7 @@ from memo.backends.spec import KERAS_FRONT_END
 from memo.filing.folder import EXPECTED_FILE, INPUTS_FILE, KERAS_FILE, ONNX_FILE, BugFolder
 from memo.filing.hang import watchdog_lines
 from memo.backends.idioms import KERAS, Idiom
-from memo.backends.keras_common import ENV_REASONS
+from memo.filing.script_env import env_lines, has_optional_env
 from memo.backends.training_optimizers import recorded_optimizer
 from memo.filing.keras_code import keras_model_code
 from memo.filing.onnx_code import WEIGHTS_FILE, GraphNotWritable, onnx_file_inputs, onnx_graph_code
@@ -38,8 +38,6 @@ from memo.npz_arrays import portable
 from memo.triage.onnx_reference import EVALUATED, ONNX_REFERENCE_ARRAYS, SHAPE_ORIGIN_KEY
 
 SCRIPT_FILE = "bug_repro.py"
-# Worker settings that only pin memo's own throughput (one thread per worker): not part of a bug.
-THREAD_VARIABLES = frozenset({"OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "TVM_NUM_THREADS"})
 # Where a candidate's weights and inputs come from: a seeded generator, attached arrays, or the attached model file
 # itself (the last resort: a graph helper code cannot rebuild, a Keras model whose bug needs its saved state).
 SEEDED, ATTACHED, ONNX_ATTACHED, KERAS_ATTACHED = "seeded", "attached", "onnx-file", "keras-file"
@@ -87,14 +85,6 @@ def _read_npz(path: Path | None) -> dict[str, np.ndarray]:
         return {}
     with np.load(path, allow_pickle=False) as data:
         return {name: data[name] for name in data.files}
-
-
-def _env_lines(library: str) -> list[str]:
-    spec = find_spec(library)
-    env = {k: v for k, v in (spec.env if spec else {}).items() if k not in THREAD_VARIABLES}
-    reasons = [ENV_REASONS[key] for key in env if key in ENV_REASONS]
-    return ["import os", *([f"# {'; '.join(reasons)}"] if reasons else []), f"os.environ.update({literal(env)})"] \
-        if env else []
 
 
 def idiom_for(library: str) -> Idiom | None:
@@ -363,7 +353,10 @@ def written_candidates(folder: BugFolder) -> list[Candidate]:
     why = ""
     for source in _sources(folder, idiom, all(array.dtype.kind == "f" for array in inputs.values())):
         try:
-            out.append(_candidate(folder, idiom, source, inputs, (spec.python if spec else None) or ""))
+            python = (spec.python if spec else None) or ""
+            if has_optional_env(library):  # the form a user would write first
+                out.append(_candidate(folder, idiom, source, inputs, python, plain=True))
+            out.append(_candidate(folder, idiom, source, inputs, python))
         except NoMinimalScript as exc:
             why = str(exc)
     if not out:
@@ -385,7 +378,7 @@ def script_library(folder: BugFolder) -> str:
 
 
 def _candidate(folder: BugFolder, idiom: Idiom, source: str, inputs: dict[str, np.ndarray],
-               python: str) -> Candidate:
+               python: str, plain: bool = False) -> Candidate:
     part = _keras_part(folder, source) if idiom.builds == KERAS else _onnx_part(folder, source)
     arrays = [inputs.get(name) for name in part.inputs] if idiom.builds == KERAS else list(inputs.values())
     arrays = arrays[:len(part.inputs)]
@@ -404,7 +397,8 @@ def _candidate(folder: BugFolder, idiom: Idiom, source: str, inputs: dict[str, n
     library = script_library(folder)
     imports = (*idiom.imports, "from onnx.reference import ReferenceEvaluator") if converter else idiom.imports
     lines = [f"# {library}: memo bug {folder.id}; exits 1 (an exception) when the bug shows",
-             *_env_lines(library), *used_imports(imports, body), *unfiltered_lines(folder.exception), "", *body]
+             *env_lines(library, plain), *used_imports(imports, body), *unfiltered_lines(folder.exception), "",
+             *body]
     return Candidate("\n".join(lines) + "\n", files, python, source)
 
 
@@ -437,7 +431,7 @@ def _training_candidate(folder: BugFolder) -> Candidate:
                 else {})}
     spec = find_spec(folder.library)
     lines = [f"# {folder.library}: memo bug {folder.id} (training, stage {stage}); exits 1 (an exception) when the "
-             "bug shows", *_env_lines(folder.library), *idiom.imports,
+             "bug shows", *env_lines(folder.library), *idiom.imports,
              *(line for line in imports if line not in idiom.imports), *unfiltered_lines(folder.exception), "",
              *built, *_input_lines(arrays, part.inputs, idiom, ATTACHED),
              f"print({idiom.versions})", *call, *checked]

@@ -187,10 +187,8 @@ def status_text(entry: BugEntry) -> str:
             "recorded by the bug database from an earlier campaign; not rerun"
         return f"fixed upstream: no longer reproduces on {build}" + (f" ({said})" if said else "")
     if section == "not-ready":
-        if _reduced(entry):  # repro.py not failing (else "does not reproduce"): the minimal script, or the truth
-            if _reproduces(entry) and _minimal_reproduces(entry) and _awaiting_newest(entry):
-                return "not rechecked on the newest code yet"
-            return _minimal_status(entry) or "float64 truth not computed yet"
+        if _reduced(entry):  # repro.py not failing (else "does not reproduce"): what is missing, in triage's order
+            return _missing_step(entry)
         if entry.get("likely_duplicate_of"):
             return f"not reduced: likely a duplicate of {entry['likely_duplicate_of']} (the same failure site)"
         if _reproduces(entry) and _unfinished(entry):
@@ -199,6 +197,21 @@ def status_text(entry: BugEntry) -> str:
             return "reproduces (not reduced)"
         return (entry.get("reduction") or {}).get("status") or "not triaged yet"
     return TITLES[section]
+
+
+def _missing_step(entry: BugEntry) -> str:
+    """Why a reduced bug whose script has not failed is not ready: the first step of its triage left to do (t64: a
+    reduced training crash adopted from the bug database, whose repro.py had not run yet, read "float64 truth not
+    computed yet", a truth no crash needs)."""
+    minimal = _minimal_status(entry)
+    training = entry.get("kind") in TRAINING_KINDS
+    if minimal and (not training or (entry.get("minimal") or {}).get("reproduces") is False):
+        return minimal  # a training bug's repro.py decides where its minimal script was not checked
+    if not (_reproduces(entry) and _minimal_reproduces(entry)):
+        return "reduced; its repro.py not run in a fresh process yet"
+    if entry.get("kind") in TRUTH_KINDS and _truth_decision(entry) is None:
+        return "float64 truth not computed yet"
+    return "not rechecked on the newest code yet"
 
 
 def _minimal_status(entry: BugEntry) -> str | None:

@@ -43,6 +43,9 @@ class Checker:
                                                      if artifact_dir is not None else None)
         self.count = 0
         self.localization: Localization | None = None  # the numeric localization of the last run
+        # the last candidate that showed a failure bug, its run kept (:meth:`shown_run`): the reduction's result is
+        # that candidate, so its run is the final check's (t63: final checks 99 s of a 40-minute campaign's triage)
+        self.shown: tuple[ModelIR, Run, str | None, Path] | None = None
 
     def run(self, ir: ModelIR, directory: Path, *, recheck: bool = False) -> tuple[bool, Run, str | None]:
         """(same bug?, the run, the localized node). ``recheck``: re-check a numeric culprit alone (the final
@@ -105,15 +108,39 @@ class Checker:
         finally:
             shutil.rmtree(directory, ignore_errors=True)
 
+    def keeps_runs(self) -> bool:
+        """Whether a showing candidate's run stands for the final check: a failure's, run as the final check runs it
+        (a numeric bug's final run re-checks its culprit alone; a hang's candidates run with a shorter limit)."""
+        return self.kind not in NUMERIC_KINDS and self.kind != "hang"
+
+    def shown_run(self, ir: ModelIR) -> tuple[Run, str | None] | None:
+        """The kept run of candidate ``ir`` when it was the last to show the bug (its folder stays until
+        :meth:`release`), else None: the final check runs it again."""
+        if self.shown is None or self.shown[0] != ir:
+            return None
+        return self.shown[1], self.shown[2]
+
+    def release(self) -> None:
+        """Remove the kept run's folder (once the bug's folder is written from it)."""
+        if self.shown is not None:
+            shutil.rmtree(self.shown[3], ignore_errors=True)
+            self.shown = None
+
     def __call__(self, ir: ModelIR) -> bool:
         self.count += 1
         directory = self.session.work / f"{self.bug_id}-c{self.count}"
+        kept = False
         try:
-            return self.run(ir, directory)[0]
+            same, run, layer = self.run(ir, directory)
+            if same and self.keeps_runs() and run.artifact is not None:
+                self.release()
+                self.shown, kept = (ir, run, layer, directory), True
+            return same
         except ExecutionAbandoned:
             raise  # not a verdict on the candidate: the campaign is stopping
         except Exception as exc:  # a defect while checking one candidate rejects it, never ends triage
             self.session.error(self.bug_id, f"checking candidate {self.count}", exc)
             return False
         finally:
-            shutil.rmtree(directory, ignore_errors=True)
+            if not kept:
+                shutil.rmtree(directory, ignore_errors=True)

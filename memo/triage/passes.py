@@ -183,8 +183,12 @@ def _reduce(session: Session, bug: BugRow, finding: Finding, source: Path, start
     with timed(session.store, "reduction"):
         outcome = reduced.outcome = reduce_bug(start, checker, budget_s=budget, localized=localized, hints=hints,
                                                numeric=bug.kind in NUMERIC_KINDS, finished=finished_passes(previous))
-    with timed(session.store, "final check"):
-        same, run, layer = checker.run(outcome.ir, session.work / f"{bug.id}-final", recheck=True)
+    kept = checker.shown_run(outcome.ir)  # a failure's last showing candidate is the reduced model: its run
+    if kept is not None:
+        same, (run, layer) = True, kept
+    else:
+        with timed(session.store, "final check"):
+            same, run, layer = checker.run(outcome.ir, session.work / f"{bug.id}-final", recheck=True)
     if not same or run.artifact is None:
         # no step was taken: the original model itself did not show the bug on this last run (a hang that
         # was a slow compile under load, a flaky result), which is what the report calls unconfirmed
@@ -216,6 +220,8 @@ def _write_folder(session: Session, bug: BugRow, finding: Finding, folder: Path,
         data = materialize(folder, reduced.source, ir, record, session.roles(finding), extra)
     shutil.rmtree(session.work / f"{bug.id}-final", ignore_errors=True)
     checker = reduced.checker
+    if checker is not None:
+        checker.release()
     if bug.kind in NUMERIC_KINDS and _confirmed(outcome) and checker is not None and session.remaining() > 0:
         with timed(store, "float64 and engines"):  # only on a model a reduction ran and confirmed
             data.update(reassess(session, bug, finding, ir, folder, checker.inputs))

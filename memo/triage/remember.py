@@ -34,6 +34,7 @@ from memo.triage.materialize import refresh_script
 from memo.triage.newest import EARLIER_KEY
 from memo.triage.rekey import rekey
 from memo.triage.session import Session
+from memo.triage.training_truth import reference_wrong
 
 SIGNATURE_PREFIX, ROOT_CAUSE_PREFIX = "sig:", "rc:"
 NEEDED_FILES = (BUG_FILE, IR_FILE, MODEL_FILE, REPRO_FILE)
@@ -147,6 +148,9 @@ def adopt_known(db: BugDatabase, store: CampaignStore, bug: BugRow) -> KnownBug 
     shutil.rmtree(folder, ignore_errors=True)
     export_bug_files(db, known.id, folder)
     data = read_bug_file(folder)
+    if reference_wrong(data):  # recorded before triage turned such roles round (t63, t64: a TensorFlow remat defect
+        shutil.rmtree(folder, ignore_errors=True)  # filed at keras-torch, float64 siding with it): triaged anew
+        return None
     ir = ModelIR.loads((folder / IR_FILE).read_text())
     finding = store.finding(bug.first_verdict)
     original = len(ModelIR.loads(finding.ir_json).body) if finding and finding.ir_json else None

@@ -384,8 +384,6 @@ def triage_training_bug(session: Session, bug: BugRow) -> None:
     if forward is not None and forward[1] is not None:
         data["training"] = forward_record(data["training"], forward[0])
         data["message"] = data["error_message"] = forward_message(run.verdict.message, forward[0])
-        # what the report's entry shows: the cut's verdict, not the campaign's gradient verdict
-        data[REDUCED_VERDICT] = VerdictSummary(data["message"], run.verdict.metrics()).to_json()
     assigned = assigned_in_call(run)
     if assigned:
         data[ASSIGNED_IN_CALL] = assigned
@@ -404,6 +402,9 @@ def triage_training_bug(session: Session, bug: BugRow) -> None:
                         training=run.verdict.extra.get("training") or {},
                         truth=training_truth_of(session, run, reference, checker.optimizer))
             store.triage.update_bug(bug.id, library=bug.library, parts=bug.parts)
+    # what the report's entry quotes: the run its folder and scripts come from (the cut's, under the reduced optimizer
+    # configuration), not the campaign's finding (t63: Adam's update quoted as 0.0127 from adam-accumulate, 0.0355 run)
+    data[REDUCED_VERDICT] = VerdictSummary(data["message"], run.verdict.metrics()).to_json()
     write_folder(folder, ir, run, data)
     for scratch in [*(session.work / f"{bug.id}-{name}" for name in _SCRATCH), *session.work.glob(f"{bug.id}-topt-*")]:
         shutil.rmtree(scratch, ignore_errors=True)

@@ -80,6 +80,11 @@ def test_training_bug_is_an_entry_of_the_report(triaged: tuple[CampaignStore, An
     assert len(entries) == 1 and entries[0]["stage"] == "gradients" and entries[0]["weight"] == "inner/kernel"
     assert entries[0]["section"] == "ready", entries[0]["status"]
     assert report["training"]  # the "Training check" summary stays
+    from memo.bug_files import read_bug_file
+
+    # the entry quotes the run its folder and scripts come from (the reduced model's), not the campaign's finding
+    folder_message = read_bug_file(Path(str(entries[0]["bug_dir"])))["message"]
+    assert entries[0]["message"] == folder_message, (entries[0]["message"], folder_message)
     json.dumps(report, default=str)
     from memo.filing.check import minimal_script
     from memo.filing.final_checks import scripts_to_check

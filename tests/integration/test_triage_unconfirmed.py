@@ -53,6 +53,9 @@ def test_a_steady_crash_is_reduced_without_a_check_before(tmp_path: Path, monkey
     assert Reduction.of(bug.reduction) is Reduction.DONE, (bug.reduction, summary.errors)
     assert bug.reduced_layers == 1 and bug.reproduces is True, (bug.reduction, summary.errors)
     assert "start check" not in phases and phases["script check"]["units"] == 1, phases
+    # the last candidate that crashed is the reduced model: its run is the folder's, with no final run again
+    assert "final check" not in phases, phases
+    assert (Path(str(bug.bug_dir)) / "model.keras").exists()
 
 
 def test_a_bug_merged_on_its_reduced_model_gets_no_script_check(

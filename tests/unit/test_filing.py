@@ -192,8 +192,25 @@ def test_a_bug_of_keras_front_end_gets_its_script_on_the_reference_backend(tmp_p
 
 def test_a_minimal_script_says_why_it_sets_its_backends_environment() -> None:
     """t60's reader: a Keras-on-JAX script set XLA_FLAGS without a word on why (the NaN shows without it too)."""
-    from memo.filing.script import _env_lines
+    from memo.filing.script_env import env_lines as _env_lines
 
     jax = _env_lines("keras-jax")
     assert jax[1].startswith("# XLA_FLAGS: machine code at -O0") and "XLA_FLAGS" in jax[2]
     assert "oneDNN" in _env_lines("keras-tensorflow")[1]
+    # t64's reader: a JAX NaN reproduced without -O0: the script a user would write is tried first
+    plain = _env_lines("keras-jax", plain=True)
+    assert not any("XLA_FLAGS" in line for line in plain)
+    from memo.filing.script_env import has_optional_env
+
+    assert has_optional_env("keras-jax") and not has_optional_env("keras-tensorflow")
+
+
+def test_a_jax_bugs_scripts_try_the_form_without_xla_flags_first(tmp_path: Path) -> None:
+    """t64's reader: a keras-jax NaN reproduced without memo's XLA -O0 setting, which its script set unexplained."""
+    folder = tmp_path / "jax"
+    shutil.copytree(CORPUS / NUMERIC, folder)
+    info = json.loads((folder / "bug.json").read_text())
+    (folder / "bug.json").write_text(json.dumps({**info, "library": "keras-jax"}))
+    scripts = candidates(BugFolder.read(folder))
+    assert "XLA_FLAGS" not in scripts[0].text and "XLA_FLAGS" in scripts[1].text
+    assert scripts[0].text.splitlines()[-8:] == scripts[1].text.splitlines()[-8:]  # the same call and check

@@ -346,7 +346,7 @@ def test_a_tf2onnx_optimizer_crash_says_tf2onnx_catches_it_by_default(tmp_path: 
     """t61's reader: tf2onnx's transpose-optimizer crash converts with tf2onnx's defaults (the error logged, the
     optimization skipped); the text and the script's comment must say that the script turns the catching off."""
     from memo.filing.export_text import caught_optimizer_note
-    from memo.filing.script import _env_lines
+    from memo.filing.script_env import env_lines as _env_lines
 
     frames = ["tf2onnx/optimizer/transpose_optimizer.py:_add_handler"]
     optimizer = _folder(tmp_path / "a", KERAS_CRASH, library="tf2onnx", signature={"frames": frames})

@@ -438,24 +438,53 @@ def test_a_bug_adopted_with_a_turned_folder_is_keyed_by_the_library_its_folder_b
     assert folder_blame(optimizer, {"library": "keras-tensorflow"}) == optimizer
 
 
-def test_an_adopted_training_bug_is_filed_against_the_library_its_folder_blames(tmp_path: Any) -> None:
+def _torch_gradient_bug(store: Any, folder: Any, recorded: dict[str, Any]) -> Any:
+    """A keras-torch gradient finding's bug in ``store`` whose folder holds ``recorded`` as its bug.json."""
     import json
 
-    from memo.triage.blame import decide_all
     from memo.triage.dedup import update_bugs
-    from tests.unit.triage_store import add_finding, make_campaign, model
+    from tests.unit.triage_store import add_finding, model
+
+    add_finding(store, 6, model("Conv2D"), {"artifact_dir": "gone", "reference": "keras-tensorflow", "backends": {}},
+                [("training-inconsistency", "keras-torch", "gradients", "conv/kernel: 9/9 elements outside")])
+    update_bugs(store)
+    bug = next(b for b in store.triage.load_bugs() if b.library == "keras-torch")
+    folder.mkdir()
+    (folder / "bug.json").write_text(json.dumps({"id": bug.id, "kind": bug.kind, "stage": "gradients", **recorded}))
+    store.triage.update_bug(bug.id, bug_dir=str(folder))
+    return bug
+
+
+def test_an_adopted_training_bug_is_filed_against_the_library_its_folder_blames(tmp_path: Any) -> None:
+    from memo.triage.blame import decide_all
+    from tests.unit.triage_store import make_campaign
 
     # t54: the folder of a remat gradient float64 turned round to TensorFlow, adopted by a finding that accused torch
     with make_campaign(tmp_path / "campaigns" / "unit") as store:
-        add_finding(store, 6, model("Conv2D"), {"artifact_dir": "gone", "reference": "keras-tensorflow",
-                                                "backends": {}},
-                    [("training-inconsistency", "keras-torch", "gradients", "conv/kernel: 9/9 elements outside")])
-        update_bugs(store)
-        bug = next(b for b in store.triage.load_bugs() if b.library == "keras-torch")
-        folder = tmp_path / "bug"
-        folder.mkdir()
-        (folder / "bug.json").write_text(json.dumps({"id": bug.id, "kind": bug.kind, "library": "keras-tensorflow",
-                                                     "stage": "gradients"}))
-        store.triage.update_bug(bug.id, bug_dir=str(folder))
+        bug = _torch_gradient_bug(store, tmp_path / "bug", {"library": "keras-tensorflow"})
         decide_all(store)
         assert store.triage.load_bug(bug.id).blame["library"] == "keras-tensorflow"
+
+
+def test_an_adopted_folder_whose_truth_blames_the_reference_is_triaged_anew(tmp_path: Any) -> None:
+    """t63, t64: a database record made before triage turned roles round filed a TensorFlow remat gradient at
+    keras-torch, float64 siding with torch; adopting it kept it there in every campaign."""
+    from memo.bugdb import BugDatabase
+    from memo.triage.remember import adopt_known, record_campaign
+    from tests.unit.triage_store import make_campaign, model
+
+    turned = {"decision": "contradicted", "blamed": "witness", "accused": ["keras-torch"],
+              "witnesses": ["keras-tensorflow"], "errors": {"keras-tensorflow": 293.0, "keras-torch": 0.004}}
+    with make_campaign(tmp_path / "campaigns" / "unit") as store, BugDatabase(tmp_path / "bugs.sqlite") as db:
+        folder = tmp_path / "recorded"
+        bug = _torch_gradient_bug(store, folder, {"library": "keras-torch", "reference": "keras-tensorflow",
+                                                  "truth": turned})
+        (folder / "ir.json").write_text(model("Conv2D").dumps())
+        for name in ("model.keras", "repro.py"):
+            (folder / name).write_text("x")
+        store.triage.update_bug(bug.id, reduced_layers=1, original_layers=1, reduction={"status": "done"})
+        record_campaign(db, store)
+        store.triage.update_bug(bug.id, bug_dir=None, reduction={}, reduced_layers=None)
+        assert adopt_known(db, store, store.triage.load_bug(bug.id)) is None
+        assert store.triage.load_bug(bug.id).bug_dir is None
+        assert not (tmp_path / "campaigns" / "unit" / "bugs" / bug.id).exists()

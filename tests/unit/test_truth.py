@@ -139,6 +139,24 @@ def test_a_reduced_crash_whose_minimal_script_reproduces_is_ready_though_repro_p
     assert numeric["section"] == "not-ready" and status_text(numeric) == "float64 truth not computed yet"
 
 
+def test_a_reduced_bug_not_ready_is_said_to_wait_for_its_first_missing_step() -> None:
+    # t64: a reduced training crash whose scripts had not run read "float64 truth not computed yet", which no crash needs
+    def status(**values: object) -> str:
+        entry = _entry(**values)
+        entry["section"] = section_of(entry)
+        assert entry["section"] == "not-ready", entry
+        return status_text(entry)
+
+    not_run = "reduced; its repro.py not run in a fresh process yet"
+    assert status(kind="training-crash", reproduces=None, minimal=None) == not_run
+    assert status(kind="training-crash", reproduces=None) == not_run  # its minimal script, from the database, checked
+    assert status(kind="crash", minimal=None) == UNCHECKED
+    assert status(kind="crash", reproduces=None, minimal={"reproduces": False, "lines": 12, "reason": "exit 0"}) == \
+        "minimal script does not reproduce (exit 0)"
+    assert status() == "float64 truth not computed yet"  # a numeric bug with its scripts checked
+    assert status(kind="crash", newest_pending=True) == "not rechecked on the newest code yet"
+
+
 def test_only_a_checked_minimal_script_that_reproduces_makes_an_entry_ready_to_file() -> None:
     # issue 38, "fileable by default": memo's repro.py reproducing is not enough, the maintainer gets the minimal script
     unchecked = _entry(kind="crash", minimal=None)
