@@ -17,7 +17,7 @@ from memo.bug_files import Reduction
 from memo.json_types import JsonObject
 from memo.bugdb import FIXED_UPSTREAM as FIXED_UPSTREAM_STATUS
 from memo.kinds import NUMERIC_KINDS, TRAINING_KINDS, VerdictKind
-from memo.newest import FIXED_UPSTREAM
+from memo.newest import FIXED_UPSTREAM, STILL_REPRODUCES
 from memo.triage.newest import provenance
 from memo.triage.onnx_reference import NAN_NOT_PROPAGATED, SPECIAL_VALUES
 from memo.truth import CONFIRMED, CONTRADICTED, ILL_CONDITIONED, NOISE, UNAVAILABLE, UNDECIDED
@@ -121,11 +121,18 @@ def _newest(entry: BugEntry) -> JsonObject:
     return entry.get("newest") or {}
 
 
+def _decisive_newest(entry: BugEntry) -> JsonObject:
+    """This campaign's rerun on the newest code where it decided (reproduces or fixed); {} otherwise."""
+    return _newest(entry) if _newest(entry).get("result") in (FIXED_UPSTREAM, STILL_REPRODUCES) else {}
+
+
 def _fixed_upstream(entry: BugEntry) -> bool:
-    """The newest code no longer shows it: this campaign's rerun there said so, or (not rerun yet) the bug database
-    records it fixed upstream from an earlier campaign's."""
-    if _newest(entry):
-        return _newest(entry).get("result") == FIXED_UPSTREAM
+    """The newest code no longer shows it: this campaign's rerun there said so, or (not rerun yet, or a rerun that
+    decided nothing: its script could not run there) the bug database records it fixed upstream from an earlier
+    campaign's. t65: a JAX training crash whose repro.py could not run on the nightly, its minimal script not rerun
+    there in time, stood "ready to file" in the row that said "known: fixed upstream"."""
+    if _decisive_newest(entry):
+        return _decisive_newest(entry).get("result") == FIXED_UPSTREAM
     return (entry.get("known_bug") or {}).get("status") == FIXED_UPSTREAM_STATUS
 
 
@@ -182,8 +189,9 @@ def status_text(entry: BugEntry) -> str:
         blamed = (entry.get("truth") or {}).get("blamed")
         return f"float64 blames {blamed}" if blamed else TITLES[section]
     if section == "fixed-upstream":
-        build = _newest(entry).get("build") or (entry.get("known_bug") or {}).get("detail") or "the newest code"
-        said = (entry.get("newest_provenance") or provenance(_newest(entry))) if _newest(entry) else \
+        decided = _decisive_newest(entry)
+        build = decided.get("build") or (entry.get("known_bug") or {}).get("detail") or "the newest code"
+        said = (entry.get("newest_provenance") or provenance(decided)) if decided else \
             "recorded by the bug database from an earlier campaign; not rerun"
         return f"fixed upstream: no longer reproduces on {build}" + (f" ({said})" if said else "")
     if section == "not-ready":

@@ -73,6 +73,12 @@ def test_the_newest_code_decides_ready_or_fixed_upstream() -> None:
     known = _entry(known_bug={"status": "fixed-upstream", "detail": "onnxruntime 1.33.0"})
     assert known["section"] == "fixed-upstream" and "no longer reproduces on onnxruntime 1.33.0 (recorded by the bug " \
         "database from an earlier campaign; not rerun)" in known["status"]  # where the verdict comes from
+    # t65: this campaign's rerun could not run there; the database's record from an earlier one decides
+    undecided = _entry(newest={"result": CANNOT_RUN, "build": build}, known_bug=known["known_bug"])
+    assert undecided["section"] == "fixed-upstream" and "onnxruntime 1.33.0 (recorded by the bug database" in \
+        undecided["status"]
+    assert _entry(newest={"result": STILL_REPRODUCES, "build": build}, known_bug=known["known_bug"])["section"] == \
+        "ready"  # a rerun that decided: this campaign's word
     not_reproducing = _entry(reproduces=False, newest={"result": FIXED_UPSTREAM})
     assert not_reproducing["section"] == "not-reproducing"  # the release itself no longer shows it
 
