@@ -351,9 +351,9 @@ def written_candidates(folder: BugFolder) -> list[Candidate]:
     spec = find_spec(library)
     out: list[Candidate] = []
     why = ""
+    python = (spec.python if spec else None) or ""
     for source in _sources(folder, idiom, all(array.dtype.kind == "f" for array in inputs.values())):
         try:
-            python = (spec.python if spec else None) or ""
             if has_optional_env(library):  # the form a user would write first
                 out.append(_candidate(folder, idiom, source, inputs, python, plain=True))
             out.append(_candidate(folder, idiom, source, inputs, python))

@@ -14,6 +14,7 @@ THREAD_VARIABLES = frozenset({"OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NU
 # NaN gradient showed only under it).
 OPTIONAL_ENV = frozenset({"XLA_FLAGS"})
 
+
 def _script_env(library: str, plain: bool = False) -> dict[str, str]:
     """The environment a script of ``library`` sets: its worker's, but the thread pins (and, ``plain``, the
     :data:`OPTIONAL_ENV`)."""
@@ -28,6 +29,7 @@ def has_optional_env(library: str) -> bool:
 
 
 def env_lines(library: str, plain: bool = False) -> list[str]:
+    """The lines setting :func:`_script_env`, with a comment saying why each setting is there."""
     env = _script_env(library, plain)
     reasons = [ENV_REASONS[key] for key in env if key in ENV_REASONS]
     return ["import os", *([f"# {'; '.join(reasons)}"] if reasons else []), f"os.environ.update({literal(env)})"] \

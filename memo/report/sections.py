@@ -131,8 +131,8 @@ def _fixed_upstream(entry: BugEntry) -> bool:
     decided nothing: its script could not run there) the bug database records it fixed upstream from an earlier
     campaign's. t65: a JAX training crash whose repro.py could not run on the nightly, its minimal script not rerun
     there in time, stood "ready to file" in the row that said "known: fixed upstream"."""
-    if _decisive_newest(entry):
-        return _decisive_newest(entry).get("result") == FIXED_UPSTREAM
+    if decided := _decisive_newest(entry):
+        return decided.get("result") == FIXED_UPSTREAM
     return (entry.get("known_bug") or {}).get("status") == FIXED_UPSTREAM_STATUS
 
 
