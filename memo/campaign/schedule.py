@@ -143,7 +143,8 @@ class TriageSchedule:
             first = run_checks(scripts_to_check(self.store), until)  # the cheapest entries to make ready
             while (left := until - time.monotonic() - reserve_s(len(scripts_to_check(self.store)), pass_s)) \
                     > MIN_STEP_S:
-                summary = triage_campaign(self.store, executor=executor, time_budget_s=min(FINAL_SLICE_S, left))
+                summary = triage_campaign(self.store, executor=executor, time_budget_s=min(FINAL_SLICE_S, left),
+                                          hard_end=until)
                 self.final_totals.add(summary)
                 if tick is not None:
                     tick()

@@ -48,14 +48,15 @@ def keras_code(backend: str) -> MeasuredCode:
 
 def package_root(code: MeasuredCode) -> Path | None:
     """The folder holding ``code``'s top-level package where this interpreter would import it from (None when it is
-    not installed); finding it imports nothing."""
+    not installed); finding it imports nothing. The folder's real path: coverage.py names the files it traced by
+    theirs, so a virtual environment reached through a symbolic link counted no line before."""
     top = code.folders[0].split("/")[0]
     try:
         found = importlib.util.find_spec(top)
     except (ImportError, ValueError):
         return None
     locations = list(found.submodule_search_locations or []) if found is not None else []
-    return Path(locations[0]).parent if locations else None
+    return Path(locations[0]).parent.resolve() if locations else None
 
 
 def measured_files(code: MeasuredCode, root: Path) -> Iterator[tuple[str, Path]]:

@@ -236,7 +236,8 @@ def _write_folder(session: Session, bug: BugRow, finding: Finding, folder: Path,
         rekey(store, store.triage.load_bug(bug.id))
         merged = (store.triage.load_bug(bug.id) or bug).merged_into is not None
         session.summary.merged += merged
-    if has_script and not merged and not retried(reduction) and session.remaining() > SCRIPT_CHECK_S:
+    if (has_script and not merged and not retried(reduction)
+            and session.has_room(SCRIPT_CHECK_S, session.script_limit_s())):
         _check_script(session, bug.id, folder, data)  # an unfinished reduction's script: its next folder's is checked
     if not retried(reduction):
         _release_artifacts(session, bug)
@@ -245,10 +246,10 @@ def _write_folder(session: Session, bug: BugRow, finding: Finding, folder: Path,
 def _check_script(session: Session, bug_id: str, folder: Path, data: JsonObject) -> None:
     """Run the bug's repro.py in a fresh process; one that reproduces is rerun on the newest code right away."""
     with timed(session.store, "script check"):
-        check = rerun_script(folder, data, timeout_s=session.timeout_s + 60, remember=True)
+        check = rerun_script(folder, data, timeout_s=session.script_limit_s(), remember=True)
     session.store.triage.update_bug(bug_id, reproduces=check.reproduces, checked=time.time())
     session.summary.reproduced += bool(check.reproduces)
-    if check.reproduces and session.next_python and session.remaining() > SCRIPT_CHECK_S:
+    if check.reproduces and session.next_python and session.has_room(SCRIPT_CHECK_S, session.script_limit_s()):
         bug = session.store.triage.load_bug(bug_id)
         if bug is not None:
             _check_newest(session, bug)
@@ -258,7 +259,7 @@ def _check_newest(session: Session, bug: BugRow) -> None:
     """The bug's script on the newest code (:mod:`memo.triage.newest`); a failure of the check itself is triage's."""
     def check() -> None:
         with timed(session.store, "newest rerun"):
-            outcome = check_and_store(session.store, bug, str(session.next_python), timeout_s=session.timeout_s + 60)
+            outcome = check_and_store(session.store, bug, str(session.next_python), timeout_s=session.script_limit_s())
         session.summary.newest += 1
         session.summary.fixed_upstream += outcome.get("result") == FIXED_UPSTREAM
 
@@ -357,7 +358,7 @@ class _Units:
     def _newest(self) -> bool | None:
         """A finished bug is ready only once rerun on the newest code (a few seconds): before localizations."""
         session = self.session
-        if not session.next_python or session.remaining() <= SCRIPT_CHECK_S:
+        if not session.next_python or not session.has_room(SCRIPT_CHECK_S, session.script_limit_s()):
             return None
         on_release = [bug for bug in pending_newest(self.store) if bug.id not in self.tried_newest]
         if not on_release:
@@ -395,7 +396,7 @@ class _Units:
 
     def _script(self) -> bool | None:
         """A script whose check ran out of time in an earlier pass."""
-        if self.session.remaining() <= SCRIPT_CHECK_S:
+        if not self.session.has_room(SCRIPT_CHECK_S, self.session.script_limit_s()):
             return None
         unchecked = [bug for bug in unchecked_scripts(self.store) if bug.id not in self.tried]
         if not unchecked:
@@ -408,7 +409,8 @@ class _Units:
 
 
 def triage_campaign(store: CampaignStore, *, executor: Executor | None = None, time_budget_s: float = 120.0,
-                    bugs_db: Path | None = None, next_python: str | None = None) -> TriageSummary:
+                    bugs_db: Path | None = None, next_python: str | None = None,
+                    hard_end: float | None = None) -> TriageSummary:
     """Dedup, then localize and reduce (bounded by ``time_budget_s``), write folders and scripts. Idempotent.
 
     ``executor``: a :class:`memo.backends.executor.DifferentialExecutor` to reuse; without one, triage
@@ -418,8 +420,9 @@ def triage_campaign(store: CampaignStore, *, executor: Executor | None = None, t
     reduced, is adopted instead of reduced, and every finished bug is recorded in it at the end of the pass.
     ``next_python``: the newest-code interpreter a reproducing bug is rerun with before it is ready to file
     (default: the campaign's; ``none``: no such check), :mod:`memo.triage.newest`.
+    ``hard_end`` (monotonic clock): when nothing of the pass may still run (:class:`memo.triage.session.Session`).
     """
-    session = Session(store, executor, time_budget_s, next_python)
+    session = Session(store, executor, time_budget_s, next_python, hard_end)
     known_db = remember.open_database(session, bugs_db)
     try:
         _drop_stale(store, dedup.update_bugs(store).stale)

@@ -25,6 +25,8 @@ from memo.triage.truth import TruthRunner
 
 WORK_DIR = "triage-work"
 TRIAGE_TIMEOUT_S = DEFAULT_TIMEOUT_S
+SCRIPT_START_S = 60.0  # a script check's allowance beyond its model runs: a fresh process's imports (12-30 s here)
+UNIT_TRUTH_S = 15.0  # a reduced numeric bug's float64 truth, the last step of its unit
 
 
 @dataclass
@@ -63,15 +65,20 @@ class Session:
     """One triage pass: the store, an executor created on first need, the clock."""
 
     def __init__(self, store: CampaignStore, executor: Executor | None, time_budget_s: float,
-                 next_python: str | None = None) -> None:
+                 next_python: str | None = None, hard_end: float | None = None) -> None:
+        """``hard_end`` (monotonic clock): a time no step of the pass may run past (a timed campaign's final pass); the
+        budget then ends :meth:`unit_tail_s` before it, and a script starts only if its own limit fits."""
         self.store = store
         self.executor = executor
         self.own_executor = False
         self.started = time.monotonic()
-        self.deadline = self.started + max(0.0, time_budget_s)
         config = store.get_meta("config", {}) or {}
         self.seed = int(config.get("seed", 0) or 0)
         self.timeout_s = float(config.get("timeout_s", TRIAGE_TIMEOUT_S) or TRIAGE_TIMEOUT_S)
+        self.hard_end = hard_end
+        self.deadline = self.started + max(0.0, time_budget_s)
+        if hard_end is not None:
+            self.deadline = min(self.deadline, hard_end - self.unit_tail_s())
         self.available = list(config.get("backends") or default_backends())
         self.reference: str | None = config.get("reference")
         self.gpu_precision = str(config.get("gpu_precision") or STRICT)
@@ -86,6 +93,22 @@ class Session:
 
     def remaining(self) -> float:
         return self.deadline - time.monotonic()
+
+    def unit_tail_s(self) -> float:
+        """How far a unit of work may run past the budget it started within: a reduction's last candidate and its
+        final check (a model run each, at most the per-model limit) and the folder's float64 truth. long150c's final
+        pass ended 15 s past its end that way, and the campaign 4 s past its slot."""
+        return 2 * self.timeout_s + UNIT_TRUTH_S
+
+    def script_limit_s(self, runs: int = 1) -> float:
+        """The wall-clock limit of a script check in a fresh process (its imports, then ``runs`` model runs)."""
+        return runs * self.timeout_s + SCRIPT_START_S
+
+    def has_room(self, least_s: float, limit_s: float) -> bool:
+        """Whether a step may start that needs at least ``least_s`` of the pass's budget and may run ``limit_s``: a
+        pass with a hard end starts it only when it ends by then too."""
+        now = time.monotonic()
+        return self.deadline - now > least_s and (self.hard_end is None or self.hard_end - now > limit_s)
 
     def error(self, bug_id: str | None, step: str, exc: BaseException) -> None:
         """Record a failure of triage itself, in the summary and in the store (the report shows it)."""

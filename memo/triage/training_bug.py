@@ -259,9 +259,9 @@ def _unfinished(bug: BugRow) -> ModelIR | None:
 
 
 def _check(session: Session, bug: BugRow, folder: Path, data: JsonObject) -> None:
-    if session.remaining() < SCRIPT_S:
+    if not session.has_room(SCRIPT_S, session.script_limit_s(runs=4)):  # a training run is four of inference's
         return  # a later pass checks it (memo.triage.passes: unchecked scripts)
-    check = rerun_script(folder, data, timeout_s=4 * session.timeout_s + 60, remember=True)
+    check = rerun_script(folder, data, timeout_s=session.script_limit_s(runs=4), remember=True)
     session.store.triage.update_bug(bug.id, reproduces=check.reproduces, checked=time.time())
     session.summary.scripts += 1
     session.summary.reproduced += bool(check.reproduces)

@@ -109,3 +109,24 @@ def test_a_campaign_whose_models_outlast_its_slot_ends_with_the_slot(tmp_path: P
     assert lines[-1].split("] ", 1)[1].startswith("memo: campaign slot budget spent")
     assert any("; final phase: " in line and " models in flight, " in line for line in lines), \
         "the final phase shows its progress"
+
+
+def test_a_final_pass_ends_its_units_a_tail_before_the_slot_and_starts_no_script_that_would_outlast_it(
+        tmp_path: Path) -> None:
+    """long150c: the final pass ended 15 s past its end (a unit outlasts the budget it started within), and the
+    campaign 4 s past its 150-minute slot. A pass with a hard end budgets its units to end a unit's tail before
+    it, and starts a script check (imports, then the model's runs) only when its own limit fits."""
+    from memo.triage.session import SCRIPT_START_S, Session
+
+    with CampaignStore(tmp_path / "c", create=True) as store:
+        store.set_meta("config", {"timeout_s": 30.0})
+        now = time.monotonic()
+        free = Session(store, None, 20.0)  # the background pass: a soft budget only
+        assert free.deadline == pytest.approx(now + 20.0, abs=1.0) and free.has_room(15.0, free.script_limit_s(runs=4))
+        hard = Session(store, None, 600.0, hard_end=now + 100.0)
+        assert hard.unit_tail_s() == 2 * 30.0 + 15.0
+        assert hard.deadline == pytest.approx(now + 100.0 - hard.unit_tail_s(), abs=1.0), "the budget ends before"
+        assert hard.script_limit_s() == 30.0 + SCRIPT_START_S < 100.0
+        assert hard.has_room(15.0, hard.script_limit_s()), "an inference script ends by the hard end"
+        assert not hard.has_room(15.0, hard.script_limit_s(runs=4)), "a training script (four runs) would not"
+        assert not hard.has_room(30.0, 1.0), "the budget's own minimum still holds"
