@@ -62,6 +62,7 @@ from memo.triage.training_forward import (AFTER_FORWARD, FORWARD_STAGE, ForwardD
                                           forward_probe, forward_record, node_outputs)
 from memo.triage.training_repro import model_file_of, write_training_script
 from memo.triage.training_truth import reference_wrong, training_truth_of, turned
+from memo.triage.turns import Laps
 from memo.triage.training_signature import crash_exception, first_in_backward_order, training_parts, weight_owner
 from memo.truth import UNAVAILABLE
 
@@ -300,7 +301,9 @@ def triage_training_bug(session: Session, bug: BugRow) -> None:
     checker = TrainingChecker(session, bug, reference, inputs,
                               recorded_optimizer(finding.verdict.extra.get("training")),
                               recorded_remat(finding.verdict.extra.get("training")))
+    laps = Laps(store, "training bug:")
     start = checker.run(model, session.work / f"{bug.id}-tstart")
+    laps.lap("start run")
     if start.verdict is None:
         _not_again(session, bug, model, start, reference)
         return
@@ -332,7 +335,9 @@ def triage_training_bug(session: Session, bug: BugRow) -> None:
         outcome.runs += len(tried) if probe is None else tried.index(probe) + 1
         outcome.steps.insert(0, f"precision probe ({len(probe.body)} layers, one per weight dtype): shows the bug"
                              if probe is not None else "precision probes: none shows the bug")
+    laps.lap("reduction")
     final = checker.run(outcome.ir, session.work / f"{bug.id}-tfinal")
+    laps.lap("final run")
     ir, run = (outcome.ir, final) if final.verdict is not None else (model, start)
     if final.verdict is None:
         outcome.status = "final check failed; original model kept"
@@ -353,6 +358,7 @@ def triage_training_bug(session: Session, bug: BugRow) -> None:
         if shown is not None:  # the model's bug: its parts, run and scripts lose remat
             run, checker, bug = shown, plain, replace(bug, parts={k: v for k, v in bug.parts.items() if k != REMAT_KEY})
             store.triage.update_bug(bug.id, parts=bug.parts)
+    laps.lap("optimizer and remat probes")
     folder = bug_folder(store.directory.resolve(), bug.id)
     shutil.rmtree(folder, ignore_errors=True)
     assert run.verdict is not None
@@ -370,6 +376,7 @@ def triage_training_bug(session: Session, bug: BugRow) -> None:
             bug = replace(bug, parts=forward_parts(bug.parts, found), stage=FORWARD_STAGE,
                           layer_class=found.layer_class)
             store.triage.update_bug(bug.id, parts=bug.parts, stage=bug.stage, layer_class=bug.layer_class)
+    laps.lap("forward probe")
     assert run.verdict is not None
     exception = crash_exception(run.verdict.message)[0] if bug.kind == VerdictKind.TRAINING_CRASH.value else ""
     if kept:  # the sweep's probe is the model's reduction already: the counts are the executed model's
@@ -405,13 +412,16 @@ def triage_training_bug(session: Session, bug: BugRow) -> None:
     # what the report's entry quotes: the run its folder and scripts come from (the cut's, under the reduced optimizer
     # configuration), not the campaign's finding (t63: Adam's update quoted as 0.0127 from adam-accumulate, 0.0355 run)
     data[REDUCED_VERDICT] = VerdictSummary(data["message"], run.verdict.metrics()).to_json()
+    laps.lap("float64 truth")
     write_folder(folder, ir, run, data)
     for scratch in [*(session.work / f"{bug.id}-{name}" for name in _SCRATCH), *session.work.glob(f"{bug.id}-topt-*")]:
         shutil.rmtree(scratch, ignore_errors=True)
     store.triage.update_bug(bug.id, bug_dir=str(folder), original_layers=len(finding.ir.body),
                             reduced_layers=len(ir.body), reduction=reduction, layer=located["layer"],
                             repro=str(folder / "repro.py"))
+    laps.lap("folder")
     _check(session, bug, folder, data)
+    laps.lap("script check")
     session.summary.reduced += len(ir.body) < len(finding.ir.body)
 
 

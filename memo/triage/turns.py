@@ -104,5 +104,20 @@ def timed(store: MetaStore, phase: str) -> Iterator[None]:
         store.set_meta(PHASES_META, add_spent(store.get_meta(PHASES_META), phase, time.monotonic() - started))
 
 
+class Laps:
+    """A stopwatch over a unit's parts: each :meth:`lap` adds the wall seconds since the previous one (or the start) to
+    the phase ``PREFIX PART`` of the store's :data:`PHASES_META` (long150d: a training bug's unit took 117 s on
+    average, 75 % of triage's bug time, with no figure for its parts)."""
+
+    def __init__(self, store: MetaStore, prefix: str) -> None:
+        self.store, self.prefix, self.last = store, prefix, time.monotonic()
+
+    def lap(self, part: str) -> None:
+        now = time.monotonic()
+        phases = add_spent(self.store.get_meta(PHASES_META), f"{self.prefix} {part}", now - self.last)
+        self.store.set_meta(PHASES_META, phases)
+        self.last = now
+
+
 def _seconds(value: object) -> float:
     return float(value) if isinstance(value, (int, float)) and value >= 0 else 0.0

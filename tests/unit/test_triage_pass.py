@@ -159,6 +159,23 @@ def test_a_timed_phase_adds_its_wall_seconds_to_the_store_also_when_it_raises(tm
     assert phases["script check"]["units"] == 1 and phases["script check"]["seconds"] < 0.05
 
 
+def test_a_units_laps_add_the_seconds_between_marks_to_one_phase_each(tmp_path: Path) -> None:
+    """long150d: training bug units took 117 s each with no figure for their parts."""
+    import time
+
+    from memo.store import CampaignStore
+    from memo.triage.turns import PHASES_META, Laps
+
+    with CampaignStore(tmp_path / "c", create=True) as store:
+        laps = Laps(store, "training bug:")
+        time.sleep(0.05)
+        laps.lap("start run")
+        laps.lap("reduction")
+        phases = store.get_meta(PHASES_META)
+    assert set(phases) == {"training bug: start run", "training bug: reduction"}
+    assert phases["training bug: start run"]["seconds"] >= 0.05 > phases["training bug: reduction"]["seconds"]
+
+
 def test_triage_time_spent_adds_up_per_kind() -> None:
     from memo.triage.turns import add_spent
 
