@@ -106,8 +106,8 @@ def timed(store: MetaStore, phase: str) -> Iterator[None]:
 
 class Laps:
     """A stopwatch over a unit's parts: each :meth:`lap` adds the wall seconds since the previous one (or the start) to
-    the phase ``PREFIX PART`` of the store's :data:`PHASES_META` (long150d: a training bug's unit took 117 s on
-    average, 75 % of triage's bug time, with no figure for its parts)."""
+    the phase ``PREFIX PART`` of the store's :data:`PHASES_META` (long150d: a training bug's unit took 100 s on
+    average, 80 % of triage's bug time, with no figure for its parts)."""
 
     def __init__(self, store: MetaStore, prefix: str) -> None:
         self.store, self.prefix, self.last = store, prefix, time.monotonic()

@@ -160,7 +160,7 @@ def test_a_timed_phase_adds_its_wall_seconds_to_the_store_also_when_it_raises(tm
 
 
 def test_a_units_laps_add_the_seconds_between_marks_to_one_phase_each(tmp_path: Path) -> None:
-    """long150d: training bug units took 117 s each with no figure for their parts."""
+    """long150d: training bug units took 100 s each with no figure for their parts."""
     import time
 
     from memo.store import CampaignStore
