@@ -236,8 +236,7 @@ def _write_folder(session: Session, bug: BugRow, finding: Finding, folder: Path,
         rekey(store, store.triage.load_bug(bug.id))
         merged = (store.triage.load_bug(bug.id) or bug).merged_into is not None
         session.summary.merged += merged
-    if (has_script and not merged and not retried(reduction)
-            and session.has_room(SCRIPT_CHECK_S, session.script_limit_s())):
+    if has_script and not merged and not retried(reduction) and session.script_fits(SCRIPT_CHECK_S):
         _check_script(session, bug.id, folder, data)  # an unfinished reduction's script: its next folder's is checked
     if not retried(reduction):
         _release_artifacts(session, bug)
@@ -249,7 +248,7 @@ def _check_script(session: Session, bug_id: str, folder: Path, data: JsonObject)
         check = rerun_script(folder, data, timeout_s=session.script_limit_s(), remember=True)
     session.store.triage.update_bug(bug_id, reproduces=check.reproduces, checked=time.time())
     session.summary.reproduced += bool(check.reproduces)
-    if check.reproduces and session.next_python and session.has_room(SCRIPT_CHECK_S, session.script_limit_s()):
+    if check.reproduces and session.next_python and session.script_fits(SCRIPT_CHECK_S):
         bug = session.store.triage.load_bug(bug_id)
         if bug is not None:
             _check_newest(session, bug)
@@ -358,7 +357,7 @@ class _Units:
     def _newest(self) -> bool | None:
         """A finished bug is ready only once rerun on the newest code (a few seconds): before localizations."""
         session = self.session
-        if not session.next_python or not session.has_room(SCRIPT_CHECK_S, session.script_limit_s()):
+        if not session.next_python or not session.script_fits(SCRIPT_CHECK_S):
             return None
         on_release = [bug for bug in pending_newest(self.store) if bug.id not in self.tried_newest]
         if not on_release:
@@ -396,7 +395,7 @@ class _Units:
 
     def _script(self) -> bool | None:
         """A script whose check ran out of time in an earlier pass."""
-        if not self.session.has_room(SCRIPT_CHECK_S, self.session.script_limit_s()):
+        if not self.session.script_fits(SCRIPT_CHECK_S):
             return None
         unchecked = [bug for bug in unchecked_scripts(self.store) if bug.id not in self.tried]
         if not unchecked:

@@ -104,6 +104,10 @@ class Session:
         """The wall-clock limit of a script check in a fresh process (its imports, then ``runs`` model runs)."""
         return runs * self.timeout_s + SCRIPT_START_S
 
+    def script_fits(self, least_s: float, runs: int = 1) -> bool:
+        """Whether a script check of ``runs`` model runs may start (:meth:`has_room` with :meth:`script_limit_s`)."""
+        return self.has_room(least_s, self.script_limit_s(runs))
+
     def has_room(self, least_s: float, limit_s: float) -> bool:
         """Whether a step may start that needs at least ``least_s`` of the pass's budget and may run ``limit_s``: a
         pass with a hard end starts it only when it ends by then too."""

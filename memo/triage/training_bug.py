@@ -62,8 +62,8 @@ from memo.triage.training_forward import (AFTER_FORWARD, FORWARD_STAGE, ForwardD
                                           forward_probe, forward_record, node_outputs)
 from memo.triage.training_repro import model_file_of, write_training_script
 from memo.triage.training_truth import reference_wrong, training_truth_of, turned
-from memo.triage.turns import Laps
 from memo.triage.training_signature import crash_exception, first_in_backward_order, training_parts, weight_owner
+from memo.triage.turns import Laps
 from memo.truth import UNAVAILABLE
 
 # Trainers that compile a program per model (Keras on JAX: an XLA program per stage, seconds on a large model):
@@ -260,7 +260,7 @@ def _unfinished(bug: BugRow) -> ModelIR | None:
 
 
 def _check(session: Session, bug: BugRow, folder: Path, data: JsonObject) -> None:
-    if not session.has_room(SCRIPT_S, session.script_limit_s(runs=4)):  # a training run is four of inference's
+    if not session.script_fits(SCRIPT_S, runs=4):  # a training run is four of inference's
         return  # a later pass checks it (memo.triage.passes: unchecked scripts)
     check = rerun_script(folder, data, timeout_s=session.script_limit_s(runs=4), remember=True)
     session.store.triage.update_bug(bug.id, reproduces=check.reproduces, checked=time.time())
