@@ -7,10 +7,9 @@ its turn. Each kind's time is kept in the store, so the shares go on from one pa
 passes are short) instead of each pass starting with a bug: that starved the localizations (campaign m40 localized 3
 of its 39 numeric findings while the bug and newest-code units took every turn).
 
-Each reduced bug gets its root-cause key on the reduced model and is merged with an earlier bug that has the same
-key; its folder, script and repro check are written at once, so a pass that runs out of time leaves finished bugs, not half-finished
-ones. Idempotent: a finished bug is not redone; a reduction that ran out of time continues from its folder, and so does
-one adopted from the bug database that an older reducer made (:func:`memo.triage.bug_reduction.reduces_further`).
+A reduced bug is keyed on the reduced model and merged with an earlier bug of the same key; its folder, script and
+check are written at once, so a pass out of time leaves finished bugs. Idempotent: a finished bug is not redone; a
+cut reduction continues from its folder, as does an older reducer's (:func:`memo.triage.bug_reduction.reduces_further`).
 """
 from __future__ import annotations
 
