@@ -29,10 +29,10 @@ def one_layer_ir(class_name: str, config: dict[str, Any], input_shape: tuple[int
 
 
 def triaged_training_store(root: Path, ir: ModelIR, backends: list[str], seed: int, budget_s: float,
-                           **check: Any) -> tuple[Any, Any]:
-    """A campaign store holding one executed model ``ir`` with its inference and training verdicts (the training
-    check run with ``check``'s options: ``optimizer``, ``remat``), triaged on fresh workers of ``backends``:
-    (the store, triage's summary)."""
+                           inference: bool = True, **check: Any) -> tuple[Any, Any]:
+    """A campaign store holding one executed model ``ir`` with its inference (unless not ``inference``) and training
+    verdicts (the training check run with ``check``'s options: ``optimizer``, ``remat``), triaged on fresh workers of
+    ``backends``: (the store, triage's summary)."""
     from memo.artifact import prepare_artifact
     from memo.backends.executor import DifferentialExecutor
     from memo.oracle import judge
@@ -50,7 +50,7 @@ def triaged_training_store(root: Path, ir: ModelIR, backends: list[str], seed: i
         artifact = prepare_artifact(ir, (root / "artifacts" / str(mutant_id)).resolve(), seed=seed)
         result = executor.run(artifact)
         store.add_execution(mutant_id, result.to_json(), result.seconds, str(artifact.directory))
-        for verdict in judge(result):
+        for verdict in judge(result) if inference else ():
             store.add_verdict(mutant_id, verdict)
         training = run_training_check(executor, artifact, artifact.directory / "training", truth=False, **check)
         for verdict in stored_verdicts(training):

@@ -3,13 +3,17 @@
 1. the finding's model is trained again on the reference and the accused backend (the executor's ``train``, on the
    campaign's warm workers) and judged: the bug must show again (:class:`TrainingChecker`: same kind, backend, stage
    and owner class of the first differing array, or the same exception for a crash);
-2. reduced by :func:`memo.triage.bug_reduction.reduce_bug` with that predicate, starting from the layer owning the
-   first differing weight; an optimizer stage's bug first tries the model's weights by precision alone
-   (:func:`memo.triage.precision_probe.precision_probe`: one layer per weight dtype, one run); then the ``optimizer``
-   stage's catalogue entry is reduced on that model (:mod:`memo.triage.optimizer_reduction`: plain ``Adam`` for
-   ``Adam(gradient_accumulation_steps=2)`` where it shows the bug too);
-3. localized on the reduced model: the layer whose own weight or input gradient is the first wrong one in backward
-   order (:func:`memo.triage.training_signature.first_in_backward_order`, from the per-weight comparison);
+2. a loss, state, gradient or forward difference is first probed for the layer whose training-mode output is the
+   first to differ (:func:`memo.triage.training_checker.forward_first`): where one does, the bug is that layer's
+   forward bug, cut to it; then reduced by :func:`memo.triage.bug_reduction.reduce_bug` with that predicate, starting
+   from the layer owning the first differing weight (or the probe's layer); an optimizer stage's bug first tries
+   the model's weights by precision alone (:func:`memo.triage.precision_probe.precision_probe`: one layer per weight
+   dtype, one run); then the ``optimizer`` stage's catalogue entry is reduced on that model
+   (:mod:`memo.triage.optimizer_reduction`: plain ``Adam`` for ``Adam(gradient_accumulation_steps=2)`` where it shows
+   the bug too);
+3. localized on the reduced model (unless the probe named the layer): the layer whose own weight or input gradient
+   is the first wrong one in backward order (:func:`memo.triage.training_signature.first_in_backward_order`, from
+   the per-weight comparison);
 4. judged by the float64 truth (:mod:`memo.training.truth`; bug.json's ``truth``, as inference bugs keep theirs);
 5. its folder written like an inference bug's (``model.keras``, ``inputs.npz``, ``ir.json``, ``expected.npz``: the
    reference's arrays of the blamed stage, ``bug.json``, ``repro.py``: :mod:`memo.triage.training_repro`), the
@@ -19,30 +23,25 @@ from __future__ import annotations
 
 import shutil
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 
-from memo.artifact import Artifact, prepare_artifact
 from memo.backends import load_spec
-from memo.backends.executor import DifferentialExecutor, ExecutionAbandoned
+from memo.backends.executor import DifferentialExecutor
 from memo.backends.training import ASSIGNED_KEY
 from memo.backends.training_optimizers import OPTIMIZER_STAGE, recorded_optimizer
 from memo.backends.training_remat import REMAT_KEY, recorded_remat
-from memo.errors import InvalidModelError
 from memo.json_types import JsonObject
 from memo.kinds import VerdictKind
 from memo.model.ir import ModelIR
-from memo.oracle import Verdict
 from memo.oracle.verdict import VerdictSummary
 from memo.store import BugRow, CampaignStore
-from memo.training.check import (NUMERIC, TrainingCheck, stored_verdicts, trainers,
-                                 training_reference)
-from memo.training.judge import (DESCRIPTIVE_KEYS, JUDGED_STAGES, MODEL_IR_KEY, UPDATE_STAGES, Arrays,
-                                 differing_names, judge_training, read_arrays, stage_keys,
-                                 worker_stages)
+from memo.training.check import NUMERIC, training_reference
+from memo.training.judge import (DESCRIPTIVE_KEYS, JUDGED_STAGES, MODEL_IR_KEY, UPDATE_STAGES, differing_names,
+                                 stage_keys)
 from memo.training.truth import engine_for
 from memo.triage.bug_reduction import STRUCTURAL_PASSES, ReductionOutcome, reduce_bug
 from memo.bug_files import (EXPECTED_FILE, INPUTS_FILE, IR_FILE, MODEL_FILE, Reduction, read_bug_file, retried,
@@ -53,22 +52,19 @@ from memo.training.selection import weight_dtypes
 from memo.triage.assigned import ASSIGNED_IN_CALL
 from memo.triage.optimizer_reduction import reduce_optimizer, showing_run
 from memo.triage.precision_probe import dense_probe, precision_probe
-from memo.triage.probe import _keep_inputs, read_inputs
+from memo.triage.probe import read_inputs
 from memo.triage.reassess import REDUCED_VERDICT
 from memo.triage.rerun import rerun_script
 from memo.triage.session import Session
-from memo.triage.training_forward import (AFTER_FORWARD, FORWARD_STAGE, ForwardDifference, culprit_cuts,
-                                          first_forward_difference, forward_located, forward_message, forward_parts,
-                                          forward_probe, forward_record, node_outputs)
+from memo.triage.training_checker import TrainingChecker, TrainingRun, forward_first
+from memo.triage.training_forward import (FORWARD_STAGE, ForwardDifference, forward_located, forward_message,
+                                          forward_parts, forward_record)
 from memo.triage.training_repro import model_file_of, write_training_script
 from memo.triage.training_truth import reference_wrong, training_truth_of, turned
-from memo.triage.training_signature import crash_exception, first_in_backward_order, training_parts, weight_owner
+from memo.triage.training_signature import crash_exception, first_in_backward_order, weight_owner
 from memo.triage.turns import Laps
 from memo.truth import UNAVAILABLE
 
-# Trainers that compile a program per model (Keras on JAX: an XLA program per stage, seconds on a large model):
-# the last choice where one witness is enough
-COMPILING_TRAINERS = frozenset({"keras-jax"})
 PER_BUG_S = 60.0  # a training run is four of inference's: its reduction gets more time
 # Kept from the reduction's budget for what follows it: the final run, the float64 truth (three runs of the engine)
 # and the script's check, so that a pass with a deadline does not overrun it by them.
@@ -78,77 +74,6 @@ SCRIPT_S = 15.0  # the script's check likewise (a later pass checks an unchecked
 FORWARD_S = 20.0  # the forward probe and its cut (three forward-only runs) start with this much left besides FINISH_S
 OPTIMIZER_S = 15.0  # the optimizer's reduction (a few runs of the reduced model) starts with this much left likewise
 _SCRATCH = ("tstart", "tfinal", "tprobe", "tcut0", "tcut1")  # the runs' folders under the session's work folder
-
-
-@dataclass
-class TrainingRun:
-    """One training check of a candidate on the bug's backends: the verdict matching the bug (None: not shown)."""
-
-    artifact: Artifact | None = None
-    arrays: dict[str, Arrays] = field(default_factory=dict)
-    verdict: Verdict | None = None
-    error: str | None = None
-
-
-class TrainingChecker:
-    """Trains candidates on the reference and the accused backend; true when the bug's signature comes back."""
-
-    def __init__(self, session: Session, bug: BugRow, reference: str, inputs: dict[str, np.ndarray] | None,
-                 optimizer: str | None = None, remat: str | None = None) -> None:
-        self.session, self.bug = session, bug
-        names = trainers(session.executor.backend_names) if session.executor is not None else []
-        # a verdict against the reference is judged against the others (a crash: one finishing the stage; a numeric
-        # one: two agreeing with each other, memo.training.judge._odd_reference)
-        witness = [name for name in names if name != reference] if bug.library == reference else []
-        if bug.kind == VerdictKind.TRAINING_CRASH.value:  # one finishing the stage says enough: the cheapest
-            witness = sorted(witness, key=lambda name: name in COMPILING_TRAINERS)[:1]
-        self.backends = list(dict.fromkeys([reference, bug.library, *witness]))
-        self.reference = reference
-        self.inputs = inputs
-        self.count = 0
-        # only the stages that judging the bug's stage needs: one XLA program on JAX, not four; the optimizer stage's
-        # catalogue entry the finding's check ran (its record's ``optimizer``)
-        self.optimizer, self.remat = optimizer, remat
-        self.options: dict[str, Any] = {"stages": worker_stages(str(bug.stage or "")),
-                                        **({"optimizer": optimizer} if optimizer else {}),
-                                        **({REMAT_KEY: remat} if remat else {})}
-
-    def run(self, ir: ModelIR, directory: Path) -> TrainingRun:
-        executor = self.session.executor
-        if not isinstance(executor, DifferentialExecutor):
-            return TrainingRun(error="the executor has no training check")
-        directory = directory.resolve()
-        try:
-            artifact = prepare_artifact(ir, directory, seed=self.session.seed)
-        except InvalidModelError as exc:
-            return TrainingRun(error=str(exc))
-        if self.inputs:
-            _keep_inputs(artifact, self.inputs)
-        converted = [name for name in self.backends if executor.members[name].consumes != "keras"]
-        if converted:  # a converted module trains on the file its converter writes (tf2onnx's ONNX file)
-            executor.run(artifact, converted)
-        results = executor.train(artifact, self.backends, directory / "training", self.options)
-        arrays = {name: read_arrays(result.outputs_path) for name, result in results.items()}
-        judgement = judge_training({name: result.stages for name, result in results.items()}, arrays, self.reference)
-        verdicts = stored_verdicts(TrainingCheck(reference=self.reference, judgement=judgement))
-        # the remat mode is the run's setting, compared by the request, not by the parts (the bug's without remat)
-        wanted = {key: value for key, value in self.bug.parts.items() if key not in ("message", REMAT_KEY)}
-        same = next((v for v in verdicts if {key: value for key, value in training_parts(v, ir).items()
-                                             if key not in ("message", REMAT_KEY)} == wanted), None)
-        return TrainingRun(artifact, arrays, same)
-
-    def __call__(self, ir: ModelIR) -> bool:
-        self.count += 1
-        directory = self.session.work / f"{self.bug.id}-t{self.count}"
-        try:
-            return self.run(ir, directory).verdict is not None
-        except ExecutionAbandoned:
-            raise
-        except Exception as exc:  # noqa: BLE001  (a defect while checking one candidate rejects it)
-            self.session.error(self.bug.id, f"checking training candidate {self.count}", exc)
-            return False
-        finally:
-            shutil.rmtree(directory, ignore_errors=True)
 
 
 def localization(ir: ModelIR, run: TrainingRun, reference: str, library: str, stage: str) -> JsonObject:
@@ -163,33 +88,6 @@ def localization(ir: ModelIR, run: TrainingRun, reference: str, library: str, st
             "reason": "the layer owning the first differing gradient in backward order" if wrong \
                 else "the layer owning the first differing array",
             "differing": wrong[:20], "alone": None, "together": []}
-
-
-def forward_first(session: Session, bug: BugRow, reference: str, ir: ModelIR, inputs: dict[str, np.ndarray] | None
-                  ) -> tuple[ForwardDifference, tuple[ModelIR, TrainingRun] | None] | None:
-    """The layer whose training-mode forward output is the first to differ on ``ir`` (a forward, loss, state or
-    gradient bug's reduced model; :mod:`memo.triage.training_forward`: a model output differing in training mode is
-    localized so too, t52's 17-layer ConvLSTM2D model blamed its last Activation), and the smallest cut of ``ir`` to it that shows it with
-    its run (None: none does); None when every layer's output agrees. One forward-only run of the probe, one or two
-    of the cuts: triage's cost, never the campaign's."""
-    if str(bug.stage) not in AFTER_FORWARD | {FORWARD_STAGE} or bug.kind == VerdictKind.TRAINING_CRASH.value or bug.library == reference:
-        return None
-    probe = forward_probe(ir)
-    run = TrainingChecker(session, replace(bug, stage=FORWARD_STAGE), reference, inputs).run(
-        probe, session.work / f"{bug.id}-tprobe")
-    found = first_forward_difference(probe, bug.library, run.arrays.get(bug.library, {}),
-                                     run.arrays.get(reference, {})) if run.artifact is not None else None
-    if found is None or run.artifact is None:
-        return None
-    arrays = {**read_inputs(run.artifact.inputs_path), **node_outputs(probe, run.arrays[reference])}
-    cutter = TrainingChecker(session, replace(bug, stage=FORWARD_STAGE, parts=forward_parts(bug.parts, found)),
-                             reference, inputs)
-    for index, (cut, feeds) in enumerate(culprit_cuts(ir, found.layer, arrays)):
-        cutter.inputs = feeds or inputs
-        shown = cutter.run(cut, session.work / f"{bug.id}-tcut{index}")
-        if shown.verdict is not None:
-            return found, (cut, shown)
-    return found, None
 
 
 def assigned_in_call(run: TrainingRun) -> list[str]:
@@ -284,6 +182,22 @@ def _minimal_dense(probe: ModelIR, checker: Callable[[ModelIR], bool]) -> tuple[
     return probe, len(dtypes)
 
 
+def _as_forward(session: Session, bug: BugRow, found: ForwardDifference) -> BugRow:
+    """``bug`` as ``found``'s forward bug (its kind, stage, signature and layer class, in the store too): a NaN
+    downstream of a layer whose output differs is that layer's inconsistency (long150d: a 38-layer NaN cut to
+    Keras on torch's AveragePooling2D, whose script checked for the NaN and failed)."""
+    parts = forward_parts(bug.parts, found)
+    bug = replace(bug, kind=str(parts["kind"]), parts=parts, stage=FORWARD_STAGE, layer_class=found.layer_class)
+    session.store.triage.update_bug(bug.id, kind=bug.kind, parts=bug.parts, stage=bug.stage,
+                                    layer_class=bug.layer_class)
+    return bug
+
+
+def _cut_step(found: ForwardDifference, cut: ModelIR) -> str:
+    return (f"forward probe: {found.layer} ({found.layer_class}) is the first layer whose training-mode output "
+            f"differs; cut to it ({len(cut.body)} layers)")
+
+
 def triage_training_bug(session: Session, bug: BugRow) -> None:
     """Check, reduce, localize, judge by float64, write the folder and check its script (see the module docstring)."""
     store = session.store
@@ -309,9 +223,22 @@ def triage_training_bug(session: Session, bug: BugRow) -> None:
         return
     # the cut starts at the bug's layer: for a gradient, the first wrong one in backward order (the first differing
     # array is the most upstream weight, whose gradient may be wrong only through a layer after it)
-    owner = model.by_name().get(str(localization(model, start, reference, bug.library,
-                                                      str(bug.stage))["layer"] or ""))
-    begin = _unfinished(bug) or model
+    backward = localization(model, start, reference, bug.library, str(bug.stage))
+    owner = model.by_name().get(str(backward["layer"] or ""))
+    begin = shown_ir = _unfinished(bug) or model
+    hint = owner if begin is model else None
+    # a loss, state or gradient difference whose cause is a layer's training-mode forward output is that layer's
+    # forward bug: probed before the reduction, whose start it cuts to a layer or two (long150d: a BatchNormalization
+    # gradient on 29 layers took 112 reduction runs, 61 s, to reach the one layer the probe names after it)
+    probed = begin if session.remaining() > FORWARD_S + FINISH_S else None  # the model probed
+    forward = forward_first(session, bug, reference, begin, inputs) if probed is not None else None
+    laps.lap("forward probe")
+    cut_first = forward is not None and forward[1] is not None
+    if forward is not None and forward[1] is not None:
+        begin, start = forward[1]
+        shown_ir, bug = begin, _as_forward(session, bug, forward[0])
+        inputs = read_inputs(start.artifact.inputs_path) if start.artifact is not None else inputs
+        checker, hint = TrainingChecker(session, bug, reference, inputs), begin.by_name().get(forward[0].layer)
     # an optimizer's bug in the weights by precision alone: no graph to reduce (the smallest such model first)
     probes = [dense_probe(weight_dtypes(model)), precision_probe(model, owner.name if owner is not None else None)] \
         if str(bug.stage) in UPDATE_STAGES and begin is model else []
@@ -328,9 +255,10 @@ def triage_training_bug(session: Session, bug: BugRow) -> None:
                                           f"Dense(3) of {weight_dtypes(minimal[0])[0]} alone: shows the bug"])
     else:
         outcome = reduce_bug(begin, checker, budget_s=min(PER_BUG_S, max(0.0, session.remaining() - FINISH_S)),
-                             localized=owner.name if owner is not None and not owner.is_input and begin is model
-                             else None,
+                             localized=hint.name if hint is not None and not hint.is_input else None,
                              numeric=bug.kind != VerdictKind.TRAINING_CRASH.value)
+    if cut_first and forward is not None:
+        outcome.steps.insert(0, _cut_step(forward[0], begin))
     if tried:
         outcome.runs += len(tried) if probe is None else tried.index(probe) + 1
         outcome.steps.insert(0, f"precision probe ({len(probe.body)} layers, one per weight dtype): shows the bug"
@@ -338,7 +266,7 @@ def triage_training_bug(session: Session, bug: BugRow) -> None:
     laps.lap("reduction")
     final = checker.run(outcome.ir, session.work / f"{bug.id}-tfinal")
     laps.lap("final run")
-    ir, run = (outcome.ir, final) if final.verdict is not None else (model, start)
+    ir, run = (outcome.ir, final) if final.verdict is not None else (shown_ir, start)
     if final.verdict is None:
         outcome.status = "final check failed; original model kept"
     if str(bug.stage) == OPTIMIZER_STAGE and checker.optimizer and session.remaining() > OPTIMIZER_S + FINISH_S:
@@ -363,20 +291,19 @@ def triage_training_bug(session: Session, bug: BugRow) -> None:
     shutil.rmtree(folder, ignore_errors=True)
     assert run.verdict is not None
     located = localization(ir, run, reference, bug.library, str(bug.stage))
-    # a loss, state or gradient difference whose cause is a layer's forward output: that layer's forward bug
-    forward = forward_first(session, bug, reference, ir, inputs) \
-        if session.remaining() > FORWARD_S + FINISH_S else None
+    # the reduced model probed too (one forward-only run): a reduction keeping a gradient difference can make a
+    # layer's forward one that the larger model kept within the tolerance (long150d's 29-layer BatchNormalization
+    # gradient: no forward difference on the finding's model, one on the 22 layers the reduction kept)
+    if not cut_first and (probed is None or ir.dumps() != probed.dumps()) \
+            and session.remaining() > FORWARD_S + FINISH_S:
+        forward = forward_first(session, bug, reference, ir, inputs) or forward
+        if forward is not None and forward[1] is not None:
+            ir, run = forward[1]
+            outcome.steps.append(_cut_step(forward[0], ir))
+            bug = _as_forward(session, bug, forward[0])
+        laps.lap("forward probe")
     if forward is not None:
-        found, shown = forward
-        located = forward_located(found, located)
-        if shown is not None:
-            ir, run = shown
-            outcome.steps.append(f"forward probe: {found.layer} ({found.layer_class}) is the first layer whose "
-                                 f"training-mode output differs; cut to it ({len(ir.body)} layers)")
-            bug = replace(bug, parts=forward_parts(bug.parts, found), stage=FORWARD_STAGE,
-                          layer_class=found.layer_class)
-            store.triage.update_bug(bug.id, parts=bug.parts, stage=bug.stage, layer_class=bug.layer_class)
-    laps.lap("forward probe")
+        located = forward_located(forward[0], backward if cut_first else located)
     assert run.verdict is not None
     exception = crash_exception(run.verdict.message)[0] if bug.kind == VerdictKind.TRAINING_CRASH.value else ""
     if kept:  # the sweep's probe is the model's reduction already: the counts are the executed model's

@@ -249,7 +249,7 @@ def training_key(parts: JsonObject, reduced: ModelIR, decision: str = "", assign
     cause, whatever it wraps (:func:`assigning_key`)."""
     kept = {key: value for key, value in shared_code_parts(parts).items() if key != "message"}
     own = digest({**kept, "culprit": culprit_classes(reduced), "decision": decision})
-    shared = shared_code_key(kept, parts, reduced, decision)
+    shared = shared_code_key(kept, parts, reduced, decision) or mixed_precision_key(kept, decision)
     twin = inference_twin(parts, reduced, decision)
     setting = remat_setting_key(parts, reduced, decision)
     assigning = assigning_key(kept, reduced, decision) if assigned else None
@@ -281,6 +281,18 @@ BASE_LAYER_SETTINGS = ("activity_regularizer",)
 def base_layer_settings(reduced: ModelIR) -> list[str]:
     """The :data:`BASE_LAYER_SETTINGS` some layer of ``reduced`` sets, sorted."""
     return sorted({name for layer in reduced.body for name in BASE_LAYER_SETTINGS if layer.config.get(name)})
+
+
+def mixed_precision_key(kept: JsonObject, decision: str = "") -> str | None:
+    """The key of a numeric update difference on mixed weight precisions in Keras on torch's own optimizer code,
+    whatever the stage, the class and the dtype of the weight that differs: that code computes every scalar in the
+    first variable's dtype (``keras/src/backend/torch/optimizers/``), one defect (long150d: Adam, AdamW and the fixed
+    ``adam`` stage as three entries, keys apart only by those). None for any other bug."""
+    if kept.get("code") != TORCH_BACKEND or kept.get("kind") == VerdictKind.TRAINING_CRASH.value \
+            or MIXED not in str(kept.get("weights") or ""):
+        return None
+    return digest({"kind": kept.get("kind"), "library": kept.get("library"), "code": TORCH_BACKEND,
+                   "weights": ANY_MIXED, "decision": decision})
 
 
 def shared_code_key(kept: JsonObject, parts: JsonObject, reduced: ModelIR, decision: str = "") -> str | None:

@@ -198,6 +198,21 @@ def test_an_optimizer_defect_is_keyed_by_the_weight_precision_and_mixed_dtypes()
     assert training_parts(training("training-inconsistency", "gradients", "conv/kernel"), ir)["layer"] == "Dense"
 
 
+def test_a_mixed_precision_update_difference_in_keras_on_torch_code_is_one_entry() -> None:
+    """long150d: Adam and AdamW at the catalogue's stage and Adam at the fixed stage, keys apart only by the stage and
+    the dtype of the weight that differed: Keras on torch's optimizers compute their scalars in the first
+    variable's dtype, one defect."""
+    def key(stage: str, weights: str, library: str = "keras-torch", decision: str = "confirmed") -> set[str]:
+        parts = {"kind": "training-inconsistency", "library": library, "stage": stage, "weights": weights}
+        return set(training_key(parts, model(), decision).split())
+
+    fixed = key("adam", "float64 among bfloat16,float32,float64")
+    assert fixed & key("optimizer", "float32 among mixed precisions") & key("optimizer", "float64 among mixed precisions")
+    assert not fixed & key("adam", "float64 among bfloat16,float32,float64", decision="noise"), "float64 sets apart"
+    assert not fixed & key("adam", "float64"), "one precision: not this defect"
+    assert not fixed & key("adam", "float64 among bfloat16,float32,float64", library="keras-jax"), "generic code"
+
+
 def test_dedup_makes_training_bugs_and_folds_a_forward_difference_into_the_inference_bug(tmp_path: Any) -> None:
     from memo.store import CampaignStore, MutantRecord
     from memo.triage import dedup
