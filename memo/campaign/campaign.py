@@ -101,6 +101,7 @@ class Campaign:
             self.loop.stop_clock()
             pipeline.cancel()
             self.triage.stop(timeout_s=STOP_TRIAGE_WAIT_S)
+            self.triage.close()
             pipeline.close()
             self._quietly_on_full_disk(self.loop.checkpoint)  # on a full disk the state saved before stands
             self.stop.restore()

@@ -20,6 +20,7 @@ from memo.triage import (MIN_STEP_S, TriageService, TriageSummary, pending_local
 from memo.triage.blame import decide_all
 from memo.triage.dedup import update_bugs
 from memo.triage.pending import backlog
+from memo.triage.truth import TruthRunner
 from memo.triage.turns import FINAL_SCRIPTS, IDLE_SCRIPT, SPENT_META, add_spent
 
 PROGRESS_EVERY_S = 0.5
@@ -27,6 +28,7 @@ HISTORY_EVERY_S = 10.0
 STOP_TRIAGE_WAIT_S = 10.0  # on Ctrl-C, how long the background triage may take to finish its unit of work
 WAITING_EVERY_S = 20.0  # how often the progress figures recount the bugs waiting for triage
 FINAL_SLICE_S = 60.0  # the final pass runs in slices this long, a progress line between them
+TRUTH_LOGS = "truth-logs"  # under the campaign's folder: the float64 workers' stderr
 BACKLOG_MARK = 12  # more bugs waiting than this: one model per pipeline in flight, not two (TriageSchedule.fuzz_depth)
 
 
@@ -62,6 +64,9 @@ class TriageSchedule:
         self.counted = Every(WAITING_EVERY_S)
         self.final_totals = TriageSummary()  # what the final pass did
         self.final_checks = ChecksDone()  # the minimal scripts the final pass checked
+        # the float64 workers of every pass, started on the first truth and warm until :meth:`close` (each pass
+        # had started its own: 5.7 s for float64-jax's, measured under load, on every truth a pass computed)
+        self.truth = TruthRunner(directory / TRUTH_LOGS)
 
     def keep_up(self, findings: int, executor: Executor | None, ends_by: float | None = None) -> None:
         """Start the background triage on the first findings, and wake it on each new one. ``ends_by``
@@ -70,7 +75,7 @@ class TriageSchedule:
             return
         if self.service is None:
             self.service = TriageService(self.directory, executor, on_disk_full=self.stop_flag.disk_full,
-                                         ends_by=ends_by, idle=self.check_when_idle).start()
+                                         ends_by=ends_by, idle=self.check_when_idle, truth=self.truth).start()
         else:
             self.service.poke()
         self.triaged_findings = findings
@@ -100,6 +105,10 @@ class TriageSchedule:
         """Stop the background triage (``None``: let it finish its unit of work, however long); whether it is
         over (a pass still running after ``timeout_s`` still uses the workers and the bug folders)."""
         return self.service is None or self.service.stop(timeout_s)
+
+    def close(self) -> None:
+        """Stop the float64 workers (after the final pass; a request after this starts them again)."""
+        self.truth.close()
 
     def figures(self) -> JsonObject:
         """What the background triage did so far, and the bugs waiting for it (recounted now and then), for
@@ -144,7 +153,7 @@ class TriageSchedule:
             while (left := until - time.monotonic() - reserve_s(len(scripts_to_check(self.store)), pass_s)) \
                     > MIN_STEP_S:
                 summary = triage_campaign(self.store, executor=executor, time_budget_s=min(FINAL_SLICE_S, left),
-                                          hard_end=until)
+                                          hard_end=until, truth=self.truth)
                 self.final_totals.add(summary)
                 if tick is not None:
                     tick()

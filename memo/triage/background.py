@@ -22,6 +22,7 @@ from memo.diskspace import is_disk_full
 from memo.store import CampaignStore
 from memo.triage.passes import MIN_STEP_S, triage_campaign
 from memo.triage.session import TriageSummary
+from memo.triage.truth import TruthRunner
 from memo.backends.executor import Executor
 
 PASS_BUDGET_S = 120.0  # a bug started late in a shorter pass got too little time to reduce (n40: 9 s, 1 run)
@@ -33,17 +34,19 @@ class TriageService:
 
     def __init__(self, campaign_dir: Path, executor: Executor, *, pass_budget_s: float = PASS_BUDGET_S,
                  on_disk_full: Callable[[], None] | None = None, ends_by: float | None = None,
-                 idle: Callable[[float], bool] | None = None) -> None:
+                 idle: Callable[[float], bool] | None = None, truth: TruthRunner | None = None) -> None:
         """``on_disk_full``: called (from the thread) when a pass fails for want of disk space. ``ends_by``
         (monotonic clock): no pass is budgeted past it (a timed campaign's slot ends then). ``idle``: work between
         two passes (the campaign's minimal-script checks, one at a time), given the deadline it must end by;
-        whether it did some."""
+        whether it did some. ``truth``: the campaign's float64 workers, warm across passes (a pass starting its own
+        paid a float64 worker's start-up for each training bug's truth)."""
         self.campaign_dir = Path(campaign_dir)
         self.executor = executor
         self.on_disk_full = on_disk_full
         self.pass_budget_s = pass_budget_s
         self.ends_by = ends_by
         self.idle = idle
+        self.truth = truth
         self.totals = TriageSummary()
         self._stop = threading.Event()
         self._wake = threading.Event()
@@ -100,7 +103,8 @@ class TriageService:
     def _one_pass(self) -> TriageSummary:
         try:
             with CampaignStore(self.campaign_dir) as store:
-                summary = triage_campaign(store, executor=self.executor, time_budget_s=self._budget())
+                summary = triage_campaign(store, executor=self.executor, time_budget_s=self._budget(),
+                                          truth=self.truth)
         except Exception as exc:  # noqa: BLE001  (the campaign goes on; the error is kept for the report)
             summary = TriageSummary(errors=[f"{type(exc).__name__}: {exc}"])
             if is_disk_full(exc) and self.on_disk_full is not None:

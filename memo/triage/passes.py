@@ -39,6 +39,7 @@ from memo.triage.reduce_order import reduce_again
 from memo.triage.pending import pending_bugs, pending_localizations, unchecked_scripts
 from memo.triage.rerun import rerun_script
 from memo.triage.session import Session, TriageSummary
+from memo.triage.truth import TruthRunner
 from memo.triage.turns import SPENT_META, TURN_META, TurnClock, add_spent, timed
 from memo.kinds import NUMERIC_KINDS, TRAINING_KINDS
 from memo.triage.signature import FailureDetails, failure_details
@@ -408,7 +409,7 @@ class _Units:
 
 def triage_campaign(store: CampaignStore, *, executor: Executor | None = None, time_budget_s: float = 120.0,
                     bugs_db: Path | None = None, next_python: str | None = None,
-                    hard_end: float | None = None) -> TriageSummary:
+                    hard_end: float | None = None, truth: TruthRunner | None = None) -> TriageSummary:
     """Dedup, then localize and reduce (bounded by ``time_budget_s``), write folders and scripts. Idempotent.
 
     ``executor``: a :class:`memo.backends.executor.DifferentialExecutor` to reuse; without one, triage
@@ -418,9 +419,10 @@ def triage_campaign(store: CampaignStore, *, executor: Executor | None = None, t
     reduced, is adopted instead of reduced, and every finished bug is recorded in it at the end of the pass.
     ``next_python``: the newest-code interpreter a reproducing bug is rerun with before it is ready to file
     (default: the campaign's; ``none``: no such check), :mod:`memo.triage.newest`.
-    ``hard_end`` (monotonic clock): when nothing of the pass may still run (:class:`memo.triage.session.Session`).
+    ``hard_end`` (monotonic clock): when nothing of the pass may still run (:class:`memo.triage.session.Session`);
+    ``truth``: float64 workers the caller keeps warm across passes (a campaign's), else the pass starts its own.
     """
-    session = Session(store, executor, time_budget_s, next_python, hard_end)
+    session = Session(store, executor, time_budget_s, next_python, hard_end, truth)
     known_db = remember.open_database(session, bugs_db)
     try:
         _drop_stale(store, dedup.update_bugs(store).stale)

@@ -65,9 +65,11 @@ class Session:
     """One triage pass: the store, an executor created on first need, the clock."""
 
     def __init__(self, store: CampaignStore, executor: Executor | None, time_budget_s: float,
-                 next_python: str | None = None, hard_end: float | None = None) -> None:
+                 next_python: str | None = None, hard_end: float | None = None,
+                 truth: TruthRunner | None = None) -> None:
         """``hard_end`` (monotonic clock): a time no step of the pass may run past (a timed campaign's final pass); the
-        budget then ends :meth:`unit_tail_s` before it, and a script starts only if its own limit fits."""
+        budget then ends :meth:`unit_tail_s` before it, and a script starts only if its own limit fits. ``truth``: the
+        caller's float64 workers, kept warm across passes (a campaign's), else the pass starts its own."""
         self.store = store
         self.executor = executor
         self.own_executor = False
@@ -89,7 +91,8 @@ class Session:
         self.summary = TriageSummary()
         self.executor_failed = False
         self.needed: set[str] = set()  # the backends the pending work involves (set before any execution)
-        self._truth: TruthRunner | None = None
+        self._truth: TruthRunner | None = truth
+        self._own_truth = truth is None
 
     def remaining(self) -> float:
         return self.deadline - time.monotonic()
@@ -160,7 +163,7 @@ class Session:
         return self._truth
 
     def close(self) -> None:
-        if self._truth is not None:
+        if self._truth is not None and self._own_truth:
             self._truth.close()
         if self.own_executor and self.executor is not None:
             try:

@@ -130,3 +130,28 @@ def test_a_final_pass_ends_its_units_a_tail_before_the_slot_and_starts_no_script
         assert hard.has_room(15.0, hard.script_limit_s()), "an inference script ends by the hard end"
         assert not hard.has_room(15.0, hard.script_limit_s(runs=4)), "a training script (four runs) would not"
         assert not hard.has_room(30.0, 1.0), "the budget's own minimum still holds"
+
+
+def test_a_pass_given_the_campaigns_float64_workers_leaves_them_warm(tmp_path: Path) -> None:
+    """Each triage pass (a background pass, each 60-second slice of the final pass) started its own float64 worker
+    for its first truth (float64-jax's start: 5.7 s, measured under load). A campaign's passes share its runner: a pass uses the runner it is given and leaves it running; a pass without one stops its own."""
+    from memo.triage.session import Session
+    from memo.triage.truth import TruthRunner
+
+    class Worker:  # stands for a started float64 worker: records whether the pass stopped it
+        stopped = False
+
+        def stop(self) -> None:
+            self.stopped = True
+
+    with CampaignStore(tmp_path / "c", create=True) as store:
+        shared, worker = TruthRunner(tmp_path / "logs"), Worker()
+        shared._workers["keras-jax"] = worker  # type: ignore[assignment]
+        session = Session(store, None, 10.0, truth=shared)
+        assert session.truth_runner() is shared
+        session.close()
+        assert not worker.stopped, "the campaign's worker stays warm for the next pass"
+        own = Session(store, None, 10.0)
+        own.truth_runner()._workers["keras-jax"] = worker  # type: ignore[assignment]
+        own.close()
+        assert worker.stopped, "a pass's own worker ends with it"
