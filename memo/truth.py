@@ -222,7 +222,7 @@ def decide(errors: dict[str, float], accused: Sequence[str], witnesses: Sequence
     if witness_error > floor and witness_error > factor * accused_error:
         return CONTRADICTED, figures + ": float64 sides with the accused"
     if accused_error <= floor and witness_error <= floor:
-        return NOISE, figures + ": both within the tolerance of float64"
+        return NOISE, figures + f": both within {floor:g} tolerances of float64 (a float32 library's rounding)"
     return UNDECIDED, figures + ": neither is close to float64"
 
 

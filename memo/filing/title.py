@@ -11,7 +11,7 @@ from memo.filing.check import MinimalScript
 from memo.filing.folder import ONNX_FILE, BugFolder
 from memo.filing.observed import error_text, message_head, quoted, stated_message, whole_words
 from memo.filing.script import idiom_for
-from memo.filing.training_idiom import remat_control, training_symptom
+from memo.filing.training_idiom import remat_control, training_symptom, weight_by_class
 from memo.backends.training_optimizers import (ADAM_LEARNING_RATE, OPTIMIZER_STAGE, SGD_LEARNING_RATE,
                                                constructor_text, known_entry)
 from memo.kinds import TRAINING_KINDS
@@ -354,8 +354,7 @@ def stated_cause(folder: BugFolder, checked: MinimalScript | None = None) -> str
 
 
 def folder_training_symptom(folder: BugFolder) -> str:
-    """A training bug's :func:`memo.filing.training_idiom.training_symptom` from its folder ("" for any other bug,
-    and for a crash)."""
+    """A training bug's :func:`memo.filing.training_idiom.training_symptom` from its folder ("" for others, crashes)."""
     training = folder.info.get("training") if folder.kind in TRAINING_KINDS else None
     if not isinstance(training, dict):
         return ""
@@ -399,14 +398,16 @@ def title(folder: BugFolder, checked: MinimalScript | None = None) -> str:
     named = culprit(folder, checked)
     filed = tracker_name(folder.filed_on)
     assigned = [str(name) for name in folder.info.get("assigned_in_call") or []]
-    if assigned and symptom:  # the cause before the symptom: the layer overwrites the weight in its training call,
-        # and the backends part by whether they differentiate through it: the layer's defect, not one backend's.
-        # The weight by its own name: the wrapped layer's path made t58's title too long to end in words
+    if assigned and symptom:  # the cause first: the layer overwrites the weight in its training call and backends
+        # part by whether they differentiate through it; the weight by its own name (t58's path made the title long)
         leaves = {name: name.rsplit("/", 1)[-1] for name in assigned}
         named += f" assigns {', '.join(dict.fromkeys(leaves.values()))} in call()"
         for name, leaf in leaves.items():
             what = what.replace(f" of {name} ", f" of {leaf} ")
         filed = "keras"
+    long = len(f"[{filed}] {named}: {what}") > TITLE_CHARS
+    if symptom and long and folder.info.get("stage") not in UPDATE_STAGES:  # a weight's path too long for the title
+        what = weight_by_class(what, str((folder.info.get("training") or {}).get("name") or ""), folder.ir())
     return fitted(f"[{filed}] ", named, "", what)
 
 
@@ -432,9 +433,8 @@ _OPEN_WORDS = frozenset({"a", "an", "the", "to", "of", "and", "or", "is", "was",
 
 def fitted(head: str, named: str, exception: str, cause: str, limit: int = TITLE_CHARS) -> str:
     """``head named: exception: cause`` within ``limit`` characters, shortened by what says least first: the Keras
-    layers an ONNX operator came from, the cause's asides (parentheses in words, bracketed tags), the exception's name, the
-    cause's trailing clauses (it ends where a phrase ends, never mid-sentence), the culprit's list after its first
-    name; cut at a word with "..." only where nothing else fits."""
+    layers an ONNX operator came from, the cause's asides, the exception's name, the cause's trailing clauses (never
+    mid-sentence), the culprit's list after its first name; cut at a word with "..." only where nothing else fits."""
     bare = _ASIDES.sub("", cause).strip() or cause
     short_named = re.sub(r" \(from Keras [^)]*\)$", "", named)
     first_named = named.split(", ")[0] + (", ..." if ", " in named else "")

@@ -20,6 +20,7 @@ from memo.backends.training_remat import recorded_remat, remat_scope
 from memo.backends.training_optimizers import (ADAM_LEARNING_RATE, ADAM_STEPS, OPTIMIZER_STAGE, SGD_LEARNING_RATE,
                                                UPDATE_PREFIXES, constructor_text, known_entry)
 from memo.kinds import VerdictKind
+from memo.model.ir import ModelIR
 from memo.oracle.criterion import Thresholds
 from memo.training.judge import EPS
 
@@ -228,3 +229,12 @@ def training_symptom(stage: str, kind: str, training: dict[str, object], referen
     figures = training.get("figures") if isinstance(training.get("figures"), dict) else {}
     biggest = f" by {float(figures['max_abs_diff']):.3g}" if figures and "max_abs_diff" in figures else ""
     return f"{array} differs from {reference}{biggest}"
+
+
+def weight_by_class(text: str, name: str, ir: ModelIR | None) -> str:
+    """``text`` naming the weight ``name`` (``layer/.../leaf``) as its layer's class and its leaf (``Conv2D
+    kernel``), for a title its path makes too long to end in words (t66's reader: "...RematScope(full): gradient
+    of..." for ``conv3_block1_0_conv/kernel``); ``text`` itself when the path names no layer of ``ir``."""
+    layer, _, _ = name.partition("/")
+    owner = ir.by_name().get(layer) if ir is not None and "/" in name else None
+    return text.replace(f" of {name} ", f" of the {owner.class_name} {name.rsplit('/', 1)[-1]} ") if owner else text

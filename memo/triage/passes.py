@@ -412,15 +412,12 @@ def triage_campaign(store: CampaignStore, *, executor: Executor | None = None, t
                     hard_end: float | None = None, truth: TruthRunner | None = None) -> TriageSummary:
     """Dedup, then localize and reduce (bounded by ``time_budget_s``), write folders and scripts. Idempotent.
 
-    ``executor``: a :class:`memo.backends.executor.DifferentialExecutor` to reuse; without one, triage
-    starts its own (for the libraries its bugs involve) only when there is work that needs execution.
-    Every failure of triage itself is recorded in the store (the report lists them) and in the summary.
-    ``bugs_db``: the bug database (default: the one the campaign was started with, if any); a bug it knows,
-    reduced, is adopted instead of reduced, and every finished bug is recorded in it at the end of the pass.
-    ``next_python``: the newest-code interpreter a reproducing bug is rerun with before it is ready to file
-    (default: the campaign's; ``none``: no such check), :mod:`memo.triage.newest`.
-    ``hard_end`` (monotonic clock): when nothing of the pass may still run (:class:`memo.triage.session.Session`);
-    ``truth``: float64 workers the caller keeps warm across passes (a campaign's), else the pass starts its own.
+    ``executor``: a :class:`memo.backends.executor.DifferentialExecutor` to reuse; without one, triage starts its own
+    (for the libraries its bugs involve) only when there is work that needs execution. Every failure of triage itself
+    is recorded in the store (the report lists them) and in the summary. ``bugs_db``: the bug database (default: the
+    campaign's); a bug it knows, reduced, is adopted instead of reduced, and every finished bug is recorded in it.
+    ``next_python``: the newest-code interpreter a reproducing bug is rerun with before it is ready to file (default:
+    the campaign's; ``none``: no such check). ``hard_end``, ``truth``: :class:`memo.triage.session.Session`'s.
     """
     session = Session(store, executor, time_budget_s, next_python, hard_end, truth)
     known_db = remember.open_database(session, bugs_db)

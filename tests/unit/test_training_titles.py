@@ -275,3 +275,34 @@ def test_an_update_script_judges_each_variable_in_its_own_dtype() -> None:
     # a non-finite update keeps its own check; without a schedule the plain tolerance
     assert not any("precision" in line for line in check_lines("training-nan", "adam", "x", update=(steps, rate)))
     assert not any("precision" in line for line in check_lines("training-inconsistency", "adam", "x"))
+
+
+def test_a_title_too_long_for_its_weights_path_names_the_weight_by_its_layers_class(tmp_path) -> None:
+    """t66's reader: "[keras-tensorflow] Dense(activity_regularizer) under RematScope(full): gradient of..." (the
+    path conv3_block1_0_conv/kernel left no room to say what is wrong)."""
+    import json
+
+    from memo.filing.folder import BugFolder
+    from memo.filing.title import TITLE_CHARS, title
+    from memo.filing.training_idiom import weight_by_class
+    from memo.model.ir import Layer, ModelIR
+
+    ir = ModelIR([Layer("x", "InputLayer", {"batch_shape": [None, 6, 6, 1], "dtype": "float32"}),
+                  Layer("conv3_block1_0_conv", "Conv2D", {"filters": 2, "kernel_size": 1}, ["x"]),
+                  Layer("d", "Dense", {"units": 2, "activity_regularizer": "l2"}, ["conv3_block1_0_conv"])],
+                 ["d"], "m")
+    said = "gradient of conv3_block1_0_conv/kernel differs from keras-tensorflow by 0.449"
+    assert weight_by_class(said, "conv3_block1_0_conv/kernel", ir) == \
+        "gradient of the Conv2D kernel differs from keras-tensorflow by 0.449"
+    assert weight_by_class(said, "other/kernel", ir) == said, "a path naming no layer stays"
+    long = ir.get("conv3_block1_0_conv")
+    long.name = "conv3_block1_0_conv_of_the_third_stage_block"  # with the culprit's name, too long for a title
+    ir.get("d").inputs = [long.name]
+    (tmp_path / "ir.json").write_text(ir.dumps())
+    info = {"kind": "training-inconsistency", "library": "keras-tensorflow", "reference": "keras-torch",
+            "stage": "gradients", "layer_class": "Dense", "layer": "d",
+            "training": {"name": f"{long.name}/kernel", "array": "grad_0",
+                         "figures": {"max_abs_diff": 0.449}}}
+    (tmp_path / "bug.json").write_text(json.dumps(info))
+    text = title(BugFolder(tmp_path, info))
+    assert len(text) <= TITLE_CHARS and "Conv2D kernel differs" in text and not text.endswith("..."), text
