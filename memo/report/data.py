@@ -342,6 +342,8 @@ def bug_entry(store: CampaignStore, bug: BugRow, versions: JsonObject,
     script_path = folder / REPRO_FILE if folder else None
     localization = info.get("localization") or {}
     reduced = VerdictSummary.from_json(info.get(REDUCED_VERDICT) or {})  # the figures the entry shows
+    if not reduced.message and bug.kind in TRAINING_KINDS:  # a folder older than that record: its run's message
+        reduced = VerdictSummary(str(info.get("message") or ""), reduced.metrics)  # (t66: M-0006's Adam, 0.0355)
     entry: BugEntry = {
         "id": bug.id, "kind": bug.kind, "library": bug.library, "device": device_of(bug.library),
         "stage": bug.stage or "",

@@ -25,3 +25,30 @@ def test_an_unconfirmed_finding_is_listed_apart_not_counted_as_a_bug(tmp_path: P
     assert 'id="unconfirmed"' in html and "1 unconfirmed</a>" in html and f"<td>{first}</td>" in html
     markdown = write_report(directory, tmp_path / "r.md", "markdown").read_text()
     assert "## Unconfirmed findings" in markdown and f"| {first} |" in markdown
+
+
+def test_a_training_entry_adopted_from_an_older_folder_quotes_its_folders_run(tmp_path: Path) -> None:
+    """t66's reader: an entry adopted from the bug database headed "0.0127 [optimizer adam-accumulate: ...]" (the
+    campaign's finding) where its script, on plain Adam, prints 0.0355: a folder written before the reduced verdict
+    was recorded quotes its bug.json message, the message of the run it was written from."""
+    from memo.oracle import Verdict
+    from memo.store import MutantRecord
+    from tests.unit.triage_store import model
+
+    directory = tmp_path / "campaigns" / "unit"
+    with make_campaign(directory) as store:
+        mutant = store.add_mutant(MutantRecord(9, "s", "NLA", "seed:s", "s", {}, model("Dense").dumps(), True,
+                                               diverse=True))
+        store.add_verdict(mutant, Verdict("training-inconsistency", "keras-torch", "optimizer",
+                                          "optimizer: d/kernel: max |diff| 0.0127 [optimizer adam-accumulate]",
+                                          extra={"training": {"array": "opt_2", "name": "d/kernel"}}))
+        update_bugs(store)
+        bug = next(bug for bug in store.triage.load_bugs() if bug.kind == "training-inconsistency")
+        folder = directory / "bugs" / bug.id
+        folder.mkdir(parents=True)
+        (folder / "bug.json").write_text(json.dumps({"id": bug.id, "kind": bug.kind, "message":
+                                                     "optimizer: d/kernel: max |diff| 0.0355 [optimizer adam]"}))
+        store.triage.update_bug(bug.id, bug_dir=str(folder), reduction={"status": "known: M-0006"})
+    data = json.loads(write_report(directory, tmp_path / "r.json", "json").read_text())
+    entry = next(entry for entry in data["bugs"] if entry["id"] == bug.id)
+    assert "0.0355 [optimizer adam]" in entry["message"], entry["message"]
