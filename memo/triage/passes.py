@@ -426,7 +426,8 @@ def triage_campaign(store: CampaignStore, *, executor: Executor | None = None, t
         rekey_reduced(store)
         localizations, bugs = pending_localizations(store), pending_bugs(store)
         if session.remaining() > 0:
-            session.needed = _needed_backends(session, localizations, bugs + pending_truths(store))
+            session.needed = _needed_backends(session, localizations,
+                                              bugs + pending_truths(store) + pending_training_truths(store))
         # a pass whose budget ran out leaves the remaining bugs to the next one instead of marking them "not reduced"
         quick = time_budget_s <= 0
         units = _Units(session, known_db, localizations, quick)

@@ -47,7 +47,10 @@ class TrainingChecker:
     def __init__(self, session: Session, bug: BugRow, reference: str, inputs: dict[str, np.ndarray] | None,
                  optimizer: str | None = None, remat: str | None = None) -> None:
         self.session, self.bug = session, bug
-        names = trainers(session.executor.backend_names) if session.executor is not None else []
+        # the pass's executor, started now where the pass has none yet (``memo report --triage`` whose first unit is
+        # a training truth: its checker read "the executor has no training check" as the bug not shown again)
+        executor = session.get_executor()
+        names = trainers(executor.backend_names) if executor is not None else []
         # a verdict against the reference is judged against the others (a crash: one finishing the stage; a numeric
         # one: two agreeing with each other, memo.training.judge._odd_reference)
         witness = [name for name in names if name != reference] if bug.library == reference else []
@@ -65,7 +68,7 @@ class TrainingChecker:
                                         **({REMAT_KEY: remat} if remat else {})}
 
     def run(self, ir: ModelIR, directory: Path) -> TrainingRun:
-        executor = self.session.executor
+        executor = self.session.get_executor()
         if not isinstance(executor, DifferentialExecutor):
             return TrainingRun(error="the executor has no training check")
         directory = directory.resolve()

@@ -52,3 +52,22 @@ def test_a_training_bug_made_by_a_forward_difference_is_cut_to_the_layer_before_
     data = read_bug_file(Path(str(bug.bug_dir)))
     # localized by the probe; what backward order blamed on the finding's model is kept beside it
     assert data["localization"]["layer"] == "pool" and "backward_order" in data["localization"]
+
+
+def test_a_pass_without_an_executor_computes_a_training_bugs_missing_truth(
+        triaged: tuple[CampaignStore, Any]) -> None:
+    """``memo report NAME --triage`` starts its own executor on its first need: a pass whose first unit was a
+    training bug's missing float64 truth trained the folder's model on no executor and wrote "the folder's model did
+    not show the bug again" (t66's copy: two confirmed truths turned "unavailable")."""
+    from memo.bug_files import read_bug_file, write_bug_file
+    from memo.triage import triage_campaign
+
+    store, _ = triaged
+    bug = next(bug for bug in store.triage.load_bugs() if bug.kind.startswith("training-") and bug.bug_dir)
+    folder = Path(str(bug.bug_dir))
+    data = read_bug_file(folder)
+    assert data["truth"]["decision"] == "confirmed", data["truth"]
+    write_bug_file(folder, {key: value for key, value in data.items() if key != "truth"})
+    summary = triage_campaign(store, time_budget_s=120.0, next_python="none")
+    assert summary.errors == []
+    assert read_bug_file(folder)["truth"]["decision"] == "confirmed", read_bug_file(folder)["truth"]
