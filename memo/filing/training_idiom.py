@@ -23,6 +23,7 @@ from memo.kinds import VerdictKind
 from memo.model.ir import ModelIR
 from memo.oracle.criterion import Thresholds
 from memo.training.judge import EPS
+from memo.triage.training_signature import weight_owner
 
 # The loss every stage uses: memo's fixed random projection of the outputs (cotangent W / batch on every backend).
 LOSS_LINES: tuple[str, ...] = (
@@ -235,6 +236,5 @@ def weight_by_class(text: str, name: str, ir: ModelIR | None) -> str:
     """``text`` naming the weight ``name`` (``layer/.../leaf``) as its layer's class and its leaf (``Conv2D
     kernel``), for a title its path makes too long to end in words (t66's reader: "...RematScope(full): gradient
     of..." for ``conv3_block1_0_conv/kernel``); ``text`` itself when the path names no layer of ``ir``."""
-    layer, _, _ = name.partition("/")
-    owner = ir.by_name().get(layer) if ir is not None and "/" in name else None
+    owner = weight_owner(ir, name) if "/" in name else None
     return text.replace(f" of {name} ", f" of the {owner.class_name} {name.rsplit('/', 1)[-1]} ") if owner else text

@@ -233,9 +233,9 @@ def triage_training_bug(session: Session, bug: BugRow) -> None:
     probed = begin if session.remaining() > FORWARD_S + FINISH_S else None  # the model probed
     forward = forward_first(session, bug, reference, begin, inputs) if probed is not None else None
     laps.lap("forward probe")
-    cut_first = forward is not None and forward[1] is not None
-    if forward is not None and forward[1] is not None:
-        begin, start = forward[1]
+    cut = forward[1] if forward is not None else None
+    if forward is not None and cut is not None:
+        begin, start = cut
         shown_ir, bug = begin, _as_forward(session, bug, forward[0])
         inputs = read_inputs(start.artifact.inputs_path) if start.artifact is not None else inputs
         checker, hint = TrainingChecker(session, bug, reference, inputs), begin.by_name().get(forward[0].layer)
@@ -257,7 +257,7 @@ def triage_training_bug(session: Session, bug: BugRow) -> None:
         outcome = reduce_bug(begin, checker, budget_s=min(PER_BUG_S, max(0.0, session.remaining() - FINISH_S)),
                              localized=hint.name if hint is not None and not hint.is_input else None,
                              numeric=bug.kind != VerdictKind.TRAINING_CRASH.value)
-    if cut_first and forward is not None:
+    if forward is not None and cut is not None:
         outcome.steps.insert(0, _cut_step(forward[0], begin))
     if tried:
         outcome.runs += len(tried) if probe is None else tried.index(probe) + 1
@@ -294,7 +294,7 @@ def triage_training_bug(session: Session, bug: BugRow) -> None:
     # the reduced model probed too (one forward-only run): a reduction keeping a gradient difference can make a
     # layer's forward one that the larger model kept within the tolerance (long150d's 29-layer BatchNormalization
     # gradient: no forward difference on the finding's model, one on the 22 layers the reduction kept)
-    if not cut_first and (probed is None or ir.dumps() != probed.dumps()) \
+    if cut is None and (probed is None or ir.dumps() != probed.dumps()) \
             and session.remaining() > FORWARD_S + FINISH_S:
         forward = forward_first(session, bug, reference, ir, inputs) or forward
         if forward is not None and forward[1] is not None:
@@ -303,7 +303,7 @@ def triage_training_bug(session: Session, bug: BugRow) -> None:
             bug = _as_forward(session, bug, forward[0])
         laps.lap("forward probe")
     if forward is not None:
-        located = forward_located(forward[0], backward if cut_first else located)
+        located = forward_located(forward[0], backward if cut is not None else located)
     assert run.verdict is not None
     exception = crash_exception(run.verdict.message)[0] if bug.kind == VerdictKind.TRAINING_CRASH.value else ""
     if kept:  # the sweep's probe is the model's reduction already: the counts are the executed model's
