@@ -19,7 +19,8 @@ Each candidate is judged by ``check`` (re-execution plus signature comparison, s
 
 Steps 1-4 are the reduction; step 5 only polishes the layers that remain. A search the deadline cuts short in
 steps 1-4 is a TIMEOUT (a later pass continues it from the model reached, skipping the steps it finished,
-:attr:`ReductionOutcome.passes`); one cut short in step 5 is DONE: its model is as small as the search makes it,
+:attr:`ReductionOutcome.passes`, and without running again the candidates it found not showing the bug,
+:attr:`ReductionOutcome.rejected`); one cut short in step 5 is DONE: its model is as small as the search makes it,
 and the bug can be checked and filed (on n40, three bugs reduced to one layer waited as "timeout" for their
 parameters, docs/benchmarks.md).
 
@@ -30,6 +31,7 @@ adopted from the bug database with an older reduction is reduced again from its 
 from __future__ import annotations
 
 import copy
+import hashlib
 import inspect
 import json
 import re
@@ -51,6 +53,8 @@ REDUCER_VERSION = 2
 """The reducer's version, recorded with every reduction; bump it when a change may reduce a model further than the
 reducer before it did (2: the "each alone" pass). 1 and unrecorded: older reducers."""
 TRIED_AGAIN = "reduced_again"  # an adopted bug's reduction document: why its reduction again was given up
+REJECTED_KEY = "rejected"  # an unfinished reduction's document: digests of the candidates that did not show the bug
+REJECTED_KEPT = 400  # the most recent of them kept (a digest is 16 characters)
 
 
 @dataclass
@@ -63,11 +67,25 @@ class ReductionOutcome:
     steps: list[str] = field(default_factory=list)
     # the passes finished (this search or an earlier one): STRUCTURAL_PASSES, then "parameters" unless cut short
     passes: list[str] = field(default_factory=list)
+    # digests (:func:`candidate_digest`) of the candidates found not showing the bug, by this search or an earlier
+    # one of the same bug: long150d retried four training reductions 33 times in all, each from the model reached,
+    # each running again the candidates the one before had rejected, until its time ran out where the last had
+    rejected: list[str] = field(default_factory=list)
 
     def to_json(self) -> JsonObject:
-        return {"original_layers": self.original_layers, "reduced_layers": len(self.ir.body), "runs": self.runs,
-                "seconds": round(self.seconds, 2), "status": self.status.value, "steps": self.steps,
-                "passes": self.passes, REDUCER_KEY: REDUCER_VERSION}
+        """The reduction document bug.json keeps (an unfinished one keeps its rejected candidates for the next)."""
+        document: JsonObject = {
+            "original_layers": self.original_layers, "reduced_layers": len(self.ir.body), "runs": self.runs,
+            "seconds": round(self.seconds, 2), "status": self.status.value, "steps": self.steps,
+            "passes": self.passes, REDUCER_KEY: REDUCER_VERSION}
+        if self.status is Reduction.TIMEOUT and self.rejected:
+            document[REJECTED_KEY] = self.rejected[-REJECTED_KEPT:]
+        return document
+
+
+def candidate_digest(ir: ModelIR) -> str:
+    """A short digest of a candidate model (its IR's text): equal for the candidate a search builds again."""
+    return hashlib.sha1(ir.dumps().encode()).hexdigest()[:16]
 
 
 def drop_unused_inputs(ir: ModelIR) -> ModelIR:
@@ -169,8 +187,10 @@ def layer_defaults(class_name: str) -> LayerConfig:
 
 
 class _Search:
-    def __init__(self, ir: ModelIR, check: Check, deadline: float) -> None:
-        self.outcome = ReductionOutcome(ir=drop_unused_inputs(ir.copy().prune()), original_layers=len(ir.body))
+    def __init__(self, ir: ModelIR, check: Check, deadline: float, rejected: Collection[str] = ()) -> None:
+        self.outcome = ReductionOutcome(ir=drop_unused_inputs(ir.copy().prune()), original_layers=len(ir.body),
+                                        rejected=list(rejected))
+        self.rejected = set(rejected)
         self.check = check
         self.deadline = deadline
 
@@ -183,8 +203,13 @@ class _Search:
     def accept(self, candidate: ModelIR | None, step: str) -> bool:
         if candidate is None or self.out_of_time() or candidate.dumps() == self.outcome.ir.dumps():
             return False
+        digest = candidate_digest(candidate)
+        if digest in self.rejected:  # an earlier search of this bug ran it: it did not show the bug
+            return False
         self.outcome.runs += 1
         if not self.check(candidate):
+            self.rejected.add(digest)
+            self.outcome.rejected.append(digest)
             return False
         self.outcome.ir = candidate
         self.outcome.steps.append(step)
@@ -308,6 +333,13 @@ def finished_passes(bug_file: JsonObject | None) -> list[str]:
     return [name for name in passes if name in STRUCTURAL_PASSES] if isinstance(passes, list) else []
 
 
+def rejected_candidates(bug_file: JsonObject | None) -> list[str]:
+    """The candidate digests an earlier, unfinished reduction recorded in its ``bug.json`` as not showing the bug."""
+    reduction = (bug_file or {}).get("reduction")
+    rejected = reduction.get(REJECTED_KEY) if isinstance(reduction, dict) else None
+    return [str(digest) for digest in rejected] if isinstance(rejected, list) else []
+
+
 def reduces_further(reduction: object) -> bool:
     """Whether the bug an adopted ``reduction`` document describes (:data:`Reduction.KNOWN`) is to be reduced again
     from its adopted model: it was reduced by an older reducer, or by an unrecorded one to more than one layer, and
@@ -321,14 +353,21 @@ def reduces_further(reduction: object) -> bool:
 
 def reduce_bug(ir: ModelIR, check: Check, *, budget_s: float, localized: str | None = None,
                hints: list[str] | None = None, numeric: bool = False,
-               finished: Collection[str] = ()) -> ReductionOutcome:
+               previous: JsonObject | None = None) -> ReductionOutcome:
     """Reduce ``ir`` while ``check`` holds (``check(ir)`` itself is assumed true). Never raises for a
     candidate; returns the smallest model found when the budget runs out. ``hints``: nodes the error
     names; ``numeric``: a NaN/inconsistency bug (cut at ``localized`` instead of a prefix search);
-    ``finished``: structural passes an earlier search of this bug finished (its model is ``ir``), not redone."""
+    ``previous``: the bug.json of an earlier, unfinished search of this bug (its model is ``ir``): the structural
+    passes it finished are not redone, the candidates it rejected not run again."""
     started = time.monotonic()
-    search = _Search(ir, check, started + budget_s)
+    search = _Search(ir, check, started + budget_s, rejected_candidates(previous))
+    finished = finished_passes(previous)
     search.outcome.passes = [name for name in STRUCTURAL_PASSES if name in finished]
+    earlier = (previous or {}).get("reduction")  # what the searches before this one did: its record goes on
+    if isinstance(earlier, dict) and Reduction.of(earlier) is Reduction.TIMEOUT:
+        search.outcome.steps = [str(step) for step in earlier.get("steps") or []]
+        search.outcome.runs = int(earlier.get("runs") or 0)
+        started -= float(earlier.get("seconds") or 0.0)
     steps: dict[str, Callable[[], None]] = {
         "outputs": lambda: search.outputs(localized), "hinted": lambda: search.hinted(hints or []),
         "prefix": (lambda: None) if numeric else search.prefix, "alone": search.alone, "ddmin": search.ddmin,

@@ -32,7 +32,7 @@ from memo.triage.probe import read_inputs
 from memo.triage.reassess import pending_truths, reassess, reassess_folder
 from memo.triage.rekey import rekey
 from memo.triage.blame import decide_all
-from memo.triage.bug_reduction import (TRIED_AGAIN, ReductionOutcome, finished_passes, mentioned_layers, reduce_bug,
+from memo.triage.bug_reduction import (TRIED_AGAIN, ReductionOutcome, mentioned_layers, reduce_bug,
                                        reduces_further)
 from memo.triage.newest import check_and_store, pending_newest
 from memo.triage.reduce_order import reduce_again
@@ -182,7 +182,7 @@ def _reduce(session: Session, bug: BugRow, finding: Finding, source: Path, start
     hints = mentioned_layers(start, " ".join((details.message, details.traceback, details.stderr)))
     with timed(session.store, "reduction"):
         outcome = reduced.outcome = reduce_bug(start, checker, budget_s=budget, localized=localized, hints=hints,
-                                               numeric=bug.kind in NUMERIC_KINDS, finished=finished_passes(previous))
+                                               numeric=bug.kind in NUMERIC_KINDS, previous=previous)
     kept = checker.shown_run(outcome.ir)  # a failure's last showing candidate is the reduced model: its run
     if kept is not None:
         same, (run, layer) = True, kept

@@ -43,7 +43,7 @@ from memo.training.check import NUMERIC, training_reference
 from memo.training.judge import (DESCRIPTIVE_KEYS, JUDGED_STAGES, MODEL_IR_KEY, UPDATE_STAGES, differing_names,
                                  stage_keys)
 from memo.training.truth import engine_for
-from memo.triage.bug_reduction import STRUCTURAL_PASSES, ReductionOutcome, reduce_bug
+from memo.triage.bug_reduction import STRUCTURAL_PASSES, ReductionOutcome, candidate_digest, reduce_bug
 from memo.bug_files import (EXPECTED_FILE, INPUTS_FILE, IR_FILE, MODEL_FILE, Reduction, read_bug_file, retried,
                             write_bug_file)
 from memo.triage.bugdir import bug_folder
@@ -73,6 +73,8 @@ TRUTH_S = 15.0  # the float64 truth starts with this much of the pass left (else
 SCRIPT_S = 15.0  # the script's check likewise (a later pass checks an unchecked script)
 FORWARD_S = 20.0  # the forward probe and its cut (three forward-only runs) start with this much left besides FINISH_S
 OPTIMIZER_S = 15.0  # the optimizer's reduction (a few runs of the reduced model) starts with this much left likewise
+PROBED_KEY = "probed"  # a training reduction's document: the digest of its model, probed without a cut
+CUT_KEY = "forward_cut"  # a training reduction's document: the forward probe cut its model to the layer
 _SCRATCH = ("tstart", "tfinal", "tprobe", "tcut0", "tcut1")  # the runs' folders under the session's work folder
 
 
@@ -146,13 +148,14 @@ def _not_again(session: Session, bug: BugRow, ir: ModelIR, start: TrainingRun, r
     _check(session, bug, folder, data)
 
 
-def _unfinished(bug: BugRow) -> ModelIR | None:
-    """The model an earlier reduction that ran out of time reached (its folder's), to continue from."""
+def _unfinished(bug: BugRow) -> tuple[ModelIR, JsonObject] | None:
+    """The model an earlier reduction that ran out of time reached (its folder's), to continue from, and its
+    bug.json (the passes that reduction finished, the candidates it rejected, the model it probed)."""
     path = Path(bug.bug_dir) / IR_FILE if bug.bug_dir else None
     if path is None or not path.exists() or not retried(bug.reduction):
         return None
     try:
-        return ModelIR.loads(path.read_text())
+        return ModelIR.loads(path.read_text()), read_bug_file(path.parent)
     except Exception:  # noqa: BLE001  (an unreadable folder is redone from the original model)
         return None
 
@@ -216,22 +219,32 @@ def triage_training_bug(session: Session, bug: BugRow) -> None:
                               recorded_optimizer(finding.verdict.extra.get("training")),
                               recorded_remat(finding.verdict.extra.get("training")))
     laps = Laps(store, "training bug:")
-    start = checker.run(model, session.work / f"{bug.id}-tstart")
+    # an unfinished reduction goes on from the model it reached, checked on that model (long150d: each of 33 retries
+    # trained the finding's 29-38 layers first, probed again, and judged the unfinished model by float64)
+    unfinished = _unfinished(bug)
+    start = checker.run(unfinished[0], session.work / f"{bug.id}-tstart") if unfinished is not None else None
+    if start is None or start.verdict is None:  # a reached model that no longer shows the bug: from the finding's
+        unfinished, start = None, checker.run(model, session.work / f"{bug.id}-tstart")
     laps.lap("start run")
     if start.verdict is None:
         _not_again(session, bug, model, start, reference)
         return
+    begin = shown_ir = unfinished[0] if unfinished is not None else model
+    previous = unfinished[1] if unfinished is not None else None
     # the cut starts at the bug's layer: for a gradient, the first wrong one in backward order (the first differing
     # array is the most upstream weight, whose gradient may be wrong only through a layer after it)
-    backward = localization(model, start, reference, bug.library, str(bug.stage))
-    owner = model.by_name().get(str(backward["layer"] or ""))
-    begin = shown_ir = _unfinished(bug) or model
-    hint = owner if begin is model else None
+    backward = localization(begin, start, reference, bug.library, str(bug.stage))
+    owner = begin.by_name().get(str(backward["layer"] or ""))
+    hint = owner
     # a loss, state or gradient difference whose cause is a layer's training-mode forward output is that layer's
     # forward bug: probed before the reduction, whose start it cuts to a layer or two (long150d: a BatchNormalization
-    # gradient on 29 layers took 112 reduction runs, 61 s, to reach the one layer the probe names after it)
-    probed = begin if session.remaining() > FORWARD_S + FINISH_S else None  # the model probed
-    forward = forward_first(session, bug, reference, begin, inputs) if probed is not None else None
+    # gradient on 29 layers took 112 reduction runs, 61 s, to reach the one layer the probe names after it); a
+    # model an earlier attempt probed without a cut is not probed again
+    earlier = (previous or {}).get("reduction") or {}
+    was_cut = bool(earlier.get(CUT_KEY))  # an earlier attempt's probe cut the model to the layer: nothing to probe
+    known = was_cut or earlier.get(PROBED_KEY) == candidate_digest(begin)
+    probed = begin if known or session.remaining() > FORWARD_S + FINISH_S else None  # the model probed
+    forward = forward_first(session, bug, reference, begin, inputs) if probed is not None and not known else None
     laps.lap("forward probe")
     cut = forward[1] if forward is not None else None
     if forward is not None and cut is not None:
@@ -256,7 +269,8 @@ def triage_training_bug(session: Session, bug: BugRow) -> None:
     else:
         outcome = reduce_bug(begin, checker, budget_s=min(PER_BUG_S, max(0.0, session.remaining() - FINISH_S)),
                              localized=hint.name if hint is not None and not hint.is_input else None,
-                             numeric=bug.kind != VerdictKind.TRAINING_CRASH.value)
+                             numeric=bug.kind != VerdictKind.TRAINING_CRASH.value,
+                             previous=previous if cut is None else None)
     if forward is not None and cut is not None:
         outcome.steps.insert(0, _cut_step(forward[0], begin))
     if tried:
@@ -269,7 +283,11 @@ def triage_training_bug(session: Session, bug: BugRow) -> None:
     ir, run = (outcome.ir, final) if final.verdict is not None else (shown_ir, start)
     if final.verdict is None:
         outcome.status = "final check failed; original model kept"
-    if str(bug.stage) == OPTIMIZER_STAGE and checker.optimizer and session.remaining() > OPTIMIZER_S + FINISH_S:
+    # what an unfinished reduction's folder is for: the next pass's start; the optimizer, remat and float64 judgements
+    # and the script's check are made once, on the model it ends with
+    going_on = outcome.status is Reduction.TIMEOUT
+    if str(bug.stage) == OPTIMIZER_STAGE and checker.optimizer and not going_on \
+            and session.remaining() > OPTIMIZER_S + FINISH_S:
         simpler = reduce_optimizer(checker.optimizer, lambda name: showing_run(
             lambda directory: TrainingChecker(session, bug, reference, inputs, name).run(ir, directory),
             session.work / f"{bug.id}-topt-{name}", lambda exc: session.error(bug.id, f"optimizer {name}", exc)))
@@ -277,7 +295,7 @@ def triage_training_bug(session: Session, bug: BugRow) -> None:
         outcome.steps.append(simpler.step(checker.optimizer))
         if simpler.run is not None:  # the bug's configuration from here on: its folder, truth and scripts
             run, checker = simpler.run, TrainingChecker(session, bug, reference, inputs, simpler.name)
-    if checker.remat and session.remaining() > OPTIMIZER_S + FINISH_S:  # remat's bug, or the model's without it?
+    if checker.remat and not going_on and session.remaining() > OPTIMIZER_S + FINISH_S:  # remat's, or the model's?
         plain = TrainingChecker(session, bug, reference, inputs, checker.optimizer)
         shown = showing_run(lambda directory: plain.run(ir, directory), session.work / f"{bug.id}-topt-plain",
                             lambda exc: session.error(bug.id, "the run without remat", exc))
@@ -294,13 +312,14 @@ def triage_training_bug(session: Session, bug: BugRow) -> None:
     # the reduced model probed too (one forward-only run): a reduction keeping a gradient difference can make a
     # layer's forward one that the larger model kept within the tolerance (long150d's 29-layer BatchNormalization
     # gradient: no forward difference on the finding's model, one on the 22 layers the reduction kept)
-    if cut is None and (probed is None or ir.dumps() != probed.dumps()) \
+    if cut is None and not was_cut and (probed is None or ir.dumps() != probed.dumps()) \
             and session.remaining() > FORWARD_S + FINISH_S:
-        forward = forward_first(session, bug, reference, ir, inputs) or forward
+        probed, forward = ir, forward_first(session, bug, reference, ir, inputs) or forward
         if forward is not None and forward[1] is not None:
             ir, run = forward[1]
             outcome.steps.append(_cut_step(forward[0], ir))
             bug = _as_forward(session, bug, forward[0])
+            outcome.passes, outcome.rejected = [], []  # a new bug's model: its reduction starts over
         laps.lap("forward probe")
     if forward is not None:
         located = forward_located(forward[0], backward if cut is not None else located)
@@ -309,6 +328,10 @@ def triage_training_bug(session: Session, bug: BugRow) -> None:
     if kept:  # the sweep's probe is the model's reduction already: the counts are the executed model's
         outcome.steps.insert(0, f"optimizer sweep: found on the model's precision probe ({len(model.body)} layers)")
     reduction = {**outcome.to_json(), "original_layers": len(finding.ir.body), "reduced_layers": len(ir.body)}
+    if was_cut or (forward is not None and forward[1] is not None):  # a continued reduction needs no probe
+        reduction[CUT_KEY] = True
+    elif probed is not None and probed.dumps() == ir.dumps():  # nor on the model probed without a cut
+        reduction[PROBED_KEY] = candidate_digest(ir)
     data: dict[str, Any] = {
         "id": bug.id, "kind": bug.kind, "library": bug.library, "stage": bug.stage or "", "signature": bug.parts,
         "message": run.verdict.message, "exception": exception, "error_message": run.verdict.message,
@@ -321,7 +344,7 @@ def triage_training_bug(session: Session, bug: BugRow) -> None:
     assigned = assigned_in_call(run)
     if assigned:
         data[ASSIGNED_IN_CALL] = assigned
-    if session.remaining() > TRUTH_S:
+    if not going_on and session.remaining() > TRUTH_S:
         try:
             data["truth"] = training_truth_of(session, run, reference, checker.optimizer)
         except Exception as exc:  # noqa: BLE001  (the bug keeps its folder; the report lists why it has no truth)
@@ -347,16 +370,18 @@ def triage_training_bug(session: Session, bug: BugRow) -> None:
                             reduced_layers=len(ir.body), reduction=reduction, layer=located["layer"],
                             repro=str(folder / "repro.py"))
     laps.lap("folder")
-    _check(session, bug, folder, data)
-    laps.lap("script check")
+    if not going_on:
+        _check(session, bug, folder, data)
+        laps.lap("script check")
     session.summary.reduced += len(ir.body) < len(finding.ir.body)
 
 
 def pending_training_truths(store: CampaignStore) -> list[BugRow]:
-    """Numeric training bugs with a folder whose float64 truth was not computed (the pass ran out of time)."""
+    """Numeric training bugs with a finished folder whose float64 truth was not computed (the pass ran out of time;
+    an unfinished reduction's is computed on the model it ends with)."""
     return [bug for bug in store.triage.load_bugs()
             if bug.kind in NUMERIC and bug.merged_into is None and bug.bug_dir and Path(bug.bug_dir).exists()
-            and Reduction.of(bug.reduction) not in (None, Reduction.NOT_AGAIN)
+            and Reduction.of(bug.reduction) not in (None, Reduction.NOT_AGAIN) and not retried(bug.reduction)
             and not read_bug_file(Path(bug.bug_dir)).get("truth")]
 
 

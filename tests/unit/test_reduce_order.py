@@ -56,6 +56,15 @@ def test_a_reduced_bug_takes_its_guess_and_a_partly_reduced_one_goes_before_a_ne
     assert [bug.id for bug in triage_order([new, partly], [new, partly])] == ["partly", "new"]
 
 
+def test_partly_reduced_bugs_take_turns_by_the_reduction_time_they_had() -> None:
+    """long150d: two unfinished training reductions of 20 and 22 occurrences went first by their counts in every
+    pass for 100 minutes; a bug of one occurrence whose reduction had less time waited behind them to the end."""
+    busy = _bug("busy", occurrences=22, bug_dir="/x", reduction={"status": "timeout", "seconds": 240.0})
+    rare = _bug("rare", frames=["other"], bug_dir="/x", reduction={"status": "timeout", "seconds": 30.0})
+    new = _bug("new", frames=["third"])
+    assert [bug.id for bug in triage_order([busy, rare, new], [busy, rare, new])] == ["new", "rare", "busy"]
+
+
 def test_a_bug_adopted_with_an_older_reduction_is_reduced_again_as_a_partly_reduced_one() -> None:
     known = {"status": "known: M-0006, reduced model and script copied from the bug database", "reduced_layers": 4}
     stale = _bug("stale", bug_dir="/x", reduction=known)

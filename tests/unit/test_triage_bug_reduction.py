@@ -2,13 +2,15 @@
 from __future__ import annotations
 
 import time
+from types import SimpleNamespace
 
 import numpy as np
 
 from memo.model.ir import Layer, ModelIR
+from memo.triage import bug_reduction
 from memo.triage.localize import first_divergence
-from memo.triage.bug_reduction import (cut_at, drop_unused_inputs, finished_passes, isolate, layer_defaults,
-                                       reduce_bug, without)
+from memo.triage.bug_reduction import (REJECTED_KEY, candidate_digest, cut_at, drop_unused_inputs, finished_passes,
+                                       isolate, layer_defaults, reduce_bug, rejected_candidates, without)
 
 
 def _chain(classes: list[str]) -> ModelIR:
@@ -99,8 +101,47 @@ def test_a_continued_reduction_skips_the_passes_an_earlier_one_finished() -> Non
     previous = {"reduction": {**first.to_json(), "passes": ["outputs", "hinted", "prefix", "alone", "ddmin", "x"]}}
     assert finished_passes(previous) == ["outputs", "hinted", "prefix", "alone", "ddmin"]
     assert finished_passes(None) == []
-    continued = reduce_bug(ir, check, budget_s=30, finished=finished_passes(previous))
+    continued = reduce_bug(ir, check, budget_s=30, previous=previous)
     assert continued.status == "done" and len(runs) < again and continued.passes[:5] == finished_passes(previous)
+
+
+def test_a_continued_reduction_does_not_run_again_the_candidates_an_earlier_one_rejected(monkeypatch) -> None:
+    """long150d: four training reductions were retried 33 times, each running again the candidates its previous
+    attempt had rejected before its time ran out at the same place."""
+    ir = _chain(["Dense", "Flatten", "Dense", "Flatten", "Conv1D", "Dense"])
+    runs: list[str] = []
+    failed: set[str] = set()
+
+    def check(candidate: ModelIR) -> bool:
+        runs.append(candidate_digest(candidate))
+        shown = _has("Conv1D")(candidate)
+        if not shown:
+            failed.add(runs[-1])
+        return shown
+
+    whole = reduce_bug(ir, check, budget_s=30)
+    assert whole.status == "done" and set(whole.rejected) == failed and failed
+    runs.clear()
+    # the same search cut short by its clock right after its first rejection, then continued from its document
+    now = {"t": 0.0}
+
+    def cut_short(candidate: ModelIR) -> bool:
+        shown = check(candidate)
+        now["t"] += 0.0 if shown else 100.0
+        return shown
+
+    monkeypatch.setattr(bug_reduction, "time", SimpleNamespace(monotonic=lambda: now["t"]))
+    cut = reduce_bug(ir, cut_short, budget_s=30)
+    assert cut.status == "timeout" and len(cut.rejected) == 1
+    document = cut.to_json()
+    assert document[REJECTED_KEY] == cut.rejected and rejected_candidates({"reduction": document}) == cut.rejected
+    monkeypatch.undo()
+    runs.clear()
+    continued = reduce_bug(cut.ir, check, budget_s=30, previous={"reduction": document})
+    assert runs and not set(runs) & set(cut.rejected)  # the rejected candidate is not run again
+    assert [layer.class_name for layer in continued.ir.body] == [layer.class_name for layer in whole.ir.body]
+    assert REJECTED_KEY not in continued.to_json()  # a finished reduction keeps no rejections
+    assert continued.steps[:len(cut.steps)] == cut.steps and continued.runs == cut.runs + len(runs)  # one record
 
 
 def test_parameters_move_back_to_keras_defaults_when_the_bug_survives() -> None:

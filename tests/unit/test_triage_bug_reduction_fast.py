@@ -123,7 +123,8 @@ def test_a_layer_whose_failure_needs_its_input_shape_is_reduced_to_that_layer_al
     ir = ModelIR.loads((BUGS / "crash-keras-export-65a337de54" / "ir.json").read_text())
     check, calls = _counting(_odd_same_pooling)
     assert check(ir)
-    outcome = reduce_bug(ir, check, budget_s=60, finished=("outputs", "hinted", "prefix", "alone", "ddmin"))
+    outcome = reduce_bug(ir, check, budget_s=60,
+                         previous={"reduction": {"passes": ["outputs", "hinted", "prefix", "alone", "ddmin"]}})
     assert [layer.class_name for layer in outcome.ir.body] == ["MaxPooling2D"]
     assert outcome.ir.layers[0].config["batch_shape"] == [None, 71, 71, 256]
     assert outcome.steps[0] == "block3_pool alone"
