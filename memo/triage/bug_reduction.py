@@ -83,9 +83,9 @@ class ReductionOutcome:
         return document
 
 
-def candidate_digest(ir: ModelIR) -> str:
-    """A short digest of a candidate model (its IR's text): equal for the candidate a search builds again."""
-    return hashlib.sha1(ir.dumps().encode()).hexdigest()[:16]
+def candidate_digest(ir: ModelIR | str) -> str:
+    """A short digest of a candidate model (or of its IR's text): equal for the candidate a search builds again."""
+    return hashlib.sha1((ir if isinstance(ir, str) else ir.dumps()).encode()).hexdigest()[:16]
 
 
 def drop_unused_inputs(ir: ModelIR) -> ModelIR:
@@ -201,9 +201,10 @@ class _Search:
         return False
 
     def accept(self, candidate: ModelIR | None, step: str) -> bool:
-        if candidate is None or self.out_of_time() or candidate.dumps() == self.outcome.ir.dumps():
+        text = candidate.dumps() if candidate is not None else ""
+        if candidate is None or self.out_of_time() or text == self.outcome.ir.dumps():
             return False
-        digest = candidate_digest(candidate)
+        digest = candidate_digest(text)
         if digest in self.rejected:  # an earlier search of this bug ran it: it did not show the bug
             return False
         self.outcome.runs += 1

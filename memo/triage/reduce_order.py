@@ -100,7 +100,7 @@ def reduction_seconds(bug: BugRow) -> float:
     """The seconds ``bug``'s unfinished reduction has had over its passes (its document's; 0 when never tried)."""
     reduction = bug.reduction if isinstance(bug.reduction, dict) else {}
     seconds = reduction.get("seconds")
-    return float(seconds) if bug.attempted and isinstance(seconds, (int, float)) else 0.0
+    return float(seconds) if isinstance(seconds, (int, float)) else 0.0
 
 
 def unfileable(bug: BugRow) -> bool:
