@@ -38,6 +38,7 @@ sys.path.insert(0, str(REPO))
 from memo.campaign.slot import split_budget  # noqa: E402
 from memo.diskspace import format_size, tree_bytes  # noqa: E402
 from memo.report.charts import line_chart  # noqa: E402
+from memo.campaign.backpressure import PAUSED_META  # noqa: E402
 from memo.triage.turns import PHASES_META, SPENT_META  # noqa: E402
 from memo.store import CampaignStore  # noqa: E402
 from memo.triage import pending_localizations  # noqa: E402
@@ -167,6 +168,15 @@ def triage_spent(campaign: Path, key: str = SPENT_META) -> str:
     ordered = sorted(spent.items(), key=lambda item: -float(item[1].get("seconds", 0)))
     return ", ".join(f"{kind} {int(entry.get('units', 0))} units {float(entry.get('seconds', 0)):.0f} s"
                      for kind, entry in ordered)
+
+
+def paused_minutes(campaign: Path) -> str:
+    """The pipeline-minutes fuzzing waited for triage (the store's ``pipelines_paused_s``)."""
+    if not (campaign / "campaign.sqlite").exists():
+        return "no store"
+    with CampaignStore(campaign) as store:
+        paused = store.get_meta(PAUSED_META)
+    return f"{float(paused) / 60:.1f}" if isinstance(paused, (int, float)) else "none recorded"
 
 
 def take_sample(pid: int, began: float, name: str, cpu: CpuTracker) -> Sample:
@@ -326,6 +336,8 @@ def main() -> int:
     print("\n".join(summary(samples, args.minutes, exit_code, wall)))
     print(f"- triage's time (units, wall seconds; background and final passes): {triage_spent(REPO / 'campaigns' / args.name)}")
     print(f"- by phase (times, wall seconds): {triage_spent(REPO / 'campaigns' / args.name, PHASES_META)}")
+    print(f"- fuzzing paused for triage: {paused_minutes(REPO / 'campaigns' / args.name)} pipeline-minutes "
+          "(memo.campaign.backpressure)")
     print(f"- samples: {out} ({len(samples)}); picture: {args.svg}")
     return 0 if exit_code in (0, None) else 1
 

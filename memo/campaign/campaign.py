@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Callable, TypeVar
 
 from memo.backends.executor import Executor
+from memo.campaign.backpressure import PAUSED_META, TriageShare
 from memo.campaign.config import CampaignConfig
 from memo.campaign.disk import DISK_STOPS, REWALK_EVERY_S, STOP_DISK_FULL, DiskBudget, stored_signatures
 from memo.campaign.firsts import FirstShown
@@ -53,6 +54,7 @@ class Campaign:
         self.artifacts_root = (MUTANTS_DIR / config.name).resolve()  # workers run in other directories
         self.stop = stop or StopFlag()
         self.pipeline: Pipeline | None = None
+        self.share: TriageShare[Executor] | None = None  # the pipelines paused while triage falls behind
         self.progress_every = Every(PROGRESS_EVERY_S)
         self.loop = GenerationLoop(config, self.store)
         self.triage = TriageSchedule(self.directory, self.store, config, reporter, self.stop)
@@ -146,6 +148,16 @@ class Campaign:
 
     def _fuzz(self, pipeline: Pipeline) -> str:
         """Step until the budget is spent (:data:`BUDGET_SPENT`) or a stop is requested (its reason)."""
+        self.share = share = TriageShare(pipeline.worker_sets, max(1, self.config.jobs))
+        try:
+            return self._steps(pipeline, share)
+        finally:
+            share.release()  # the models in flight, the final phase's, never wait for triage
+            self._quietly_on_full_disk(lambda: self.store.set_meta(
+                PAUSED_META, round(self.store.get_meta(PAUSED_META, 0.0) + share.paused_s, 1)))
+
+    def _steps(self, pipeline: Pipeline, share: TriageShare[Executor]) -> str:
+        """:meth:`_fuzz`'s steps, pausing pipelines while triage falls behind (``share``)."""
         history = Every(HISTORY_EVERY_S)
         rewalk = Every(REWALK_EVERY_S, last=time.monotonic())
         while True:
@@ -154,6 +166,7 @@ class Campaign:
             if (self.config.budget.exhausted(self.loop.elapsed(), self.loop.counters["generated"])
                     or self.slot.fuzzing_over(time.monotonic())):
                 return BUDGET_SPENT
+            share.follow(self.triage.distinct)
             pipeline.collect(limit=self.triage.fuzz_depth(self.config.jobs))
             self.loop.advance(pipeline.submit, pipeline.outcome)
             now = time.monotonic()
@@ -206,7 +219,8 @@ class Campaign:
                 "executed_per_s": loop.counters["executed"] / active,
                 "coverage": loop.tracker.counts(), "coverage_inert": loop.tracker.inert_counts(),
                 "findings": dict(loop.findings), "disk": self.disk.figures(),
-                "triage": self.triage.figures(), "cluster": self._cluster()}
+                "triage": self.triage.figures(), "cluster": self._cluster(),
+                "paused": len(self.share.held) if self.share is not None else 0, "pipelines": max(1, self.config.jobs)}
 
     def _cluster(self) -> JsonObject | None:
         return self.pipeline.cluster_status() if self.pipeline is not None else None

@@ -221,7 +221,8 @@ def progress_line(snap: JsonObject, *, bugs: int | None = None) -> str:
         distinct = snap["triage"].get("distinct")
         parts.append("triage: " + triage_line(snap["triage"])
                      + (f", {waiting} waiting" if waiting is not None else "")
-                     + (f" ({distinct} distinct)" if waiting and distinct is not None and distinct != waiting else ""))
+                     + (f" ({distinct} distinct)" if waiting and distinct is not None and distinct != waiting else "")
+                     + (f", {snap['paused']} of {snap['pipelines']} pipelines paused for it" if snap.get("paused") else ""))
     if snap.get("disk"):
         parts.append("disk " + disk_line(snap["disk"]))
     return "memo: " + "; ".join(parts)

@@ -16,6 +16,7 @@ from memo.json_types import JsonObject
 from memo.kinds import TRAINING_KINDS
 from memo.model.build import infer_shapes
 from memo.model.ir import ModelIR
+from memo.npz_arrays import portable
 from memo.store import DB_NAME, CampaignStore
 from memo.triage.describe import symptom as symptom_line
 from memo.bug_files import EXPECTED_FILE, INPUTS_FILE, IR_FILE, MODEL_FILE, write_bug_file
@@ -58,10 +59,13 @@ def find_plugin(library: str, paths: list[str]) -> PluginInfo | None:
 
 
 def _outputs(path: Path) -> list[np.ndarray]:
+    """A library's stored outputs, bfloat16 widened to float32 exactly (:func:`memo.npz_arrays.portable`): read back
+    raw, a bfloat16 model's reference output failed the folder's summary (long150e: 11 bugs' triage failed with
+    "setting an array element with a sequence" and stayed in the backlog)."""
     if not path.exists():
         return []
     with np.load(path, allow_pickle=False) as data:
-        return [data[f"out_{i}"] for i in range(len(data.files))]
+        return [portable(data[f"out_{i}"]) for i in range(len(data.files))]
 
 
 def io_summary(inputs: dict[str, np.ndarray], faulty: list[np.ndarray], good: list[np.ndarray],

@@ -46,3 +46,16 @@ def test_outputs_read_back_are_bfloat16_again_and_compared_at_its_precision() ->
     wrong = first_divergence(ir, "inconsistency", {"d": restored(_through_npz((reference + 0.5).astype(
         ml_dtypes.bfloat16)))}, {"d": reference})
     assert wrong.layer == "d" and wrong.nodes[0]["status"] == "differs"
+
+
+def test_a_bug_folders_summary_reads_a_bfloat16_reference_output(tmp_path) -> None:
+    from memo.triage.materialize import _outputs, io_summary
+
+    reference = np.linspace(-2.0, 2.0, 16, dtype=np.float32).reshape(4, 4)
+    np.savez(tmp_path / "keras-tensorflow.npz", out_0=reference.astype(ml_dtypes.bfloat16))
+    good = _outputs(tmp_path / "keras-tensorflow.npz")  # read back raw, it failed the summary (long150e)
+    assert good[0].dtype == np.float32 and np.array_equal(good[0], reference.astype(ml_dtypes.bfloat16).astype(
+        np.float32))
+    summary = io_summary({"x": reference}, [reference + 1.0], good, ("keras-openvino", "keras-tensorflow"))
+    row = summary["outputs"][0]
+    assert row["keras-tensorflow non-finite"] == 0 and 0.98 < row["max |diff|"] < 1.02
