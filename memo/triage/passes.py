@@ -1,11 +1,10 @@
 """A triage pass: deduplicate, then spend the time budget on units of work, most useful first.
 
-The kinds of unit share the pass's time (:mod:`memo.triage.turns`): reducing a bug (never-tried bugs first, then by
-occurrences), localizing a NaN/inconsistency finding (one per library before a second of the same library), rerunning
-a finished bug on the newest code, a float64 truth, a script check left by an earlier pass; a kind without work passes
-its turn. Each kind's time is kept in the store, so the shares go on from one pass to the next (a campaign's background
-passes are short) instead of each pass starting with a bug: that starved the localizations (campaign m40 localized 3
-of its 39 numeric findings while the bug and newest-code units took every turn).
+The kinds of unit share the pass's time (:mod:`memo.triage.turns`): reducing a bug (:mod:`memo.triage.reduce_order`),
+localizing a NaN/inconsistency finding (one per library before a second of the same library), rerunning a finished
+bug on the newest code, a float64 truth, a script check left by an earlier pass; a kind without work passes its turn.
+Each kind's time is kept in the store, so the shares go on from one pass to the next (background passes are short)
+instead of each pass starting with a bug: that starved the localizations (m40 localized 3 of 39 numeric findings).
 
 A reduced bug is keyed on the reduced model and merged with an earlier bug of the same key; its folder, script and
 check are written at once, so a pass out of time leaves finished bugs. Idempotent: a finished bug is not redone; a
@@ -33,7 +32,7 @@ from memo.triage.reassess import pending_truths, reassess, reassess_folder
 from memo.triage.rekey import rekey
 from memo.triage.blame import decide_all
 from memo.triage.bug_reduction import (TRIED_AGAIN, ReductionOutcome, mentioned_layers, reduce_bug,
-                                       reduces_further)
+                                       reduces_further, turn_budget_s)
 from memo.triage.newest import check_and_store, pending_newest
 from memo.triage.reduce_order import reduce_again
 from memo.triage.pending import pending_bugs, pending_localizations, unchecked_scripts
@@ -178,7 +177,8 @@ def _reduce(session: Session, bug: BugRow, finding: Finding, source: Path, start
         if not shows:
             extra["reduction_note"] = Reduction.NOT_AGAIN  # reducing would search for a symptom no longer shown
             return reduced
-    budget = min(HANG_TIMEOUTS * session.timeout_s if hang else PER_BUG_S, session.remaining())
+    turn = HANG_TIMEOUTS * session.timeout_s if hang else turn_budget_s(PER_BUG_S, previous)
+    budget = min(turn, session.remaining())
     hints = mentioned_layers(start, " ".join((details.message, details.traceback, details.stderr)))
     with timed(session.store, "reduction"):
         outcome = reduced.outcome = reduce_bug(start, checker, budget_s=budget, localized=localized, hints=hints,

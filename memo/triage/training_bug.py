@@ -43,7 +43,8 @@ from memo.training.check import NUMERIC, training_reference
 from memo.training.judge import (DESCRIPTIVE_KEYS, JUDGED_STAGES, MODEL_IR_KEY, UPDATE_STAGES, differing_names,
                                  stage_keys)
 from memo.training.truth import engine_for
-from memo.triage.bug_reduction import STRUCTURAL_PASSES, ReductionOutcome, candidate_digest, reduce_bug
+from memo.triage.bug_reduction import (STRUCTURAL_PASSES, ReductionOutcome, candidate_digest, reduce_bug,
+                                       turn_budget_s)
 from memo.bug_files import (EXPECTED_FILE, INPUTS_FILE, IR_FILE, MODEL_FILE, Reduction, read_bug_file, retried,
                             write_bug_file)
 from memo.triage.bugdir import bug_folder
@@ -267,10 +268,12 @@ def triage_training_bug(session: Session, bug: BugRow) -> None:
                                           " shows the bug, one dtype alone does not" if len(minimal[0].body) > 1 else
                                           f"Dense(3) of {weight_dtypes(minimal[0])[0]} alone: shows the bug"])
     else:
-        outcome = reduce_bug(begin, checker, budget_s=min(PER_BUG_S, max(0.0, session.remaining() - FINISH_S)),
+        continued = previous if cut is None else None
+        outcome = reduce_bug(begin, checker, budget_s=min(turn_budget_s(PER_BUG_S, continued),
+                                                          max(0.0, session.remaining() - FINISH_S)),
                              localized=hint.name if hint is not None and not hint.is_input else None,
                              numeric=bug.kind != VerdictKind.TRAINING_CRASH.value,
-                             previous=previous if cut is None else None)
+                             previous=continued)
     if forward is not None and cut is not None:
         outcome.steps.insert(0, _cut_step(forward[0], begin))
     if tried:

@@ -142,3 +142,14 @@ def test_a_reduction_records_its_reducer_and_an_older_ones_adopted_model_is_redu
     assert not reduces_further({"status": known, "reduced_layers": 4, "reducer": REDUCER_VERSION})
     assert not reduces_further({"status": known, "reduced_layers": 4, TRIED_AGAIN: "final check failed"})
     assert not reduces_further({"status": "done", "reduced_layers": 4})  # this campaign's own reduction
+
+
+def test_a_continued_reduction_gets_as_long_as_its_earlier_turns_had() -> None:
+    from memo.triage.bug_reduction import turn_budget_s
+
+    assert turn_budget_s(45.0, None) == 45.0, "a first turn"
+    cut = {"reduction": {"status": Reduction.TIMEOUT.value, "seconds": 130.0}}
+    assert turn_budget_s(45.0, cut) == 130.0, "the total doubles"
+    assert turn_budget_s(45.0, {"reduction": {"status": Reduction.TIMEOUT.value, "seconds": 20.0}}) == 45.0
+    assert turn_budget_s(45.0, {"reduction": {"status": Reduction.DONE.value, "seconds": 300.0}}) == 45.0, \
+        "a finished reduction reduced again starts over"
