@@ -220,7 +220,7 @@ class Campaign:
                 "coverage": loop.tracker.counts(), "coverage_inert": loop.tracker.inert_counts(),
                 "findings": dict(loop.findings), "disk": self.disk.figures(),
                 "triage": self.triage.figures(), "cluster": self._cluster(),
-                "paused": len(self.share.held) if self.share is not None else 0, "pipelines": max(1, self.config.jobs)}
+                **({"paused": len(self.share.held), "pipelines": self.share.pipelines} if self.share else {})}
 
     def _cluster(self) -> JsonObject | None:
         return self.pipeline.cluster_status() if self.pipeline is not None else None

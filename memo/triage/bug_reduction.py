@@ -357,10 +357,14 @@ def turn_budget_s(base_s: float, previous: JsonObject | None) -> float:
     many as its earlier turns had together, so that each turn doubles its total and a long reduction pays its turns'
     fixed costs (the runs before and after it) a few times, not once per ``base_s``: long150e's 25 partly reduced
     bugs got 45 s a turn each, about one turn in 20 minutes, and few finished."""
+    earlier = _cut_record(previous)
+    return max(base_s, float(earlier.get("seconds") or 0.0)) if earlier is not None else base_s
+
+
+def _cut_record(previous: JsonObject | None) -> JsonObject | None:
+    """The reduction record of ``previous`` (a bug.json) when that reduction was cut (it goes on); None otherwise."""
     earlier = (previous or {}).get("reduction")
-    if isinstance(earlier, dict) and Reduction.of(earlier) is Reduction.TIMEOUT:
-        return max(base_s, float(earlier.get("seconds") or 0.0))
-    return base_s
+    return earlier if isinstance(earlier, dict) and Reduction.of(earlier) is Reduction.TIMEOUT else None
 
 
 def reduce_bug(ir: ModelIR, check: Check, *, budget_s: float, localized: str | None = None,
@@ -375,8 +379,8 @@ def reduce_bug(ir: ModelIR, check: Check, *, budget_s: float, localized: str | N
     search = _Search(ir, check, started + budget_s, rejected_candidates(previous))
     finished = finished_passes(previous)
     search.outcome.passes = [name for name in STRUCTURAL_PASSES if name in finished]
-    earlier = (previous or {}).get("reduction")  # what the searches before this one did: its record goes on
-    if isinstance(earlier, dict) and Reduction.of(earlier) is Reduction.TIMEOUT:
+    earlier = _cut_record(previous)  # what the searches before this one did: its record goes on
+    if earlier is not None:
         search.outcome.steps = [str(step) for step in earlier.get("steps") or []]
         search.outcome.runs = int(earlier.get("runs") or 0)
         started -= float(earlier.get("seconds") or 0.0)

@@ -60,7 +60,7 @@ def find_plugin(library: str, paths: list[str]) -> PluginInfo | None:
 
 def _outputs(path: Path) -> list[np.ndarray]:
     """A library's stored outputs, bfloat16 widened to float32 exactly (:func:`memo.npz_arrays.portable`): read back
-    raw, a bfloat16 model's reference output failed the folder's summary (long150e: 11 bugs' triage failed with
+    raw, a bfloat16 model's reference output failed the folder's summary (long150e: 18 bugs' triage failed with
     "setting an array element with a sequence" and stayed in the backlog)."""
     if not path.exists():
         return []
