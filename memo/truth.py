@@ -160,6 +160,28 @@ def ill_conditioned(truth: Sequence[np.ndarray], reference: Sequence[np.ndarray]
     return None
 
 
+CANCELLED = 1e-6  # a float64 result within this fraction of the absolute tolerance of zero is a cancellation's zero
+
+
+def cancellation(truth: Sequence[np.ndarray], errors: dict[str, float], witnesses: Sequence[str],
+                 thresholds: Thresholds = Thresholds()) -> str | None:
+    """Why a finding whose float64 result is zero everywhere (a cancellation: a convolution's bias gradient
+    behind a batch normalization, which subtracts every per-channel constant again) and that the witness misses
+    beyond the tolerance too is no defect: what each library returns there is the rounding residue of its
+    accumulation, whose size is its precision (long150e's bfloat16 bias gradient, 45 and 3 tolerances off a float64
+    zero); None when that is not so. Perturbing the inputs cannot show it: the zero is exact for every input."""
+    values = [_float(t) for t in truth]
+    if not values or not all(v.size and np.all(np.isfinite(v)) for v in values):
+        return None
+    if max(float(np.max(np.abs(v))) for v in values) > CANCELLED * thresholds.atol:
+        return None
+    missed = min((errors[name] for name in witnesses if name in errors), default=0.0)
+    if missed <= 1.0:
+        return None
+    return (f"the float64 result is zero (a cancellation) and the witness misses it by {_text(missed)} tolerances "
+            f"too: what the libraries return there is rounding residue, sized by their accumulation precision")
+
+
 def unpropagated_nan(outputs: dict[str, Sequence[np.ndarray]], truth: Sequence[np.ndarray], accused: Sequence[str],
                      witnesses: Sequence[str]) -> str | None:
     """Where the float64 truth and a witness keep NaN and every accused backend returns finite numbers instead (an
@@ -267,6 +289,7 @@ def assess_runs(outputs: dict[str, Sequence[np.ndarray]], runs: dict[str, Run], 
         result.special_values = True
         why = ("the float64 computation makes NaN or Inf inside the model (and removes it again): how special values "
                "propagate is left open, so the special-value rule applies, not a precision verdict")
+    why = why or cancellation(first, errors, witnesses, thresholds)
     if why is not None:
         result.decision, result.reason = ILL_CONDITIONED, why
         return result

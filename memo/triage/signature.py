@@ -28,6 +28,7 @@ from memo.oracle import KERAS_FRONT_END, TF_FUNCTION_STAGE, Verdict
 from memo.text import without_traced_graph
 from memo.triage.masks import MESSAGE_LIMIT, library_frames, library_modules, normalize_message
 from memo.triage.stored_weights import COMPUTED_WEIGHT
+from memo.triage.type_check import type_check_cause
 
 UNSUPPORTED_KIND = VerdictKind.UNSUPPORTED.value
 UNLOCALIZED = "?"
@@ -193,9 +194,8 @@ _NATIVE_SITE = re.compile(r"(?:Exception from|failed at) ((?:src|include|onnxrun
 NATIVE_SITE = "site"  # the parts' key of a crash's native site (added by memo.triage.reassess.root_cause_parts)
 # A failure the library did not describe (a signal, an exit status): its words cannot tell two bugs apart.
 _UNDESCRIBED = re.compile(r"^(?:signal|exit) |^WorkerDied$")
-# A stored message is cut at MESSAGE_LIMIT characters; once the wrapper (at most 44 characters and a 24-character
-# class name) and the names are masked, two messages of one failure through classes whose names differ in length
-# agree on this many characters.
+# A stored message is cut at MESSAGE_LIMIT characters; with the wrapper (at most 44 characters and a 24-character class
+# name) and names masked, two messages of one failure through classes of other name lengths agree on this many.
 PATTERN_LIMIT = MESSAGE_LIMIT - 90
 
 
@@ -439,6 +439,9 @@ def reduced_keys(parts: dict[str, Any], reduced: ModelIR) -> tuple[str, ...]:
             node = str(parts.get("node") or "")
             keys.append(digest({**common, "exception": parts["exception"], "operator": parts["operator"],
                                 "message": pattern.replace(node, "NODE") if node else pattern}))
+        cause = type_check_cause(str(parts.get("message", "")), reduced, found)
+        if cause:  # ONNX's type check failing alike at any operator (memo.triage.type_check)
+            keys.append(digest({**common, "exception": parts["exception"], **cause}))
     return tuple(dict.fromkeys(keys))
 
 

@@ -84,6 +84,20 @@ def test_other_ill_conditioned_results(truth_values: np.ndarray, reference: np.n
     assert truth.decision == ILL_CONDITIONED and reason in truth.reason
 
 
+def test_a_zero_both_sides_miss_is_a_cancellations_residue_but_one_the_witness_computes_is_not() -> None:
+    # a bias gradient behind a batch normalization: exactly zero in float64 whatever the inputs, so perturbing them
+    # shows nothing; both libraries leave rounding residue, the accused sixteen times more
+    zero = np.zeros(64)
+    residue = np.linspace(-0.0035, 0.0035, 64)
+    both_miss = assess(_outputs(residue * 16, residue), [zero], [[zero]], ["mxnet"], [REF], REF)
+    assert both_miss.decision == ILL_CONDITIONED and "cancellation" in both_miss.reason
+    assert both_miss.errors[REF] > 1
+    witness_exact = assess(_outputs(residue * 16, zero), [zero], [[zero]], ["mxnet"], [REF], REF)
+    assert witness_exact.decision == CONFIRMED
+    not_zero = assess(_outputs(T + 0.3, T + 0.005), [T], [[T]], ["mxnet"], [REF], REF)
+    assert not_zero.decision == CONFIRMED
+
+
 def test_truth_round_trips_through_json_with_infinite_errors() -> None:
     truth = Truth(decision=CONFIRMED, errors={"a": float("inf"), "b": 0.5}, accused=["a"], witnesses=["b"])
     data = truth.to_json()

@@ -1,0 +1,42 @@
+"""A converted file that fails ONNX's type check with "<input> has inconsistent type tensor(X)": two inputs bound to
+one type variable differ. When the reduced model's culprit computes in another dtype than the layer feeding it, the
+cast Keras puts at that boundary was lost on the way: one defect whatever operator first meets the uncast tensor
+(long150e: Dense, ELU, Normalization, Rescaling, UpSampling2D and Attention behind an input of another dtype, six
+"ready" entries for one tf2onnx fault). Without a dtype boundary the conflict is some operator's own, and no key is
+given. "<input> typestr: T, has unsupported type" (an operator written in a dtype its schema lacks) gets no such key:
+a model's opset-11 variant fails that way where its newest-opset conversion loses the cast, so the key would chain
+the two defects into one entry (long150e's lost cast and tf2onnx's bfloat16 Conv).
+
+Pure: no execution, no DL import.
+"""
+from __future__ import annotations
+
+import re
+
+from memo.model.ir import Layer, ModelIR, policy_name
+
+_INCONSISTENT = re.compile(r"\bhas inconsistent type tensor\(\w+\)")
+_MIXED = "mixed_"  # a mixed policy computes in the dtype after its prefix (mixed_float16 computes in float16)
+
+LOST_CAST = "inconsistent types at a dtype boundary"
+
+
+def compute_dtype(layer: Layer) -> str:
+    """The dtype ``layer`` computes (and outputs) in."""
+    name = policy_name(layer.config)
+    return name[len(_MIXED):] if name.startswith(_MIXED) else name
+
+
+def crosses_dtype(culprit: Layer, reduced: ModelIR) -> bool:
+    """Whether ``culprit`` computes in another dtype than a layer that feeds it."""
+    layers = reduced.by_name()
+    own = compute_dtype(culprit)
+    return any(compute_dtype(layers[name]) != own for name in culprit.inputs if name in layers)
+
+
+def type_check_cause(message: str, reduced: ModelIR, culprits: list[Layer]) -> dict[str, str] | None:
+    """The root-cause fields of a lost cast in ``message`` (None when it is not an inconsistent type at a culprit
+    computing in another dtype than its input)."""
+    if _INCONSISTENT.search(message) and any(crosses_dtype(layer, reduced) for layer in culprits):
+        return {"type_check": LOST_CAST}
+    return None
