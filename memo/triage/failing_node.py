@@ -225,8 +225,9 @@ def culprit_operator(message: str, frames: list[str] | tuple[str, ...], onnx_pat
     """The operator of the file at ``onnx_path`` a converter's or an engine's crash failed in, as a title names it
     (``Conv in a Loop body`` where only a subgraph holds it): the node the message names; else an operator the
     message names as a word (torch's ``Conv3d`` for ``Conv``); else the importer's per-operator frame
-    (:func:`translator_frame`) or the function its dispatch calls for one operator (:func:`dispatched_operator`); else the producer of a value the message quotes (MXNet's ``KeyError: 'split2'``).
-    None when none of these names one."""
+    (:func:`translator_frame`) or the function its dispatch calls for one operator (:func:`dispatched_operator`); else
+    the producer of a value the message quotes (MXNet's ``KeyError: 'split2'``); an operator handed a tuple is named by
+    the one-output node that made it (:func:`tuple_maker`). None when none of these names one."""
     ops = file_operators(onnx_path)
     named = failing_node(message)
     op = named.op if named is not None else None
@@ -244,8 +245,38 @@ def culprit_operator(message: str, frames: list[str] | tuple[str, ...], onnx_pat
         op = next((producers[value] for value in re.findall(r"'([^']+)'", message) if value in producers), None)
     if op is None:
         return None
+    op = (tuple_maker(onnx_path, op) if _GOT_TUPLE.search(message) else None) or op  # the cause, not who met it
     holder = ops.get(op, "")
     return f"{op} in a {holder} body" if holder else op
+
+
+# torch refusing its arguments because a tuple came where a tensor goes ("squeeze() received an invalid combination of
+# arguments - got (tuple, dim=Tensor)"): the operator was handed what the node before it returned
+_GOT_TUPLE = re.compile(r"\bgot \(tuple\b")
+
+
+def tuple_maker(onnx_path: Path | None, op: str) -> str | None:
+    """The operator of the one-output node that feeds an ``op`` node of the file at ``onnx_path``, where that
+    operator may have several outputs (onnx2torch's Split of one output returns a one-element tuple, which the
+    Squeeze after it is handed); None where there is none."""
+    if onnx_path is None or not onnx_path.is_file():
+        return None
+    import onnx
+
+    try:
+        graph = onnx.load(str(onnx_path), load_external_data=False).graph
+    except Exception:  # noqa: BLE001 - an unreadable file names no producer
+        return None
+    made = {output: node for node in graph.node for output in node.output}
+    for node in graph.node:
+        producer = made.get(node.input[0]) if node.op_type == op and node.input else None
+        if producer is not None and len(producer.output) == 1 and producer.op_type in _SEVERAL_OUTPUTS:
+            return producer.op_type
+    return None
+
+
+_SEVERAL_OUTPUTS = frozenset({"Split", "TopK", "Unique", "LSTM", "GRU", "RNN", "BatchNormalization", "Dropout",
+                              "MaxPool"})  # operators whose schema declares more than one output
 
 
 # A failure report listing several operations, each in its own block (OpenVINO's "-- Loop-15 with a message: ...").

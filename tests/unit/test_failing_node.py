@@ -11,7 +11,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from memo.triage.failing_node import FailingNode, failing_node, failing_operator, operator_text
+from memo.triage.failing_node import FailingNode, culprit_operator, failing_node, failing_operator, operator_text
 from memo.triage.reassess import root_cause_parts
 from memo.triage.signature import computing_library
 from tests.unit.test_root_cause import SITE, crash_parts, numeric_parts, one_bug, reduced
@@ -53,6 +53,21 @@ def test_the_operator_keeps_the_attributes_that_choose_its_code(tmp_path: Path) 
     assert failing_operator(message, tmp_path / "model.onnx") == (
         "AveragePool(auto_pad=SAME_UPPER, count_include_pad=1)", "model/pool/AvgPool")
     assert failing_operator(message, tmp_path / "absent.onnx") == ("AveragePool", "model/pool/AvgPool")
+
+
+def test_an_operator_handed_a_tuple_names_the_one_output_node_that_made_it(tmp_path: Path) -> None:
+    # long150e: onnx2torch's Split of one output returns a one-element tuple, and the Squeeze after it fails
+    split = helper.make_node("Split", ["x"], ["part"], name="rnn/unstack", axis=1)
+    squeeze = helper.make_node("Squeeze", ["part", "axes"], ["y"], name="rnn/squeeze")
+    graph = helper.make_graph([split, squeeze], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 1])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              [numpy_helper.from_array(np.array([1], np.int64), "axes")])
+    onnx.save(helper.make_model(graph), tmp_path / "model.onnx")
+    frames = ["onnx2torch/node_converters/squeeze.py:_forward", "onnx2torch/node_converters/squeeze.py:forward"]
+    handed = "squeeze() received an invalid combination of arguments - got (tuple, dim=Tensor), but expected one of"
+    assert culprit_operator(handed, frames, tmp_path / "model.onnx") == "Split"
+    # another failure of that Squeeze is its own
+    assert culprit_operator("squeeze(): dimension out of range", frames, tmp_path / "model.onnx") == "Squeeze"
 
 
 def _engine_crash(tmp_path: Path, name: str, node: str) -> dict[str, object]:
