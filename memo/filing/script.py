@@ -117,7 +117,8 @@ def converter_file_lines(folder: BugFolder, converter: str) -> list[str]:
              "feed = dict(zip([i.name for i in onnx_model.graph.input], x if isinstance(x, list) else [x]))"]
     if isinstance(origin, dict) and origin.get("op"):
         lines += node_shape_lines(folder, converter, str(origin["op"]), str(origin.get("node") or ""))
-    lines += ["expected = [np.asarray(out) for out in keras.tree.flatten(model(x))]",
+    # convert_to_numpy: a torch output that requires grad (Keras on torch, keras-export) refuses np.asarray
+    lines += ["expected = [keras.ops.convert_to_numpy(out) for out in keras.tree.flatten(model(x))]",
               "try:  # the specification's semantics, on the file as written",
               "    got = ReferenceEvaluator(onnx_model).run(None, feed)",
               "except Exception as exc:",
@@ -289,8 +290,13 @@ def _keras_part(folder: BugFolder, source: str) -> ModelPart:
         path = folder.file(KERAS_FILE)
         if path is None:
             raise NoMinimalScript("the folder has no model.keras")
-        return ModelPart([f"model = keras.saving.load_model({KERAS_FILE!r})"], {KERAS_FILE: path.read_bytes()},
-                         names, outputs)
+        from memo.model.files import saved_outputs
+
+        lines = [f"model = keras.saving.load_model({KERAS_FILE!r})"]
+        if saved_outputs(path) != ir.outputs and len(set(ir.outputs)) == len(ir.outputs):
+            # the reduced model as localization probed it (every layer an output): its own outputs again
+            lines.append(f"model = keras.Model(model.inputs, [model.get_layer(n).output for n in {ir.outputs!r}])")
+        return ModelPart(lines, {KERAS_FILE: path.read_bytes()}, names, outputs)
     if source == SEEDED:
         return ModelPart(["keras.utils.set_random_seed(0)", *keras_model_code(ir).lines], {}, names, outputs)
     weights = _keras_weights(folder)

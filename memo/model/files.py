@@ -102,13 +102,26 @@ def _load_json(path: Path, safe_mode: bool) -> LoadedModel:
     return LoadedModel(ModelIR.from_keras_config(config), None, path)
 
 
-def _load_keras_zip(path: Path, safe_mode: bool) -> LoadedModel:
+def keras_zip_config(path: Path) -> JsonObject:
+    """The model config a ``.keras`` archive holds, read without Keras."""
     try:
         with zipfile.ZipFile(path) as archive:
             document = json.loads(archive.read("config.json"))
     except (zipfile.BadZipFile, KeyError, json.JSONDecodeError, OSError) as exc:
         raise ModelLoadError(f"{path}: not a valid .keras archive ({one_line(exc)})") from exc
-    config = _model_config(document)
+    return _model_config(document)
+
+
+def saved_outputs(path: Path) -> list[str] | None:
+    """The output layers a ``.keras`` archive's config names (None: unreadable)."""
+    try:
+        return [str(ref[0]) for ref in keras_zip_config(path)["output_layers"]]
+    except (ModelLoadError, KeyError, TypeError, IndexError):
+        return None
+
+
+def _load_keras_zip(path: Path, safe_mode: bool) -> LoadedModel:
+    config = keras_zip_config(path)
     _refuse_code(config, path, safe_mode)
     ir = ModelIR.from_keras_config(config)
     return LoadedModel(ir, _weights_via_keras(path, safe_mode), path)

@@ -7,6 +7,7 @@ import json
 import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,7 @@ from memo.errors import UsageError
 from memo.filing import cached_minimal, issue_text, minimal_script
 from memo.filing.check import CHECK_FILE, MINIMAL_DIR
 from memo.filing.folder import BugFolder
-from memo.filing.script import SCRIPT_FILE, candidates
+from memo.filing.script import KERAS_ATTACHED, SCRIPT_FILE, _keras_part, candidates
 from memo.backends.trackers import GENERIC
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus" / "bugs"
@@ -73,6 +74,25 @@ def test_numeric_script_compares_with_the_attached_reference(bugs: Path) -> None
     result = minimal_script(bugs / NUMERIC)
     assert set(result.files) == {"weights.npz", "inputs.npz", "expected.npz"}
     assert "np.testing.assert_allclose" in result.text and "AssertionError" in result.output
+
+
+def test_an_attached_model_saved_as_localization_probed_it_gives_its_own_outputs_again(tmp_path: Path) -> None:
+    # long150e's inconsistency-keras-torch-514c0e6f75: the folder's model.keras had every layer as an output, its
+    # ir.json one, and the script compared the first of four outputs with the reduced model's one
+    folder = tmp_path / NUMERIC
+    shutil.copytree(CORPUS / NUMERIC, folder)
+    assert "model.get_layer" not in "\n".join(_keras_part(BugFolder.read(folder), KERAS_ATTACHED).lines)
+    with zipfile.ZipFile(CORPUS / NUMERIC / "model.keras") as source, \
+            zipfile.ZipFile(folder / "model.keras", "w") as probe:
+        for item in source.infolist():
+            data = source.read(item)
+            if item.filename == "config.json":
+                config = json.loads(data)
+                config["config"]["output_layers"] = [["input_layer", 0, 0], ["average_pooling3d", 0, 0]]
+                data = json.dumps(config).encode()
+            probe.writestr(item, data)
+    lines = _keras_part(BugFolder.read(folder), KERAS_ATTACHED).lines
+    assert lines[-1] == "model = keras.Model(model.inputs, [model.get_layer(n).output for n in ['average_pooling3d']])"
 
 
 def test_the_check_is_kept_and_reused(bugs: Path) -> None:
