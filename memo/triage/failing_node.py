@@ -20,6 +20,7 @@ from pathlib import Path
 
 from memo.backends import declared_messages
 from memo.backends.spec import MessageRules
+from memo.triage.inline import parse_python
 
 # Integer attributes that choose another code path, not another size: attribute values never split a bug otherwise.
 CODE_FLAGS = frozenset({"ceil_mode", "count_include_pad", "exclude_outside", "keepdims", "transA", "transB"})
@@ -139,7 +140,7 @@ def dispatch_table(source: str) -> dict[str, str]:
     ``if node.op_type == "Gemm":`` branch (or ``in ("A", "B")`` with one operator), as onnx2pytorch's
     ``convert_operations`` calls ``convert_linear_layer`` for Gemm only. A helper several branches call names none."""
     called: dict[str, set[str]] = {}
-    for branch in ast.walk(ast.parse(source)):
+    for branch in ast.walk(parse_python(source)):
         ops = _compared_op_types(branch.test) if isinstance(branch, ast.If) else set()
         for statement in branch.body if ops else ():
             for call in ast.walk(statement):

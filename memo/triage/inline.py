@@ -46,11 +46,23 @@ def _module_file(module: str) -> Path:
 
 
 # CPython 3.11's ast.parse is not safe to call from two threads at once: under the campaign's background triage
-# it raised "SystemError: AST constructor recursion depth mismatch" (seen here, 3.11.7). One parse at a time.
+# it raised "SystemError: AST constructor recursion depth mismatch" (seen here, 3.11.7). One parse of memo's at a
+# time; and since any compile() elsewhere (a dataclass's exec while another thread imports) shares that state, a
+# parse that raises it is tried again (long150f lost a training bug's folder to it, with the lock in place).
 _PARSE_LOCK = threading.Lock()
+_RACED = "recursion depth mismatch"
+PARSE_TRIES = 5
 
 
-def _parse(source: str) -> ast.Module:
+def parse_python(source: str) -> ast.Module:
+    """``ast.parse(source)``, one at a time and again where another thread's compile raced it."""
+    for _ in range(PARSE_TRIES - 1):
+        try:
+            with _PARSE_LOCK:
+                return ast.parse(source)
+        except SystemError as exc:
+            if _RACED not in str(exc):
+                raise
     with _PARSE_LOCK:
         return ast.parse(source)
 
@@ -58,7 +70,7 @@ def _parse(source: str) -> ast.Module:
 @functools.lru_cache(maxsize=None)
 def _module_tree(module: str) -> tuple[str, ast.Module]:
     source = _module_file(module).read_text()
-    return source, _parse(source)
+    return source, parse_python(source)
 
 
 def _segment(module: str, node: ast.stmt, comments: bool) -> str:
@@ -166,7 +178,7 @@ class _References(ast.NodeVisitor):
 def references(source: str) -> tuple[list[str], list[str]]:
     """(module-scope names ``source`` reads, memo modules it imports inside a function or class body)."""
     visitor = _References()
-    tree = _parse(source)
+    tree = parse_python(source)
     for statement in tree.body:
         if isinstance(statement, (ast.Import, ast.ImportFrom)):
             continue  # a module-level import is resolved by the bundle, not read as a reference

@@ -121,7 +121,8 @@ class Session:
         """Record a failure of triage itself, in the summary and in the store (the report shows it)."""
         text = f"{type(exc).__name__}: {exc}"
         self.summary.errors.append(f"{bug_id or '-'}: {step}: {text}")
-        self.store.triage.record_error(bug_id, step, f"{text}\n{traceback.format_exc(limit=6)}")
+        # the innermost frames: where it arose (long150f's parse race was cut off by the outermost six)
+        self.store.triage.record_error(bug_id, step, f"{text}\n{traceback.format_exc(limit=-8)}")
 
     def attempt(self, bug_id: str | None, step: str, work: Callable[[], object],
                 on_failure: Callable[[Exception], object] | None = None) -> bool:
