@@ -28,10 +28,15 @@ def compute_dtype(layer: Layer) -> str:
 
 
 def crosses_dtype(culprit: Layer, reduced: ModelIR) -> bool:
-    """Whether ``culprit`` computes in another dtype than a layer that feeds it."""
+    """Whether ``culprit`` computes in another floating dtype than a layer that feeds it: Keras casts such an input
+    (its autocast leaves integers alone, so an Embedding's int32 indices are no boundary)."""
     layers = reduced.by_name()
     own = compute_dtype(culprit)
-    return any(compute_dtype(layers[name]) != own for name in culprit.inputs if name in layers)
+    fed = {compute_dtype(layers[name]) for name in culprit.inputs if name in layers}
+    return own in _FLOATS and any(dtype in _FLOATS and dtype != own for dtype in fed)
+
+
+_FLOATS = frozenset({"float16", "bfloat16", "float32", "float64"})
 
 
 def type_check_cause(message: str, reduced: ModelIR, culprits: list[Layer]) -> dict[str, str] | None:
