@@ -70,7 +70,8 @@ def test_a_dtype_boundary_is_read_from_compute_dtypes() -> None:
     assert compute_dtype(mixed) == "float16"
     assert not crosses_dtype(mixed, model)
     assert crosses_dtype(Layer("d", "Dense", {"dtype": dtype_policy("bfloat16")}, ["input_layer"]), model)
-    indices = ModelIR([Layer("ids", "InputLayer", {"dtype": "int32"}), Layer("e", "Embedding", {}, ["ids"])], ["e"], "m")
+    indices = ModelIR([Layer("ids", "InputLayer", {"dtype": "int32"}), Layer("e", "Embedding", {}, ["ids"])],
+                      ["e"], "m")
     assert not crosses_dtype(indices.get("e"), indices)  # Keras casts floats only: indices are no boundary
     message = "(op_type:Mul, node name: m/d/Mul): B has inconsistent type tensor(bfloat16)"
     assert type_check_cause(message, model, [model.get("dense")]) is None
