@@ -413,11 +413,12 @@ def title(folder: BugFolder, checked: MinimalScript | None = None) -> str:
 
 # asides in words ("(zero-based)", "(against keras-tensorflow)"), bracketed tags ("[Op:Mul]"), an empty trailing name;
 # not a figure's brackets ("shape [*, 4]", "size (11)"), which state the bug
-_ASIDES = re.compile(r"\s*(?:\([A-Za-z][A-Za-z -]*\)|\[\w+:[^\[\]]*\])|\s+name:\s*$")
+_ASIDES = re.compile(r"\s*(?:\([A-Za-z][A-Za-z -]*(?<! )(?: \d+)?\)|\[\w+:[^\[\]]*\])|\s+name:\s*$")
 # Where a phrase may end: punctuation, or a word opening a clause or a complement
 _CLAUSE_ENDS = re.compile(r"[,;:.]\s|\s-\s|\s(?=\()|\s(?=(?:as|but|where|with|for|because|since|when|while|which|by|in|at|"
                           r"from|after|before|than|between)\s)")
 _MIN_WORDS = 3
+_FROM_KERAS = re.compile(r" \(from Keras .*\)$")  # the layers an operator came from: their settings nest parentheses
 
 
 def clauses(text: str) -> list[str]:
@@ -436,9 +437,8 @@ def fitted(head: str, named: str, exception: str, cause: str, limit: int = TITLE
     layers an ONNX operator came from, the cause's asides, the exception's name, the cause's trailing clauses (never
     mid-sentence), the culprit's list after its first name; cut at a word with "..." only where nothing else fits."""
     bare = _ASIDES.sub("", cause).strip() or cause
-    short_named = re.sub(r" \(from Keras [^)]*\)$", "", named)
-    first_named = named.split(", ")[0] + (", ..." if ", " in named else "")
-    first_named = re.sub(r" \(from Keras [^)]*\)$", "", first_named)
+    short_named = _FROM_KERAS.sub("", named)
+    first_named = _FROM_KERAS.sub("", named.split(", ")[0] + (", ..." if ", " in named else ""))
     tries = [(named, exception, cause), (short_named, exception, cause), (short_named, exception, bare),
              (short_named, "", bare)]
     tries += [(culprit_name, said, part) for culprit_name in (short_named, first_named) for part in clauses(bare)

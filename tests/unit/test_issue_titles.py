@@ -241,6 +241,14 @@ def test_a_long_title_ends_where_a_phrase_ends_dropping_what_says_least_first() 
         "[openvino] ReduceMin, Neg, ReduceMax, ...: gives wrong results (against the ONNX reference evaluator)"
     short = "[mxnet] Reshape: KeyError: 'cast1'"
     assert fitted("[mxnet] ", "Reshape", "KeyError", "'cast1'") == short
+    # long150e: Keras layers whose settings nest parentheses go too, before the cause is cut mid-phrase
+    assert fitted("[openvino] ", "Split, MatMul, Add, ... (from Keras SimpleRNN(activation='softmax'))", "RuntimeError",
+                  "Layout rank can't be larger than tensor rank") == \
+        "[openvino] Split, MatMul, Add, ...: RuntimeError: Layout rank can't be larger than tensor rank"
+    # a numbered aside ("(size 408)") goes before the cause is cut mid-shape
+    assert fitted("[keras-jax] ", "MultiHeadAttention", "ValueError", "cannot reshape array of shape (2, 6, 2, 1, 17) "
+                  "(size 408) into shape (2, 6, 2, 1) (size 24)") == \
+        "[keras-jax] MultiHeadAttention: cannot reshape array of shape (2, 6, 2, 1, 17) into shape (2, 6, 2, 1)"
 
 
 def test_onnxruntimes_status_wrapper_gives_way_to_the_kernels_message() -> None:
