@@ -28,7 +28,7 @@ from memo.oracle import KERAS_FRONT_END, TF_FUNCTION_STAGE, Verdict
 from memo.text import without_traced_graph
 from memo.triage.masks import MESSAGE_LIMIT, library_frames, library_modules, normalize_message
 from memo.triage.stored_weights import COMPUTED_WEIGHT
-from memo.triage.type_check import type_check_cause
+from memo.triage.type_check import cast_into, type_check_cause
 
 UNSUPPORTED_KIND = VerdictKind.UNSUPPORTED.value
 UNLOCALIZED = "?"
@@ -127,8 +127,7 @@ def signature_parts(verdict: Verdict, result: ExecutionResult | None, ir: ModelI
 
 def digest(parts: dict[str, Any]) -> str:
     """A short, readable, stable id: ``kind-library-hash``."""
-    canonical = json.dumps(parts, sort_keys=True, separators=(",", ":"))
-    short = hashlib.sha256(canonical.encode()).hexdigest()[:10]
+    short = hashlib.sha256(json.dumps(parts, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:10]
     return f"{parts.get('kind', 'bug')}-{parts.get('library', 'x')}-{short}"
 
 
@@ -182,8 +181,7 @@ _ROOT_CAUSE_PARTS = ("kind", "exception", "frames", "reference", "layer")
 # passes), never one entry with another stack computing with the same library (Keras's OpenVINO lowering; p40
 # merged OpenVINO's Resize ignoring exclude_outside into Keras-on-OpenVINO's bicubic UpSampling2D).
 OWN_STACK = "reference_opinion"
-# Keras's wrapper around a layer's error ("Exception encountered when calling RandomHue.call().") names the
-# layer class the failure passed through, not the code that failed.
+# Keras's wrapper around a layer's error ("Exception encountered when calling RandomHue.call().") names no failing code
 _KERAS_CALL_WRAPPER = re.compile(r"Exception encountered when calling [\w.]+(?:\(\))?\.?\s*")
 # Keras's traceback filter (``keras.utils.traceback_utils.error_handler``) re-raises every layer's error: not its site.
 _KERAS_WRAPPER_FRAME = "keras/src/utils/traceback_utils.py:"
@@ -409,6 +407,8 @@ def reduced_keys(parts: dict[str, Any], reduced: ModelIR) -> tuple[str, ...]:
         operators = {shared_operator(layer) for layer in found}
         if None not in operators:
             keys.append(digest({**common, "operator": sorted(operators)}))
+        if (into := cast_into(reduced, found)) is not None:  # a wrong cast, whatever layer computes after it
+            keys.append(digest({**common, "library": computing_library(str(parts.get("library", ""))), "cast": into}))
         divergent = divergent_path(str(parts.get("layer") or ""), reduced)
         if divergent:  # the first misbehaving layer's code in one library, whatever follows it in the model
             keys.append(digest({"kind": parts.get("kind", ""), "decision": parts.get(TRUTH_DECISION, ""),

@@ -45,3 +45,12 @@ def type_check_cause(message: str, reduced: ModelIR, culprits: list[Layer]) -> d
     if _INCONSISTENT.search(message) and any(crosses_dtype(layer, reduced) for layer in culprits):
         return {"type_check": LOST_CAST}
     return None
+
+
+def cast_into(reduced: ModelIR, culprits: list[Layer]) -> str | None:
+    """The dtype a numeric finding's culprit casts its input into, where it crosses a floating dtype boundary (None
+    where none does): a wrong cast shows through whatever layer computes after it. long150f: Keras on OpenVINO gave
+    wrong values for 14 one-layer models of a bfloat16 layer behind a float16, float32 or float64 input (Dropout,
+    ReLU, ZeroPadding2D as much as Conv2D), 14 ready entries for one cast."""
+    return next((compute_dtype(layer) for layer in culprits if crosses_dtype(layer, reduced)), None)
+

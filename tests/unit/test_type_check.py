@@ -7,8 +7,8 @@ from typing import Any
 
 from memo.model.ir import Layer, ModelIR
 from memo.mutation.editor import dtype_policy
-from memo.triage.type_check import LOST_CAST, compute_dtype, crosses_dtype, type_check_cause
-from tests.unit.test_root_cause import crash_parts, one_bug, reduced
+from memo.triage.type_check import LOST_CAST, cast_into, compute_dtype, crosses_dtype, type_check_cause
+from tests.unit.test_root_cause import crash_parts, numeric_parts, one_bug, reduced
 
 CHECKER = "invalid ONNX written: onnx.checker: [ShapeInferenceError] (op_type:{op}, node name: {node}): {what}"
 
@@ -77,3 +77,18 @@ def test_a_dtype_boundary_is_read_from_compute_dtypes() -> None:
     assert type_check_cause(message, model, [model.get("dense")]) is None
     assert type_check_cause(message, model, [Layer("d", "Dense", {"dtype": "bfloat16"}, ["input_layer"])]) == {
         "type_check": LOST_CAST}
+
+
+def test_a_wrong_cast_into_bfloat16_is_one_numeric_bug_whatever_layer_computes_after_it() -> None:
+    # long150f: Keras on OpenVINO, one-layer models of a bfloat16 layer behind an input of another float dtype
+    def wrong(class_name: str, source: str) -> Finding:
+        layers = [Layer("input_layer", "InputLayer", {"batch_shape": [None, 8], "dtype": source}),
+                  Layer(class_name.lower(), class_name, {"dtype": dtype_policy("bfloat16")}, ["input_layer"])]
+        ir = ModelIR(layers, [layers[-1].name], "reduced")
+        return numeric_parts("keras-openvino", "keras-tensorflow", ir), ir
+
+    assert one_bug(wrong("Dropout", "float64"), wrong("ReLU", "float32"), wrong("ZeroPadding2D", "float16"))
+    same_dtype = reduced("ReLU", {"dtype": "float32"})
+    assert not one_bug(wrong("Dropout", "float64"), (numeric_parts("keras-openvino", "keras-tensorflow", same_dtype),
+                                                     same_dtype))
+    assert cast_into(same_dtype, [same_dtype.get(same_dtype.outputs[0])]) is None
