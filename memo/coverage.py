@@ -36,7 +36,7 @@ from memo.coverage_realizable import is_identity, is_inert
 from memo.json_types import JsonObject
 from memo.layers import CATALOGUE, possible_pairs
 from memo.layers.spec import Bucket, Shape
-from memo.model.ir import INPUT_CLASS, Layer, ModelIR, input_dtype, input_shape, policy_name
+from memo.model.ir import INPUT_CLASS, Layer, ModelIR, input_dtype, input_shape, compute_dtype
 
 PRIMARY = ("types", "pairs", "params")
 SECONDARY = ("input_ranks", "dtypes", "shapes", "in_degrees", "out_degrees")
@@ -227,8 +227,7 @@ def _policy_dtype(layer: Layer) -> str:
     spec = CATALOGUE.get(layer.class_name)
     if spec is not None and spec.output_dtype:
         return spec.output_dtype
-    policy = policy_name(layer.config)
-    return policy.split("_", 1)[1] if policy.startswith("mixed_") else policy
+    return compute_dtype(layer.config)
 
 
 def model_coverage(ir: ModelIR, shapes: Mapping[str, Shape] | None = None) -> Coverage:

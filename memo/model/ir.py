@@ -38,6 +38,12 @@ def policy_name(config: LayerConfig) -> str:
     return str(dtype)
 
 
+def compute_dtype(config: LayerConfig) -> str:
+    """The dtype a layer config computes (and outputs) in: a mixed policy's second half (mixed_float16: float16)."""
+    policy = policy_name(config)
+    return policy.split("_", 1)[1] if policy.startswith("mixed_") else policy
+
+
 @dataclass
 class Layer:
     """One node of the graph: a layer API, its settings, and the nodes that feed it."""

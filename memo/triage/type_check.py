@@ -13,26 +13,19 @@ from __future__ import annotations
 
 import re
 
-from memo.model.ir import Layer, ModelIR, policy_name
+from memo.model.ir import Layer, ModelIR, compute_dtype
 
 _INCONSISTENT = re.compile(r"\bhas inconsistent type tensor\(\w+\)")
-_MIXED = "mixed_"  # a mixed policy computes in the dtype after its prefix (mixed_float16 computes in float16)
 
 LOST_CAST = "inconsistent types at a dtype boundary"
-
-
-def compute_dtype(layer: Layer) -> str:
-    """The dtype ``layer`` computes (and outputs) in."""
-    name = policy_name(layer.config)
-    return name[len(_MIXED):] if name.startswith(_MIXED) else name
 
 
 def crosses_dtype(culprit: Layer, reduced: ModelIR) -> bool:
     """Whether ``culprit`` computes in another floating dtype than a layer that feeds it: Keras casts such an input
     (its autocast leaves integers alone, so an Embedding's int32 indices are no boundary)."""
     layers = reduced.by_name()
-    own = compute_dtype(culprit)
-    fed = {compute_dtype(layers[name]) for name in culprit.inputs if name in layers}
+    own = compute_dtype(culprit.config)
+    fed = {compute_dtype(layers[name].config) for name in culprit.inputs if name in layers}
     return own in _FLOATS and any(dtype in _FLOATS and dtype != own for dtype in fed)
 
 
@@ -42,7 +35,7 @@ _FLOATS = frozenset({"float16", "bfloat16", "float32", "float64"})
 def type_check_cause(message: str, reduced: ModelIR, culprits: list[Layer]) -> dict[str, str] | None:
     """The root-cause fields of a lost cast in ``message`` (None when it is not an inconsistent type at a culprit
     computing in another dtype than its input)."""
-    if _INCONSISTENT.search(message) and any(crosses_dtype(layer, reduced) for layer in culprits):
+    if _INCONSISTENT.search(message) and cast_into(reduced, culprits) is not None:
         return {"type_check": LOST_CAST}
     return None
 
@@ -52,5 +45,5 @@ def cast_into(reduced: ModelIR, culprits: list[Layer]) -> str | None:
     where none does): a wrong cast shows through whatever layer computes after it. long150f: Keras on OpenVINO gave
     wrong values for 14 one-layer models of a bfloat16 layer behind a float16, float32 or float64 input (Dropout,
     ReLU, ZeroPadding2D as much as Conv2D), 14 ready entries for one cast."""
-    return next((compute_dtype(layer) for layer in culprits if crosses_dtype(layer, reduced)), None)
+    return next((compute_dtype(layer.config) for layer in culprits if crosses_dtype(layer, reduced)), None)
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from memo.model.ir import Layer, ModelIR
+from memo.model.ir import Layer, ModelIR, compute_dtype
 from memo.mutation.editor import dtype_policy
-from memo.triage.type_check import LOST_CAST, cast_into, compute_dtype, crosses_dtype, type_check_cause
+from memo.triage.type_check import LOST_CAST, cast_into, crosses_dtype, type_check_cause
 from tests.unit.test_root_cause import crash_parts, numeric_parts, one_bug, reduced
 
 CHECKER = "invalid ONNX written: onnx.checker: [ShapeInferenceError] (op_type:{op}, node name: {node}): {what}"
@@ -67,7 +67,7 @@ def test_a_dtype_boundary_is_read_from_compute_dtypes() -> None:
     source = Layer("input_layer", "InputLayer", {"dtype": "float16"})
     mixed = Layer("dense", "Dense", {"dtype": dtype_policy("mixed_float16")}, ["input_layer"])
     model = ModelIR([source, mixed], ["dense"], "m")
-    assert compute_dtype(mixed) == "float16"
+    assert compute_dtype(mixed.config) == "float16"
     assert not crosses_dtype(mixed, model)
     assert crosses_dtype(Layer("d", "Dense", {"dtype": dtype_policy("bfloat16")}, ["input_layer"]), model)
     indices = ModelIR([Layer("ids", "InputLayer", {"dtype": "int32"}), Layer("e", "Embedding", {}, ["ids"])],
