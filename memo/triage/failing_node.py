@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from memo.backends import declared_messages
 from memo.backends.spec import MessageRules
@@ -212,14 +213,17 @@ def file_operators(onnx_path: Path | None) -> dict[str, str]:
     return found
 
 
-def _producers(onnx_path: Path) -> dict[str, str]:
+def _made_by(onnx_path: Path | None) -> dict[str, Any]:
+    """Each value of the file's top-level graph -> the node that makes it (empty for no readable file)."""
+    if onnx_path is None or not onnx_path.is_file():
+        return {}
     import onnx
 
     try:
         graph = onnx.load(str(onnx_path), load_external_data=False).graph
     except Exception:  # noqa: BLE001 - an unreadable file names no value
         return {}
-    return {output: node.op_type for node in graph.node for output in node.output}
+    return {output: node for node in graph.node for output in node.output}
 
 
 def culprit_operator(message: str, frames: list[str] | tuple[str, ...], onnx_path: Path | None) -> str | None:
@@ -242,8 +246,9 @@ def culprit_operator(message: str, frames: list[str] | tuple[str, ...], onnx_pat
         found = translator_frame(frames, set(ops))
         op = found[0] if found else dispatched_operator(frames, set(ops))
     if op is None and onnx_path is not None and onnx_path.is_file():
-        producers = _producers(onnx_path)
-        op = next((producers[value] for value in re.findall(r"'([^']+)'", message) if value in producers), None)
+        producers = _made_by(onnx_path)
+        op = next((producers[value].op_type for value in re.findall(r"'([^']+)'", message) if value in producers),
+                  None)
     if op is None:
         return None
     op = (tuple_maker(onnx_path, op) if _GOT_TUPLE.search(message) else None) or op  # the cause, not who met it
@@ -260,16 +265,8 @@ def tuple_maker(onnx_path: Path | None, op: str) -> str | None:
     """The operator of the one-output node that feeds an ``op`` node of the file at ``onnx_path``, where that
     operator may have several outputs (onnx2torch's Split of one output returns a one-element tuple, which the
     Squeeze after it is handed); None where there is none."""
-    if onnx_path is None or not onnx_path.is_file():
-        return None
-    import onnx
-
-    try:
-        graph = onnx.load(str(onnx_path), load_external_data=False).graph
-    except Exception:  # noqa: BLE001 - an unreadable file names no producer
-        return None
-    made = {output: node for node in graph.node for output in node.output}
-    for node in graph.node:
+    made = _made_by(onnx_path)
+    for node in made.values():  # a node of several outputs comes once per output: the answer is the same
         producer = made.get(node.input[0]) if node.op_type == op and node.input else None
         if producer is not None and len(producer.output) == 1 and producer.op_type in _SEVERAL_OUTPUTS:
             return producer.op_type
