@@ -12,7 +12,8 @@ every ``--every`` seconds until it exits:
 * bugs, and the triage backlog: bugs waiting for reduction and numeric findings waiting for localization
   (the same counts the campaign's summary gives).
 
-The samples go to ``reports/NAME-samples.csv``; the curves to one SVG picture (default ``reports/NAME.svg``; the
+The samples go to ``reports/NAME-samples.csv`` (the fresh processes of each sample to ``NAME-processes.log``, any
+process above 4 GB with its command line and open files to ``NAME-large.log``); the curves to one SVG picture (default ``reports/NAME.svg``; the
 docs' picture, ``docs/long-campaign.svg``, only when ``--svg`` names it). It then prints issue 42's figures: exit code and wall time against the slot, peak
 memory in the first hour and in the last 30 minutes, executed models per 10 minutes in the first hour and in the
 last half hour, the backlog at the end of the first hour and at the end of fuzzing, the database's size.
@@ -116,8 +117,12 @@ class CpuTracker:
                 others + max(0.0, reaped - self.retired_workers))
 
 
-def tree_rss(pid: int) -> tuple[float, list[float]]:
-    """RSS in MB of the process ``pid`` and of each of its descendants."""
+LARGE_MB = 4096  # a descendant above this is logged with its command line and open files (what it was doing)
+
+
+def tree_rss(pid: int, large_log: Path | None = None, elapsed_s: float = 0.0) -> tuple[float, list[float]]:
+    """RSS in MB of the process ``pid`` and of each of its descendants; each one above :data:`LARGE_MB` gets a line
+    in ``large_log`` (long150f's 12.1 GB worker left no trace of what it ran)."""
     try:
         root = psutil.Process(pid)
         children = root.children(recursive=True)
@@ -128,6 +133,11 @@ def tree_rss(pid: int) -> tuple[float, list[float]]:
     for child in children:
         try:
             sizes.append(child.memory_info().rss / 2**20)
+            if large_log is not None and sizes[-1] > LARGE_MB:
+                files = " ".join(f.path for f in child.open_files() if not f.path.endswith((".so", ".stderr")))
+                with open(large_log, "a") as handle:
+                    handle.write(f"{elapsed_s:.0f}\t{child.pid}\t{sizes[-1]:.0f} MB\t"
+                                 f"{' '.join(child.cmdline())[:300]}\topen: {files[:600]}\n")
         except psutil.Error:
             pass
     return own, sizes
@@ -181,7 +191,8 @@ def paused_minutes(campaign: Path) -> str:
 
 def take_sample(pid: int, began: float, name: str, cpu: CpuTracker) -> Sample:
     campaign, artifacts = REPO / "campaigns" / name, REPO / "mutants" / name
-    own, workers = tree_rss(pid)
+    large = cpu.log.with_name(f"{name}-large.log") if cpu.log is not None else None
+    own, workers = tree_rss(pid, large, time.monotonic() - began)
     memo_cpu, workers_cpu, scripts_cpu = cpu.sample(pid)
     sqlite_bytes = sum(path.stat().st_size for path in campaign.glob("campaign.sqlite*")) if campaign.exists() else 0
     return Sample(elapsed_s=round(time.monotonic() - began, 1), memo_mb=round(own), workers_mb=round(sum(workers)),
@@ -312,6 +323,7 @@ def main() -> int:
     samples: list[Sample] = []
     processes = reports / f"{args.name}-processes.log"
     processes.unlink(missing_ok=True)
+    (reports / f"{args.name}-large.log").unlink(missing_ok=True)
     cpu = CpuTracker(processes)
     out = reports / f"{args.name}-samples.csv"
     with open(out, "w", newline="") as handle:

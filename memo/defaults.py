@@ -18,6 +18,15 @@ DEFAULT_TIMEOUT_S = 30.0
 # limit itself.
 FIRST_MODEL_GRACE = 2.0
 
+# A warm worker is restarted after a model once its resident memory exceeds this many MB (the recycling bound,
+# DifferentialExecutor's max_rss_mb). A worker still inside one model is killed when it passes the request bound,
+# a quarter of the machine's memory and never below the recycling bound (MEMO_WORKER_MEMORY_MB overrides it): the
+# model is recorded as skipped on that backend ("MemoryBound"), not as a finding (long150f: one worker reached
+# 12.1 GB inside a localization and left the machine 2.4 GB).
+WORKER_RECYCLE_MB = 3000
+WORKER_MEMORY_SHARE = 0.25
+WORKER_MEMORY_VARIABLE = "MEMO_WORKER_MEMORY_MB"
+
 # A hang is filed only when it hangs again: triage re-runs the model on the hanging backend alone (a fresh
 # worker, nothing else in the run) with this many times the limit, and a repro script says "reproduces" only
 # when its run is still going after this many times the limit (memo.triage.checker, memo.triage.repro).

@@ -35,7 +35,7 @@ from memo.backends.result import BackendResult, ExecutionResult, StageResult
 from memo.backends.supervisor import WorkerCommand, WorkerProcess
 from memo.backends.training import TIME_FACTOR
 from memo.backends.versions import versions_in
-from memo.defaults import DEFAULT_TIMEOUT_S, FIRST_MODEL_GRACE
+from memo.defaults import DEFAULT_TIMEOUT_S, FIRST_MODEL_GRACE, WORKER_RECYCLE_MB
 from memo.errors import UsageError
 from memo.json_types import JsonObject
 
@@ -173,7 +173,7 @@ class DifferentialExecutor:
     """Runs artifacts on backends; a context manager whose warm workers serve many ``run`` calls."""
 
     def __init__(self, backends: Sequence[str] | None = None, plugins: Sequence[Path] = (),
-                 timeout_s: float = DEFAULT_TIMEOUT_S, max_models_per_worker: int = 200, max_rss_mb: int = 3000,
+                 timeout_s: float = DEFAULT_TIMEOUT_S, max_models_per_worker: int = 200, max_rss_mb: int = WORKER_RECYCLE_MB,
                  *, safe_mode: bool = True, replicas: Mapping[str, int] | None = None,
                  first_model_grace: float = FIRST_MODEL_GRACE, reference: str | None = None,
                  gpu_precision: str = STRICT, library_coverage: bool = False) -> None:

@@ -4,7 +4,9 @@ A worker that dies (segfault, abort, kill, a non-zero exit) or stays silent past
 finding about its library, never a failure of memo: the request's last announced stage gets status
 "crash" (with the signal or exit code and the tail of the worker's stderr) or "hang" (after the worker
 is killed), and the next request starts a fresh worker. Workers are also recycled after a number of
-models or above a resident-memory limit, so memory stays bounded over a long campaign.
+models or above a resident-memory limit, so memory stays bounded over a long campaign; a worker that passes the
+request bound (:func:`request_memory_bound`) while still inside one model is killed there, and that model is
+recorded as skipped on its backends (exc_type "MemoryBound"): one model's memory, not a finding.
 
 The per-model limit counts the library's own work on the model. A worker started for a request imports its
 libraries under the start-up limit, before the request's clock starts; and a backend's first model since its
@@ -26,13 +28,17 @@ from pathlib import Path
 import psutil
 
 from memo.backends.result import LibraryLines, StageResult
-from memo.defaults import FIRST_MODEL_GRACE
+from memo.defaults import (FIRST_MODEL_GRACE, WORKER_MEMORY_SHARE, WORKER_MEMORY_VARIABLE,
+                           WORKER_RECYCLE_MB)
+from memo.errors import UsageError
 from memo.json_types import JsonObject
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 STDERR_TAIL_CHARS = 4000
 STDERR_SCAN_BYTES = 256_000  # how far back a native crash's faulthandler dump is looked for
 FAULTHANDLER_HEADER = "Fatal Python error"
+MEMORY_POLL_S = 0.5  # how often a worker inside a model has its resident memory read
+MEMORY_BOUND = "MemoryBound"
 # One thread per library: workers run side by side on few cores, and oversubscribed thread pools
 # slow every library down. Override with MEMO_WORKER_THREADS.
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "TF_NUM_INTRAOP_THREADS",
@@ -58,9 +64,32 @@ class WorkerCommand:
     env: dict[str, str] = field(default_factory=dict)
 
 
+def request_memory_bound(max_rss_mb: int) -> int:
+    """MB a worker may hold while inside one model: MEMO_WORKER_MEMORY_MB when set, else a quarter of the
+    machine's memory, and never below the recycling bound ``max_rss_mb``."""
+    override = os.environ.get(WORKER_MEMORY_VARIABLE, "").strip()
+    if override:
+        try:
+            return max(1, int(override))
+        except ValueError:
+            raise UsageError(f"{WORKER_MEMORY_VARIABLE}={override!r} is not a whole number of MB") from None
+    return max(max_rss_mb, int(psutil.virtual_memory().total / 2**20 * WORKER_MEMORY_SHARE))
+
+
+def resident_mb(pid: int) -> float:
+    """Resident memory of process ``pid`` in MB (0 when it is gone)."""
+    try:
+        return psutil.Process(pid).memory_info().rss / 2**20
+    except psutil.Error:
+        return 0.0
+
+
 class WorkerProcess:
     def __init__(self, command: WorkerCommand, log_dir: Path, *, startup_timeout_s: float = 180.0,
-                 max_models: int = 200, max_rss_mb: int = 3000, first_model_grace: float = FIRST_MODEL_GRACE) -> None:
+                 max_models: int = 200, max_rss_mb: int = WORKER_RECYCLE_MB,
+                 first_model_grace: float = FIRST_MODEL_GRACE, memory_bound_mb: int | None = None) -> None:
+        """``max_rss_mb``: recycle after a model above this; ``memory_bound_mb``: kill inside a model above this
+        (default :func:`request_memory_bound`)."""
         self.command = command
         self.first_model_grace = first_model_grace
         self.served: set[str] = set()  # the backends this worker has answered a model for since it started
@@ -68,6 +97,7 @@ class WorkerProcess:
         self.startup_timeout_s = startup_timeout_s
         self.max_models = max_models
         self.max_rss_mb = max_rss_mb
+        self.memory_bound_mb = memory_bound_mb if memory_bound_mb is not None else request_memory_bound(max_rss_mb)
         self.process: subprocess.Popen[bytes] | None = None
         self.versions: dict[str, dict[str, str]] = {}
         self.models_served = 0
@@ -173,11 +203,7 @@ class WorkerProcess:
     def recycle_if_needed(self) -> None:
         if not self.alive or self.process is None:
             return
-        try:
-            rss_mb = psutil.Process(self.process.pid).memory_info().rss / 2**20
-        except psutil.Error:
-            rss_mb = 0.0
-        if self.models_served >= self.max_models or rss_mb > self.max_rss_mb:
+        if self.models_served >= self.max_models or resident_mb(self.process.pid) > self.max_rss_mb:
             self.stop()
 
     # ------------------------------------------------------------------ requests
@@ -208,7 +234,9 @@ class WorkerProcess:
         except OSError:
             return self._fail(stage, stage_started, timed_out=False, timeout_s=timeout_s)
         while True:
-            event = self._next_event(deadline)
+            event = self._next_event(deadline, watch_memory=True)
+            if event is not None and event["event"] == "memory":
+                return self._over_memory(stage, stage_started, float(event["rss_mb"]))
             if event is None or event["event"] == "eof":
                 return self._fail(stage, stage_started, timed_out=event is None, timeout_s=timeout_s)
             if event.get("id") != self.next_id:
@@ -229,6 +257,14 @@ class WorkerProcess:
         record = self._death(stage, seconds, timed_out=timed_out, timeout_s=timeout_s)
         self.kill()
         return Reply(stages=[record])
+
+    def _over_memory(self, stage: str, stage_started: float, rss_mb: float) -> Reply:
+        """The worker passed the request bound inside a model: kill it (the next request starts a fresh one)."""
+        self.kill()
+        return Reply(stages=[StageResult(
+            stage=stage, status="skipped", seconds=time.perf_counter() - stage_started, exc_type=MEMORY_BOUND,
+            message=f"memo stopped the worker: {rss_mb:.0f} MB resident, above the bound of {self.memory_bound_mb} MB "
+                    f"({WORKER_MEMORY_VARIABLE})")])
 
     def _death(self, stage: str, seconds: float, *, timed_out: bool, timeout_s: float | None = None) -> StageResult:
         """Describe why the worker stopped answering: a hang (we kill it) or its own death."""
@@ -267,16 +303,21 @@ class WorkerProcess:
             return text[dump:dump + 2 * STDERR_TAIL_CHARS]
         return text[-STDERR_TAIL_CHARS:]
 
-    def _next_event(self, deadline: float) -> JsonObject | None:
-        """The next JSON event from the worker; ``{"event": "eof"}`` when it died, None at the deadline."""
+    def _next_event(self, deadline: float, watch_memory: bool = False) -> JsonObject | None:
+        """The next JSON event from the worker; ``{"event": "eof"}`` when it died, None at the deadline;
+        with ``watch_memory``, ``{"event": "memory", "rss_mb": MB}`` once it holds more than its request bound."""
         assert self.process is not None and self.process.stdout is not None
-        fd = self.process.stdout.fileno()
+        fd, pid = self.process.stdout.fileno(), self.process.pid
         with selectors.DefaultSelector() as selector:
             selector.register(fd, selectors.EVENT_READ)
             while b"\n" not in self._buffer:
                 remaining = deadline - time.monotonic()
-                if remaining <= 0 or not selector.select(timeout=remaining):
+                if remaining <= 0:
                     return None
+                if not selector.select(timeout=min(remaining, MEMORY_POLL_S) if watch_memory else remaining):
+                    if watch_memory and (rss_mb := resident_mb(pid)) > self.memory_bound_mb:
+                        return {"event": "memory", "rss_mb": rss_mb}
+                    continue
                 chunk = os.read(fd, 65536)
                 if not chunk:
                     return {"event": "eof"}
