@@ -96,7 +96,10 @@ def projection_terms(shapes: list[tuple[int, ...]], dtypes: list[str]) -> list[t
 def _loss(outputs: Any, losses: Sequence[Any] = ()) -> Any:
     """The check's loss: the projection of the outputs (:func:`projection_terms`), plus ``losses``, the model's own
     (weight and activity regularizers, ``add_loss``), each cast to the loss's dtype, as Keras's trainer adds them to
-    the loss it differentiates: regularizers are training-only code no inference run reaches."""
+    the loss it differentiates: regularizers are training-only code no inference run reaches. The terms are added with
+    ``ops.add``, which promotes dtypes alike on every backend: TensorFlow's ``+`` does not, so a float32 and a float64
+    output failed there alone, a false training crash (long150f: "cannot compute AddV2 as input #1 ... double tensor"
+    on Minimum(dtype='float64') beside a float32 layer, two entries the reader took for TensorFlow's)."""
     from keras import ops
 
     total = None
@@ -104,9 +107,9 @@ def _loss(outputs: Any, losses: Sequence[Any] = ()) -> Any:
     for index, weights, divisor, widen in terms:
         y = ops.cast(outputs[index], "float32") if widen else outputs[index]
         term = ops.sum(ops.multiply(y, ops.convert_to_tensor(weights, dtype=y.dtype))) / divisor
-        total = term if total is None else total + term
+        total = term if total is None else ops.add(total, term)
     for extra in losses:
-        total = total + ops.cast(extra, total.dtype)
+        total = ops.add(total, ops.cast(extra, total.dtype))
     return total
 
 

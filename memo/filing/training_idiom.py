@@ -33,8 +33,10 @@ LOSS_LINES: tuple[str, ...] = (
     "    for i, y in enumerate(outputs):  # a float16 or bfloat16 output summed in float32",
     "        y = keras.ops.cast(y, 'float32') if keras.backend.standardize_dtype(y.dtype) in ('float16', 'bfloat16') else y",
     f"        w = np.random.default_rng({LOSS_SEED} + i).standard_normal(tuple(y.shape))",
-    "        total = total + keras.ops.sum(y * keras.ops.convert_to_tensor(w, dtype=y.dtype)) / y.shape[0]",
-    "    return total + sum(keras.ops.cast(extra, total.dtype) for extra in losses)  # regularizers, add_loss",
+    "        total = keras.ops.add(total, keras.ops.sum(y * keras.ops.convert_to_tensor(w, dtype=y.dtype)) / y.shape[0])",
+    "    for extra in losses:  # regularizers, add_loss",
+    "        total = keras.ops.add(total, keras.ops.cast(extra, total.dtype))",
+    "    return total",
 )
 _GRADIENTS: dict[str, tuple[str, ...]] = {
     "tensorflow": ("with tf.GradientTape() as tape:",

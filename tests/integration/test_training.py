@@ -163,3 +163,23 @@ def test_a_float16_layer_is_judged_at_float16_precision_and_triage_asks_for_its_
                for stage in JUDGED_STAGES if (name, stage) != ("keras-torch", "adam")), "float16 noise float32's flags"
     results = executor.train(artifact, TRAINERS, tmp_path / "sgd", {"stages": ["sgd"]})
     assert all([s.stage for s in r.stages] == ["load", "prepare", "sgd"] for r in results.values()), results
+
+
+def test_outputs_of_float32_and_float64_are_one_loss_on_every_backend(executor: Any, tmp_path: Path) -> None:
+    """The loss adds its terms with keras.ops.add, which promotes float32 + float64 alike on every backend:
+    TensorFlow's ``+`` does not, and long150f filed memo's own loss as two TensorFlow training crashes ("cannot
+    compute AddV2 as input #1(zero-based) was expected to be a float tensor but is a double tensor")."""
+    from memo.artifact import prepare_artifact
+    from memo.training.check import run_training_check
+
+    ir = ModelIR(layers=[
+        Layer(name="x", class_name="InputLayer", config={"batch_shape": [None, 6, 5], "dtype": "float32"}),
+        Layer(name="wide", class_name="Dense", config={"units": 3, "dtype": "float64"}, inputs=["x"]),
+        Layer(name="narrow", class_name="Dense", config={"units": 2}, inputs=["x"])],
+        outputs=["narrow", "wide"], name="two_precisions")
+    artifact = prepare_artifact(ir, tmp_path / "artifact", seed=0)
+    check = run_training_check(executor, artifact, tmp_path / "train", TRAINERS)
+    for name, result in check.results.items():
+        assert [(s.stage, s.status) for s in result.stages][:5] == [
+            (stage, "ok") for stage in ("load", "prepare", "forward", "gradients", "sgd")], (name, result.stages)
+    assert not [v for v in check.judgement.verdicts if v.kind == "training-crash"], check.judgement.verdicts
