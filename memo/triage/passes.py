@@ -35,7 +35,7 @@ from memo.triage.bug_reduction import (TRIED_AGAIN, ReductionOutcome, mentioned_
                                        reduces_further, turn_budget_s)
 from memo.triage.newest import check_and_store, pending_newest
 from memo.triage.reduce_order import reduce_again
-from memo.triage.pending import pending_bugs, pending_localizations, unchecked_scripts
+from memo.triage.pending import distinct_waiting, pending_bugs, pending_localizations, unchecked_scripts
 from memo.triage.rerun import rerun_script
 from memo.triage.session import Session, TriageSummary
 from memo.triage.truth import TruthRunner
@@ -334,7 +334,7 @@ class _Units:
         if not bugs:
             return None
         bug = bugs[0]
-        self.waiting["bug"] = len(bugs)
+        self.waiting["bug"] = distinct_waiting(self.store, bugs)
         self.tried.add(bug.id)
         self.touched.add(bug.id)
         if self.known_db is not None and not remember.adopted(bug):

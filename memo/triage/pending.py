@@ -2,6 +2,7 @@
 budget that finishes them (the campaign's final pass asks for it; the report suggests it)."""
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 from memo.bug_files import retried
@@ -54,6 +55,12 @@ def backlog(store: CampaignStore) -> Backlog:
     """:func:`pending_bugs` split as triage orders them (:func:`memo.triage.reduce_order.backlog_of`)."""
     every = store.triage.load_bugs()  # read once for both
     return backlog_of(_pending(every), every)
+
+
+def distinct_waiting(store: CampaignStore, bugs: Iterable[BugRow]) -> int:
+    """How many of ``bugs`` (pending, in triage order) would be entries of their own (:class:`Backlog`'s
+    ``distinct``): what a bug unit's share of triage time counts (:func:`memo.triage.turns.weight`)."""
+    return backlog_of(bugs, store.triage.load_bugs()).distinct
 
 
 def seconds_for(bugs: int, localizations: int) -> float:

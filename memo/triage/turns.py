@@ -13,7 +13,10 @@ Equal shares let bugs pile up: in the 150-minute campaign long150b the bugs wait
 the first hour to 16 at the end of fuzzing (bugs arrived about one every 1.4 minutes; 8 reductions were cut short,
 5 never started) while the other kinds kept their fifth each. So a kind's time is charged divided by its weight
 (:func:`weight`): one share for every :data:`WAITING_PER_SHARE` units waiting, never less than one. A backlog
-of bugs thus takes most of triage's time until it is down again, and no kind is ever starved."""
+of bugs thus takes most of triage's time until it is down again, and no kind is ever starved. Bugs waiting count
+only the distinct fileable ones (:func:`memo.triage.pending.distinct_waiting`): at minute 95 of long150g, 46 bugs
+waited, 9 of them distinct, and their weight of 11 held the findings waiting for localization at 58 (21 after the
+first hour)."""
 from __future__ import annotations
 
 import time
