@@ -173,7 +173,8 @@ class DifferentialExecutor:
     """Runs artifacts on backends; a context manager whose warm workers serve many ``run`` calls."""
 
     def __init__(self, backends: Sequence[str] | None = None, plugins: Sequence[Path] = (),
-                 timeout_s: float = DEFAULT_TIMEOUT_S, max_models_per_worker: int = 200, max_rss_mb: int = WORKER_RECYCLE_MB,
+                 timeout_s: float = DEFAULT_TIMEOUT_S, max_models_per_worker: int = 200,
+                 max_rss_mb: int = WORKER_RECYCLE_MB,
                  *, safe_mode: bool = True, replicas: Mapping[str, int] | None = None,
                  first_model_grace: float = FIRST_MODEL_GRACE, reference: str | None = None,
                  gpu_precision: str = STRICT, library_coverage: bool = False) -> None:

@@ -34,9 +34,7 @@ LOSS_LINES: tuple[str, ...] = (
     "        y = keras.ops.cast(y, 'float32') if keras.backend.standardize_dtype(y.dtype) in ('float16', 'bfloat16') else y",
     f"        w = np.random.default_rng({LOSS_SEED} + i).standard_normal(tuple(y.shape))",
     "        total = keras.ops.add(total, keras.ops.sum(y * keras.ops.convert_to_tensor(w, dtype=y.dtype)) / y.shape[0])",
-    "    for extra in losses:  # regularizers, add_loss",
-    "        total = keras.ops.add(total, keras.ops.cast(extra, total.dtype))",
-    "    return total",
+    "    return keras.ops.add(total, sum(keras.ops.cast(extra, total.dtype) for extra in losses))  # regularizers",
 )
 _GRADIENTS: dict[str, tuple[str, ...]] = {
     "tensorflow": ("with tf.GradientTape() as tape:",

@@ -328,13 +328,13 @@ class _Units:
 
     def _bug(self) -> bool | None:
         """Reduce the next pending bug (or adopt it from the bug database)."""
-        session = self.session
-        bugs = [bug for bug in pending_bugs(self.store) if bug.id not in self.tried
+        session, every = self.session, self.store.triage.load_bugs()  # read once: what waits, how much is distinct
+        bugs = [bug for bug in pending_bugs(self.store, every) if bug.id not in self.tried
                 and (self.quick or _fits(session, bug))]
         if not bugs:
             return None
         bug = bugs[0]
-        self.waiting["bug"] = distinct_waiting(self.store, bugs)
+        self.waiting["bug"] = distinct_waiting(bugs, every)
         self.tried.add(bug.id)
         self.touched.add(bug.id)
         if self.known_db is not None and not remember.adopted(bug):

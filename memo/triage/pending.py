@@ -36,12 +36,12 @@ def pending_localizations(store: CampaignStore) -> list[int]:
     return order
 
 
-def pending_bugs(store: CampaignStore) -> list[BugRow]:
+def pending_bugs(store: CampaignStore, every: list[BugRow] | None = None) -> list[BugRow]:
     """Bugs to triage: without a folder, whose reduction ran out of time, or adopted with an older reducer's
     (:func:`memo.triage.reduce_order.reduce_again`); distinct root causes first
     (:func:`memo.triage.reduce_order.triage_order`). Unlocalized numeric buckets are not bugs yet (their findings
-    get localized)."""
-    return _pending(store.triage.load_bugs())
+    get localized). ``every``: the store's bugs, when the caller has read them already."""
+    return _pending(store.triage.load_bugs() if every is None else every)
 
 
 def _pending(every: list[BugRow]) -> list[BugRow]:
@@ -57,10 +57,11 @@ def backlog(store: CampaignStore) -> Backlog:
     return backlog_of(_pending(every), every)
 
 
-def distinct_waiting(store: CampaignStore, bugs: Iterable[BugRow]) -> int:
-    """How many of ``bugs`` (pending, in triage order) would be entries of their own (:class:`Backlog`'s
-    ``distinct``): what a bug unit's share of triage time counts (:func:`memo.triage.turns.weight`)."""
-    return backlog_of(bugs, store.triage.load_bugs()).distinct
+def distinct_waiting(bugs: Iterable[BugRow], every: list[BugRow]) -> int:
+    """How many of ``bugs`` (pending, in triage order, among ``every`` bug of the store) would be entries of their
+    own (:class:`Backlog`'s ``distinct``): what a bug unit's share of triage time counts
+    (:func:`memo.triage.turns.weight`)."""
+    return backlog_of(bugs, every).distinct
 
 
 def seconds_for(bugs: int, localizations: int) -> float:

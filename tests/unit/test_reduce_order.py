@@ -139,8 +139,6 @@ def test_the_backlog_counts_distinct_fileable_bugs_apart_from_likely_duplicates_
 def test_a_bug_unit_s_share_of_triage_counts_the_distinct_bugs_waiting_not_the_likely_duplicates() -> None:
     """long150g at minute 95: 46 bugs waiting, 9 distinct; counted whole, their weight held 58 findings waiting for
     localization."""
-    from types import SimpleNamespace
-
     from memo.triage.pending import distinct_waiting
     from memo.triage.turns import weight
 
@@ -148,6 +146,6 @@ def test_a_bug_unit_s_share_of_triage_counts_the_distinct_bugs_waiting_not_the_l
     duplicates = [_bug(f"same{i}") for i in range(12)]
     rare = _bug("rare", frames=["torch/nn/functional.py:embedding"])
     pending = triage_order([*duplicates, rare], [reduced])
-    store = SimpleNamespace(triage=SimpleNamespace(load_bugs=lambda: [reduced, *pending]))
-    assert distinct_waiting(store, pending) == 1  # type: ignore[arg-type]
-    assert weight("bug", distinct_waiting(store, pending)) == 1.0 < weight("bug", len(pending))  # type: ignore[arg-type]
+    every = [reduced, *pending]
+    assert distinct_waiting(pending, every) == 1
+    assert weight("bug", distinct_waiting(pending, every)) == 1.0 < weight("bug", len(pending))
