@@ -46,6 +46,10 @@ def precision_record(model: Any) -> dict[str, np.ndarray]:
 def to_numpy(value: Any) -> np.ndarray:
     from keras import ops
 
+    if len(getattr(value, "shape", ())) == 0:
+        # TensorFlow 2.21 under numpy 2 cannot hand a 0-d bfloat16 tensor to np.array ("object __array__ method not
+        # producing an array"): memo's own read, not the model's; a scalar goes through a 1-element vector
+        return to_numpy(ops.reshape(value, (1,))).reshape(())
     array = np.array(ops.convert_to_numpy(value), copy=True)  # never a view of a variable reset afterwards
     # bfloat16 (ml_dtypes) is no numpy floating dtype: an .npz keeps it as raw bytes; float32 holds it exactly
     return array.astype(np.float32) if array.dtype.name == "bfloat16" else array

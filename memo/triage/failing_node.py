@@ -83,14 +83,31 @@ def operator_text(op: str, attributes: dict[str, object]) -> str:
     return f"{op}({', '.join(f'{name}={chosen[name]}' for name in sorted(chosen))})" if chosen else op
 
 
-def _file_attributes(onnx_path: Path, found: FailingNode) -> dict[str, object] | None:
-    """The attributes of the node of the file at ``onnx_path`` the message named (by node name or output name)."""
+def file_graph(onnx_path: Path | None) -> Any | None:
+    """The top-level graph of the ONNX file at ``onnx_path`` (None for no readable file), loaded once per version of
+    the file: one finding's blame reads the same file for its attributes, its operators and their producers."""
+    if onnx_path is None or not onnx_path.is_file():
+        return None
+    stat = onnx_path.stat()
+    return _loaded_graph(str(onnx_path), stat.st_mtime_ns, stat.st_size)
+
+
+@lru_cache(maxsize=2)
+def _loaded_graph(path: str, mtime_ns: int, size: int) -> Any | None:  # noqa: ARG001 - the version is the cache key
     import onnx
-    from onnx import helper
 
     try:
-        graph = onnx.load(str(onnx_path), load_external_data=False).graph
-    except Exception:  # an unreadable file: the op the message names still counts
+        return onnx.load(path, load_external_data=False).graph
+    except Exception:  # noqa: BLE001 - an unreadable file names nothing
+        return None
+
+
+def _file_attributes(onnx_path: Path, found: FailingNode) -> dict[str, object] | None:
+    """The attributes of the node of the file at ``onnx_path`` the message named (by node name or output name)."""
+    from onnx import helper
+
+    graph = file_graph(onnx_path)
+    if graph is None:  # an unreadable file: the op the message names still counts
         return None
     for node in graph.node:
         if node.op_type == found.op and found.node and (node.name == found.node or found.node in node.output):
@@ -195,13 +212,8 @@ _SENTENCE_START = re.compile(r"(?:^|[.:!?]\s)\s*")
 def file_operators(onnx_path: Path | None) -> dict[str, str]:
     """Operator -> the op type of the node whose subgraph holds it ("" at the top level), for every node of the
     file at ``onnx_path`` and of its subgraphs (a Loop's body); empty when there is no readable file."""
-    if onnx_path is None or not onnx_path.is_file():
-        return {}
-    import onnx
-
-    try:
-        graph = onnx.load(str(onnx_path), load_external_data=False).graph
-    except Exception:  # an unreadable file names no operator
+    graph = file_graph(onnx_path)
+    if graph is None:  # no readable file names no operator
         return {}
     found: dict[str, str] = {}
     level = [(node, "") for node in graph.node]
@@ -215,13 +227,8 @@ def file_operators(onnx_path: Path | None) -> dict[str, str]:
 
 def _made_by(onnx_path: Path | None) -> dict[str, Any]:
     """Each value of the file's top-level graph -> the node that makes it (empty for no readable file)."""
-    if onnx_path is None or not onnx_path.is_file():
-        return {}
-    import onnx
-
-    try:
-        graph = onnx.load(str(onnx_path), load_external_data=False).graph
-    except Exception:  # noqa: BLE001 - an unreadable file names no value
+    graph = file_graph(onnx_path)
+    if graph is None:
         return {}
     return {output: node for node in graph.node for output in node.output}
 

@@ -183,3 +183,20 @@ def test_outputs_of_float32_and_float64_are_one_loss_on_every_backend(executor: 
         assert [(s.stage, s.status) for s in result.stages][:5] == [
             (stage, "ok") for stage in ("load", "prepare", "forward", "gradients", "sgd")], (name, result.stages)
     assert not [v for v in check.judgement.verdicts if v.kind == "training-crash"], check.judgement.verdicts
+
+
+def test_a_scalar_bfloat16_weight_is_read_on_tensorflow(executor: Any, tmp_path: Path) -> None:
+    """Attention(score_mode='concat') holds a 0-d weight; in bfloat16 TensorFlow under numpy 2 refuses np.array of it,
+    and long150f filed memo's own read of its gradient as a Keras-on-TensorFlow training crash."""
+    from memo.artifact import prepare_artifact
+    from memo.training.check import run_training_check
+
+    ir = ModelIR(layers=[
+        Layer(name="x", class_name="InputLayer", config={"batch_shape": [None, 5, 4], "dtype": "float32"}),
+        Layer(name="att", class_name="Attention", config={"score_mode": "concat", "dtype": "bfloat16"},
+              inputs=["x", "x"], call_style="list")], outputs=["att"], name="scalar_bf16")
+    artifact = prepare_artifact(ir, tmp_path / "artifact", seed=0)
+    check = run_training_check(executor, artifact, tmp_path / "train", TRAINERS)
+    stages = [(s.stage, s.status) for s in check.results["keras-tensorflow"].stages]
+    assert stages[:5] == [(stage, "ok") for stage in ("load", "prepare", "forward", "gradients", "sgd")], stages
+    assert not [v for v in check.judgement.verdicts if v.kind == "training-crash"], check.judgement.verdicts

@@ -152,3 +152,30 @@ def test_openvino_lists_failed_operations_by_name_and_a_cascade_is_not_the_cause
     # a single failure, even an element-type one, stays as it is
     single = report.split("\n\n-- Loop-15")[0]
     assert own_failure(single) == single
+
+
+def test_a_file_is_read_once_per_version(tmp_path: Path) -> None:
+    """One finding's blame asks the same ONNX file for attributes, operators and producers: it is parsed once, and
+    parsed again only when the file changes."""
+    import os
+
+    from memo.triage.failing_node import file_graph, file_operators
+
+    def save(op: str) -> Path:
+        node = helper.make_node(op, ["x"], ["y"], name="n")
+        graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+        path = tmp_path / "model.onnx"
+        onnx.save(helper.make_model(graph), str(path))
+        return path
+
+    path = save("Relu")
+    first = file_graph(path)
+    assert first is not None and file_graph(path) is first
+    stat = path.stat()
+    save("Sigmoid")
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))  # a new version even within the clock's tick
+    assert file_graph(path) is not first and file_operators(path) == {"Sigmoid": ""}
+    assert file_graph(tmp_path / "missing.onnx") is None
+    (tmp_path / "bad.onnx").write_bytes(b"not a model")
+    assert file_graph(tmp_path / "bad.onnx") is None and file_operators(tmp_path / "bad.onnx") == {}
