@@ -35,8 +35,9 @@ from memo.backends.idioms import ONNX
 from memo.filing.script import NUMERIC_PRINTS
 from memo.filing.torch_onnx_code import SOURCE as TORCH_ONLY
 from memo.filing.torch_onnx_code import found_through
-from memo.filing.title import (KIND_WORDS, LAYOUT_OPERATORS, culprit, engine_operator, folder_remat,
-                               folder_remat_control, folder_training_symptom, layer_classes, any_optimizer, shape_text,
+from memo.filing.remat_folder import folder_remat, folder_remat_control, remat_holders
+from memo.filing.title import (KIND_WORDS, LAYOUT_OPERATORS, culprit, engine_operator,
+                               folder_training_symptom, layer_classes, any_optimizer, shape_text,
                                stated_cause, stepped_optimizer, title, tracker_name, wrong_shape, wrong_together)
 from memo.triage.failing_node import node_attributes
 from memo.triage.onnx_reference import ENGINE, ONNX_REFERENCE_KEY
@@ -197,7 +198,7 @@ def _expected(folder: BugFolder, checked: MinimalScript) -> list[str]:
         return [f"A finite update: the variables are finite and the gradients the script applies are finite (fixed, "
                 f"of magnitude 0.5 to 1.5), so the step must be finite, as it is when the same step runs in float64. "
                 f"Actual: {happened}", *printed]
-    if folder.info.get("assigned_in_call"):  # semantics, not precision: float64 on torch shares torch's reading
+    if folder.info.get("assigned_in_call") and not remat_holders(folder):  # semantics, not precision: float64 on torch shares torch's reading
         how = "differentiates through it (its stateless call traces the assigned value)" \
             if folder.library == "keras-jax" else "computes another gradient"
         return [f"The same gradient on every Keras backend. The training-mode call assigns a trainable weight; "

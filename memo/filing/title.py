@@ -11,7 +11,8 @@ from memo.filing.check import MinimalScript
 from memo.filing.folder import ONNX_FILE, BugFolder
 from memo.filing.observed import error_text, message_head, quoted, stated_message, whole_words
 from memo.filing.script import idiom_for
-from memo.filing.training_idiom import remat_control, training_symptom, weight_by_class
+from memo.filing.remat_folder import WITHOUT_REMAT, folder_remat, folder_remat_control, remat_holders
+from memo.filing.training_idiom import training_symptom, weight_by_class
 from memo.backends.training_optimizers import (ADAM_LEARNING_RATE, OPTIMIZER_STAGE, SGD_LEARNING_RATE,
                                                constructor_text, known_entry)
 from memo.kinds import TRAINING_KINDS
@@ -19,8 +20,8 @@ from memo.training.judge import UPDATE_STAGES
 from memo.training.selection import weight_dtypes
 from memo.model.ir import Layer
 from memo.triage.failing_node import culprit_operator
-from memo.backends.training_remat import recorded_remat
-from memo.triage.training_signature import ANY_MIXED, BASE_LAYER_SETTINGS, MIXED
+from memo.triage.stored_weights import COMPUTED_WEIGHT, stored_weight_parts
+from memo.triage.training_signature import ANY_MIXED, MIXED
 from memo.triage.onnx_reference import SHAPE_ORIGIN_KEY
 from memo.triage.bug_reduction import WRAPPED, changed_settings
 from memo.bug_files import Reduction
@@ -114,6 +115,9 @@ def engine_operator(folder: BugFolder, checked: MinimalScript | None) -> str | N
     culprit_operator`), from the checked script's message or the campaign's."""
     if folder.kind != "crash":
         return None
+    computed = stored_weight_parts(folder.library, list(folder.frames), folder.file(ONNX_FILE)).get(COMPUTED_WEIGHT)
+    if computed:  # t69's reader: "Conv in a Loop body" sent onnx2pytorch's maintainer into Loop; the weight is the cause
+        return f"{computed} whose weight is no initializer"
     said = error_text(folder, checked) if checked is not None else ""
     for message in dict.fromkeys((said, str(folder.info.get("error_message") or ""))):
         found = culprit_operator(message, folder.frames, folder.file(ONNX_FILE)) if message else None
@@ -167,22 +171,6 @@ def any_optimizer(folder: BugFolder) -> bool:
     return isinstance(signature, dict) and str(signature.get("weights", "")).endswith(MIXED + ANY_MIXED)
 
 
-def folder_remat(folder: BugFolder) -> str | None:
-    """The ``keras.RematScope`` mode a training bug's layers were built with (None: none, or not a training bug)."""
-    return recorded_remat(folder.info.get("training")) if folder.kind in TRAINING_KINDS else None
-
-
-def folder_remat_control(folder: BugFolder) -> str | None:
-    """The remat mode a training bug's script checks against the same model without it
-    (:func:`memo.filing.training_idiom.remat_control`; None: its script checks against the reference's arrays)."""
-    return remat_control(folder.kind, str(folder.info.get("stage", "")), folder.info.get("training")) \
-        if folder.kind in TRAINING_KINDS else None
-
-
-WITHOUT_REMAT = "the same model without remat"
-"""Whom a remat-controlled training bug's arrays are compared with, in its title."""
-
-
 def culprit(folder: BugFolder, checked: MinimalScript | None = None) -> str:
     """:func:`layer_culprit`, under the ``keras.RematScope`` mode a training bug's layers were built with; under
     remat, the layers holding a setting of the base Layer instead, with it (t55's reader: "Conv2D under
@@ -191,9 +179,7 @@ def culprit(folder: BugFolder, checked: MinimalScript | None = None) -> str:
     mode = folder_remat(folder)
     if not mode:
         return layer_culprit(folder, checked)
-    ir = folder.ir()
-    holding = list(dict.fromkeys(f"{layer.class_name}({name})" for layer in (ir.body if ir else [])
-                                 for name in BASE_LAYER_SETTINGS if layer.config.get(name)))
+    holding = remat_holders(folder)
     return f"{listed(holding) if holding else layer_culprit(folder, checked)} under RematScope({mode})"
 
 
@@ -398,7 +384,7 @@ def title(folder: BugFolder, checked: MinimalScript | None = None) -> str:
     named = culprit(folder, checked)
     filed = tracker_name(folder.filed_on)
     assigned = [str(name) for name in folder.info.get("assigned_in_call") or []]
-    if assigned and symptom:  # the cause first: the layer overwrites the weight in its training call and backends
+    if assigned and symptom and not remat_holders(folder):  # the cause first: the layer overwrites the weight in its training call and backends
         # part by whether they differentiate through it; the weight by its own name (t58's path made the title long)
         leaves = {name: name.rsplit("/", 1)[-1] for name in assigned}
         named += f" assigns {', '.join(dict.fromkeys(leaves.values()))} in call()"

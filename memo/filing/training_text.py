@@ -8,8 +8,9 @@ import re
 
 from memo.backends.training_remat import remat_scope
 from memo.filing.folder import BugFolder
-from memo.filing.title import folder_remat, weightless_after
-from memo.triage.training_signature import BASE_LAYER_SETTINGS
+from memo.filing.remat_folder import folder_remat, remat_holders
+from memo.filing.title import weightless_after
+from memo.triage.training_signature import held_settings
 
 # How an issue names the reference libraries a maintainer knows by another name.
 LIBRARY_NAMES = {"keras-tensorflow": "Keras on TensorFlow", "keras-jax": "Keras on JAX", "keras-torch": "Keras on "
@@ -46,10 +47,11 @@ def remat_note(bug: BugFolder) -> str:
     steps = " ".join(str(step) for step in (bug.info.get("reduction") or {}).get("steps") or [])
     without = " The same model built without it does not show the bug." if f"remat {mode}: needed" in steps else ""
     ir = bug.ir()
-    held = [(layer.class_name, name) for layer in (ir.body if ir else []) for name in BASE_LAYER_SETTINGS
-            if layer.config.get(name)]
+    held = held_settings(ir) if ir else []
     # t58's reader: the text never said that the trigger is the activity regularizer (without it, the two agree)
-    setting = (f" The {held[0][0]}'s `{held[0][1]}` is part of it: the reduced model keeps it, where memo's "
+    named = "" if not held else (f"`{held[0][1]}` of the {held[0][0]} that the {held[0][2]} wraps" if held[0][2]
+                                 else f"{held[0][0]}'s `{held[0][1]}`")
+    setting = (f" The {named} is part of it: the reduced model keeps it, where memo's "
                f"reduction drops every setting the bug does not need (Keras's base Layer adds that regularizer's "
                f"loss with `add_loss` after the layer's call, `keras/src/layers/layer.py`)." if held else "")
     return (f" The model's layers are built inside `{remat_scope(mode)}` (rematerialization: each layer's forward "
@@ -120,7 +122,7 @@ def assigned_text(bug: BugFolder) -> str:
     """The sentence on trainable weights the model's training-mode call assigns (bug.json's ``assigned_in_call``,
     recorded by Keras on TensorFlow and torch), "" where it assigns none."""
     names = [str(name) for name in bug.info.get("assigned_in_call") or []]
-    if not names:
+    if not names or remat_holders(bug):  # remat's defect: the regularizer's loss, not the assignment (t69)
         return ""
     plural = "s" if len(names) > 1 else ""
     return (f" The layer's training-mode call assigns its trainable weight{plural} {', '.join(f'`{n}`' for n in names)}"

@@ -25,7 +25,7 @@ from memo.oracle import KERAS_FRONT_END, Verdict
 from memo.triage.masks import normalize_message
 from memo.training.judge import MODEL_IR_KEY, UPDATE_STAGES
 from memo.training.selection import variable_dtype, weight_dtypes
-from memo.truth import CONFIRMED
+from memo.truth import NOISE
 from memo.triage.signature import (LAYER_OBJECT, TRUTH_DECISION, culprit_classes, culprits, digest, message_pattern,
                                    reduced_keys)
 
@@ -251,8 +251,8 @@ def training_key(parts: JsonObject, reduced: ModelIR, decision: str = "", assign
     own = digest({**kept, "culprit": culprit_classes(reduced), "decision": decision})
     shared = shared_code_key(kept, parts, reduced, decision) or mixed_precision_key(kept, decision)
     twin = inference_twin(parts, reduced, decision)
-    setting = remat_setting_key(parts, reduced, decision)
-    assigning = assigning_key(kept, reduced, decision) if assigned else None
+    setting = remat_setting_key(parts, reduced)
+    assigning = assigning_key(kept, reduced, decision) if assigned and not setting else None  # remat's, not the layer's
     return " ".join(dict.fromkeys([own, *([shared] if shared else ()), *([setting] if setting else ()),
                                    *([assigning] if assigning else ()), *(reduced_keys(twin, reduced) if twin else ())]))
 
@@ -280,19 +280,36 @@ BASE_LAYER_SETTINGS = ("activity_regularizer",)
 
 def base_layer_settings(reduced: ModelIR) -> list[str]:
     """The :data:`BASE_LAYER_SETTINGS` some layer of ``reduced`` sets, sorted."""
-    return sorted({name for layer in reduced.body for name in BASE_LAYER_SETTINGS if layer.config.get(name)})
+    return sorted({name for _, name, _ in held_settings(reduced)})
+
+
+def held_settings(reduced: ModelIR) -> list[tuple[str, str, str]]:
+    """(class, setting, wrapper) of every layer of ``reduced`` setting one of :data:`BASE_LAYER_SETTINGS`, a layer a
+    wrapper holds too (wrapper "" for none): the wrapped layer's own call adds its regularizer's loss (t69: a Dense's
+    activity_regularizer inside SpectralNormalization, titled as SpectralNormalization's kernel assignment)."""
+    found: list[tuple[str, str, str]] = []
+    for layer in reduced.body:
+        levels = [(layer.class_name, layer.config, "")]
+        while levels:
+            class_name, config, wrapper = levels.pop(0)
+            found += [(class_name, name, wrapper) for name in BASE_LAYER_SETTINGS if config.get(name)]
+            levels += [(str(inner.get("class_name")), inner["config"], wrapper or class_name)
+                       for inner in (config.get("layer"), config.get("backward_layer"))
+                       if isinstance(inner, dict) and isinstance(inner.get("config"), dict)]
+    return list(dict.fromkeys(found))
 
 
 def mixed_precision_key(kept: JsonObject, decision: str = "") -> str | None:
     """The key of a numeric update difference on mixed weight precisions in Keras on torch's own optimizer code,
     whatever the stage, the class and the dtype of the weight that differs: that code computes every scalar in the
     first variable's dtype (``keras/src/backend/torch/optimizers/``), one defect (long150d: Adam, AdamW and the fixed
-    ``adam`` stage as three entries, keys apart only by those). None for any other bug."""
+    ``adam`` stage as three entries, keys apart only by those); float64's "noise" apart, whatever else it decided
+    (t69: a float16 gamma's Adam step, undecided, beside the confirmed float32 Dense entry). None for any other bug."""
     if kept.get("code") != TORCH_BACKEND or kept.get("kind") == VerdictKind.TRAINING_CRASH.value \
             or MIXED not in str(kept.get("weights") or ""):
         return None
     return digest({"kind": kept.get("kind"), "library": kept.get("library"), "code": TORCH_BACKEND,
-                   "weights": ANY_MIXED, "decision": decision})
+                   "weights": ANY_MIXED, "decision": decision if decision == NOISE else ""})
 
 
 def shared_code_key(kept: JsonObject, parts: JsonObject, reduced: ModelIR, decision: str = "") -> str | None:
@@ -320,16 +337,17 @@ def shared_code_key(kept: JsonObject, parts: JsonObject, reduced: ModelIR, decis
                    "message": pattern if whole else pattern[:pattern.rfind(". ") + 1]})
 
 
-def remat_setting_key(parts: JsonObject, reduced: ModelIR, decision: str = "") -> str | None:
+def remat_setting_key(parts: JsonObject, reduced: ModelIR) -> str | None:
     """The key of a bug under ``keras.RematScope`` whose reduced model keeps a setting of the base Layer
     (:data:`BASE_LAYER_SETTINGS`), whatever its kind, backend and stage: the base Layer computes an activity
     regularizer's loss and adds it (``add_loss``) inside the call the remat wrapper recomputes, a side effect each
     backend's wrapper mishandles its own way (t55: TensorFlow's ``tf.recompute_grad`` drops its gradient, JAX's
-    ``jax.checkpoint`` lets its tracer escape: UnexpectedTracerError). A numeric one float64 set apart keeps its
-    own. None for any other bug."""
+    ``jax.checkpoint`` lets its tracer escape: UnexpectedTracerError), whatever float64 decided: the remat difference
+    is the regularizer's gradient, small where the layer's output is (t69: TensorFlow 1.16 tolerances off float64 on a
+    BatchNormalization gamma, called noise beside the confirmed entry of that defect). None for any other bug."""
     settings = base_layer_settings(reduced)
     mode = parts.get(REMAT_KEY)
-    if not mode or not settings or (decision and decision != CONFIRMED):
+    if not mode or not settings:
         return None
     return digest({REMAT_KEY: mode, "base_layer": settings})
 

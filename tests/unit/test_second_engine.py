@@ -91,3 +91,26 @@ def test_a_weight_input_no_initializer_holds_is_named(tmp_path: Path) -> None:
     assert set(reduced_keys(gemm, model("Dense"))) & set(reduced_keys(conv, model("ConvLSTM3D")))
     unmarked = {key: value for key, value in conv.items() if key != COMPUTED_WEIGHT}
     assert not set(reduced_keys(gemm, model("Dense"))) & set(reduced_keys(unmarked, model("ConvLSTM3D")))
+
+
+def test_an_importer_crash_on_a_computed_weight_is_titled_by_the_weight_not_the_loop(tmp_path: Path) -> None:
+    """t69's reader: "[onnx2pytorch] Conv in a Loop body: TypeError: Conv2d.__init__() missing ..." sent the maintainer
+    into Loop; a 2-node file whose Conv weight is computed fails the same way."""
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+
+    from memo.filing.folder import BugFolder
+    from memo.filing.title import title
+
+    weight = numpy_helper.from_array(np.ones((2, 1, 3, 3), np.float32), "w")
+    graph = helper.make_graph([helper.make_node("Identity", ["w"], ["wc"]), helper.make_node("Conv", ["x", "wc"], ["y"])],
+                              "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 5, 5])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, 3, 3])], [weight])
+    onnx.save(helper.make_model(graph), tmp_path / "model.onnx")
+    message = "Conv2d.__init__() missing 2 required positional arguments: 'in_channels' and 'out_channels'"
+    (tmp_path / "bug.json").write_text(json.dumps({
+        "id": "crash-onnx2pytorch-x", "kind": "crash", "library": "onnx2pytorch", "exception": "TypeError",
+        "error_message": message, "message": f"TypeError: {message}", "signature": {
+            "frames": ["onnx2pytorch/convert/layer.py:convert_layer", "onnx2pytorch/operations/loop.py:__init__"]}}))
+    folder = BugFolder.read(tmp_path)
+    assert title(folder).startswith("[onnx2pytorch] Conv whose weight is no initializer: ")

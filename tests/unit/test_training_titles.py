@@ -306,3 +306,31 @@ def test_a_title_too_long_for_its_weights_path_names_the_weight_by_its_layers_cl
     (tmp_path / "bug.json").write_text(json.dumps(info))
     text = title(BugFolder(tmp_path, info))
     assert len(text) <= TITLE_CHARS and "Conv2D kernel differs" in text and not text.endswith("..."), text
+
+
+def test_a_remat_bug_of_a_wrapped_layers_activity_regularizer_is_not_titled_by_the_wrappers_assignment(tmp_path) -> None:
+    """t69's reader: "Conv2D under RematScope(full) assigns kernel in call()" for a Dense's activity_regularizer inside
+    SpectralNormalization; TensorFlow's remat drops the regularizer's gradient, the assignment plays no part."""
+    import json
+
+    from memo.filing.check import MinimalScript
+    from memo.filing.folder import BugFolder
+    from memo.filing.issue import render_issue
+    from memo.model.ir import Layer, ModelIR
+
+    dense = {"class_name": "Dense", "config": {"units": 1, "activity_regularizer": "l1"}}
+    ir = ModelIR([Layer("x", "InputLayer", {"batch_shape": [None, 8, 8, 1], "dtype": "float32"}),
+                  Layer("conv1", "Conv2D", {"filters": 2, "kernel_size": [3, 3]}, ["x"]),
+                  Layer("sn", "SpectralNormalization", {"layer": dense}, ["conv1"])], ["sn"], "m")
+    (tmp_path / "ir.json").write_text(ir.dumps())
+    (tmp_path / "bug.json").write_text(json.dumps({
+        "id": "training-inconsistency-keras-tensorflow-y", "kind": "training-inconsistency",
+        "library": "keras-tensorflow", "stage": "gradients", "reference": "keras-torch", "layer_class": "Conv2D",
+        "message": "gradients: conv1/kernel: differs", "training": {"name": "conv1/kernel", "remat": "full"},
+        "assigned_in_call": ["dense/kernel"],
+        "truth": {"method": "float64", "decision": "confirmed", "reason": "accused 230, witness 0.00125",
+                  "errors": {"keras-tensorflow": 230.0, "keras-torch": 0.00125}}}))
+    text = render_issue(BugFolder.read(tmp_path), MinimalScript(reason="not checked"))
+    assert text.startswith("# [keras-tensorflow] Dense(activity_regularizer) under RematScope(full): ")
+    assert "assign" not in text and "expected.npz" not in text
+    assert "The `activity_regularizer` of the Dense that the SpectralNormalization wraps is part of it" in text
