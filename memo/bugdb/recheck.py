@@ -117,6 +117,12 @@ class ScriptFacts:
     bug: JsonObject  # what :func:`memo.script_exit.interpret` reads: kind, exception, message
 
 
+def script_files(text: str) -> tuple[str, ...]:
+    """The files a repro script's docstring says it reads next to itself ("Files: model.keras, inputs.npz, ...")."""
+    files = _FILES.search(text)
+    return tuple(name.strip() for name in files.group(1).split(",")) if files else ()
+
+
 def read_facts(folder: Path) -> ScriptFacts:
     """The facts of ``folder``'s script; ``bug.json`` when present, else read from the script alone (a folder
     written from the bug database may hold only the script and the files it reads)."""
@@ -129,13 +135,11 @@ def read_facts(folder: Path) -> ScriptFacts:
     needs = _NEEDS.search(text)
     distributions = tuple(dict.fromkeys(name.group(0) for word in (needs.group(1).split() if needs else [])
                                         if (name := _REQUIREMENT_NAME.match(word))))
-    files = _FILES.search(text)
     hang = _HANG_TIMEOUT.search(text)
     death = _DEATH.search(text)
     recorded = {"exception": death.group(1)} if death and not bug.get("exception") else {}  # as old records say it
     return ScriptFacts(bug_id, kind, library, distributions,
-                       tuple(name.strip() for name in files.group(1).split(",")) if files else (),
-                       float(hang.group(1)) if hang else None, {**bug, **recorded, "kind": kind})
+                       script_files(text), float(hang.group(1)) if hang else None, {**bug, **recorded, "kind": kind})
 
 
 def _library_from_id(bug_id: str) -> str:

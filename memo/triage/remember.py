@@ -20,6 +20,8 @@ from pathlib import Path
 from memo.bugdb.location import is_off
 from memo.bugdb import (BugDatabase, BugDatabaseVersionError, CampaignRef, KnownBug, Sighting, export_bug_files,
                         folder_files)
+from memo.bugdb.expected import DIGEST_FILE, EXPECTED_FILE
+from memo.bugdb.recheck import script_files
 from memo.bugdb.records import REDUCER_KEY, reducer_of
 from memo.json_types import JsonObject
 from memo.newest import FIXED_UPSTREAM, STILL_REPRODUCES
@@ -142,7 +144,8 @@ def adopt_known(db: BugDatabase, store: CampaignStore, bug: BugRow) -> KnownBug 
     known = db.find([SIGNATURE_PREFIX + bug.id])
     if known is None or not known.reduced:
         return None
-    if not set(NEEDED_FILES) <= set(db.files(known.id)):
+    stored = db.files(known.id)
+    if not set(NEEDED_FILES) <= set(stored) or missing_files(stored):
         return None
     folder = bug_folder(store.directory.resolve(), bug.id)
     shutil.rmtree(folder, ignore_errors=True)
@@ -170,6 +173,15 @@ def adopt_known(db: BugDatabase, store: CampaignStore, bug: BugRow) -> KnownBug 
                             reproduces=None, checked=None, newest={})
     rekey(store, store.triage.load_bug(bug.id))
     return known
+
+
+def missing_files(stored: dict[str, bytes]) -> list[str]:
+    """The files a known bug's stored script reads that its database record left out (its expected output apart,
+    which the reference reruns from its digest): t70 adopted a bug whose 10-MB inputs.npz had not fit, and its copied
+    script failed for want of it ("does not reproduce"); such a bug is reduced anew."""
+    restorable = {EXPECTED_FILE} if DIGEST_FILE in stored else set()
+    wanted = script_files(stored.get(REPRO_FILE, b"").decode(errors="replace"))
+    return [name for name in wanted if name not in stored and name not in restorable]
 
 
 def _read_json(path: Path) -> JsonObject:

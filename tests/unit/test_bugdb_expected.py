@@ -127,3 +127,17 @@ def test_a_digest_bugs_recheck_reruns_the_reference_and_says_so(model_folder: Pa
     assert prepare(restored).endswith("differs from the recorded digest (another release?), the rerun is the truth")
     # stored and compressed ones are judged as recorded, and say that
     assert prepare(model_folder) == "expected output as recorded (stored compressed)"
+
+
+def test_a_known_bug_whose_record_left_out_a_file_its_script_reads_is_not_adopted() -> None:
+    """t70 adopted crash-keras-export-65a337de54 from the database without its 10-MB inputs.npz (over the record's
+    bound): the copied script failed for want of it and the real bug left "ready" as not reproducing."""
+    from memo.triage.remember import missing_files
+
+    script = b'"""Reproduce memo bug crash-x.\n\nFiles: model.keras, inputs.npz, expected.npz, next to this script.\n"""\n'
+    whole = {"repro.py": script, "model.keras": b"k", "inputs.npz": b"i", "expected.npz": b"e"}
+    assert missing_files(whole) == []
+    assert missing_files({name: data for name, data in whole.items() if name != "inputs.npz"}) == ["inputs.npz"]
+    digest_only = {**{name: data for name, data in whole.items() if name != "expected.npz"}, "expected.digest.json": b"{}"}
+    assert missing_files(digest_only) == []  # the reference reruns the expected output from its digest
+    assert missing_files({"repro.py": b"print()"}) == []  # a script that names no files
