@@ -149,8 +149,11 @@ def _minimal_reproduces(entry: BugEntry) -> bool:
     code does (docs/training.md), but a minimal script checked and not reproducing keeps the bug out of "ready":
     the maintainer is given that script."""
     if entry.get("kind") in TRAINING_KINDS:  # a checked minimal script that does not show it: memo's worker
-        # setting shows it, not the library a user runs (p47: a JAX NaN gradient only under memo's XLA -O0 flag)
-        return entry.get("reproduces") is True and (entry.get("minimal") or {}).get("reproduces") is not False
+        # setting shows it, not the library a user runs (p47: a JAX NaN gradient only under memo's XLA -O0 flag);
+        # none tried yet is no time left, not ready (t70: an adopted LSTM remat crash stood ready with its 1,162-line
+        # repro.py as the issue's script)
+        minimal = entry.get("minimal") or {}
+        return entry.get("reproduces") is True and bool(minimal) and minimal.get("reproduces") is not False
     return (entry.get("minimal") or {}).get("reproduces") is True
 
 
@@ -213,10 +216,13 @@ def _missing_step(entry: BugEntry) -> str:
     computed yet", a truth no crash needs)."""
     minimal = _minimal_status(entry)
     training = entry.get("kind") in TRAINING_KINDS
-    if minimal and (not training or (entry.get("minimal") or {}).get("reproduces") is False):
-        return minimal  # a training bug's repro.py decides where its minimal script was not checked
+    tried, not_run = entry.get("minimal") or {}, "reduced; its repro.py not run in a fresh process yet"
+    if training and not _reproduces(entry):  # a training bug's repro.py first: it decides where no idiom writes one
+        return not_run
+    if minimal and (not training or not tried or tried.get("reproduces") is False):
+        return minimal
     if not (_reproduces(entry) and _minimal_reproduces(entry)):
-        return "reduced; its repro.py not run in a fresh process yet"
+        return not_run
     if entry.get("kind") in TRUTH_KINDS and _truth_decision(entry) is None:
         return "float64 truth not computed yet"
     return "not rechecked on the newest code yet"

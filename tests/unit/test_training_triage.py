@@ -134,7 +134,8 @@ def test_a_crash_in_a_layers_call_is_one_root_cause_in_training_and_inference_mo
 
 def entry(**values: Any) -> Any:
     base = {"kind": "training-inconsistency", "reduced_layers": 1, "original_layers": 3, "reduction": {},
-            "reproduces": True, "truth": {"decision": "confirmed"}, "minimal": None, "newest": {}}
+            "reproduces": True, "truth": {"decision": "confirmed"}, "minimal": {"reproduces": True, "lines": 20},
+            "newest": {}}
     return {**base, **values}
 
 
@@ -148,6 +149,11 @@ def test_a_training_bug_is_ready_on_its_checked_repro_and_a_confirming_truth() -
     # its checked repro.py decides; a minimal script checked and not showing it keeps it out of "ready" (the script
     # the maintainer is given: p47's JAX NaN gradient showed only under memo's worker settings)
     assert section_of(entry(minimal={"reproduces": False, "lines": 30, "reason": "other arrays"})) == "not-ready"
+    # t70: none tried yet (the pass had no time left) is not ready: the issue's script would be the whole repro.py
+    assert section_of(entry(minimal=None)) == "not-ready"
+    # none the idiom can write: its checked repro.py decides
+    assert section_of(entry(minimal={"reproduces": None, "reason": "memo writes no training script for stage 'x'"})) \
+        == "ready"
     assert section_of(entry(minimal={"reproduces": True, "lines": 30})) == "ready"
 
 

@@ -165,6 +165,7 @@ def test_a_reduced_bug_not_ready_is_said_to_wait_for_its_first_missing_step() ->
     assert status(kind="training-crash", reproduces=None, minimal=None) == not_run
     assert status(kind="training-crash", reproduces=None) == not_run  # its minimal script, from the database, checked
     assert status(kind="crash", minimal=None) == UNCHECKED
+    assert status(kind="training-crash", minimal=None) == UNCHECKED  # t70: its repro.py checked, no minimal script
     assert status(kind="crash", reproduces=None, minimal={"reproduces": False, "lines": 12, "reason": "exit 0"}) == \
         "minimal script does not reproduce (exit 0)"
     assert status() == "float64 truth not computed yet"  # a numeric bug with its scripts checked
