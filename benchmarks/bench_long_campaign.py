@@ -17,18 +17,22 @@ process above 4 GB with its command line and open files to ``NAME-large.log``); 
 docs' picture, ``docs/long-campaign.svg``, only when ``--svg`` names it). It then prints issue 42's figures: exit code and wall time against the slot, peak
 memory in the first hour and in the last 30 minutes, executed models per 10 minutes in the first hour and in the
 last half hour, the backlog at the end of the first hour and at the end of fuzzing, the database's size.
-``--attach`` samples a campaign started elsewhere (by its name) instead of starting one.
+``--attach`` samples a campaign started elsewhere (by its name) instead of starting one. The picture is rewritten
+every 10 samples while the campaign runs, and its ``<desc>`` holds the printed figures (at the end) and every sample
+as CSV: with ``--svg docs/long-campaign.svg`` the run's record survives in the working tree a session leaves behind.
 """
 from __future__ import annotations
 
 import argparse
 import csv
+import io
 import os
 import sqlite3
 import subprocess
 import sys
 import time
 from dataclasses import asdict, dataclass, fields
+from html import escape
 from pathlib import Path
 
 import psutil
@@ -225,8 +229,10 @@ CHARTS = (("RSS of memo + workers, MB", lambda s: s.memo_mb + s.workers_mb),
           ("campaign database, MB", lambda s: s.sqlite_mb))
 
 
-def picture(samples: list[Sample], title: str) -> str:
-    """The curves as one SVG: a grid of :func:`memo.report.charts.line_chart` panels."""
+def picture(samples: list[Sample], title: str, notes: list[str] | tuple[str, ...] = ()) -> str:
+    """The curves as one SVG: a grid of :func:`memo.report.charts.line_chart` panels; its ``<desc>`` keeps ``notes``
+    (the summary) and every sample as CSV, so that the picture kept in docs/ is the run's record: long150h's and
+    long150i's sessions ended before their figures were written down, and only the picture was left to read."""
     columns, width, height = 2, 390, 190
     rows = (len(CHARTS) + columns - 1) // columns
     panels = []
@@ -237,7 +243,17 @@ def picture(samples: list[Sample], title: str) -> str:
     return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{columns * width}" height="{30 + rows * height}" '
             f'font-family="sans-serif" font-size="11"><style>.axis{{stroke:#888}} .line{{fill:none;stroke:#2a6;'
             f'stroke-width:1.5}} .dot{{fill:#2a6}} .title{{font-weight:bold}}</style>'
-            f'<text x="8" y="18" font-size="14">{title}</text>{"".join(panels)}</svg>\n')
+            f'<desc>{escape(record(samples, notes))}</desc>'
+            f'<text x="8" y="18" font-size="14">{escape(title)}</text>{"".join(panels)}</svg>\n')
+
+
+def record(samples: list[Sample], notes: list[str] | tuple[str, ...]) -> str:
+    """``notes`` then the samples as CSV (the columns of ``reports/NAME-samples.csv``)."""
+    rows = io.StringIO()
+    writer = csv.DictWriter(rows, fieldnames=[f.name for f in fields(Sample)])
+    writer.writeheader()
+    writer.writerows(asdict(sample) for sample in samples)
+    return "\n".join([*notes, rows.getvalue()])
 
 
 def window(samples: list[Sample], start_s: float, end_s: float) -> list[Sample]:
@@ -326,6 +342,8 @@ def main() -> int:
     (reports / f"{args.name}-large.log").unlink(missing_ok=True)
     cpu = CpuTracker(processes)
     out = reports / f"{args.name}-samples.csv"
+    svg = args.svg or reports / f"{args.name}.svg"
+    title = f"memo fuzz --minutes {args.minutes:g} ({time.strftime('%Y-%m-%d')})"
     with open(out, "w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=[f.name for f in fields(Sample)])
         writer.writeheader()
@@ -333,6 +351,9 @@ def main() -> int:
             samples.append(take_sample(pid, began, args.name, cpu))
             writer.writerow(asdict(samples[-1]))
             handle.flush()
+            if len(samples) % 10 == 0:  # the picture so far, in case the session ends before the run does
+                svg.write_text(picture(samples, f"{title} (running: {samples[-1].elapsed_s / 60:.0f} min)",
+                                       [f"running; command: {' '.join(sys.argv)}"]))
             deadline = time.monotonic() + args.every
             while time.monotonic() < deadline and (child is None or child.poll() is None) and psutil.pid_exists(pid):
                 time.sleep(1)
@@ -340,17 +361,17 @@ def main() -> int:
         writer.writerow(asdict(samples[-1]))
     exit_code = child.wait() if child is not None else None
     wall = time.monotonic() - began
-    args.svg = args.svg or reports / f"{args.name}.svg"
-    args.svg.write_text(picture(samples, f"memo fuzz --minutes {args.minutes:g} ({time.strftime('%Y-%m-%d')})"))
-    print(f"# long campaign {args.name} ({time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores, "
-          f"{format_size(psutil.virtual_memory().total)})")
-    print(f"command: {' '.join(sys.argv)}")
-    print("\n".join(summary(samples, args.minutes, exit_code, wall)))
-    print(f"- triage's time (units, wall seconds; background and final passes): {triage_spent(REPO / 'campaigns' / args.name)}")
-    print(f"- by phase (times, wall seconds): {triage_spent(REPO / 'campaigns' / args.name, PHASES_META)}")
-    print(f"- fuzzing paused for triage: {paused_minutes(REPO / 'campaigns' / args.name)} pipeline-minutes "
-          "(memo.campaign.backpressure)")
-    print(f"- samples: {out} ({len(samples)}); picture: {args.svg}")
+    lines = [f"# long campaign {args.name} ({time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores, "
+             f"{format_size(psutil.virtual_memory().total)})", f"command: {' '.join(sys.argv)}",
+             *summary(samples, args.minutes, exit_code, wall),
+             f"- triage's time (units, wall seconds; background and final passes): "
+             f"{triage_spent(REPO / 'campaigns' / args.name)}",
+             f"- by phase (times, wall seconds): {triage_spent(REPO / 'campaigns' / args.name, PHASES_META)}",
+             f"- fuzzing paused for triage: {paused_minutes(REPO / 'campaigns' / args.name)} pipeline-minutes "
+             "(memo.campaign.backpressure)"]
+    svg.write_text(picture(samples, title, lines))
+    print("\n".join(lines))
+    print(f"- samples: {out} ({len(samples)}); picture: {svg}")
     return 0 if exit_code in (0, None) else 1
 
 
