@@ -198,7 +198,8 @@ def _expected(folder: BugFolder, checked: MinimalScript) -> list[str]:
         return [f"A finite update: the variables are finite and the gradients the script applies are finite (fixed, "
                 f"of magnitude 0.5 to 1.5), so the step must be finite, as it is when the same step runs in float64. "
                 f"Actual: {happened}", *printed]
-    if folder.info.get("assigned_in_call") and not remat_holders(folder):  # semantics, not precision: float64 on torch shares torch's reading
+    # semantics, not precision (float64 on torch shares torch's reading); remat's defect where a setting makes it
+    if folder.info.get("assigned_in_call") and not remat_holders(folder):
         how = "differentiates through it (its stateless call traces the assigned value)" \
             if folder.library == "keras-jax" else "computes another gradient"
         return [f"The same gradient on every Keras backend. The training-mode call assigns a trainable weight; "
