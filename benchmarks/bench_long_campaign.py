@@ -247,10 +247,15 @@ def picture(samples: list[Sample], title: str, notes: list[str] | tuple[str, ...
             f'<text x="8" y="18" font-size="14">{escape(title)}</text>{"".join(panels)}</svg>\n')
 
 
+def sample_columns() -> list[str]:
+    """The CSV columns of a sample, in ``reports/NAME-samples.csv`` and in the picture's record."""
+    return [f.name for f in fields(Sample)]
+
+
 def record(samples: list[Sample], notes: list[str] | tuple[str, ...]) -> str:
     """``notes`` then the samples as CSV (the columns of ``reports/NAME-samples.csv``)."""
     rows = io.StringIO()
-    writer = csv.DictWriter(rows, fieldnames=[f.name for f in fields(Sample)])
+    writer = csv.DictWriter(rows, fieldnames=sample_columns())
     writer.writeheader()
     writer.writerows(asdict(sample) for sample in samples)
     return "\n".join([*notes, rows.getvalue()])
@@ -345,7 +350,7 @@ def main() -> int:
     svg = args.svg or reports / f"{args.name}.svg"
     title = f"memo fuzz --minutes {args.minutes:g} ({time.strftime('%Y-%m-%d')})"
     with open(out, "w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=[f.name for f in fields(Sample)])
+        writer = csv.DictWriter(handle, fieldnames=sample_columns())
         writer.writeheader()
         while psutil.pid_exists(pid) and (child is None or child.poll() is None):
             samples.append(take_sample(pid, began, args.name, cpu))

@@ -35,7 +35,7 @@ from memo.backends.idioms import ONNX
 from memo.filing.script import NUMERIC_PRINTS
 from memo.filing.torch_onnx_code import SOURCE as TORCH_ONLY
 from memo.filing.torch_onnx_code import found_through
-from memo.filing.remat_folder import folder_remat, folder_remat_control, remat_holders
+from memo.filing.remat_folder import assigned_cause, folder_remat, folder_remat_control
 from memo.filing.title import (KIND_WORDS, LAYOUT_OPERATORS, culprit, engine_operator,
                                folder_training_symptom, layer_classes, any_optimizer, shape_text,
                                stated_cause, stepped_optimizer, title, tracker_name, wrong_shape, wrong_together)
@@ -198,8 +198,7 @@ def _expected(folder: BugFolder, checked: MinimalScript) -> list[str]:
         return [f"A finite update: the variables are finite and the gradients the script applies are finite (fixed, "
                 f"of magnitude 0.5 to 1.5), so the step must be finite, as it is when the same step runs in float64. "
                 f"Actual: {happened}", *printed]
-    # semantics, not precision (float64 on torch shares torch's reading); remat's defect where a setting makes it
-    if folder.info.get("assigned_in_call") and not remat_holders(folder):
+    if assigned_cause(folder):  # semantics, not precision: float64 on torch shares torch's reading
         how = "differentiates through it (its stateless call traces the assigned value)" \
             if folder.library == "keras-jax" else "computes another gradient"
         return [f"The same gradient on every Keras backend. The training-mode call assigns a trainable weight; "

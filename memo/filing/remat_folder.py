@@ -31,3 +31,11 @@ def remat_holders(folder: BugFolder) -> list[str]:
     remat."""
     ir = folder.ir() if folder_remat(folder) else None
     return list(dict.fromkeys(f"{name}({setting})" for name, setting, _ in (held_settings(ir) if ir else [])))
+
+
+def assigned_cause(folder: BugFolder) -> list[str]:
+    """The trainable weights the model's training-mode call assigns (bug.json's ``assigned_in_call``) as the bug's
+    cause: none where a base-Layer setting under remat is it instead (:func:`remat_holders`; t69: the Dense that a
+    SpectralNormalization wraps had an activity_regularizer, and the text argued the wrapper's kernel assignment)."""
+    names = [str(name) for name in folder.info.get("assigned_in_call") or []]
+    return names if names and not remat_holders(folder) else []

@@ -11,7 +11,8 @@ from memo.filing.check import MinimalScript
 from memo.filing.folder import ONNX_FILE, BugFolder
 from memo.filing.observed import error_text, message_head, quoted, stated_message, whole_words
 from memo.filing.script import idiom_for
-from memo.filing.remat_folder import WITHOUT_REMAT, folder_remat, folder_remat_control, remat_holders
+from memo.filing.remat_folder import (WITHOUT_REMAT, assigned_cause, folder_remat, folder_remat_control,
+                                      remat_holders)
 from memo.filing.training_idiom import training_symptom, weight_by_class
 from memo.backends.training_optimizers import (ADAM_LEARNING_RATE, OPTIMIZER_STAGE, SGD_LEARNING_RATE,
                                                constructor_text, known_entry)
@@ -116,7 +117,7 @@ def engine_operator(folder: BugFolder, checked: MinimalScript | None) -> str | N
     if folder.kind != "crash":
         return None
     computed = stored_weight_parts(folder.library, list(folder.frames), folder.file(ONNX_FILE)).get(COMPUTED_WEIGHT)
-    if computed:  # t69's reader: "Conv in a Loop body" sent onnx2pytorch's maintainer into Loop; the weight is the cause
+    if computed:  # t69's reader: "Conv in a Loop body" sent onnx2pytorch's maintainer into Loop, not to its weight
         return f"{computed} whose weight is no initializer"
     said = error_text(folder, checked) if checked is not None else ""
     for message in dict.fromkeys((said, str(folder.info.get("error_message") or ""))):
@@ -348,7 +349,7 @@ def folder_training_symptom(folder: BugFolder) -> str:
     compared = WITHOUT_REMAT if folder_remat_control(folder) else folder.reference
     said = training_symptom(str(folder.info.get("stage", "")), folder.kind, training, compared,
                             also.group(1) if also else "")
-    if folder.info.get("assigned_in_call"):  # the layer's defect: the backends part, none of them is the truth
+    if assigned_cause(folder):  # the layer's defect: the backends part, none of them is the truth
         said = said.replace(f" differs from {folder.reference}",
                             f" differs between backends ({folder.library} against {folder.reference})")
     return said
@@ -383,8 +384,8 @@ def title(folder: BugFolder, checked: MinimalScript | None = None) -> str:
         what = f"writes a file {folder.library} fails on ({what})"  # the converter's file, which an engine fails on
     named = culprit(folder, checked)
     filed = tracker_name(folder.filed_on)
-    assigned = [str(name) for name in folder.info.get("assigned_in_call") or []]
-    if assigned and symptom and not remat_holders(folder):  # the cause first: the layer overwrites the weight in its training call and backends
+    assigned = assigned_cause(folder)
+    if assigned and symptom:  # the cause first: the layer overwrites the weight in its training call and backends
         # part by whether they differentiate through it; the weight by its own name (t58's path made the title long)
         leaves = {name: name.rsplit("/", 1)[-1] for name in assigned}
         named += f" assigns {', '.join(dict.fromkeys(leaves.values()))} in call()"

@@ -8,7 +8,7 @@ import re
 
 from memo.backends.training_remat import remat_scope
 from memo.filing.folder import BugFolder
-from memo.filing.remat_folder import folder_remat, remat_holders
+from memo.filing.remat_folder import assigned_cause, folder_remat
 from memo.filing.title import weightless_after
 from memo.triage.training_signature import held_settings
 
@@ -121,8 +121,8 @@ def finished_by(bug: BugFolder) -> str:
 def assigned_text(bug: BugFolder) -> str:
     """The sentence on trainable weights the model's training-mode call assigns (bug.json's ``assigned_in_call``,
     recorded by Keras on TensorFlow and torch), "" where it assigns none."""
-    names = [str(name) for name in bug.info.get("assigned_in_call") or []]
-    if not names or remat_holders(bug):  # remat's defect: the regularizer's loss, not the assignment (t69)
+    names = assigned_cause(bug)
+    if not names:
         return ""
     plural = "s" if len(names) > 1 else ""
     return (f" The layer's training-mode call assigns its trainable weight{plural} {', '.join(f'`{n}`' for n in names)}"

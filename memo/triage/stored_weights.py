@@ -63,15 +63,10 @@ def stored_weight_parts(library: str, frames: list[str], path: Path | None) -> d
 def first_computed_weight(path: Path | None) -> str | None:
     """The first layer operator of :data:`WEIGHT_INPUTS` in the file whose weight is not stored (None: none, or no
     readable file)."""
-    if path is None or not path.is_file():
-        return None
-    import onnx
+    from memo.triage.failing_node import file_graph
 
-    try:
-        graph = onnx.load(str(path)).graph  # once for every operator
-        return next((op for op in WEIGHT_INPUTS if _computed_in(graph, op)), None)
-    except Exception:  # noqa: BLE001  (an unreadable file: no part)
-        return None
+    graph = file_graph(path)  # once per version of the file: a title asks for every crash of an importer
+    return next((op for op in WEIGHT_INPUTS if _computed_in(graph, op)), None) if graph is not None else None
 
 
 __all__ = ["COMPUTED_WEIGHT", "STORED_WEIGHT_IMPORTERS", "WEIGHT_INPUTS", "computed_weight", "first_computed_weight",
